@@ -8,7 +8,7 @@
  *
  * Interfaces (keys and types in lib/constants.js):
  *   runtime messages {target: C.TARGET.SW, type}:
- *     from content scripts: CAPTURE (→ {ok, client_id} once stored), HELLO (→ {state, tabId, frameId});
+ *     from content scripts: CAPTURE (→ {ok, client_id} once stored), HELLO (→ {state, tabId, tabUrl, frameId});
  *     from extension pages (side panel, tests): START {config} → {ok, clientId, demoName}, STOP → {ok, demoName},
  *       PAUSE, RESUME, STATUS → {state, counters, session, outbox, upload, video, screenshots},
  *       CHAT {speaker, utterance}, UPLOAD_NOW; the same through the page bridge only with config.automation;
@@ -90,8 +90,11 @@ async function route(message, sender) {
     case C.MSG.HELLO:
       // A page just loaded: the previous one may have left captures the worker never received.
       drainPendingCaptures();
-      // tabId / frameId: a content script cannot learn them otherwise; it saves them with pending captures.
-      return { state: await recorder.state(), tabId: sender.tab ? sender.tab.id : null, frameId: sender.frameId };
+      // tabId / tabUrl / frameId: a content script cannot learn them otherwise; it saves them with pending captures.
+      return {
+        state: await recorder.state(), tabId: sender.tab ? sender.tab.id : null, tabUrl: sender.tab ? sender.tab.url : null,
+        frameId: sender.frameId,
+      };
     case C.MSG.START:
       return recorder.command("start", message.config || {});
     case C.MSG.STOP:
@@ -101,7 +104,7 @@ async function route(message, sender) {
     case C.MSG.RESUME:
       return recorder.command("resume");
     case C.MSG.STATUS:
-      return { ok: true, ...(await recorder.status()), screenshots: shots.stats };
+      return { ok: true, ...(await recorder.status()), screenshots: { ...shots.stats, ...recorder.shotStats } };
     case C.MSG.CHAT:
       return onChat(recorder, message);
     case C.MSG.UPLOAD_NOW:
@@ -139,15 +142,27 @@ async function onChat(recorder, message) {
 
 async function onCapture(message, sender, first) {
   const { recorder } = await ready;
+  // While this runs, the same capture saved by its page at unload (a link click) waits for it (drainPendingCaptures).
+  return recorder.capturing(message.turn && message.turn.client_id, () => captureAction(recorder, message, sender, first));
+}
+
+async function captureAction(recorder, message, sender, first) {
   const session = await recorder.recording();
   if (!session) return { ok: false, ignored: "not recording" };
-  const tab = { tabId: sender.tab.id, windowId: sender.tab.windowId };
-  const png = await shots.resolve(first, tab);
+  const tab = { tabId: sender.tab.id, windowId: sender.tab.windowId, url: sender.tab.url };
+  // A screenshot of another page (text sent at pagehide while the next page commits; a fallback taken after a
+  // link navigated) is refused: the tab's last screenshot of the action's page stands in (recordAction).
+  const left = W.recorder.tabLeftPage(message, tab.url);
+  const png = left ? null : await shots.resolve(first, tab);
   // Never store a screenshot whose private areas could not be blacked out; the action is kept without it.
   const masked = png && (await shots.mask(png, message.privateRects, message.viewport).catch(() => null));
   const zoomLevel = await chrome.tabs.getZoom(tab.tabId).catch(() => undefined);
-  const turn = await recorder.recordAction(session, message, { tabId: tab.tabId, screenshot: masked, zoomLevel });
-  setTimeout(() => takeAfterFrame(session, turn.client_id, tab), C.TIMING.AFTER_FRAME_MS);
+  const turn = await recorder.recordAction(session, message, {
+    tabId: tab.tabId, screenshot: masked, zoomLevel, tabUrl: left ? null : tab.url,
+  });
+  // The "after" frame may show the next page (a link): that is what it is for.
+  const visible = { tabId: tab.tabId, windowId: tab.windowId };
+  setTimeout(() => takeAfterFrame(session, turn.client_id, visible), C.TIMING.AFTER_FRAME_MS);
   return { ok: true, client_id: turn.client_id };
 }
 
@@ -157,7 +172,9 @@ async function takeAfterFrame(session, clientId, tab) {
     const { recorder } = await ready;
     // Useful only close to the action, and before the turn is released (FRAME_SETTLE_MS).
     const shot = await maskedShotLater(tab, Date.now() + AFTER_FRAME_DEADLINE_MS);
-    if (shot) await recorder.attachFrame(session, clientId, { tabId: tab.tabId, png: shot.png, label: "after", atMs: shot.at });
+    if (shot) {
+      await recorder.attachFrame(session, clientId, { tabId: tab.tabId, png: shot.png, label: "after", atMs: shot.at, url: shot.url });
+    }
   } catch (error) {
     console.debug("no after frame", error);
   }
@@ -165,7 +182,7 @@ async function takeAfterFrame(session, clientId, tab) {
 
 /**
  * A spaced screenshot of a tab (no gesture) with its private areas, found in the page, blacked out:
- * {png, at (ms epoch of the capture)} or null.
+ * {png, at (ms epoch of the capture), url (the tab's URL then)} or null.
  */
 async function maskedShotLater(tab, deadline, priority) {
   const config = (await kv.get(C.STORAGE.CONFIG)) || {};
@@ -173,7 +190,7 @@ async function maskedShotLater(tab, deadline, priority) {
   const png = await shots.later(tab, deadline, priority);
   if (!png) return null;
   const masked = await shots.mask(png, rects, viewport).catch(() => null);
-  return masked && { png: masked, at: png.capturedAt || Date.now() };
+  return masked && { png: masked, at: png.capturedAt || Date.now(), url: png.capturedUrl || null };
 }
 
 // --- Navigations and tabs -------------------------------------------------------------------------------------
@@ -190,9 +207,12 @@ chrome.webNavigation.onCompleted.addListener((details) => {
     if (!clientId) return null;
     return async () => {
       const tab = await chrome.tabs.get(details.tabId).catch(() => null);
-      const visible = tab && tab.active ? { tabId: tab.id, windowId: tab.windowId } : null;
+      // Only while the tab still shows this load's page (rapid link clicks leave pages before their turn).
+      const visible = tab && tab.active ? { tabId: tab.id, windowId: tab.windowId, url: details.url } : null;
       const shot = visible ? await maskedShotLater(visible, Date.now() + STATE_SHOT_DEADLINE_MS, STATE) : null;
-      await recorder.attachScreenshot(session, clientId, { tabId: details.tabId, png: shot && shot.png, atMs: shot && shot.at });
+      await recorder.attachScreenshot(session, clientId, {
+        tabId: details.tabId, png: shot && shot.png, atMs: shot && shot.at, url: shot && shot.url,
+      });
     };
   });
 });
@@ -209,6 +229,8 @@ chrome.tabs.onRemoved.addListener((tabId) => {
   const eventTime = Date.now();
   whileRecording(async (recorder, session) => {
     await recorder.recordTab(session, "tabremove", { tabId, eventTime });
+    // Its load or tabswitch turns still waiting for a screenshot get their stand-in now, or none.
+    await recorder.settleWaiting(session, tabId);
     await recorder.updateTab(tabId, () => null);
   });
 });
@@ -234,8 +256,12 @@ chrome.tabs.onActivated.addListener(({ tabId, windowId }) => {
       tabId, tabIdOrigin, url: tab && (tab.url || tab.pendingUrl), eventTime, hold: C.TIMING.LOAD_SETTLE_MS,
     });
     return async () => {
-      const shot = await maskedShotLater({ tabId, windowId }, Date.now() + STATE_SHOT_DEADLINE_MS, STATE);
-      await recorder.attachScreenshot(session, turn.client_id, { tabId, png: shot && shot.png, atMs: shot && shot.at });
+      // Only of the page switched to (url): another one is refused, and a stand-in of that page is waited for.
+      const url = turn.arguments.metadata.url || undefined;
+      const shot = await maskedShotLater({ tabId, windowId, url }, Date.now() + STATE_SHOT_DEADLINE_MS, STATE);
+      await recorder.attachScreenshot(session, turn.client_id, {
+        tabId, png: shot && shot.png, atMs: shot && shot.at, url: shot && shot.url,
+      });
     };
   });
 });

@@ -62,6 +62,7 @@
   let lastOffsetRequest = 0;
   let lastEventTime = 0;
   let tabId = null; // from the worker's HELLO reply; saved with captures left behind by a page that goes away
+  let tabUrl = null; // the tab's URL at HELLO (the top page's, also in a cross-origin frame); saved with them too
   // Captures the worker has not answered yet (it answers once the turn is stored), by client_id: if the page
   // goes away first (a link click while the worker was starting), they are saved for the worker to pick up.
   const unanswered = new Map();
@@ -108,6 +109,7 @@
     const message = { target: C.TARGET.SW, type: C.MSG.HELLO, url: location.href, isTop: window === window.top };
     sendToWorker(message, (reply) => {
       if (reply && Number.isInteger(reply.tabId)) tabId = reply.tabId;
+      if (reply && typeof reply.tabUrl === "string") tabUrl = reply.tabUrl;
       if (reply && reply.state) applyState(reply.state);
     });
   }
@@ -687,7 +689,7 @@
     if (!unanswered.size || !chromeApi || !chromeApi.storage || !chromeApi.storage.local) return;
     const entries = {};
     for (const [clientId, message] of unanswered) {
-      entries[C.STORAGE.PENDING_CAPTURE + clientId] = { message, tabId, at: Date.now() };
+      entries[C.STORAGE.PENDING_CAPTURE + clientId] = { message, tabId, tabUrl, at: Date.now() };
     }
     unanswered.clear();
     try {

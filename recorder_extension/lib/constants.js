@@ -58,6 +58,7 @@
       UPLOAD: "webtasks.upload", // uploader state: {attempt, nextAt, recent: [{clientId, demoName, finishedAt}]}
       LAST_TAB: "webtasks.lastActiveTab", // {tabId, windowId}: origin of the next tabswitch
       VIDEO: "webtasks.video", // {session, recording, startedAt, nextIndex, error?}: the tab video recorder
+      LIVE_UNACKED: "webtasks.live.unacked", // side panel: live-session messages not yet acknowledged {url, unacked}
       TABS: "webtasks.tabs", // chrome.storage.session: {[tabId]: {url, lastShot: {sha256, timestamp, session}, load}}
       // Key PREFIX (+ turn.client_id): a CAPTURE the worker may never have received (the page unloaded while the
       // worker was starting). A content script writes {message, tabId (from the HELLO reply), at (ms)} for each

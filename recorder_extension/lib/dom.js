@@ -88,25 +88,52 @@
     return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
   }
 
+  // Element uids: unique in the page, short (they are written twice per element per action: in the page HTML
+  // and as the bboxes key). This script's random prefix (6 base-36 characters, new per content-script load)
+  // and a counter: "k3x9qa" + "1b" → "k3x9qa1b" (8 characters for 2,000 elements). Another script in the
+  // page (a same-origin frame's, a re-injected one) has another prefix; 36^6 ≈ 2·10^9 prefixes.
+  const UID_PREFIX = randomBase36(6);
+  let uidCounter = 0;
+
+  function randomBase36(length) {
+    const bytes = new Uint8Array(length);
+    const crypto = root.crypto;
+    if (crypto && crypto.getRandomValues) crypto.getRandomValues(bytes);
+    else for (let i = 0; i < length; i++) bytes[i] = Math.floor(Math.random() * 256);
+    let text = "";
+    for (let i = 0; i < length; i++) text += (bytes[i] % 36).toString(36);
+    return text;
+  }
+
+  /** A new element uid (see UID_PREFIX). Turn ids (client_id) stay uuids: newUid. */
+  function newElementUid() {
+    uidCounter += 1;
+    return UID_PREFIX + uidCounter.toString(36);
+  }
+
   // uid → the element that owns it. Pages clone nodes (templates, virtual DOMs) and the clone copies our
   // attribute: the first element seen with a uid keeps it while it is still in the page with that uid.
   const owners = new Map();
+  // element → the uid it was confirmed or stamped with: the fast path of every later capture.
+  const confirmed = new WeakMap();
 
   /** The element's uid, stamping a new one when it has none or its uid belongs to another element. */
   function ensureUid(el) {
     let uid = el.getAttribute(UID);
     if (uid) {
+      if (confirmed.get(el) === uid) return uid;
       const ref = owners.get(uid);
       const owner = ref && ref.deref();
-      if (owner === el) return uid;
-      if (!owner || !owner.isConnected || owner.getAttribute(UID) !== uid) {
+      if (owner === el || !owner || !owner.isConnected || owner.getAttribute(UID) !== uid) {
         owners.set(uid, new WeakRef(el));
+        confirmed.set(el, uid);
         return uid;
       }
     }
-    uid = newUid();
+    uid = newElementUid();
     el.setAttribute(UID, uid);
     owners.set(uid, new WeakRef(el));
+    confirmed.set(el, uid);
     return uid;
   }
 
@@ -254,23 +281,26 @@
     const name = el.localName;
     const type = inputType(el, name);
     const out = [];
-    const attrs = el.attributes;
-    for (let i = 0; i < attrs.length; i++) {
-      const key = attrs[i].name;
-      if (keepAttribute(key, name, type, level)) out.push([key, attrs[i].value]);
+    const keys = el.getAttributeNames();
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      if (keepAttribute(key, name, type, level)) out.push([key, el.getAttribute(key)]);
     }
     return out.concat(formState(el, name, type, level));
   }
 
-  /** The same pairs written as HTML (the serialiser's hot path: no intermediate arrays). */
+  /**
+   * The same pairs written as HTML (the serialiser's hot path: no intermediate arrays; getAttributeNames and
+   * getAttribute are half the cost of el.attributes, whose Attr objects the engine creates on first use).
+   */
   function attributesHtml(el, name, level, skipSrcdoc) {
     const type = inputType(el, name);
     let html = "";
-    const attrs = el.attributes;
-    for (let i = 0; i < attrs.length; i++) {
-      const key = attrs[i].name;
+    const keys = el.getAttributeNames();
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
       if (skipSrcdoc && key === "srcdoc") continue;
-      if (keepAttribute(key, name, type, level)) html += ` ${key}="${escapeAttribute(attrs[i].value)}"`;
+      if (keepAttribute(key, name, type, level)) html += ` ${key}="${escapeAttribute(el.getAttribute(key))}"`;
     }
     if (type || name === "option") {
       for (const [key, value] of formState(el, name, type, level)) html += ` ${key}="${escapeAttribute(value)}"`;
@@ -334,7 +364,8 @@
       query: `[${PRIVATE}]` + (policy.selector ? `, ${policy.selector}` : ""),
       matched: new Set(), // elements starting a private subtree, found per scope by enterScope
       shadowRootOf: (opts && opts.shadowRootOf) || defaultShadowRoot,
-      parts: out ? [] : null,
+      out, // write the HTML (into `html`, one string: appending is cheaper than an array of parts and a join)
+      html: "",
       size: 0,
       limit,
       stamp,
@@ -355,20 +386,20 @@
   }
 
   function push(walk, text) {
-    walk.parts.push(text);
+    walk.html += text;
     walk.size += text.length;
   }
 
   function writeDocument(doc, walk, level, frame) {
     enterScope(doc, walk);
-    if (walk.parts && doc.doctype) push(walk, `<!DOCTYPE ${doc.doctype.name || "html"}>`);
+    if (walk.out && doc.doctype) push(walk, `<!DOCTYPE ${doc.doctype.name || "html"}>`);
     for (let n = doc.firstChild; n; n = n.nextSibling) if (n.nodeType === 1) writeElement(n, walk, level, frame);
   }
 
   function writeChildren(parent, walk, level, frame, raw) {
     for (let n = parent.firstChild; n && walk.size <= walk.limit; n = n.nextSibling) {
       if (n.nodeType === 1) writeElement(n, walk, level, frame);
-      else if (n.nodeType === 3 && walk.parts && level !== SUBTREE) push(walk, raw ? n.data : escapeText(n.data));
+      else if (n.nodeType === 3 && walk.out && level !== SUBTREE) push(walk, raw ? n.data : escapeText(n.data));
     }
   }
 
@@ -395,7 +426,7 @@
     let srcdoc = null;
     if (childDoc && childDoc.documentElement) srcdoc = writeFrame(el, childDoc, walk, childLevel, frame);
     const shadow = walk.shadowRootOf(el);
-    if (!walk.parts) {
+    if (!walk.out) {
       if (shadow) writeShadow(shadow, walk, childLevel, frame);
       if (name !== "template") writeChildren(el, walk, childLevel, frame, false);
       return;
@@ -423,15 +454,17 @@
   function writeFrame(iframe, doc, walk, level, parentFrame) {
     walk.frames.push({ iframe, parent: parentFrame });
     const index = walk.frames.length - 1;
-    if (!walk.parts) {
+    if (!walk.out) {
       writeDocument(doc, walk, level, index);
       return null;
     }
-    const outer = walk.parts;
-    walk.parts = [];
+    const outer = walk.html;
+    const outerSize = walk.size;
+    walk.html = "";
     writeDocument(doc, walk, level, index);
-    const html = walk.parts.join("");
-    walk.parts = outer;
+    const html = walk.html;
+    walk.html = outer;
+    walk.size = outerSize; // the frame's HTML is counted once, when the iframe tag with its srcdoc is written
     return html;
   }
 
@@ -552,7 +585,7 @@
   function capturePage(doc, opts) {
     const walk = newWalk(policyFor(opts, doc), opts, { entries: true });
     walkRoot(doc, walk);
-    const html = walk.parts.join("");
+    const html = walk.html;
     const { bboxes, privateRects } = measure(walk, doc, opts);
     return { html, bboxes, privateRects };
   }
@@ -561,7 +594,7 @@
   function serializePage(doc, opts) {
     const walk = newWalk(policyFor(opts, doc), opts);
     walkRoot(doc, walk);
-    return walk.parts.join("");
+    return walk.html;
   }
 
   /** {uid: {x, y, width, height, top, right, bottom, left}} of every element (top-viewport CSS px). */
@@ -637,7 +670,7 @@
     } else {
       writeElement(el, walk, inherited, 0);
     }
-    return walk.parts.join("").slice(0, OUTER_HTML_MAX);
+    return walk.html.slice(0, OUTER_HTML_MAX);
   }
 
   /**
@@ -690,7 +723,7 @@
 
   const api = {
     MASK, NONE, VALUE, SUBTREE, TEXT_CONTENT_MAX,
-    newUid, ensureUid, stampUids, serializePage, boundingBoxes, capturePage, privateRects,
+    newUid, newElementUid, ensureUid, stampUids, serializePage, boundingBoxes, capturePage, privateRects,
     elementInfo, isPrivate, privacyLevel, maskValue, xpathOf, contentOffset, offsetToRoot, frameElements,
     privateElements,
   };

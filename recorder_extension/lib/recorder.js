@@ -16,6 +16,7 @@
 
   const CONFIG_KEYS = ["serverUrl", "token", "project", "privateSelectors", "automation", "video"];
   const BEFORE_FRAME_MAX_AGE_S = 60; // an older screenshot of the tab no longer shows the state before the action
+  const SHOT_URLS = 4; // per tab, the last screenshot of each of this many URLs is kept (stand-ins)
 
   // --- Blobs ---------------------------------------------------------------------------------------------
 
@@ -125,6 +126,9 @@
     constructor(deps) {
       this.d = { log: console, notify() {}, broadcast() {}, activeTabs: async () => [], ...deps };
       this.nonces = new Set(); // commands taken in this worker's life (storage.onChanged and start-up may both see one)
+      this.inflight = new Map(); // client_id → the promise of a capture being screenshotted and stored right now
+      // Action turns whose own screenshot failed (this worker's life): the tab's last one stood in, or none.
+      this.shotStats = { standIn: 0, missing: 0 };
     }
 
     session() {
@@ -212,6 +216,7 @@
       if (!active) return { ok: false, error: "no demonstration is being recorded" };
       if (this.d.video) await withTimeout(this.d.video.stop().catch(() => null), 5000);
       const stopped = await sessions.stopActive(this.d.kv, this.d.now());
+      await this.settleWaiting(stopped);
       await this.d.store.releaseTurns(stopped.clientId);
       await this.changed();
       await withTimeout(this.d.uploader.kick({ force: true }), 5000);
@@ -250,21 +255,41 @@
       return clock.toRecordingSeconds(clock.eventTimeOf({ eventTime: eventTimeMs }, this.d.now()), session.startedAt);
     }
 
-    /** Store a turn and its blobs, count it, wake the uploader. A turn stored before (same client_id) is left alone. */
+    /**
+     * Store a turn and its blobs, count it, wake the uploader. A turn stored before (same client_id) is left
+     * alone. Resolves with its seq, or null when it was stored before.
+     */
     async addTurn(session, turn, { blobs = [], readyAt = 0 } = {}) {
       const seq = await this.d.store.addTurn({ session: session.clientId, turn, blobs, readyAt, now: this.d.now() });
-      if (seq === null) return turn;
+      if (seq === null) return null;
       await sessions.bumpCounters(this.d.kv, { captured: 1, queued: await this.d.store.countPending() });
       this.d.notify();
       this.d.uploader.kick();
-      return turn;
+      return seq;
+    }
+
+    /**
+     * Run `capture()` (screenshot and store the CAPTURE of turn `clientId`) and remember it while it runs: a
+     * copy of the same capture that its page saved while going away (drainPendingCaptures) waits for it
+     * instead of storing the turn first without its screenshot. Resolves with what `capture()` resolves.
+     */
+    capturing(clientId, capture) {
+      const running = Promise.resolve().then(capture);
+      if (!validClientId(clientId)) return running;
+      this.inflight.set(clientId, running);
+      const forget = () => this.inflight.get(clientId) === running && this.inflight.delete(clientId);
+      running.then(forget, forget);
+      return running;
     }
 
     /**
      * A CAPTURE from the content script, with the screenshot already taken (PNG bytes, private areas
-     * blacked out) or null. `tab` = {tabId}. Resolves with the stored turn (held back for its "after" frame).
+     * blacked out) or null. `tabUrl`: the tab's URL when the action happened. Without a screenshot (the page
+     * went away before one could be taken), the tab's last screenshot stands in when it shows the same URL
+     * and is recent (BEFORE_FRAME_MAX_AGE_S): it is the state the action was taken in. Resolves with the
+     * stored turn (held back for its "after" frame).
      */
-    async recordAction(session, message, { tabId, screenshot, zoomLevel }) {
+    async recordAction(session, message, { tabId, screenshot, zoomLevel, tabUrl }) {
       const sent = message.turn || {};
       const timestamp = this.timestamp(session, sent.eventTime);
       const blobs = [];
@@ -277,20 +302,34 @@
       const frames = [];
       const before = await this.lastShot(session, tabId, timestamp);
       if (before) frames.push({ screenshot: before.sha256, timestamp: before.timestamp, label: "before" });
-      const turn = buildActionTurn(sent, {
-        clientId: this.d.uuid(), timestamp, tabId, zoomLevel, frames,
-        refs: Object.fromEntries(Object.entries(refs).map(([k, b]) => [k, b.sha256])),
-      });
-      if (!refs.screenshot) await this.note(`no screenshot for a ${sent.intent} turn`);
-      await this.addTurn(session, turn, { blobs, readyAt: this.d.now() + C.TIMING.FRAME_SETTLE_MS });
-      if (refs.screenshot) await this.setLastShot(session, tabId, refs.screenshot.sha256, timestamp);
+      const url = actionTabUrl(message, tabUrl);
+      const standIn = refs.screenshot ? null : await this.lastShotOf(session, tabId, timestamp, url);
+      const shas = Object.fromEntries(Object.entries(refs).map(([k, b]) => [k, b.sha256]));
+      if (standIn) shas.screenshot = standIn.sha256; // its blob is stored (or uploaded) already
+      const turn = buildActionTurn(sent, { clientId: this.d.uuid(), timestamp, tabId, zoomLevel, frames, refs: shas });
+      if (standIn) this.shotStats.standIn += 1;
+      else if (!refs.screenshot) {
+        this.shotStats.missing += 1;
+        await this.note(`no screenshot for a ${sent.intent} turn`);
+      }
+      const seq = await this.addTurn(session, turn, { blobs, readyAt: this.d.now() + C.TIMING.FRAME_SETTLE_MS });
+      if (seq === null && turn.screenshot) await this.giveScreenshot(turn.client_id, turn.screenshot, blobs);
+      if (refs.screenshot) await this.setLastShot(session, tabId, refs.screenshot.sha256, timestamp, url);
       return turn;
+    }
+
+    /** A turn stored before without a screenshot (a copy of its capture came first) gets this one while held. */
+    async giveScreenshot(clientId, sha256, blobs) {
+      if (blobs.length) await this.d.store.putBlobs(blobs, this.d.now());
+      return this.d.store.amendHeldTurn(clientId, (r) => (r.turn.screenshot ? null : { ...r, turn: { ...r.turn, screenshot: sha256 } }), this.d.now());
     }
 
     /**
      * Captures a content script saved in chrome.storage.local (C.STORAGE.PENDING_CAPTURE + client_id) because
-     * its page went away before the worker answered: store each once (without a screenshot: the page is gone),
-     * in the session that was recording at the time, and remove the keys. Resolves with how many were new.
+     * its page went away before the worker answered: store each once, in the session that was recording at
+     * the time, and remove the keys. Resolves with how many were new. A capture the worker is still storing
+     * (it did arrive, with its screenshot) is waited for, not stored again; one that never arrived has no
+     * screenshot of its own (the page is gone): the tab's last screenshot of that URL stands in (recordAction).
      */
     drainPendingCaptures() {
       // One drain at a time: several frames say HELLO at once after a navigation.
@@ -309,9 +348,11 @@
       for (const [key, pending] of entries) {
         const session = sessionAt(candidates, eventTime(pending));
         const message = pending && pending.message;
+        const running = message && message.turn && this.inflight.get(message.turn.client_id);
+        if (running) await running.catch(() => null);
         if (session && message && message.turn && !(await this.d.store.getTurn(message.turn.client_id))) {
           const tabId = Number.isInteger(pending.tabId) ? pending.tabId : -1;
-          await this.recordAction(session, message, { tabId, screenshot: null });
+          await this.recordAction(session, message, { tabId, screenshot: null, tabUrl: pending.tabUrl });
           stored += 1;
         }
         await this.d.kv.remove(key);
@@ -320,7 +361,7 @@
     }
 
     /** Attach an extra screenshot (e.g. "after") to a held-back turn. Resolves with true when attached. */
-    async attachFrame(session, clientId, { tabId, png, label, atMs }) {
+    async attachFrame(session, clientId, { tabId, png, label, atMs, url }) {
       const blob = await makeBlob(png, "image/png");
       const timestamp = clock.toRecordingSeconds(atMs, session.startedAt);
       await this.d.store.putBlobs([blob], this.d.now());
@@ -329,27 +370,147 @@
         const frames = [...(r.turn.frames || []), frame].slice(-8);
         return { ...r, turn: { ...r.turn, frames } };
       }, this.d.now());
-      await this.setLastShot(session, tabId, blob.sha256, timestamp);
+      await this.setLastShot(session, tabId, blob.sha256, timestamp, url);
       return Boolean(amended);
     }
 
-    /** Give a held-back turn (load, tabswitch) its screenshot, then release it for upload. */
-    async attachScreenshot(session, clientId, { tabId, png, atMs }) {
+    /**
+     * Give a held-back turn (load, tabswitch) its own screenshot `png` (taken at `atMs` of `url`) and release it
+     * for upload. Without one (the quota, or the tab left the page first), or with one of another URL than the
+     * turn's page, the turn gets a stand-in (ownShotFailed) or stays held for one. Resolves with true when the
+     * turn got its own screenshot.
+     */
+    async attachScreenshot(session, clientId, { tabId, png, atMs, url }) {
       const blob = png ? await makeBlob(png, "image/png") : null;
       if (blob) await this.d.store.putBlobs([blob], this.d.now());
-      const amended = await this.d.store.amendHeldTurn(clientId, (r) => ({
-        ...r, readyAt: 0, turn: blob ? { ...r.turn, screenshot: blob.sha256 } : r.turn,
-      }), this.d.now());
-      if (blob) await this.setLastShot(session, tabId, blob.sha256, clock.toRecordingSeconds(atMs, session.startedAt));
+      const page = ((await this.tabInfo(tabId)).waiting || {})[clientId];
+      const samePage = blob && !(page && page.url && url && url !== page.url);
+      const amended = samePage && (await this.d.store.amendHeldTurn(clientId, (r) => ({
+        ...r, readyAt: 0, turn: { ...r.turn, screenshot: blob.sha256 },
+      }), this.d.now()));
+      if (amended) await this.stopWaiting(tabId, clientId);
+      if (blob) await this.setLastShot(session, tabId, blob.sha256, clock.toRecordingSeconds(atMs, session.startedAt), url);
+      if (!amended && page) await this.ownShotFailed(tabId, clientId);
+      // Not waiting (a tab switch to a tab of unknown URL): nothing can stand in, so it goes as it is.
+      else if (!amended) await this.d.store.amendHeldTurn(clientId, (r) => ({ ...r, readyAt: 0 }), this.d.now());
       this.d.uploader.kick();
       return Boolean(amended);
     }
 
-    /** A main-frame navigation (webNavigation.onCommitted). Held back until its screenshot (onCompleted). */
+    // Stand-ins for loads and tab switches. A held-back load or tabswitch turn is "waiting" (tab info
+    // `waiting[client_id]` = {url, timestamp, session, failed, standIn}) from when it is stored: every later
+    // screenshot of the same tab and URL (an action's gesture screenshot, an after-frame) is offered to it, and
+    // the first one (nearest to the load) is kept as its stand-in. When its own screenshot fails, the stand-in
+    // is attached and the turn released; without one yet it stays held until one is offered, the tab closes or
+    // the recording stops, at most until its readyAt (LOAD_SETTLE_MS, in IndexedDB: a restarted worker keeps it).
+
+    /** Start waiting for a screenshot of `url` for held-back turn `clientId` (taken after `timestamp`). */
+    waitForShot(session, tabId, clientId, url, timestamp) {
+      if (!url) return Promise.resolve();
+      const until = this.d.now() + C.TIMING.LOAD_SETTLE_MS;
+      return this.updateTab(tabId, (t) => {
+        const now = this.d.now();
+        const kept = Object.entries(t.waiting || {}).filter(([, w]) => w.until > now);
+        const entry = { url, timestamp, session: session.clientId, until, failed: false, standIn: null };
+        return { ...t, waiting: Object.fromEntries([...kept, [clientId, entry]]) };
+      });
+    }
+
+    /** Take the waiting entry of `clientId` (tab `tabId`) out; resolves with it or null. */
+    async stopWaiting(tabId, clientId) {
+      let entry = null;
+      await this.updateTab(tabId, (t) => {
+        if (!t.waiting || !t.waiting[clientId]) return t;
+        entry = t.waiting[clientId];
+        const { [clientId]: _done, ...rest } = t.waiting;
+        return { ...t, waiting: rest };
+      });
+      return entry;
+    }
+
+    /** Screenshot `sha256` of `url` in tab `tabId` at `timestamp` (s): the stand-in of the turns waiting for it. */
+    async offerShot(session, tabId, sha256, timestamp, url) {
+      if (!url) return;
+      const give = [];
+      await this.updateTab(tabId, (t) => {
+        if (!t.waiting) return t;
+        const waiting = { ...t.waiting };
+        for (const [clientId, w] of Object.entries(waiting)) {
+          if (w.session !== session.clientId || w.url !== url || timestamp < w.timestamp) continue;
+          if (w.failed) {
+            give.push(clientId);
+            delete waiting[clientId];
+          } else if (!w.standIn || timestamp < w.standIn.timestamp) {
+            waiting[clientId] = { ...w, standIn: { sha256, timestamp } };
+          }
+        }
+        return { ...t, waiting };
+      });
+      for (const clientId of give) await this.giveStandIn(clientId, sha256);
+    }
+
+    /** The own screenshot of waiting turn `clientId` failed: its stand-in now, else it waits for one (failed). */
+    async ownShotFailed(tabId, clientId) {
+      let standIn = null;
+      await this.updateTab(tabId, (t) => {
+        const w = (t.waiting || {})[clientId];
+        if (!w) return t;
+        standIn = w.standIn;
+        const waiting = { ...t.waiting };
+        if (standIn) delete waiting[clientId];
+        else waiting[clientId] = { ...w, failed: true };
+        return { ...t, waiting };
+      });
+      return standIn ? this.giveStandIn(clientId, standIn.sha256) : false;
+    }
+
+    /** Attach stand-in `sha256` (its blob is stored already) to held turn `clientId` and release it. */
+    async giveStandIn(clientId, sha256) {
+      const amended = await this.d.store.amendHeldTurn(clientId, (r) =>
+        r.turn.screenshot ? null : { ...r, readyAt: 0, turn: { ...r.turn, screenshot: sha256 } }, this.d.now());
+      if (!amended) return false;
+      this.shotStats.standIn += 1;
+      this.d.uploader.kick();
+      return true;
+    }
+
+    /**
+     * No screenshot can come any more for the turns waiting in tab `tabId` (closed), or in every tab (`tabId`
+     * null, the recording stops): each gets its stand-in if it has one, else is released without.
+     */
+    async settleWaiting(session, tabId = null) {
+      const tabs = (await this.d.tabsKv.get(C.STORAGE.TABS)) || {};
+      const ids = tabId === null ? Object.keys(tabs) : [String(tabId)];
+      for (const id of ids) {
+        for (const [clientId, w] of Object.entries((tabs[id] && tabs[id].waiting) || {})) {
+          if (w.session !== session.clientId) continue;
+          await this.stopWaiting(id, clientId);
+          if (w.standIn && (await this.giveStandIn(clientId, w.standIn.sha256))) continue;
+          const released = await this.d.store.amendHeldTurn(clientId, (r) => (r.turn.screenshot ? null : { ...r, readyAt: 0 }), this.d.now());
+          if (released) {
+            this.shotStats.missing += 1;
+            await this.note(`no screenshot for a ${released.turn.intent} turn`);
+          }
+        }
+      }
+      this.d.uploader.kick();
+    }
+
+    /**
+     * A main-frame navigation (webNavigation.onCommitted). Held back until its screenshot (onCompleted) or a
+     * stand-in. The tab's previous load, if its onCompleted never came (left before it finished loading), can
+     * have no screenshot of its own any more.
+     */
     async recordLoad(session, details) {
       const turn = buildLoadTurn(details, { clientId: this.d.uuid(), timestamp: this.timestamp(session, details.timeStamp) });
       await this.addTurn(session, turn, { readyAt: this.d.now() + C.TIMING.LOAD_SETTLE_MS });
-      await this.updateTab(details.tabId, (t) => ({ ...t, url: details.url, load: turn.client_id }));
+      let previous = null;
+      await this.updateTab(details.tabId, (t) => {
+        previous = t.load || null;
+        return { ...t, url: details.url, load: turn.client_id };
+      });
+      await this.waitForShot(session, details.tabId, turn.client_id, details.url, turn.timestamp);
+      if (previous) await this.ownShotFailed(details.tabId, previous);
       return turn;
     }
 
@@ -360,6 +521,7 @@
         clientId: this.d.uuid(), timestamp: this.timestamp(session, eventTime), tabId, url: url || known, tabIdOrigin,
       });
       await this.addTurn(session, turn, { readyAt: hold ? this.d.now() + hold : 0 });
+      if (hold) await this.waitForShot(session, tabId, turn.client_id, turn.arguments.metadata.url, turn.timestamp);
       return turn;
     }
 
@@ -368,7 +530,8 @@
       const turn = buildChatTurn({
         clientId: this.d.uuid(), timestamp: this.timestamp(session, eventTime), speaker, utterance,
       });
-      return this.addTurn(session, turn);
+      await this.addTurn(session, turn);
+      return turn;
     }
 
     // Per-tab facts in chrome.storage.session: last URL, last screenshot (the next "before" frame), pending load.
@@ -405,17 +568,57 @@
       return shot.timestamp <= timestamp && timestamp - shot.timestamp <= BEFORE_FRAME_MAX_AGE_S ? shot : null;
     }
 
-    setLastShot(session, tabId, sha256, timestamp) {
+    /** The tab's latest screenshot of `url` (the stand-in for an action of that page that has none), or null. */
+    async lastShotOf(session, tabId, timestamp, url) {
+      if (!url) return null;
+      const shot = ((await this.tabInfo(tabId)).shotsByUrl || {})[url];
+      if (!shot || shot.session !== session.clientId) return null;
+      return shot.timestamp <= timestamp && timestamp - shot.timestamp <= BEFORE_FRAME_MAX_AGE_S ? shot : null;
+    }
+
+    /**
+     * The tab's latest screenshot (the next action's "before" frame), and the latest one of each of the last
+     * SHOT_URLS URLs (`url`: the tab's URL when it was taken; null when unknown).
+     */
+    setLastShot(session, tabId, sha256, timestamp, url) {
       return this.updateTab(tabId, (t) => {
-        if (t.lastShot && t.lastShot.session === session.clientId && t.lastShot.timestamp > timestamp) return t;
-        return { ...t, lastShot: { sha256, timestamp, session: session.clientId } };
-      });
+        const shot = { sha256, timestamp, session: session.clientId, url: url || null };
+        const next = { ...t };
+        if (!(t.lastShot && t.lastShot.session === session.clientId && t.lastShot.timestamp > timestamp)) next.lastShot = shot;
+        if (url) {
+          const known = (t.shotsByUrl || {})[url];
+          if (!(known && known.session === session.clientId && known.timestamp > timestamp)) {
+            const entries = Object.entries(t.shotsByUrl || {}).filter(([key]) => key !== url);
+            next.shotsByUrl = Object.fromEntries([...entries.slice(-(SHOT_URLS - 1)), [url, shot]]);
+          }
+        }
+        return next;
+      }).then(() => this.offerShot(session, tabId, sha256, timestamp, url));
     }
 
     note(message) {
       this.d.log.warn && this.d.log.warn(message);
       return sessions.bumpCounters(this.d.kv, { lastError: message, lastErrorAt: this.d.now() });
     }
+  }
+
+  /** The tab's URL when an action happened: given by the worker (sender.tab.url), else the captured page's URL
+   *  (the top document's, unless the action was in a cross-origin frame). */
+  function actionTabUrl(message, tabUrl) {
+    if (typeof tabUrl === "string" && tabUrl) return tabUrl;
+    const frame = message.frame || {};
+    const metadata = (message.turn && message.turn.arguments && message.turn.arguments.metadata) || {};
+    return !frame.crossOrigin && typeof metadata.url === "string" ? metadata.url : null;
+  }
+
+  /**
+   * Whether the tab had already left the page an action was taken on when its message arrived (text flushed
+   * at pagehide while the next page commits): a screenshot taken then shows the next page. Fragments ignored.
+   */
+  function tabLeftPage(message, tabUrl) {
+    const page = actionTabUrl(message, null);
+    const strip = (url) => String(url).split("#")[0];
+    return Boolean(page && tabUrl && strip(page) !== strip(tabUrl));
   }
 
   function eventTime(pending) {
@@ -439,7 +642,7 @@
   }
 
   const api = {
-    Recorder, makeBlob, sha256Hex, tabActivated, lastTabsFrom, buildActionTurn, buildLoadTurn, buildTabTurn, buildChatTurn, isRecordableUrl,
+    Recorder, makeBlob, sha256Hex, tabLeftPage, tabActivated, lastTabsFrom, buildActionTurn, buildLoadTurn, buildTabTurn, buildChatTurn, isRecordableUrl,
     withTimeout, CONFIG_KEYS,
   };
   root.WebTasks = root.WebTasks || {};

@@ -98,7 +98,8 @@
     /**
      * captureVisibleTab of `tab`'s window, spaced ≥ CAPTURE_SPACING_MS from the previous capture. Waiting
      * requests go by `priority` (higher first), then in order; one still waiting at `deadline` is dropped
-     * (a screenshot taken long after its moment shows something else). Fails when `tab` is not visible.
+     * (a screenshot taken long after its moment shows something else). Fails when `tab` is not visible, or
+     * when `tab.url` is given and the tab shows another URL (without using the quota).
      */
     captureSpaced(tab, deadline = Infinity, priority = PRIORITY.FRAME) {
       return new Promise((resolve, reject) => {
@@ -137,7 +138,11 @@
       try {
         const current = await chrome.tabs.get(request.tab.tabId);
         if (!current.active) throw new Error(`tab ${request.tab.tabId} is not the visible tab of its window`);
-        request.resolve(await this.captureNow(current.windowId));
+        // A screenshot for a page (a load, an action) that the tab has left meanwhile would show another page.
+        if (request.tab.url && current.url !== request.tab.url) throw new Error(`tab ${request.tab.tabId} left ${request.tab.url}`);
+        const png = await this.captureNow(current.windowId);
+        png.capturedUrl = current.url; // what the tab showed (a link clicked meanwhile may have changed it)
+        request.resolve(png);
       } catch (error) {
         if (/MAX_CAPTURE_VISIBLE_TAB_CALLS_PER_SECOND/.test(String(error && error.message)) && !request.retried) {
           // The quota is per rolling second (gesture captures count): wait a full second, try once more.
@@ -152,6 +157,7 @@
 
     /** Page.captureScreenshot over chrome.debugger: no quota, works on any tab that renders. */
     async captureCdp(tabId) {
+      const current = await chrome.tabs.get(tabId);
       const target = { tabId };
       let attached = false;
       try {
@@ -162,21 +168,30 @@
       }
       try {
         const { data } = await chrome.debugger.sendCommand(target, "Page.captureScreenshot", { format: "png" });
-        return base64ToBytes(data);
+        const png = base64ToBytes(data);
+        png.capturedUrl = current.url;
+        return png;
       } finally {
         if (attached) await chrome.debugger.detach(target).catch(() => {});
       }
     }
 
     /**
-     * The screenshot of an action: the gesture capture `first`, else a spaced retry, else CDP; null when all
-     * fail (the turn is stored without one and the failure is reported).
+     * The screenshot of an action: the gesture capture `first` (taken when the action's message arrived), else
+     * a spaced retry, else CDP; null when all fail. A retry is refused when the tab no longer shows `tab.url`
+     * (a clicked link navigated meanwhile): it would show the next page, not the state of the action.
      */
     async resolve(first, tab) {
+      const samePage = (png) => {
+        if (tab.url && png && png.capturedUrl && png.capturedUrl !== tab.url) {
+          throw new Error(`the tab left the action's page (${png.capturedUrl})`);
+        }
+        return png;
+      };
       const attempts = [
         ["gesture", () => first],
-        ["spaced", () => this.captureSpaced(tab, this.now() + SPACED_FALLBACK_MS, PRIORITY.ACTION)],
-        ["cdp", () => this.captureCdp(tab.tabId)],
+        ["spaced", () => this.captureSpaced(tab, this.now() + SPACED_FALLBACK_MS, PRIORITY.ACTION).then(samePage)],
+        ["cdp", () => this.captureCdp(tab.tabId).then(samePage)],
       ];
       let lastError;
       for (const [kind, attempt] of attempts) {

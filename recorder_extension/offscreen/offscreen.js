@@ -47,7 +47,8 @@
     };
     state.stopped = new Promise((resolve) => (recorder.onstop = resolve));
     recorder.onerror = (event) => reportError(event.error || new Error("MediaRecorder error"));
-    stream.getVideoTracks()[0].onended = () => stop(); // the tab was closed or capture revoked
+    // The tab was closed or capture revoked: stop, and report a failure (nobody else awaits this stop).
+    stream.getVideoTracks()[0].onended = () => stop().catch(reportError);
     const started = new Promise((resolve) => (recorder.onstart = resolve));
     recorder.start(timesliceMs || C.TIMING.VIDEO_TIMESLICE_MS);
     await started;

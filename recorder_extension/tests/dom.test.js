@@ -165,7 +165,7 @@ test("uids are stable across captures, new elements get new ones, clones do not 
   assert.equal(new Set(uids).size, uids.length);
   dom.stampUids(doc);
   assert.equal(title.getAttribute(UID), uid);
-  assert.match(uid, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.match(uid, /^[0-9a-z]{7,12}$/, "short: unique in the page is enough");
 });
 
 test("boxes are viewport rects by uid; a frame's elements are moved by the frame's content offset", () => {
@@ -220,6 +220,9 @@ test("element info has exactly the WebLINX keys and shapes", () => {
   assert.equal(title.innerHTML, "Hello &amp; welcome");
   for (const value of Object.values(title.attributes)) assert.equal(typeof value, "string");
 
+  const filler = doc.createElement("p");
+  filler.textContent = "filler ".repeat(400); // the body's HTML is longer than OUTER_HTML_MAX
+  doc.body.appendChild(filler);
   const body = dom.elementInfo(doc.body, {});
   assert.equal(body.outerHTML.length, C.TIMING.OUTER_HTML_MAX, "outerHTML is truncated");
   assert.ok(body.innerHTML.length <= C.TIMING.OUTER_HTML_MAX);

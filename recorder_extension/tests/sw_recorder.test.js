@@ -285,3 +285,54 @@ test("captures a page saved because the worker never answered are stored once, i
   assert.equal((await ctx.kv.get(C.STORAGE.COUNTERS)).captured, captured + 2);
   assert.equal(await ctx.recorder.drainPendingCaptures(), 0);
 });
+
+test("a capture its page saved at unload waits for the same capture in flight, which keeps its screenshot", async () => {
+  const ctx = await setup();
+  const { session } = await started(ctx);
+  const message = { turn: { client_id: "link", intent: "click", eventTime: session.startedAt + 500, arguments: { metadata: { url: "https://a.test/" } } } };
+  await ctx.kv.set(C.STORAGE.PENDING_CAPTURE + "link", { message, tabId: 3, tabUrl: "https://a.test/", at: session.startedAt + 500 });
+  let finish;
+  const screenshotTaken = new Promise((resolve) => (finish = resolve));
+  const png = new Uint8Array([7, 7]);
+  const inFlight = ctx.recorder.capturing("link", async () => {
+    await screenshotTaken; // the worker is still screenshotting when the next page says HELLO
+    return ctx.recorder.recordAction(session, message, { tabId: 3, screenshot: png, tabUrl: "https://a.test/" });
+  });
+  const drained = ctx.recorder.drainPendingCaptures();
+  finish();
+  await inFlight;
+  assert.equal(await drained, 0, "not stored a second time");
+  assert.equal((await ctx.store.getTurn("link")).turn.screenshot, sha256(png));
+  assert.equal(ctx.recorder.inflight.size, 0);
+});
+
+test("an action without a screenshot gets the tab's last screenshot of the same URL, never one of another page", async () => {
+  const ctx = await setup();
+  const { session } = await started(ctx);
+  const click = (id, ms, url) => ({ turn: { client_id: id, intent: "click", eventTime: session.startedAt + ms, arguments: { metadata: { url } } } });
+  const shot = new Uint8Array([1, 2, 3]);
+  await ctx.recorder.recordAction(session, click("c-1", 100, "https://a.test/"), { tabId: 3, screenshot: shot, tabUrl: "https://a.test/" });
+  const same = await ctx.recorder.recordAction(session, click("c-2", 700, "https://a.test/"), { tabId: 3, screenshot: null });
+  assert.equal(same.screenshot, sha256(shot), "the state the action was taken in");
+  assert.deepEqual(same.frames, [{ screenshot: sha256(shot), timestamp: 0.1, label: "before" }]);
+  const other = await ctx.recorder.recordAction(session, click("c-3", 900, "https://b.test/"), { tabId: 3, screenshot: null, tabUrl: "https://b.test/" });
+  assert.equal(other.screenshot, undefined, "a screenshot of another page never stands in");
+  assert.deepEqual(ctx.recorder.shotStats, { standIn: 1, missing: 1 });
+  // The tab moved on to b.test (its after-frame), then text typed on a.test arrives (sent at pagehide).
+  await ctx.recorder.setLastShot(session, 3, "b".repeat(64), 0.95, "https://b.test/");
+  const late = await ctx.recorder.recordAction(session, click("c-4", 960, "https://a.test/"), { tabId: 3, screenshot: null });
+  assert.equal(late.screenshot, sha256(shot), "the last screenshot of the action's own page");
+  assert.equal(late.frames[0].screenshot, "b".repeat(64), "the 'before' frame is still the tab's last one");
+  // A copy stored first without a screenshot gets the real one while it is still held back.
+  await ctx.recorder.recordAction(session, click("c-3", 900, "https://b.test/"), { tabId: 3, screenshot: new Uint8Array([9]), tabUrl: "https://b.test/" });
+  assert.equal((await ctx.store.getTurn("c-3")).turn.screenshot, sha256(new Uint8Array([9])));
+});
+
+test("tabLeftPage: an action's page against the tab's URL when its message arrived (fragments ignored)", () => {
+  const { tabLeftPage } = require("../lib/recorder.js");
+  const at = (url, frame = { isTop: true, crossOrigin: false }) => ({ frame, turn: { arguments: { metadata: { url } } } });
+  assert.equal(tabLeftPage(at("https://a.test/p"), "https://a.test/p"), false);
+  assert.equal(tabLeftPage(at("https://a.test/p#x"), "https://a.test/p"), false);
+  assert.equal(tabLeftPage(at("https://a.test/p"), "https://a.test/next"), true);
+  assert.equal(tabLeftPage(at("https://x.test/frame", { isTop: false, crossOrigin: true }), "https://a.test/p"), false, "unknown in a cross-origin frame");
+});

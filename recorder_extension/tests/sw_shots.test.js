@@ -9,12 +9,13 @@ const { Shots, PRIORITY } = require("../lib/shots.js");
 const { fakeClock, quiet } = require("./sw_fakes.js");
 
 /** A fake `chrome` whose captureVisibleTab enforces the 2-per-second quota on the fake clock. */
-function fakeChrome(clock, { activeTabs = [1], cdp = true } = {}) {
+function fakeChrome(clock, { activeTabs = [1], cdp = true, url = "https://a.test/" } = {}) {
   const calls = [];
   const chrome = {
     calls,
+    url,
     tabs: {
-      get: async (tabId) => ({ id: tabId, windowId: 1, active: activeTabs.includes(tabId) }),
+      get: async (tabId) => ({ id: tabId, windowId: 1, active: activeTabs.includes(tabId), url: chrome.url }),
       captureVisibleTab: async () => {
         const recent = calls.filter((c) => c.kind === "visible" && clock.t - c.at < 1000);
         calls.push({ kind: "visible", at: clock.t });
@@ -99,4 +100,17 @@ test("a quota error (gesture captures count too) is retried once a second later"
   const png = await shots.captureSpaced({ tabId: 1 });
   assert.equal(text(png), `shot@${T0 + 1550}`);
   assert.deepEqual(chrome.calls.slice(2).map((c) => c.at - T0), [550, 1550], "refused at 550, retried a second later");
+});
+
+test("a screenshot for a page the tab has left is refused without using the quota; the action's retries too", async () => {
+  const { shots, chrome } = setup({ cdp: true });
+  const png = await shots.captureSpaced({ tabId: 1, url: "https://a.test/" });
+  assert.equal(png.capturedUrl, "https://a.test/");
+  chrome.url = "https://b.test/"; // a link was followed
+  await assert.rejects(shots.captureSpaced({ tabId: 1, url: "https://a.test/" }), /left https:\/\/a.test/);
+  assert.equal(chrome.calls.filter((c) => c.kind === "visible").length, 1, "no quota used");
+  const failedGesture = Promise.reject(new Error("no gesture"));
+  failedGesture.catch(() => {});
+  assert.equal(await shots.resolve(failedGesture, { tabId: 1, url: "https://a.test/" }), null, "nor a CDP screenshot of b.test");
+  assert.equal(shots.stats.failed, 1);
 });
