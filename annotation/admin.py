@@ -5,6 +5,7 @@ from django.contrib import admin
 from .models import (
     Blob,
     Demonstration,
+    Edit,
     Evaluation,
     ExportJob,
     Membership,
@@ -123,3 +124,13 @@ class EvaluationAdmin(ReadOnlyAdmin):
 class VideoChunkAdmin(ReadOnlyAdmin):
     list_display = ["demonstration", "index", "blob", "started_at", "created_at"]
     list_select_related = ["demonstration"]
+
+
+@admin.register(Edit)
+class EditAdmin(ReadOnlyAdmin):
+    """The review history: append-only; changed only through the review page (so undo stays consistent)."""
+
+    list_display = ["demonstration", "revision", "kind", "author", "turn", "created_at"]
+    list_filter = ["kind"]
+    search_fields = ["demonstration__name", "author__username"]
+    list_select_related = ["demonstration", "author"]

@@ -1,8 +1,10 @@
 """Frames around an action, tab video chunks, and reading turns and blobs back through the API."""
 
+from datetime import timedelta
+
 import pytest
 
-from annotation.models import Turn, VideoChunk
+from annotation.models import Demonstration, Turn, VideoChunk
 
 from .payloads import BlobFile, browser_turn, png_bytes, state_blobs, state_refs
 from .recorder import post_turns, put_blob, recordings_url, start_demo, upload_blobs
@@ -170,3 +172,25 @@ def png_sha(client) -> str:
     shot = BlobFile(png_bytes(color=(9, 9, 9)), "image/png")
     put_blob(client, shot)
     return shot.sha256
+
+
+def test_after_finish_a_chunk_started_before_the_end_is_taken_and_a_later_one_or_one_in_review_is_not(
+    client, demo, webm
+):
+    url = recordings_url(demo.name, "video")
+    end = demo.recording_start + timedelta(seconds=30)
+    client.post(recordings_url(demo.name, "finish"), {"recording_end": end.isoformat()}, format="json")
+
+    before = client.post(url, {"index": 0, "blob": webm.sha256, "started_at": 25.0}, format="json")
+    after = client.post(url, {"index": 1, "blob": webm.sha256, "started_at": 40.0}, format="json")
+    Demonstration.objects.filter(pk=demo.pk).update(status="validated")
+    validated = client.post(url, {"index": 2, "blob": webm.sha256, "started_at": 10.0}, format="json")
+
+    assert before.status_code == 201
+    assert after.status_code == 409
+    assert after.json()["errors"] == [
+        {"field": "started_at", "message": "40.0 s is after the recording's end at 30.000 s"}
+    ]
+    assert validated.status_code == 409
+    assert "is validated; it takes no new video" in validated.json()["detail"]
+    assert list(VideoChunk.objects.values_list("index", flat=True)) == [0]

@@ -10,7 +10,16 @@ from pathlib import Path
 from django.core.files.storage import default_storage
 from django.db.models import Prefetch
 
-from annotation.models import Demonstration, DemoStatus, SplitConfig, Turn, sha256_path
+from annotation.models import (
+    Demonstration,
+    DemoReview,
+    DemoStatus,
+    SplitConfig,
+    Turn,
+    TurnType,
+    curated_turns,
+    sha256_path,
+)
 
 from . import splits as split_rules
 from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn
@@ -30,24 +39,48 @@ def facts(demo: Demonstration) -> split_rules.DemoFacts:
 
 
 def export_timeline(demo: Demonstration) -> list[ExportTurn]:
-    """The turns to export, in order. Today the raw capture ordered by time; curation edits apply here."""
+    """The turns to export, in curated order: the raw capture with the review's edits applied (deleted turns
+    dropped, reordered, edited text, chosen screenshot, invalid turns marked ``broken``).
+
+    Reads ``demo.turns``, ``demo.turn_curations`` and ``demo.review`` (prefetched by ``export_demos``)."""
     turns = sorted(demo.turns.all(), key=lambda t: (t.timestamp, t.seq))  # uses the prefetch
-    return [
-        ExportTurn(
-            index=index,
-            type=turn.type,
-            timestamp=turn.timestamp,
-            speaker=turn.speaker,
-            utterance=turn.utterance,
-            intent=turn.intent,
-            arguments=turn.arguments,
-            screenshot=turn.screenshot_id,
-            page=turn.page_id,
-            bboxes=turn.bboxes_id,
-            key=turn.client_id,
-        )
-        for index, turn in enumerate(turns)
-    ]
+    curations = {curation.turn_id: curation for curation in demo.turn_curations.all()}
+    kept = [(t, c) for t, c in curated_turns(turns, curations, review_order(demo)) if not (c and c.deleted)]
+    return [curated_export_turn(index, turn, curation) for index, (turn, curation) in enumerate(kept)]
+
+
+def review_order(demo: Demonstration) -> list:
+    try:
+        return demo.review.order
+    except DemoReview.DoesNotExist:
+        return []
+
+
+def curated_text(turn: Turn, curation, arguments: dict) -> tuple[str, dict]:
+    """The utterance and arguments with an edited text applied (chat utterance, or textInput's typed text)."""
+    if curation is None or curation.text is None:
+        return turn.utterance, arguments
+    if turn.type == TurnType.CHAT:
+        return curation.text, arguments
+    return turn.utterance, {**arguments, "text": curation.text}
+
+
+def curated_export_turn(index: int, turn: Turn, curation) -> ExportTurn:
+    utterance, arguments = curated_text(turn, curation, turn.arguments)
+    return ExportTurn(
+        index=index,
+        type=turn.type,
+        timestamp=turn.timestamp,
+        speaker=turn.speaker,
+        utterance=utterance,
+        intent=turn.intent,
+        arguments=arguments,
+        screenshot=(curation.screenshot if curation and curation.screenshot else turn.screenshot_id),
+        page=turn.page_id,
+        bboxes=turn.bboxes_id,
+        screenshot_status="broken" if curation and not curation.valid else "good",
+        key=turn.client_id,
+    )
 
 
 def to_export_demo(demo: Demonstration, split: str) -> ExportDemo:
@@ -80,7 +113,7 @@ def selected_demos(project, statuses=DEFAULT_STATUSES):
     """The project's demonstrations with these statuses, ordered by name."""
     return (
         Demonstration.objects.filter(project=project, status__in=list(statuses))
-        .select_related("project", "navigator", "instructor")
+        .select_related("project", "navigator", "instructor", "review")
         .order_by("name")
     )
 
@@ -95,7 +128,8 @@ def export_demos(project, scheme: str, statuses=DEFAULT_STATUSES, splits=None, c
     """The project's demos as export values, one at a time (turns fetched ``chunk`` demos per query)."""
     split = split_of(project, scheme)
     turns = Prefetch("turns", queryset=Turn.objects.order_by("timestamp", "seq"))
-    for demo in selected_demos(project, statuses).prefetch_related(turns).iterator(chunk_size=chunk):
+    demos = selected_demos(project, statuses).prefetch_related(turns, "turn_curations")
+    for demo in demos.iterator(chunk_size=chunk):
         name = split(demo)
         if not splits or name in splits:
             yield to_export_demo(demo, name)

@@ -15,3 +15,23 @@ def run_export_job(job_id: int) -> None:
 def run_evaluation(evaluation_id: int) -> None:
     """Score evaluation ``evaluation_id`` (see ``runners.run_evaluation``)."""
     runners.run_evaluation(evaluation_id)
+
+
+@shared_task(name="workers.make_thumbnails", acks_late=True)
+def make_thumbnails(shas: list) -> None:
+    """Thumbnails of these screenshot blobs for the review page (see ``thumbnails.make_thumbnails``)."""
+    from .dataset import storage_blobs
+    from .thumbnails import make_thumbnails as make
+
+    make([sha for sha in shas if isinstance(sha, str)], storage_blobs().read)
+
+
+@shared_task(name="workers.realign_demo", acks_late=True)
+def realign_demo(demo_id: int) -> None:
+    """Suggested screenshots and quality checks of a demo (see ``actions.review.do_prepare_review``)."""
+    from annotation.actions.review import do_prepare_review
+    from annotation.models import Demonstration
+
+    demo = Demonstration.objects.filter(pk=demo_id).first()
+    if demo is not None:
+        do_prepare_review(demo)

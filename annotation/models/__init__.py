@@ -19,12 +19,19 @@ from .capture import (
     new_demo_name,
     sha256_path,
 )
+from .curation import Comment, DemoReview, Edit, EditKind, TurnCuration, curated_turns
 from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
 
 __all__ = [
     "READ_ROLES",
     "RECORDING_ROLES",
     "Blob",
+    "Comment",
+    "DemoReview",
+    "Edit",
+    "EditKind",
+    "TurnCuration",
+    "curated_turns",
     "DemoMode",
     "DemoStatus",
     "Demonstration",

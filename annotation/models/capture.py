@@ -106,11 +106,13 @@ def new_demo_name() -> str:
 
 
 class DemoStatus(models.TextChoices):
-    """The life of a demonstration: recording → recorded → in_review → validated | rejected."""
+    """The life of a demonstration: recording → recorded → in_review → validated | rejected, or returned (sent
+    back to its annotator with comments) → recorded again."""
 
     RECORDING = "recording", "Recording"
     RECORDED = "recorded", "Recorded"
     IN_REVIEW = "in_review", "In review"
+    RETURNED = "returned", "Returned to the annotator"
     VALIDATED = "validated", "Validated"
     REJECTED = "rejected", "Rejected"
 
@@ -126,6 +128,12 @@ class DemonstrationQuerySet(models.QuerySet):
     def visible_to(self, user):
         """Demonstrations of projects where ``user`` has any role."""
         return self.filter(project__in=Project.objects.for_user(user))
+
+    def screen_visible_to(self, user):
+        """``visible_to`` minus the recordings whose screen ``user`` must not see: those they instruct without
+        seeing the screen (the no-vision rule, while the recording runs)."""
+        hidden = Q(status=DemoStatus.RECORDING, instructor_sees_screen=False, instructor_id=user.pk)
+        return self.visible_to(user).exclude(hidden & ~Q(navigator_id=user.pk))
 
 
 class Demonstration(models.Model):
@@ -175,6 +183,16 @@ class Demonstration(models.Model):
     @property
     def is_recording(self):
         return self.status == DemoStatus.RECORDING
+
+    def hides_screen_from(self, user):
+        """The no-vision rule: while recording, the instructor of a demonstration with ``instructor_sees_screen``
+        false sees none of its screen (screenshots, pages, URLs, video)."""
+        return (
+            self.is_recording
+            and not self.instructor_sees_screen
+            and user.pk == self.instructor_id
+            and user.pk != self.navigator_id
+        )
 
     def can_write(self, user):
         """May ``user`` add turns to or finish this recording? Its navigator, instructor or a project admin."""

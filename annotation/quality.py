@@ -1,0 +1,101 @@
+"""Automatic quality checks of a recorded demonstration, shown on its review page and counted in the list.
+
+``quality_issues`` is pure over the turns (capture order) and a ``read(sha) -> bytes`` for page and bboxes blobs
+(each blob read once). An issue is ``{"turn": turn id or None, "check": code, "message": text}``.
+"""
+
+import json
+
+LONG_GAP_SECONDS = 60.0
+NO_SCREENSHOT_INTENTS = {"tabcreate", "tabremove", "tabswitch"}  # tab events have no page to capture
+
+CHECKS = {
+    "no_screenshot": "browser turn without screenshot",
+    "uid_missing": "element uid missing from its page or bboxes",
+    "box_outside": "element box outside the viewport",
+    "duplicate_hover": "consecutive duplicate hover",
+    "empty_chat": "chat turn with empty text",
+    "long_gap": "long gap before this turn",
+}
+
+
+def issue(turn, check: str, detail: str = "") -> dict:
+    return {"turn": turn.pk, "check": check, "message": CHECKS[check] + (f": {detail}" if detail else "")}
+
+
+def box_of(turn) -> dict | None:
+    return ((turn.arguments or {}).get("element") or {}).get("bbox")
+
+
+def outside(box: dict, width, height) -> bool:
+    """True when the box does not overlap the viewport at all."""
+    if not width or not height:
+        return False
+    left, top = box.get("x", box.get("left", 0)), box.get("y", box.get("top", 0))
+    return left + box.get("width", 0) <= 0 or top + box.get("height", 0) <= 0 or left >= width or top >= height
+
+
+class BlobCache:
+    """Reads each blob once: page HTML as text, bboxes as their set of uids."""
+
+    def __init__(self, read):
+        self.read, self.pages, self.boxes = read, {}, {}
+
+    def page(self, sha: str) -> str:
+        if sha not in self.pages:
+            self.pages[sha] = self.read(sha).decode("utf-8", "replace")
+        return self.pages[sha]
+
+    def box_uids(self, sha: str) -> set:
+        if sha not in self.boxes:
+            self.boxes[sha] = set(json.loads(self.read(sha)))
+        return self.boxes[sha]
+
+
+def uid_problem(turn, blobs: BlobCache) -> str:
+    uid = turn.element_uid
+    if not uid:
+        return ""
+    if turn.page_id and f'data-webtasks-id="{uid}"' not in blobs.page(turn.page_id):
+        return f"{uid} not in the page HTML"
+    if turn.bboxes_id and uid not in blobs.box_uids(turn.bboxes_id):
+        return f"{uid} not in the bboxes"
+    return ""
+
+
+def browser_issues(turn, blobs: BlobCache) -> list:
+    found = []
+    if not turn.screenshot_id and turn.intent not in NO_SCREENSHOT_INTENTS:
+        found.append(issue(turn, "no_screenshot", turn.intent))
+    if problem := uid_problem(turn, blobs):
+        found.append(issue(turn, "uid_missing", problem))
+    box = box_of(turn)
+    if box and outside(box, turn.viewport_width, turn.viewport_height):
+        found.append(issue(turn, "box_outside"))
+    return found
+
+
+def pair_issues(previous, turn) -> list:
+    found = []
+    if previous is None:
+        return found
+    gap = turn.timestamp - previous.timestamp
+    if gap > LONG_GAP_SECONDS:
+        found.append(issue(turn, "long_gap", f"{gap:.0f} s"))
+    hovers = previous.intent == turn.intent == "hover"
+    if hovers and previous.element_uid and previous.element_uid == turn.element_uid:
+        found.append(issue(turn, "duplicate_hover", turn.element_uid))
+    return found
+
+
+def quality_issues(turns, read) -> list[dict]:
+    """Every issue of the demo's ``turns`` (in capture order)."""
+    blobs, found, previous = BlobCache(read), [], None
+    for turn in turns:
+        if turn.type == "chat" and not (turn.utterance or "").strip():
+            found.append(issue(turn, "empty_chat"))
+        elif turn.type == "browser":
+            found.extend(browser_issues(turn, blobs))
+        found.extend(pair_issues(previous, turn))
+        previous = turn
+    return found

@@ -1,0 +1,248 @@
+"""What the review pages show, read in a constant number of queries whatever the number of turns."""
+
+import datetime as dt
+from urllib.parse import urlencode
+
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.urls import reverse
+
+from .actions import review as actions
+from .models import Comment, DemoStatus, Edit, EditKind, Turn, TurnCuration, TurnType, curated_turns
+
+LIST_PAGE_SIZE = 25
+HISTORY_SIZE = 100
+
+
+# --- The list -------------------------------------------------------------------------------------------
+
+
+def parse_date(value: str):
+    try:
+        return dt.date.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+
+
+def filtered_demos(user, params) -> tuple:
+    """``(queryset without the status filter, queryset with it, cleaned filters)``."""
+    demos = actions.reviewable_demos(user).exclude(status=DemoStatus.RECORDING)
+    filters = {
+        key: (params.get(key) or "").strip()
+        for key in ("project", "status", "website", "category", "annotator", "q", "since", "until")
+    }
+    lookups = {
+        "project": "project__name",
+        "website": "websites__icontains",
+        "category": "category",
+        "annotator": "navigator__username",
+        "q": "task_description__icontains",
+    }
+    for key, lookup in lookups.items():
+        if filters[key]:
+            demos = demos.filter(**{lookup: filters[key]})
+    if since := parse_date(filters["since"]):
+        demos = demos.filter(recording_start__date__gte=since)
+    if until := parse_date(filters["until"]):
+        demos = demos.filter(recording_start__date__lte=until)
+    with_status = demos.filter(status=filters["status"]) if filters["status"] else demos
+    return demos, with_status, filters
+
+
+def list_context(user, params) -> dict:
+    demos, with_status, filters = filtered_demos(user, params)
+    counts = dict(demos.order_by().values_list("status").annotate(n=Count("pk")))
+    rows = with_status.select_related("project", "navigator", "review").annotate(turn_count=Count("turns"))
+    page = Paginator(rows.order_by("-created_at"), LIST_PAGE_SIZE).get_page(params.get("page"))
+    query = urlencode({key: value for key, value in filters.items() if value})
+    return {
+        "page": page,
+        "filters": filters,
+        "query": query,
+        "query_without_status": urlencode({k: v for k, v in filters.items() if v and k != "status"}),
+        "filtered": any(filters.values()),
+        "status_counts": [
+            (value, label, counts.get(value, 0)) for value, label in DemoStatus.choices if value != DemoStatus.RECORDING
+        ],
+        "projects": actions.reviewable_projects(user),
+    }
+
+
+# --- The review page ------------------------------------------------------------------------------------
+
+
+def element_text(turn) -> str:
+    element = (turn.arguments or {}).get("element") or {}
+    return " ".join((element.get("textContent") or "").split())[:120]
+
+
+def shorten(text: str, length: int) -> str:
+    """Like the ``truncatechars`` filter, without its per-call cost (hundreds of turns per page)."""
+    return text if len(text) <= length else text[: length - 1] + "…"
+
+
+def turn_text(turn, curation) -> str:
+    """The curated text: a chat utterance, or the typed text of a textInput."""
+    if curation is not None and curation.text is not None:
+        return curation.text
+    return turn.utterance if turn.type == TurnType.CHAT else (turn.arguments or {}).get("text", "")
+
+
+def turn_row(index, turn, curation, issues, comments) -> dict:
+    """Everything the page shows about one turn (also sent to the script as JSON)."""
+    chosen = (curation.screenshot if curation else "") or turn.screenshot_id or ""
+    element = (turn.arguments or {}).get("element") or {}
+    return {
+        "id": turn.pk,
+        "index": index,
+        "seq": turn.seq,
+        "type": turn.type,
+        "speaker": turn.speaker,
+        "intent": turn.intent,
+        "text": turn_text(turn, curation),
+        "text_editable": turn.type == TurnType.CHAT or turn.intent == "textInput",
+        "element": element_text(turn),
+        "element_label": f"{element.get('tagName', '').lower()} “{shorten(element_text(turn), 60)}”",
+        "tag": element.get("tagName", ""),
+        "url": turn.url,
+        "url_short": shorten(turn.url or "", 70),
+        "time": round(turn.timestamp, 2),
+        "screenshot": chosen,
+        "own_screenshot": turn.screenshot_id or "",
+        "frames": [f for f in turn.frames or [] if f.get("screenshot")],
+        "suggested": curation.suggested_screenshot if curation else "",
+        "deleted": bool(curation and curation.deleted),
+        "valid": not curation or curation.valid,
+        "box": element.get("bbox"),
+        "viewport": [turn.viewport_width, turn.viewport_height],
+        "has_page": bool(turn.page_id),
+        "issues": issues.get(turn.pk, []),
+        "comments": comments.get(turn.pk, []),
+    }
+
+
+def edit_summary(edit) -> str:
+    """The history's name for an edit; a status change says which status, a comment starts its text."""
+    if edit.kind == EditKind.SET_STATUS and edit.after.get("status") in DemoStatus.values:
+        return f"{edit.get_kind_display()} → {DemoStatus(edit.after['status']).label.lower()}"
+    if edit.kind == EditKind.COMMENT and edit.after.get("text"):
+        return f"{edit.get_kind_display()} “{shorten(edit.after['text'], 40)}”"
+    return edit.get_kind_display()
+
+
+def curated_value(demo, order: list, curations: dict):
+    """``value_of(key)`` for ``actions.changed_since``, from what the page already read (no query per edit)."""
+
+    def value_of(key):
+        if key[0] == "order":
+            return order
+        if key[0] == "meta":
+            return getattr(demo, key[1])
+        curation = curations.get(int(key[1]))
+        return getattr(curation, key[2]) if curation else actions.TURN_DEFAULTS[key[2]]
+
+    return value_of
+
+
+def blocked_by(edits: list, index: int, value_of):
+    """The id of the later edit that keeps ``edits[index]`` (newest first) from being undone, if any."""
+    changed = actions.changed_since(edits[index], value_of)
+    if not changed:
+        return None
+    culprit = actions.blocking_edit(changed, edits[:index])
+    return culprit.pk if culprit else "?"
+
+
+def history(demo, value_of) -> list:
+    edits = list(Edit.objects.filter(demonstration=demo).select_related("author", "turn")[:HISTORY_SIZE])
+    undone = set(Edit.objects.filter(demonstration=demo, undoes__isnull=False).values_list("undoes_id", flat=True))
+    undoable = {
+        edit.pk for edit in edits if edit.kind in actions.UNDOABLE and edit.pk not in undone and edit.undoes_id is None
+    }
+    return [
+        {
+            "id": edit.pk,
+            "kind": edit_summary(edit),
+            "author": edit.author.username,
+            "at": edit.created_at,
+            "turn": edit.turn.seq if edit.turn else None,
+            "undo_of": edit.undoes_id,
+            "undoable": edit.pk in undoable,
+            "blocked_by": blocked_by(edits, index, value_of) if edit.pk in undoable else None,
+            "undone": edit.pk in undone,
+            "after": edit.after,
+        }
+        for index, edit in enumerate(edits)
+    ]
+
+
+def comments_by_turn(demo) -> tuple:
+    general, pinned = [], {}
+    for comment in Comment.objects.filter(demonstration=demo).select_related("author"):
+        item = {"author": comment.author.username, "text": comment.text, "at": comment.created_at.isoformat()}
+        (pinned.setdefault(comment.turn_id, []) if comment.turn_id else general).append(item)
+    return general, pinned
+
+
+def page_context(user, demo, read) -> dict:
+    """The review page of ``demo`` for ``user``."""
+    from workers.thumbnails import has_thumbnail
+
+    review = actions.review_of(demo)
+    turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
+    curations = {c.turn_id: c for c in TurnCuration.objects.filter(demonstration=demo)}
+    quality = actions.ensure_quality(demo, review, turns, read)
+    issues = {}
+    for item in quality:
+        issues.setdefault(item["turn"], []).append(item["message"])
+    general, pinned = comments_by_turn(demo)
+    rows = [turn_row(i, t, c, issues, pinned) for i, (t, c) in enumerate(curated_turns(turns, curations, review.order))]
+    order = actions.order_of([turn.pk for turn in turns], review.order)
+    shots = {row["screenshot"] for row in rows if row["screenshot"]}
+    thumbs = {sha: has_thumbnail(sha) for sha in shots}
+    thumb_prefix = reverse("review-thumbnail", args=["SHA"]).removesuffix("SHA")  # reversed once, not per turn
+    for row in rows:
+        row["thumb_ready"] = thumbs.get(row["screenshot"], False)
+        row["thumb_url"] = thumb_prefix + row["screenshot"] if row["screenshot"] else ""
+    actions.enqueue_review_work(demo, review, [sha for sha, ready in thumbs.items() if not ready])
+    curate = actions.can_curate(user, demo)
+    return {
+        "demo": demo,
+        "review": review,
+        "turns": rows,
+        "quality": quality,
+        "history": history(demo, curated_value(demo, order, curations)),
+        "comments": general,
+        "can_curate": curate,
+        "can_resubmit": demo.status == DemoStatus.RETURNED and user.pk in (demo.navigator_id, demo.instructor_id),
+        "editable": curate and demo.status in actions.EDITABLE_STATUSES,
+        "transitions": available_transitions(user, demo) if curate else [],
+        "config": {
+            "name": demo.name,
+            "revision": review.revision,
+            "editUrl": reverse("review-edit", args=[demo.name]),
+            "blobUrl": reverse("blob", args=["SHA"]),
+            "pageUrl": reverse("review-turn-page", args=[demo.name, 0]),
+            "editable": curate and demo.status in actions.EDITABLE_STATUSES,
+        },
+    }
+
+
+TRANSITION_LABELS = {
+    "start_review": "Start review",
+    "validate": "Validate",
+    "reject": "Reject",
+    "return": "Return to annotator",
+    "reopen": "Reopen",
+}
+
+
+def available_transitions(user, demo) -> list:
+    """``[(action, label)]`` of the workflow buttons ``user`` may press now."""
+    return [
+        (action, TRANSITION_LABELS[action])
+        for action, (sources, _) in actions.TRANSITIONS.items()
+        if demo.status in sources
+        and action != "resubmit"
+        and not (action == "validate" and user.pk == demo.navigator_id)
+    ]

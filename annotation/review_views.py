@@ -1,0 +1,147 @@
+"""The review pages and their small JSON write endpoint (session auth + CSRF). Thin: they call
+``annotation.actions.review`` and ``annotation.review_page``."""
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.clickjacking import xframe_options_sameorigin
+from django.views.decorators.http import require_GET, require_POST
+
+from . import review_page
+from .actions import ActionError, NotFound, ValidationFailed, check_blob_readable, live
+from .actions import review as actions
+from .models import DemoMode
+
+# op → function(user, demo, revision, body) -> Edit | Comment
+OPS = {
+    "delete": lambda u, d, r, b: actions.do_delete_turn(u, d, r, b.get("turn")),
+    "restore": lambda u, d, r, b: actions.do_restore_turn(u, d, r, b.get("turn")),
+    "move": lambda u, d, r, b: actions.do_move_turn(u, d, r, b.get("turn"), b.get("to_index")),
+    "edit_text": lambda u, d, r, b: actions.do_edit_text(u, d, r, b.get("turn"), b.get("text")),
+    "set_validity": lambda u, d, r, b: actions.do_set_validity(u, d, r, b.get("turn"), b.get("valid")),
+    "choose_screenshot": lambda u, d, r, b: actions.do_choose_screenshot(u, d, r, b.get("turn"), b.get("screenshot")),
+    "accept_suggestions": lambda u, d, r, b: actions.do_accept_suggestions(u, d, r),
+    "edit_metadata": lambda u, d, r, b: actions.do_edit_metadata(u, d, r, b.get("fields") or {}),
+    "undo": lambda u, d, r, b: actions.do_undo(u, d, r, b.get("edit")),
+    "transition": lambda u, d, r, b: actions.do_transition(u, d, r, b.get("action"), b.get("comment") or ""),
+    "set_unsure": lambda u, d, r, b: actions.do_set_unsure(u, d, r, b.get("unsure")),
+    "comment": lambda u, d, r, b: actions.do_comment(u, d, r, b.get("text"), b.get("turn")),
+}
+
+
+def error_response(error: ActionError) -> JsonResponse:
+    return JsonResponse({"detail": error.detail, "code": error.code, "errors": error.errors}, status=error.status)
+
+
+def demo_or_404(user, name):
+    try:
+        return actions.check_demo_reviewable(user, name)
+    except NotFound as error:
+        raise Http404(error.detail) from error
+
+
+@login_required
+@require_GET
+def review_list(request):
+    """Demonstrations to review, filtered, with counts per status and quality issues."""
+    return render(request, "review/list.html", review_page.list_context(request.user, request.GET))
+
+
+@login_required
+@require_GET
+def review_demo(request, name):
+    """The review page of one demonstration."""
+    from workers.dataset import storage_blobs
+
+    demo = demo_or_404(request.user, name)
+    context = review_page.page_context(request.user, demo, storage_blobs().read)
+    return render(request, "review/demo.html", {**context, "session_url": session_url(request.user, demo)})
+
+
+def session_url(user, demo) -> str:
+    """The live session page of a chat-mode demo (its chat history) if ``user`` has a place in that session."""
+    role = live.session_role(demo, user) if demo.mode == DemoMode.CHAT else None
+    if role is None:
+        return ""
+    return reverse("session-navigate" if role == live.NAVIGATOR else "session-instruct", args=[demo.name])
+
+
+def parse_body(request) -> dict:
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError as error:
+        raise ValidationFailed(f"the body is not JSON: {error}") from error
+    if not isinstance(body, dict) or body.get("op") not in OPS:
+        raise ValidationFailed("expected a JSON object with an op", [{"field": "op", "message": ", ".join(OPS)}])
+    return body
+
+
+@login_required
+@require_POST
+def review_edit(request, name):
+    """``POST {op, revision, ...}``: one curation or workflow operation; answers the new revision (409 when stale)."""
+    try:
+        demo = actions.check_demo_reviewable(request.user, name)
+        body = parse_body(request)
+        result = OPS[body["op"]](request.user, demo, body.get("revision"), body)
+    except ActionError as error:
+        return error_response(error)
+    return JsonResponse({"revision": actions.review_of(demo).revision, "id": result.pk, "status": demo.status})
+
+
+PAGE_CSP = (
+    "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'self'"
+)
+
+
+@login_required
+@require_GET
+@xframe_options_sameorigin  # framed by our review page only
+def review_turn_page(request, name, turn_id):
+    """The turn's recorded page HTML, inline for a sandboxed iframe: hostile content, so no scripts, a unique
+    opaque origin (CSP ``sandbox``) and nothing loaded from anywhere."""
+    demo = demo_or_404(request.user, name)
+    turn = demo.turns.filter(pk=turn_id).select_related("page").first()
+    if turn is None or turn.page is None:
+        raise Http404("this turn has no recorded page")
+    with turn.page.file.storage.open(turn.page.file.name, "rb") as handle:
+        response = HttpResponse(handle.read(), content_type="text/html; charset=utf-8")
+    response["Content-Security-Policy"] = PAGE_CSP
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Referrer-Policy"] = "no-referrer"
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+# Shown at about a third of its size in the timeline: the text is large enough to stay readable there.
+PLACEHOLDER = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="320" height="180"><rect width="100%" height="100%" '
+    'fill="#e5e7eb"/><text x="50%" text-anchor="middle" fill="#4b5563" font-family="sans-serif" font-size="38">'
+    '<tspan x="50%" y="82">thumbnail</tspan><tspan x="50%" y="128">pending</tspan></text></svg>'
+)
+
+
+@login_required
+@require_GET
+def review_thumbnail(request, sha256):
+    """A screenshot's thumbnail once the worker made it, a placeholder until then."""
+    from django.core.files.storage import default_storage
+
+    from workers.thumbnails import has_thumbnail, thumbnail_path
+
+    try:
+        check_blob_readable(request.user, sha256)
+    except ActionError as error:
+        raise Http404(error.detail) from error
+    if not has_thumbnail(sha256):
+        response = HttpResponse(PLACEHOLDER, content_type="image/svg+xml")
+        response["Cache-Control"] = "no-store"
+        response["X-Thumbnail"] = "pending"
+        return response
+    with default_storage.open(thumbnail_path(sha256), "rb") as handle:
+        response = HttpResponse(handle.read(), content_type="image/webp")
+    response["Cache-Control"] = "private, max-age=86400, immutable"
+    return response
