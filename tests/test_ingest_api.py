@@ -1,8 +1,10 @@
 """Recording ingest over HTTP: start, upload blobs, post turns, finish, and what ends up stored."""
 
+from datetime import timedelta
+
 import pytest
 
-from annotation.models import Blob, Demonstration, Membership, Role, Turn
+from annotation.models import Blob, Demonstration, DemoReview, Membership, Role, Turn
 from annotation.schema import INTENTS
 
 from .payloads import browser_turn, chat_turn, numbered_turns, session_turns, state_blobs, state_refs
@@ -246,10 +248,11 @@ def test_a_client_id_reused_with_different_content_is_a_conflict_and_stores_noth
 def test_turns_after_finish_are_a_conflict_and_store_nothing(client, demo):
     finish(client, demo.name)
 
-    response = post_turns(client, demo.name, [browser_turn("t-0")])
+    response = post_turns(client, demo.name, [browser_turn("t-0", timestamp=60.0)])
 
     assert response.status_code == 409
-    assert "recorded" in response.json()["detail"]
+    assert "turns after its end are refused" in response.json()["detail"]
+    assert response.json()["errors"][0]["field"] == "turns[0].timestamp"
     assert demo.turns.count() == 0
 
 
@@ -265,15 +268,93 @@ def test_a_pure_retry_of_stored_turns_after_finish_is_accepted(client, demo, ref
     assert demo.turns.count() == 2
 
 
-def test_a_retry_mixed_with_a_new_turn_after_finish_is_a_conflict(client, demo):
+def test_a_retry_mixed_with_a_new_turn_after_the_end_is_a_conflict(client, demo):
     a, b = numbered_turns(2)
+    b["timestamp"] = 60.0
     post_turns(client, demo.name, [a])
     finish(client, demo.name)
 
     response = post_turns(client, demo.name, [a, b])
 
     assert response.status_code == 409
+    assert response.json()["errors"] == [
+        {"field": "turns[1].timestamp", "message": response.json()["errors"][0]["message"]}
+    ]
+    assert "after the recording's end" in response.json()["errors"][0]["message"]
     assert demo.turns.count() == 1
+
+
+def finish_at(client, demo, seconds: float):
+    """Finish ``demo`` with its end ``seconds`` after its start (on the recording clock)."""
+    end = demo.recording_start + timedelta(seconds=seconds)
+    response = finish(client, demo.name, recording_end=end.isoformat().replace("+00:00", "Z"))
+    assert response.status_code == 200, response.content
+
+
+def test_turns_captured_before_the_end_are_accepted_after_finish(client, demo, refs):
+    """The instructor ended the demonstration while the recorder still had turns queued: they are stored."""
+    post_turns(client, demo.name, [browser_turn("t-0", timestamp=5.0, **refs)])
+    finish_at(client, demo, 30.0)
+    queued = [browser_turn("t-1", timestamp=29.0, **refs), browser_turn("t-2", timestamp=31.5, **refs)]
+
+    response = post_turns(client, demo.name, queued)
+    again = post_turns(client, demo.name, queued)
+
+    assert response.status_code == 201, response.content
+    assert response.json()["created"] == 2
+    assert [t["seq"] for t in response.json()["turns"]] == [1, 2]
+    assert (again.status_code, again.json()["duplicates"]) == (200, 2)
+    assert list(demo.turns.order_by("seq").values_list("client_id", flat=True)) == ["t-0", "t-1", "t-2"]
+
+
+def test_a_batch_with_a_turn_after_the_end_names_it_and_the_rest_goes_through_alone(client, demo, refs):
+    """What the recorder's uploader does with the 409: fail the named turn, send the others again."""
+    finish_at(client, demo, 30.0)
+    early, late = browser_turn("t-0", timestamp=20.0, **refs), browser_turn("t-1", timestamp=32.5, **refs)
+
+    refused = post_turns(client, demo.name, [early, late])
+    alone = post_turns(client, demo.name, [early])
+
+    assert refused.status_code == 409
+    assert refused.json()["errors"] == [
+        {"field": "turns[1].timestamp", "message": "32.5 s is after the recording's end at 30.000 s"}
+    ]
+    assert alone.status_code == 201
+    assert list(demo.turns.values_list("client_id", flat=True)) == ["t-0"]
+
+
+@pytest.mark.parametrize("status", ["in_review", "validated", "rejected", "returned"])
+def test_turns_before_the_end_are_refused_once_the_demo_left_recorded(client, demo, refs, status):
+    finish_at(client, demo, 30.0)
+    Demonstration.objects.filter(pk=demo.pk).update(status=status)
+
+    response = post_turns(client, demo.name, [browser_turn("t-0", timestamp=10.0, **refs)])
+
+    assert response.status_code == 409
+    assert f"is {status}; it takes no new turns" in response.json()["detail"]
+    assert demo.turns.count() == 0
+
+
+def test_turns_before_the_end_are_refused_once_the_demo_was_edited_in_review(client, demo, refs):
+    """A demo returned to its annotator and resubmitted is ``recorded`` again, but reviewers have edited it."""
+    finish_at(client, demo, 30.0)
+    DemoReview.objects.create(demonstration=demo, revision=3)
+
+    response = post_turns(client, demo.name, [browser_turn("t-0", timestamp=10.0, **refs)])
+
+    assert response.status_code == 409
+    assert "edited in review" in response.json()["detail"]
+    assert demo.turns.count() == 0
+
+
+def test_late_turns_make_the_review_compute_its_suggestions_and_checks_again(client, demo, refs):
+    finish_at(client, demo, 30.0)
+    DemoReview.objects.create(demonstration=demo, quality=[], realigned=True)
+
+    assert post_turns(client, demo.name, [browser_turn("t-0", timestamp=10.0, **refs)]).status_code == 201
+
+    review = DemoReview.objects.get(demonstration=demo)
+    assert (review.quality, review.realigned) == (None, False)
 
 
 def test_finishing_twice_keeps_the_first_end_time(client, demo):

@@ -23,6 +23,7 @@ from ..models import (
     RECORDING_ROLES,
     Blob,
     Demonstration,
+    DemoReview,
     DemoStatus,
     Project,
     Turn,
@@ -32,6 +33,7 @@ from ..models import (
     sha256_path,
 )
 from .errors import Conflict, Forbidden, NotFound, TooLarge, UnsupportedMediaType, ValidationFailed
+from .events import on_commit_send, on_commit_turns
 
 # --- Access ---------------------------------------------------------------------------------------------
 
@@ -46,17 +48,25 @@ def check_project_for_recording(user, project_name: str) -> Project:
     return project
 
 
-def check_demo_readable(user, name: str) -> Demonstration:
-    """A demonstration of one of ``user``'s projects; others are 404 so their existence does not leak."""
+def visible_demo(user, name: str) -> Demonstration:
     demo = Demonstration.objects.visible_to(user).select_related("project").filter(name=name).first()
     if demo is None:
         raise NotFound(f"no demonstration {name!r} among your projects")
     return demo
 
 
+def check_demo_readable(user, name: str) -> Demonstration:
+    """A demonstration of one of ``user``'s projects whose turns they may read; others are 404 so their existence
+    does not leak. The instructor of a no-vision recording may not read it while it runs (the live session)."""
+    demo = visible_demo(user, name)
+    if demo.hides_screen_from(user):
+        raise NotFound(f"demonstration {name!r} is not readable by its no-vision instructor while it records")
+    return demo
+
+
 def check_demo_writable(user, name: str) -> Demonstration:
     """A demonstration ``user`` may add turns to: its navigator's, instructor's or a project admin's."""
-    demo = check_demo_readable(user, name)
+    demo = visible_demo(user, name)
     if not demo.can_write(user):
         raise Forbidden(f"demonstration {name!r} belongs to another navigator")
     return demo
@@ -65,7 +75,7 @@ def check_demo_writable(user, name: str) -> Demonstration:
 def check_blob_readable(user, sha256: str) -> Blob:
     """A blob that a demonstration of one of ``user``'s projects uses (screenshot, page, bboxes, frame, video)."""
     blob = Blob.objects.filter(sha256=sha256).first() if schema.is_sha256(sha256) else None
-    if blob is None or not blob_used_by(Demonstration.objects.visible_to(user), blob):
+    if blob is None or not blob_used_by(Demonstration.objects.screen_visible_to(user), blob):
         raise NotFound(f"no blob {sha256} in your projects")
     return blob
 
@@ -151,6 +161,7 @@ def do_finish_recording(demo: Demonstration, recording_end=None) -> Demonstratio
             demo.status = DemoStatus.RECORDED
             demo.recording_end = recording_end or timezone.now()
             demo.save(update_fields=["status", "recording_end", "updated_at"])
+            on_commit_send(demo.name, {"type": "session.ended", "status": demo.status})
     return demo
 
 
@@ -246,10 +257,13 @@ def turn_row(demo: Demonstration, turn: dict, seq: int, digest: str) -> Turn:
     return row
 
 
-def do_ingest_turns(demo: Demonstration, turns) -> IngestResult:
+def do_ingest_turns(demo: Demonstration, turns, late: bool = True) -> IngestResult:
     """Store a batch of turns atomically: all new turns or none. Turns already stored (a retry) are skipped.
 
     A ``client_id`` that comes back with different content is a conflict (409) and nothing is stored.
+    Once the recording is finished, new turns are accepted only when ``late`` and ``check_late_turns`` allows
+    them (captured before the end, uploaded after it). The new turns go to the demonstration's live session after
+    commit (one group message per batch).
     """
     check_turn_batch(turns)
     digests = [content_hash(turn) for turn in turns]
@@ -261,12 +275,69 @@ def do_ingest_turns(demo: Demonstration, turns) -> IngestResult:
         check_no_conflicts(turns, digests, stored)
         fresh = [(turn, digest) for turn, digest in zip(turns, digests, strict=True) if turn["client_id"] not in stored]
         if fresh and not demo.is_recording:
-            raise Conflict(f"recording {demo.name} is {demo.status}; it takes no new turns")
+            if not late:
+                raise Conflict(f"recording {demo.name} is {demo.status}; it takes no new turns")
+            check_late_turns(demo, turns, stored)
+            forget_review_caches(demo)
         top = demo.turns.aggregate(top=Max("seq"))["top"]
         next_seq = 0 if top is None else top + 1
         rows = [turn_row(demo, turn, next_seq + i, digest) for i, (turn, digest) in enumerate(fresh)]
         Turn.objects.bulk_create(rows)
+        on_commit_turns(demo.name, rows)
     return batch_result(turns, rows, stored, demo)
+
+
+LATE_TURN_TOLERANCE_SECONDS = 2.0  # a capture in flight when the recording was ended
+
+
+def recording_end_seconds(demo: Demonstration) -> float:
+    """The recording's end on the recording clock (seconds since ``recording_start``)."""
+    return (demo.recording_end - demo.recording_start).total_seconds()
+
+
+def check_late_turns(demo: Demonstration, turns: list, stored: dict) -> None:
+    """New turns for a finished recording: the recorder's captures from before the end that were not uploaded yet
+    (the instructor may end the demonstration while the navigator's recorder still has a queue). Accepted while the
+    demonstration is ``recorded`` and nobody has edited it in review; each must be timestamped no later than the end
+    (plus ``LATE_TURN_TOLERANCE_SECONDS``). Otherwise a conflict naming each late turn, and nothing is stored."""
+    end = check_takes_late_capture(demo, "turns")
+    errors = [
+        schema.FieldError(f"turns[{i}].timestamp", f"{turn['timestamp']} s is after the recording's end at {end:.3f} s")
+        for i, turn in enumerate(turns)
+        if turn["client_id"] not in stored and float(turn["timestamp"]) > end + LATE_TURN_TOLERANCE_SECONDS
+    ]
+    if errors:
+        raise Conflict(
+            f"recording {demo.name} ended at {end:.3f} s on the recording clock; turns after its end are refused "
+            "and nothing of this batch was stored",
+            errors,
+        )
+
+
+def check_takes_late_capture(demo: Demonstration, what: str) -> float:
+    """A finished recording takes late captures (turns, video) only while it is ``recorded`` and unedited in
+    review; returns its end on the recording clock."""
+    refused = f"recording {demo.name} is {demo.status}; it takes no new {what}"
+    if demo.status != DemoStatus.RECORDED or demo.recording_end is None:
+        raise Conflict(refused)
+    if DemoReview.objects.filter(demonstration=demo, revision__gt=0).exists():
+        raise Conflict(f"{refused} (it has been edited in review)")
+    return recording_end_seconds(demo)
+
+
+def check_late_video_chunk(demo: Demonstration, started_at: float) -> None:
+    """A video chunk for a finished recording: as for turns, one that started before the end is still taken."""
+    end = check_takes_late_capture(demo, "video")
+    if started_at > end + LATE_TURN_TOLERANCE_SECONDS:
+        raise Conflict(
+            f"recording {demo.name} ended at {end:.3f} s on the recording clock; video after its end is refused",
+            [{"field": "started_at", "message": f"{started_at} s is after the recording's end at {end:.3f} s"}],
+        )
+
+
+def forget_review_caches(demo: Demonstration) -> None:
+    """Late turns or video change the raw capture: screenshot suggestions and quality checks are computed again."""
+    DemoReview.objects.filter(demonstration=demo).update(quality=None, realigned=False)
 
 
 def check_no_conflicts(turns: list, digests: list, stored: dict) -> None:
@@ -319,10 +390,11 @@ def check_video_chunk(index, sha256, started_at) -> Blob:
 
 def do_add_video_chunk(demo: Demonstration, index, sha256, started_at) -> tuple[VideoChunk, bool]:
     """Attach a chunk of the tab video. Re-sending the same chunk changes nothing; another blob at a stored index
-    is a conflict."""
+    is a conflict. A finished recording takes a new chunk only as it takes late turns (``check_late_video_chunk``)."""
     blob = check_video_chunk(index, sha256, started_at)
     with transaction.atomic():
-        existing = demo.video_chunks.select_for_update().filter(index=index).first()
+        demo = Demonstration.objects.select_for_update().get(pk=demo.pk)
+        existing = demo.video_chunks.filter(index=index).first()
         if existing is not None:
             if existing.blob_id != blob.sha256:
                 raise Conflict(
@@ -330,6 +402,9 @@ def do_add_video_chunk(demo: Demonstration, index, sha256, started_at) -> tuple[
                     [{"field": "index", "message": "already stored with different content"}],
                 )
             return existing, False
+        if not demo.is_recording:
+            check_late_video_chunk(demo, float(started_at))
+            forget_review_caches(demo)
         return VideoChunk.objects.create(demonstration=demo, index=index, blob=blob, started_at=started_at), True
 
 

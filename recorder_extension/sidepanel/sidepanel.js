@@ -1,6 +1,7 @@
 /*
  * Side panel: the recorder's UI. Sign in (server URL + token, checked with GET /api/projects/), pick a
  * project, start / pause / resume / stop a demonstration, chat, and watch the upload counters.
+ * In chat mode the conversation goes over the live session (live_panel.js) while its socket is up.
  *
  * The service worker does the work; this page sends it messages ({target: SW, type}) and renders what it
  * keeps in chrome.storage.local (config, session, counters), refreshing on every storage change.
@@ -13,6 +14,7 @@
   "use strict";
 
   const C = globalThis.WebTasks.C;
+  const Live = globalThis.WebTasksPanelLive; // the live session (live_panel.js)
   const $ = (id) => document.getElementById(id);
   let projects = [];
   let refreshTimer = null;
@@ -136,6 +138,11 @@
     event.preventDefault();
     const utterance = $("chat-utterance").value.trim();
     if (!utterance) return;
+    if (Live.canSend($("chat-speaker").value)) {
+      Live.say(utterance); // over the live session; the recorder's own path below is the fallback
+      $("chat-utterance").value = "";
+      return;
+    }
     const result = await send(C.MSG.CHAT, { speaker: $("chat-speaker").value, utterance });
     if (result && result.ok) $("chat-utterance").value = "";
     else showError(`Message not recorded: ${(result && result.error) || "no answer"}`);
@@ -165,6 +172,9 @@
     $("demo-name").textContent = session && session.demoName ? `(${session.demoName})` : "";
     $("pause-button").textContent = state.paused ? "Resume" : "Pause";
     $("chat-form").hidden = !state.recording;
+    const config = await getConfig();
+    const server = (session && session.serverUrl) || config.serverUrl;
+    Live.sync(state, server, config.token, () => send(C.MSG.STOP), session && session.startedAt);
     $("count-captured").textContent = counters.captured;
     $("count-queued").textContent = counters.queued;
     $("count-uploaded").textContent = counters.uploaded;

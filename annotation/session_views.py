@@ -1,0 +1,90 @@
+"""Pages of the live session: the instructor's, the navigator's web fallback, joining by invitation, and the
+session's screenshots. Thin: each calls ``annotation.actions.live`` and renders."""
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from .actions import ActionError, live
+from .actions.review import reviewable_demos
+
+
+def session_or_404(request, name: str):
+    try:
+        return live.check_session_access(request.user, name)
+    except ActionError:
+        raise Http404("no such live session among yours") from None
+
+
+def review_url(user, demo) -> str:
+    """The demo's review page if ``user`` may open it once the recording has ended (shown when it has)."""
+    readable = reviewable_demos(user).filter(pk=demo.pk).exists()
+    return reverse("review-demo", args=[demo.name]) if readable else ""
+
+
+def page_context(request, demo, role: str) -> dict:
+    return {
+        "demo": demo,
+        "role": role,
+        "review_url": review_url(request.user, demo),
+        "sees_screen": live.sees_screen(demo, role),
+        "ws_path": f"/ws/sessions/{demo.name}/",
+        "screenshots": reverse("session-screenshot", args=[demo.name, "sha256"]).removesuffix("sha256"),
+    }
+
+
+@login_required
+def instruct(request, name: str):
+    """The instructor's page: chat, the navigator's latest screenshot and URL (unless no-vision), presence, end."""
+    demo, role = session_or_404(request, name)
+    if role == live.NAVIGATOR:
+        return redirect("session-navigate", name=demo.name)
+    return render(request, "sessions/instruct.html", page_context(request, demo, role))
+
+
+@login_required
+def navigate(request, name: str):
+    """The navigator's web fallback (the side panel is the usual place): chat, presence, the invitation link."""
+    demo, role = session_or_404(request, name)
+    if role == live.INSTRUCTOR:
+        return redirect("session-instruct", name=demo.name)
+    invite = request.build_absolute_uri(reverse("session-join", args=[live.invite_code(demo)]))
+    return render(request, "sessions/navigate.html", {**page_context(request, demo, role), "invite_url": invite})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def join(request, code: str):
+    """An invitation: GET shows the demonstration and a button; POST makes the user its instructor (first come)."""
+    try:
+        demo = live.check_invite(request.user, code, settings.LIVE_INVITE_MAX_AGE_SECONDS)
+    except ActionError as error:
+        return render(request, "sessions/join.html", {"error": error.detail}, status=error.status)
+    role = live.session_role(demo, request.user)
+    if role in (live.NAVIGATOR, live.INSTRUCTOR):
+        return redirect("session-navigate" if role == live.NAVIGATOR else "session-instruct", name=demo.name)
+    if request.method == "POST":
+        try:
+            live.do_join_as_instructor(request.user, demo)
+        except ActionError as error:
+            return render(request, "sessions/join.html", {"demo": demo, "error": error.detail}, status=error.status)
+        return redirect("session-instruct", name=demo.name)
+    taken = demo.instructor_id is not None
+    context = {"demo": demo, "error": "This demonstration already has an instructor." if taken else ""}
+    return render(request, "sessions/join.html", context, status=409 if taken else 200)
+
+
+@login_required
+def screenshot(request, name: str, sha256: str):
+    """A screenshot of the session, for the instructor page; refused (404) under the no-vision rule."""
+    try:
+        blob = live.check_session_screenshot(request.user, name, sha256)
+    except ActionError:
+        raise Http404("no such screenshot in this session") from None
+    response = FileResponse(blob.file.storage.open(blob.file.name, "rb"), content_type=blob.media_type)
+    response["Cache-Control"] = "private, max-age=3600"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

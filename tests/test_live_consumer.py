@@ -1,0 +1,666 @@
+"""The live session socket (``ws/sessions/<demo>/``) through the real ASGI application and the configured channel
+layer (Redis when ``REDIS_URL`` is set, as in CI; in-memory otherwise).
+
+Each test body is one coroutine run with ``async_to_sync``; database work inside it goes through
+``database_sync_to_async`` like the consumer's own.
+"""
+
+import asyncio
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels import DEFAULT_CHANNEL_LAYER
+from channels.db import database_sync_to_async
+from channels.layers import channel_layers, get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from annotation.actions import Conflict, do_ingest_turns, do_start_recording, do_store_blob_bytes
+from annotation.actions.events import session_group
+from annotation.models import Demonstration, DemoStatus, Role, Turn
+from config.asgi import application
+from tests import payloads
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SITE = b"http://testserver"
+EXTENSION = b"chrome-extension://ojofndafcmbnamgfemifimjhmebbdglk"
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """A new layer object per test (each test runs on its own event loop; channels_redis binds its locks to
+    one), with nothing left in Redis or memory from an earlier test."""
+    channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
+    layer = get_channel_layer()
+    async_to_sync(layer.flush)()
+    yield
+    async_to_sync(layer.flush)()
+    channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
+
+
+@pytest.fixture
+def instructor(alpha):
+    return make_user("instructor", alpha, Role.ANNOTATOR)
+
+
+@pytest.fixture
+def admin(alpha):
+    return make_user("admin", alpha, Role.ADMIN)
+
+
+def start_demo(navigator, project, instructor=None, sees_screen=True) -> Demonstration:
+    demo, _ = do_start_recording(
+        navigator,
+        project,
+        f"client-{navigator.pk}-{Demonstration.objects.count()}",
+        mode="chat",
+        instructor=instructor,
+        instructor_sees_screen=sees_screen,
+        task_description="Find the weather in Montreal",
+    )
+    return demo
+
+
+@pytest.fixture
+def demo(owner, alpha, instructor):
+    return start_demo(owner, alpha, instructor)
+
+
+@pytest.fixture
+def blind_demo(owner, alpha, instructor):
+    return start_demo(owner, alpha, instructor, sees_screen=False)
+
+
+def session_cookie(user) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+async def opened(demo_name: str, user=None, origin: bytes = SITE) -> WebsocketCommunicator:
+    """A connected socket, signed in with ``user``'s session cookie when given (not joined yet)."""
+    headers = [(b"origin", origin)]
+    if user is not None:
+        headers.append((b"cookie", await database_sync_to_async(session_cookie)(user)))
+    socket = WebsocketCommunicator(application, f"/ws/sessions/{demo_name}/", headers=headers)
+    connected, _ = await socket.connect()
+    assert connected
+    return socket
+
+
+async def joined(demo_name: str, user=None, after_seq=-1, token=None, origin: bytes = SITE, clock=None):
+    """Join the session; returns ``(socket, welcome, caught-up turns)`` after ``synced``."""
+    socket = await opened(demo_name, user, origin)
+    message = {"type": "join", "after_seq": after_seq}
+    if token is not None:
+        message["token"] = token
+    if clock is not None:
+        message["clock"] = clock
+    await socket.send_json_to(message)
+    welcome = await socket.receive_json_from()
+    assert welcome["type"] == "welcome", welcome
+    turns = []
+    while (message := await socket.receive_json_from())["type"] != "synced":
+        assert message["type"] == "turn", message
+        turns.append(message)
+    return socket, welcome, turns
+
+
+async def next_of(socket, kind: str, timeout=2) -> dict:
+    """The next message of type ``kind``. Others read on the way wait in ``socket.inbox`` for their turn
+    (an ``ack`` and the broadcast of the same message may arrive in either order)."""
+    inbox = socket.__dict__.setdefault("inbox", [])
+    for message in inbox:
+        if message["type"] == kind:
+            inbox.remove(message)
+            return message
+    while (message := await socket.receive_json_from(timeout=timeout))["type"] != kind:
+        inbox.append(message)
+    return message
+
+
+async def only_presence_or_nothing(socket) -> None:
+    """Assert nothing but presence notices is waiting or arrives for a short while."""
+    waiting = socket.__dict__.setdefault("inbox", [])
+    while not await socket.receive_nothing(timeout=0.3):
+        waiting.append(await socket.receive_json_from())
+    assert all(message["type"] == "presence" for message in waiting), waiting
+    waiting.clear()
+
+
+async def close_code(socket) -> int:
+    output = await socket.receive_output(timeout=2)
+    assert output["type"] == "websocket.close", output
+    return output["code"]
+
+
+async def say(socket, client_id: str, utterance: str) -> dict:
+    await socket.send_json_to({"type": "chat", "client_id": client_id, "utterance": utterance})
+    return await next_of(socket, "ack")
+
+
+def browser_batch(client_id: str, timestamp: float, seed: int = 1) -> tuple[list[dict], str]:
+    """A browser turn with uploaded blobs, and the screenshot's sha256."""
+    blobs = payloads.state_blobs(seed)
+    for blob in blobs.values():
+        do_store_blob_bytes(blob.data, blob.media_type)
+    refs = payloads.state_refs(blobs)
+    return [payloads.browser_turn(client_id, "click", timestamp, **refs)], refs["screenshot"]
+
+
+async def ingest_browser_turn(demo, client_id: str, timestamp: float = 2.0, seed: int = 1) -> str:
+    """Ingest one browser turn the way the recorder's upload does; returns its screenshot sha256."""
+    turns, screenshot = await database_sync_to_async(browser_batch)(client_id, timestamp, seed)
+    await database_sync_to_async(do_ingest_turns)(demo, turns)
+    return screenshot
+
+
+def run(scenario):
+    async_to_sync(scenario)()
+
+
+# --- Messages -------------------------------------------------------------------------------------------------
+
+
+def test_messages_reach_both_sides_in_order_with_the_server_sequence(demo, owner, instructor):
+    async def scenario():
+        navigator, welcome, _ = await joined(demo.name, owner)
+        teacher, teacher_welcome, _ = await joined(demo.name, instructor)
+        assert (welcome["role"], teacher_welcome["role"]) == ("navigator", "instructor")
+        assert welcome["invite"]
+        assert "invite" not in teacher_welcome
+        acks = [await say(teacher, f"m{i}", f"step {i}") for i in range(3)]
+        acks.append(await say(navigator, "n0", "done"))
+        assert [(a["client_id"], a["seq"], a["duplicate"]) for a in acks] == [
+            ("m0", 0, False),
+            ("m1", 1, False),
+            ("m2", 2, False),
+            ("n0", 3, False),
+        ]
+        for socket in (navigator, teacher):
+            got = [await next_of(socket, "turn") for _ in range(4)]
+            assert [t["seq"] for t in got] == [0, 1, 2, 3]
+            assert [(t["turn"]["speaker"], t["turn"]["utterance"]) for t in got] == [
+                ("instructor", "step 0"),
+                ("instructor", "step 1"),
+                ("instructor", "step 2"),
+                ("navigator", "done"),
+            ]
+            await only_presence_or_nothing(socket)
+        await navigator.disconnect()
+        await teacher.disconnect()
+
+    run(scenario)
+    stored = list(demo.turns.order_by("seq").values_list("type", "speaker", "utterance", "timestamp"))
+    assert [row[:3] for row in stored] == [
+        ("chat", "instructor", "step 0"),
+        ("chat", "instructor", "step 1"),
+        ("chat", "instructor", "step 2"),
+        ("chat", "navigator", "done"),
+    ]
+    times = [row[3] for row in stored]
+    assert times == sorted(times)
+    assert all(t >= 0 for t in times)
+
+
+def test_a_resent_message_is_acknowledged_with_its_seq_and_stored_once(demo, owner, instructor):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        teacher, _, _ = await joined(demo.name, instructor)
+        first = await say(teacher, "same-id", "open the weather site")
+        assert (first["seq"], first["duplicate"]) == (0, False)
+        assert (await next_of(navigator, "turn"))["seq"] == 0
+        again = await say(teacher, "same-id", "open the weather site")
+        assert (again["seq"], again["duplicate"]) == (0, True)
+        await only_presence_or_nothing(navigator)  # a resend is not broadcast again
+        await teacher.send_json_to({"type": "chat", "client_id": "same-id", "utterance": "something else"})
+        error = await next_of(teacher, "error")
+        assert (error["code"], error["client_id"]) == ("conflict", "same-id")
+        await navigator.disconnect()
+        await teacher.disconnect()
+
+    run(scenario)
+    assert demo.turns.count() == 1
+
+
+def test_invalid_messages_get_a_clear_error_and_store_nothing(demo, owner):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        await navigator.send_json_to({"type": "chat", "client_id": "x", "utterance": "   "})
+        error = await next_of(navigator, "error")
+        assert error["code"] == "validation_failed"
+        assert [e["field"] for e in error["errors"]] == ["utterance"]
+        await navigator.send_json_to({"type": "dance"})
+        assert (await next_of(navigator, "error"))["code"] == "unknown_type"
+        await navigator.send_to(text_data="not json")
+        assert (await next_of(navigator, "error"))["code"] == "unknown_type"
+        await navigator.send_to(bytes_data=b"\x00\x01")
+        assert (await next_of(navigator, "error"))["code"] == "unknown_type"
+        await navigator.disconnect()
+
+    run(scenario)
+    assert demo.turns.count() == 0
+
+
+def test_a_recorder_batch_arrives_in_order_after_commit_and_a_refused_batch_never(demo, owner, instructor):
+    async def scenario():
+        teacher, _, _ = await joined(demo.name, instructor)
+        batch = [payloads.chat_turn("r0", "navigator", 1.0), payloads.browser_turn("r1", "scroll", 1.5)]
+        batch.append(payloads.chat_turn("r2", "navigator", 2.0))
+        await database_sync_to_async(do_ingest_turns)(demo, batch)
+        got = [await next_of(teacher, "turn") for _ in range(3)]
+        assert [(t["seq"], t["turn"]["client_id"]) for t in got] == [(0, "r0"), (1, "r1"), (2, "r2")]
+        conflicting = [payloads.chat_turn("r3", "navigator", 3.0), {**batch[0], "utterance": "changed"}]
+        with pytest.raises(Conflict):
+            await database_sync_to_async(do_ingest_turns)(demo, conflicting)
+        await only_presence_or_nothing(teacher)  # rolled back: nothing was sent
+        await teacher.disconnect()
+
+    run(scenario)
+
+
+# --- Reconnecting ---------------------------------------------------------------------------------------------
+
+
+def test_a_reconnecting_client_gets_what_it_missed_exactly_once_then_live_turns(demo, owner, instructor):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        teacher, _, _ = await joined(demo.name, instructor)
+        await say(teacher, "i0", "search for weather")
+        assert (await next_of(teacher, "turn"))["seq"] == 0
+        await teacher.disconnect()
+        await say(navigator, "n0", "searching")
+        await ingest_browser_turn(demo, "click-1")
+        await say(navigator, "n1", "found it")
+        teacher, _, missed = await joined(demo.name, instructor, after_seq=0)
+        assert [t["seq"] for t in missed] == [1, 2, 3]
+        assert [t["turn"]["type"] for t in missed] == ["chat", "browser", "chat"]
+        await say(navigator, "n2", "anything else?")
+        live_turn = await next_of(teacher, "turn")
+        assert (live_turn["seq"], live_turn["turn"]["utterance"]) == (4, "anything else?")
+        await only_presence_or_nothing(teacher)
+        await navigator.disconnect()
+        await teacher.disconnect()
+
+    run(scenario)
+
+
+def test_joining_while_messages_stream_in_delivers_each_once_and_in_order(demo, owner, instructor):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+
+        async def stream():
+            for i in range(20):
+                await say(navigator, f"n{i}", f"step {i}")
+
+        sending = asyncio.ensure_future(stream())
+        while await database_sync_to_async(demo.turns.count)() < 5:
+            await asyncio.sleep(0.01)
+        teacher, _, caught_up = await joined(demo.name, instructor)  # catch-up and live broadcasts overlap
+        await sending
+        seqs = [turn["seq"] for turn in caught_up]
+        while len(seqs) < 20:
+            seqs.append((await next_of(teacher, "turn"))["seq"])
+        assert seqs == list(range(20))
+        await only_presence_or_nothing(teacher)
+        await navigator.disconnect()
+        await teacher.disconnect()
+
+    run(scenario)
+
+
+def test_late_or_repeated_broadcasts_are_filled_from_the_database_and_never_repeated(demo, owner, instructor):
+    async def scenario():
+        teacher, _, _ = await joined(demo.name, instructor)
+        # Store two turns without their broadcasts reaching the socket in order: deliver only the second one
+        # (as when another batch's broadcast is late), then both again (as when one is delivered twice).
+        await database_sync_to_async(do_ingest_turns)(demo, [payloads.chat_turn("a", "navigator", 1.0)])
+        await database_sync_to_async(do_ingest_turns)(demo, [payloads.chat_turn("b", "navigator", 2.0)])
+        assert [(await next_of(teacher, "turn"))["seq"] for _ in range(2)] == [0, 1]
+        layer = get_channel_layer()
+        late = {"seq": 2, "type": "chat", "timestamp": 3.0, "client_id": "c", "speaker": "navigator", "utterance": "c"}
+        await database_sync_to_async(Turn.objects.bulk_create)(
+            [Turn(demonstration=demo, client_id=f"{k}", seq=s, type="chat", timestamp=s, speaker="navigator",
+                  utterance=k, content_sha256="x") for k, s in (("c", 2), ("d", 3))]
+        )  # fmt: skip
+        await layer.group_send(session_group(demo.name), {"type": "session.turns", "turns": [{**late, "seq": 3}]})
+        assert [(await next_of(teacher, "turn"))["seq"] for _ in range(2)] == [2, 3]
+        await layer.group_send(session_group(demo.name), {"type": "session.turns", "turns": [late, {**late, "seq": 3}]})
+        await only_presence_or_nothing(teacher)
+        await teacher.disconnect()
+
+    run(scenario)
+
+
+# --- Access ---------------------------------------------------------------------------------------------------
+
+
+def test_a_join_with_a_bad_resume_point_is_answered_and_may_be_retried(demo, owner):
+    async def scenario():
+        socket = await opened(demo.name, owner)
+        await socket.send_json_to({"type": "join", "after_seq": "yesterday"})
+        error = await socket.receive_json_from()
+        assert (error["code"], error["errors"][0]["field"]) == ("validation_failed", "after_seq")
+        await socket.send_json_to({"type": "join", "after_seq": -1})
+        assert (await socket.receive_json_from())["type"] == "welcome"
+        await socket.disconnect()
+
+    run(scenario)
+
+
+def test_a_socket_without_credentials_is_closed_4401(demo):
+    async def scenario():
+        socket = await opened(demo.name)
+        await socket.send_json_to({"type": "join", "after_seq": -1})
+        assert await close_code(socket) == 4401
+
+    run(scenario)
+
+
+def test_a_bad_token_is_closed_4401_and_a_good_one_joins_from_the_extension_origin(demo, owner):
+    token = Token.objects.create(user=owner).key
+
+    async def scenario():
+        socket = await opened(demo.name, origin=EXTENSION)
+        await socket.send_json_to({"type": "join", "token": "not-a-token"})
+        assert await close_code(socket) == 4401
+        panel, welcome, _ = await joined(demo.name, token=token, origin=EXTENSION)
+        assert welcome["role"] == "navigator"
+        assert (await say(panel, "p0", "on it"))["seq"] == 0
+        await panel.disconnect()
+
+    run(scenario)
+
+
+def test_anything_before_join_or_no_join_in_time_is_closed_4401(demo, owner, settings):
+    settings.LIVE_JOIN_TIMEOUT_SECONDS = 0.2
+
+    async def scenario():
+        socket = await opened(demo.name, owner)
+        await socket.send_json_to({"type": "chat", "client_id": "x", "utterance": "hi"})
+        assert await close_code(socket) == 4401
+        silent = await opened(demo.name, owner)
+        assert await close_code(silent) == 4401
+
+    run(scenario)
+    assert demo.turns.count() == 0
+
+
+@pytest.mark.parametrize("who", ["outsider", "teammate", "reviewer"])
+def test_people_without_a_place_in_the_session_are_closed_4403(demo, who, request):
+    user = request.getfixturevalue(who)
+
+    async def scenario():
+        socket = await opened(demo.name, user)
+        await socket.send_json_to({"type": "join"})
+        assert await close_code(socket) == 4403
+
+    run(scenario)
+
+
+def test_an_unknown_demonstration_is_closed_4403_like_someone_elses(owner, outsider, beta):
+    other = start_demo(outsider, beta)
+
+    async def scenario():
+        for name in ("nosuchdemo", other.name):
+            socket = await opened(name, owner)
+            await socket.send_json_to({"type": "join"})
+            assert await close_code(socket) == 4403
+            assert await socket.receive_nothing(timeout=0.1)  # nothing said about which case it was
+
+    run(scenario)
+
+
+def test_a_foreign_origin_is_refused_before_anything_happens(demo, owner):
+    async def scenario():
+        for origin in (b"http://evil.example", b"chrome-extension://abcdefghijklmnopabcdefghijklmnop"):
+            socket = WebsocketCommunicator(
+                application,
+                f"/ws/sessions/{demo.name}/",
+                headers=[(b"origin", origin), (b"cookie", await database_sync_to_async(session_cookie)(owner))],
+            )
+            connected, _ = await socket.connect()
+            assert not connected
+
+    run(scenario)
+
+
+def test_a_project_admin_observes_but_does_not_speak(demo, admin, owner):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        observer, welcome, _ = await joined(demo.name, admin)
+        assert welcome["role"] == "observer"
+        assert welcome["sees_screen"]
+        await say(navigator, "n0", "hello")
+        assert (await next_of(observer, "turn"))["turn"]["utterance"] == "hello"
+        await observer.send_json_to({"type": "chat", "client_id": "o0", "utterance": "psst"})
+        assert (await next_of(observer, "error"))["code"] == "forbidden"
+        await navigator.disconnect()
+        await observer.disconnect()
+
+    run(scenario)
+    assert demo.turns.count() == 1
+
+
+# --- The no-vision rule ---------------------------------------------------------------------------------------
+
+
+def test_screen_content_of_a_no_vision_demo_reaches_the_navigator_but_never_the_instructor(
+    blind_demo, owner, instructor
+):
+    async def scenario():
+        navigator, _, _ = await joined(blind_demo.name, owner)
+        teacher, welcome, _ = await joined(blind_demo.name, instructor)
+        assert welcome["sees_screen"] is False
+        screenshot = await ingest_browser_turn(blind_demo, "click-1")
+        seen = (await next_of(navigator, "turn"))["turn"]
+        assert (seen["screenshot"], seen["url"]) == (screenshot, payloads.URL)
+        blind = await next_of(teacher, "turn")
+        assert blind == {"type": "turn", "seq": 0, "turn": {"seq": 0, "type": "browser", "timestamp": 2.0}}
+        await teacher.disconnect()
+        # Catching up after a reconnect is filtered the same way.
+        teacher, _, missed = await joined(blind_demo.name, instructor)
+        assert missed == [blind]
+        await navigator.disconnect()
+        await teacher.disconnect()
+
+    run(scenario)
+
+
+def test_the_instructor_of_a_demo_with_vision_sees_the_screen(demo, owner, instructor):
+    async def scenario():
+        teacher, welcome, _ = await joined(demo.name, instructor)
+        assert welcome["sees_screen"] is True
+        screenshot = await ingest_browser_turn(demo, "click-1")
+        turn = (await next_of(teacher, "turn"))["turn"]
+        assert (turn["type"], turn["intent"], turn["url"], turn["screenshot"]) == (
+            "browser",
+            "click",
+            payloads.URL,
+            screenshot,
+        )
+        await teacher.disconnect()
+
+    run(scenario)
+
+
+# --- Presence and the end -------------------------------------------------------------------------------------
+
+
+def test_each_side_sees_the_other_arrive_and_leave(demo, owner, instructor):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        teacher, _, _ = await joined(demo.name, instructor)
+        arrived = await navigator.receive_json_from()
+        assert (arrived["type"], arrived["role"], arrived["present"]) == ("presence", "instructor", True)
+        already = await teacher.receive_json_from()
+        assert (already["type"], already["role"], already["present"]) == ("presence", "navigator", True)
+        await teacher.disconnect()
+        left = await navigator.receive_json_from()
+        assert (left["role"], left["present"]) == ("instructor", False)
+        await navigator.disconnect()
+
+    run(scenario)
+
+
+def test_an_idle_socket_stays_open_longer_than_the_channel_layers_blocking_read(demo, owner):
+    """With Redis, channels_redis blocks 5 s per read; a client socket timeout as short as that crashed idle
+    consumers (and dropped the connection) every few seconds."""
+
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        await asyncio.sleep(12)
+        await navigator.send_json_to({"type": "ping"})
+        assert (await next_of(navigator, "pong"))["type"] == "pong"
+        await navigator.disconnect()
+
+    run(scenario)
+
+
+def test_a_person_with_two_connections_is_gone_only_when_both_are_closed(demo, owner, instructor):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        first, _, _ = await joined(demo.name, instructor)
+        arrived = await navigator.receive_json_from()
+        assert (arrived["role"], arrived["present"]) == ("instructor", True)
+        second, _, _ = await joined(demo.name, instructor)  # a second tab
+        assert await navigator.receive_nothing(timeout=0.3)  # already here: not announced again
+        for tab in (first, second):
+            already = await next_of(tab, "presence")
+            assert (already["role"], already["present"]) == ("navigator", True)
+            assert await tab.receive_nothing(timeout=0.3)  # one's own other tab is no news
+        await first.disconnect()
+        assert await navigator.receive_nothing(timeout=0.3)  # still here in the other tab
+        assert await second.receive_nothing(timeout=0.3)
+        await second.disconnect()
+        left = await navigator.receive_json_from()
+        assert (left["role"], left["user"], left["present"]) == ("instructor", "instructor", False)
+        await navigator.disconnect()
+
+    run(scenario)
+
+
+def test_ending_the_demonstration_finishes_it_and_tells_everyone(demo, owner, instructor):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        teacher, _, _ = await joined(demo.name, instructor)
+        await say(teacher, "i0", "thanks, that's all")
+        await teacher.send_json_to({"type": "end"})
+        for socket in (navigator, teacher):
+            assert (await next_of(socket, "ended"))["status"] == "recorded"
+        await navigator.send_json_to({"type": "chat", "client_id": "late", "utterance": "wait"})
+        assert (await next_of(navigator, "error"))["code"] == "conflict"
+        await navigator.disconnect()
+        await teacher.disconnect()
+
+    run(scenario)
+    demo.refresh_from_db()
+    assert demo.status == DemoStatus.RECORDED
+    assert demo.recording_end is not None
+    assert demo.turns.count() == 1
+
+
+# --- One clock, and ending without losing the recorder's queue -----------------------------------------------
+
+
+def elapsed(demo) -> float:
+    """Seconds since the recording started, by this (the server's) clock."""
+    return (timezone.now() - demo.recording_start).total_seconds()
+
+
+def chat_times(demo) -> dict:
+    return dict(demo.turns.filter(type="chat").values_list("client_id", "timestamp"))
+
+
+SKEW = 30.0  # the navigator's machine is 30 s ahead of the server
+
+
+def test_chat_turns_of_both_sides_land_on_the_navigators_recording_clock(demo, owner, instructor):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner, clock=elapsed(demo) + SKEW)
+        teacher, _, _ = await joined(demo.name, instructor, clock=elapsed(demo) + 500)  # ignored: not the recorder
+        before = elapsed(demo)
+        await say(teacher, "i0", "open the weather site")
+        await say(navigator, "n0", "on it")
+        after = elapsed(demo)
+        await navigator.disconnect()
+        await teacher.disconnect()
+        return before, after
+
+    before, after = async_to_sync(scenario)()
+    times = chat_times(demo)
+    for client_id in ("i0", "n0"):
+        assert before + SKEW - 0.5 <= times[client_id] <= after + SKEW + 0.01, times
+    assert times["i0"] <= times["n0"]
+
+
+def test_a_ping_updates_the_offset_and_chat_times_never_go_back(demo, owner, instructor):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner, clock=elapsed(demo) + SKEW)
+        await say(navigator, "n0", "first")
+        await navigator.send_json_to({"type": "ping", "clock": elapsed(demo) + 2 * SKEW})
+        assert (await next_of(navigator, "pong"))["type"] == "pong"
+        await say(navigator, "n1", "second, with the clock further ahead")
+        await navigator.send_json_to({"type": "ping", "clock": 0})  # the navigator's clock jumped back
+        await next_of(navigator, "pong")
+        await say(navigator, "n2", "third")
+        await navigator.send_json_to({"type": "ping", "clock": "soon"})
+        error = await next_of(navigator, "error")
+        assert (error["code"], error["errors"][0]["field"]) == ("validation_failed", "clock")
+        await navigator.disconnect()
+        return elapsed(demo)
+
+    now = async_to_sync(scenario)()
+    times = chat_times(demo)
+    assert times["n0"] < now + SKEW + 0.01
+    assert now + 2 * SKEW - 1 <= times["n1"] <= now + 2 * SKEW + 0.01
+    assert times["n2"] == times["n1"]  # not before the earlier message, though the offset is now negative
+
+
+def test_without_a_navigator_reading_chat_turns_are_on_the_server_clock(demo, owner, instructor):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)  # the web fallback page: no clock
+        before = elapsed(demo)
+        await say(navigator, "n0", "hello")
+        await navigator.disconnect()
+        return before, elapsed(demo)
+
+    before, after = async_to_sync(scenario)()
+    assert before - 0.01 <= chat_times(demo)["n0"] <= after + 0.01
+
+
+def test_after_the_instructor_ends_the_recorders_queue_is_still_accepted_and_relayed(demo, owner, instructor):
+    """The instructor ends while the recorder (30 s ahead) still has a browser turn from before the end queued;
+    it is stored and relayed; a turn from after the end is refused; the recorder's own finish is harmless."""
+
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner, clock=elapsed(demo) + SKEW)
+        teacher, _, _ = await joined(demo.name, instructor)
+        captured_at = elapsed(demo) + SKEW  # on the recorder's clock, just before the end
+        await teacher.send_json_to({"type": "end"})
+        assert (await next_of(navigator, "ended"))["status"] == "recorded"
+        await ingest_browser_turn(demo, "queued", timestamp=round(captured_at, 3))
+        relayed = await next_of(navigator, "turn")
+        assert relayed["turn"]["client_id"] == "queued"
+        assert (await next_of(teacher, "turn"))["turn"]["client_id"] == "queued"
+        with pytest.raises(Conflict, match="turns after its end are refused"):
+            await ingest_browser_turn(demo, "too-late", timestamp=round(elapsed(demo) + SKEW + 10, 3), seed=2)
+        await navigator.disconnect()
+        await teacher.disconnect()
+
+    run(scenario)
+    demo.refresh_from_db()
+    end = (demo.recording_end - demo.recording_start).total_seconds()
+    assert SKEW < end < elapsed(demo) + SKEW  # the end is on the navigator's clock
+    assert list(demo.turns.values_list("client_id", flat=True)) == ["queued"]
+    api = Client()
+    api.force_login(owner)
+    body = {"recording_end": "2030-01-01T00:00:00Z"}
+    finished = api.post(f"/api/recordings/{demo.name}/finish/", body, content_type="application/json")
+    assert finished.status_code == 200
+    assert finished.json()["status"] == "recorded"
+    assert Demonstration.objects.get(pk=demo.pk).recording_end == demo.recording_end  # the first end stays
