@@ -15,7 +15,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # Section name → module with ``run(quick: bool) -> dict``. Later sections (export, live_chat ...) go here too.
-SECTIONS = {"ingest": "bench.ingest", "export": "bench.export", "recorder": "bench.recorder"}
+SECTIONS = {
+    "ingest": "bench.ingest",
+    "export": "bench.export",
+    "recorder": "bench.recorder",
+    "review": "bench.review",
+    "live_chat": "bench.live_chat",
+}
 
 
 def results_path() -> Path:

@@ -116,12 +116,33 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# --- Redis: Channels layer and Celery broker -------------------------------------------------------------
+# --- Redis: Channels layer, Celery broker, cache -----------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
+    # socket_timeout above channels_redis' 5 s blocking read (redis-py's default is also 5 s: an idle socket's
+    # receive then times out, its consumer crashes and the client has to reconnect every few seconds).
+    REDIS_LAYER_HOST = {"address": REDIS_URL, "socket_timeout": 30}
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_LAYER_HOST]}}
+    }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# The cache holds small shared state (the live session's clock offset, the review page's enqueue guard): in Redis
+# when configured, so every server process sees the same values; per process otherwise. Never ``cache.clear()``:
+# on Redis that would flush the broker's and the channel layer's keys too.
+CACHE_KEY_PREFIX = env_str("CACHE_KEY_PREFIX", "webdemos")
+CACHES = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": CACHE_KEY_PREFIX,
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "KEY_PREFIX": CACHE_KEY_PREFIX}
+    )
+}
 
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
@@ -155,7 +176,8 @@ MEDIA_URL = "/media/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# The live session's protocol client is one file, shared by the extension's side panel and the session pages.
+STATICFILES_DIRS = [BASE_DIR / "static", ("recorder_lib", BASE_DIR / "recorder_extension" / "lib")]
 
 AWS_STORAGE_BUCKET_NAME = env_str("AWS_STORAGE_BUCKET_NAME")
 if AWS_STORAGE_BUCKET_NAME:
@@ -230,6 +252,12 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "annotation.models.exports.JobStatus",
     },
 }
+
+# --- Live session (annotation/consumers.py) ---------------------------------------------------------------
+# WebSocket origins besides ALLOWED_HOSTS: the recorder extension's side panel (chrome-extension://<id>).
+LIVE_EXTENSION_IDS = env_list("LIVE_EXTENSION_IDS", ["ojofndafcmbnamgfemifimjhmebbdglk"])
+LIVE_JOIN_TIMEOUT_SECONDS = env_int("LIVE_JOIN_TIMEOUT_SECONDS", 10)  # socket closed (4401) without a join message
+LIVE_INVITE_MAX_AGE_SECONDS = env_int("LIVE_INVITE_MAX_AGE_SECONDS", 7 * 24 * 3600)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -8,6 +8,8 @@ import os
 import tempfile
 
 os.environ.setdefault("VAR_DIR", tempfile.mkdtemp(prefix="webdemos-test-"))
+# Cache keys of one run (and of the servers it starts, which inherit VAR_DIR) never meet another run's in Redis.
+os.environ.setdefault("CACHE_KEY_PREFIX", "test-" + os.path.basename(os.environ["VAR_DIR"]))
 
 from .settings import *  # noqa: E402, F403
 from .settings import DATABASES, VAR_DIR  # noqa: E402

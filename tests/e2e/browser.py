@@ -11,6 +11,9 @@ from pathlib import Path
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
 
 
 def chrome_binary() -> str:
@@ -82,3 +85,28 @@ def make_driver(
 
     driver.quit = quit_and_clean
     return driver
+
+
+def wait_for(driver, condition, timeout=20):
+    """Wait until ``condition(driver)`` is truthy; returns its value."""
+    return WebDriverWait(driver, timeout).until(lambda d: condition(d))
+
+
+def sign_in_form(driver, base_url: str, username: str, password: str) -> None:
+    """Sign in through the login page as a person does; returns once the header names the user."""
+    driver.get(base_url + "/accounts/login/")
+    driver.find_element(By.NAME, "username").send_keys(username)
+    driver.find_element(By.NAME, "password").send_keys(password)
+    driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    WebDriverWait(driver, 20).until(EC.presence_of_element_located((By.CSS_SELECTOR, ".who")))
+
+
+def use_session(driver, base_url: str, user) -> None:
+    """Give the browser ``user``'s session, logged in through Django's test client (no form)."""
+    from django.test import Client  # needs Django set up: only the tests against pytest-django's live server use it
+
+    client = Client()
+    client.force_login(user)
+    driver.get(base_url + "/healthz")
+    driver.delete_all_cookies()
+    driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})

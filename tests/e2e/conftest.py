@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.e2e.browser import make_driver
 from tests.e2e.recorder_harness import fixture_servers
 
 
@@ -10,3 +11,11 @@ def servers():
     """The local fixture pages: ``(base URL, cross-origin base URL)``."""
     with fixture_servers() as urls:
         yield urls
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for a module's tests (modules that need the extension define their own)."""
+    driver = make_driver()
+    yield driver
+    driver.quit()

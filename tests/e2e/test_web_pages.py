@@ -5,25 +5,14 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.e2e.browser import make_driver
+from tests.e2e.browser import make_driver, sign_in_form
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def browser():
-    driver = make_driver()
-    yield driver
-    driver.quit()
-
-
 def sign_in(browser, platform):
     credentials = platform.credentials()
-    browser.get(platform.url + "/accounts/login/")
-    browser.find_element(By.NAME, "username").send_keys(credentials["username"])
-    browser.find_element(By.NAME, "password").send_keys(credentials["password"])
-    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    WebDriverWait(browser, 20).until(EC.presence_of_element_located((By.ID, "projects")))
+    sign_in_form(browser, platform.url, credentials["username"], credentials["password"])
 
 
 def test_admin_signs_in_and_sees_the_sample_project(browser, platform):
