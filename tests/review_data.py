@@ -31,6 +31,8 @@ def add_framed_turn(demo) -> Turn:
         intent="click",
         arguments={"metadata": {"url": last.url}},
         url=last.url,
+        viewport_width=last.viewport_width,
+        viewport_height=last.viewport_height,
         screenshot_id=shots[-1],
         frames=[
             {"screenshot": shots[0], "timestamp": last.timestamp + 0.2, "label": "before"},

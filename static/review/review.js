@@ -163,6 +163,19 @@
     box.hidden = false;
   }
 
+  // The screenshot's box gets the recorded viewport's shape before the image arrives (the browser derives the
+  // aspect ratio from width/height), so the frames and buttons below it do not jump when it loads.
+  function reserveSpace(shot, viewport) {
+    const [width, height] = viewport || [];
+    if (width > 0 && height > 0) {
+      shot.width = width;
+      shot.height = height;
+    } else {
+      shot.removeAttribute("width");
+      shot.removeAttribute("height");
+    }
+  }
+
   // The sha the viewer shows: the turn's chosen screenshot, or a frame previewed (hover / focus) before choosing.
   let shown = "";
   function showShot(turn, sha, label) {
@@ -171,6 +184,7 @@
     $("box").hidden = true;
     $("box-legend").hidden = true;
     shot.hidden = !sha;
+    reserveSpace(shot, turn.viewport);
     if (sha) shot.src = blobUrl(sha);
     else shot.removeAttribute("src");
     const note = $("preview-note");

@@ -64,6 +64,12 @@ def item(browser, turn):
     return browser.find_element(By.ID, f"t{turn.pk}")
 
 
+def wait_shot_loaded(browser):
+    """The selected turn's screenshot has loaded (nothing in the viewer moves any more)."""
+    loaded = "const shot = document.getElementById('shot'); return shot.complete && shot.naturalWidth > 0"
+    WebDriverWait(browser, 20).until(lambda d: d.execute_script(loaded))
+
+
 def keys(browser, text):
     browser.find_element(By.CSS_SELECTOR, "#timeline li.turn.selected").send_keys(text)
 
@@ -157,6 +163,9 @@ def test_pick_another_screenshot_and_accept_suggestions(review, demo, live_serve
 
     turn = Turn.objects.get(demonstration=demo, client_id="framed-turn")
     item(review, turn).click()
+    wait_shot_loaded(review)
+    shot = review.find_element(By.ID, "shot")
+    assert abs(shot.size["height"] / shot.size["width"] - turn.viewport_height / turn.viewport_width) < 0.01
     frames = review.find_elements(By.CSS_SELECTOR, "#frames button.frame")
     assert len(frames) == 3
     frames[1].click()
@@ -219,7 +228,7 @@ def test_screenshot_of_the_review_page_shows_the_essentials(review, demo, tmp_pa
     turn = Turn.objects.filter(demonstration=demo, type=TurnType.BROWSER).exclude(arguments__element=None)
     turn = next(t for t in turn.order_by("seq") if t.arguments.get("element"))
     item(review, turn).click()
-    WebDriverWait(review, 20).until(lambda d: d.execute_script("return document.getElementById('shot').naturalWidth"))
+    wait_shot_loaded(review)
     WebDriverWait(review, 20).until(EC.visibility_of_element_located((By.ID, "box")))
     path = tmp_path / "review.png"
     assert review.save_screenshot(str(path))
