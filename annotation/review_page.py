@@ -153,12 +153,25 @@ def blocked_by(edits: list, index: int, value_of):
     return culprit.pk if culprit else "?"
 
 
+def undo_button(edit, undoes: dict) -> dict:
+    """The history button of ``edit``: "Undo" for an edit, "Redo" for an undo (undoing it re-applies the
+    original edit), "Undo" again for an undo of that, and so on down the chain."""
+    original, depth = edit.pk, 0
+    while original in undoes:
+        original, depth = undoes[original], depth + 1
+    kind = edit.get_kind_display().lower()
+    if depth % 2:
+        return {"text": "Redo", "label": f"Redo edit #{original} ({kind})"}
+    again = " again" if depth else ""
+    return {"text": "Undo", "label": f"Undo edit #{original}{again} ({kind})"}
+
+
 def history(demo, value_of) -> list:
     edits = list(Edit.objects.filter(demonstration=demo).select_related("author", "turn")[:HISTORY_SIZE])
-    undone = set(Edit.objects.filter(demonstration=demo, undoes__isnull=False).values_list("undoes_id", flat=True))
-    undoable = {
-        edit.pk for edit in edits if edit.kind in actions.UNDOABLE and edit.pk not in undone and edit.undoes_id is None
-    }
+    undoes = dict(Edit.objects.filter(demonstration=demo, undoes__isnull=False).values_list("pk", "undoes_id"))
+    undone = set(undoes.values())
+    # An undo is itself undoable (a redo of the edit it undid), as long as nothing changed the same thing since.
+    undoable = {edit.pk for edit in edits if edit.kind in actions.UNDOABLE and edit.pk not in undone}
     return [
         {
             "id": edit.pk,
@@ -168,6 +181,7 @@ def history(demo, value_of) -> list:
             "turn": edit.turn.seq if edit.turn else None,
             "undo_of": edit.undoes_id,
             "undoable": edit.pk in undoable,
+            "button": undo_button(edit, undoes),
             "blocked_by": blocked_by(edits, index, value_of) if edit.pk in undoable else None,
             "undone": edit.pk in undone,
             "after": edit.after,

@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.models import DemoReview, DemoStatus, Edit, Turn, TurnType
 from tests.review_data import recorded_demo
+from workers.dataset import export_timeline
 
 
 @pytest.fixture
@@ -251,6 +252,23 @@ def test_history_entries_show_their_number_and_undo_buttons_are_labelled(client,
     text = client.get(f"/review/{demo.name}/").text
     assert f'<span class="muted">#{edit.pk}</span> <b>Delete turn</b>' in text
     assert f'aria-label="Undo edit #{edit.pk} (delete turn)"' in text
+
+
+def test_an_undo_can_be_redone_from_the_history(client, reviewer, demo):
+    signed_in(client, reviewer)
+    turn = chat_turn(demo)
+    post(client, demo, op="delete", revision=0, turn=turn.pk)
+    delete = Edit.objects.get(demonstration=demo)
+    assert post(client, demo, op="undo", revision=1, edit=delete.pk).status_code == 200
+    undo = Edit.objects.get(undoes=delete)
+    text = client.get(f"/review/{demo.name}/").text
+    assert f'data-edit="{undo.pk}" aria-label="Redo edit #{delete.pk} (delete turn)">Redo</button>' in text
+    assert f'class="undo" data-edit="{delete.pk}"' not in text  # already undone: only its undo can be undone
+    assert post(client, demo, op="undo", revision=2, edit=undo.pk).status_code == 200
+    assert turn.client_id not in {t.key for t in export_timeline(demo)}  # deleted again
+    redo = Edit.objects.get(undoes=undo)
+    text = client.get(f"/review/{demo.name}/").text
+    assert f'data-edit="{redo.pk}" aria-label="Undo edit #{delete.pk} again (delete turn)">Undo</button>' in text
 
 
 def test_history_names_the_new_status_and_quotes_comments(client, reviewer, demo):

@@ -147,6 +147,12 @@ def test_delete_and_undo(review, demo):
     assert "deleted" not in item(review, turn).get_attribute("class")
     assert "undo of" in review.find_element(By.ID, "history").text
     assert turn.client_id in exported(demo)
+    redo = review.find_element(By.CSS_SELECTOR, "#history button.undo")  # only the undo is undoable now
+    assert redo.text == "Redo"
+    redo.click()
+    wait_revision(review, 3)
+    assert "deleted" in item(review, turn).get_attribute("class")
+    assert turn.client_id not in exported(demo)
 
 
 def test_mark_invalid(review, demo):
