@@ -8,7 +8,7 @@ from django.db.models import Count
 from django.urls import reverse
 
 from .actions import review as actions
-from .models import Comment, DemoStatus, Edit, EditKind, Turn, TurnCuration, TurnType, curated_turns
+from .models import Comment, DemoReview, DemoStatus, Edit, EditKind, Turn, TurnCuration, TurnType, curated_turns
 
 LIST_PAGE_SIZE = 25
 HISTORY_SIZE = 100
@@ -238,6 +238,32 @@ def page_context(user, demo, read) -> dict:
             "blobUrl": reverse("blob", args=["SHA"]),
             "pageUrl": reverse("review-turn-page", args=[demo.name, 0]),
             "editable": curate and demo.status in actions.EDITABLE_STATUSES,
+            "revisionUrl": reverse("review-revision", args=[demo.name]),
+            "pollSeconds": REVISION_POLL_SECONDS,
+        },
+    }
+
+
+# How often an open review page asks whether someone else changed the demo (one small query each time).
+REVISION_POLL_SECONDS = 10
+
+
+def revision_state(user, demo) -> dict:
+    """The demo's current revision and status, and its latest edit: what an open review page polls to tell its
+    reviewer that the demo changed elsewhere (another reviewer, or their own other tab)."""
+    review = DemoReview.objects.filter(demonstration=demo).first()
+    last = Edit.objects.filter(demonstration=demo).select_related("author").order_by("-revision").first()
+    return {
+        "revision": review.revision if review else 0,
+        "status": demo.status,
+        "last_edit": None
+        if last is None
+        else {
+            "id": last.pk,
+            "kind": edit_summary(last),
+            "author": last.author.username,
+            "by_you": last.author_id == user.pk,
+            "at": last.created_at.isoformat(),
         },
     }
 

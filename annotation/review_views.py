@@ -92,6 +92,20 @@ def review_edit(request, name):
     return JsonResponse({"revision": actions.review_of(demo).revision, "id": result.pk, "status": demo.status})
 
 
+@login_required
+@require_GET
+def review_revision(request, name):
+    """``GET``: the demo's revision, status and latest edit; the open review page polls it and offers a reload
+    when someone else changed the demo."""
+    try:
+        demo = actions.check_demo_reviewable(request.user, name)
+    except ActionError as error:
+        return error_response(error)
+    response = JsonResponse(review_page.revision_state(request.user, demo))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 PAGE_CSP = (
     "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'self'"
 )

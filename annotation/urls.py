@@ -11,6 +11,7 @@ urlpatterns = [
     path("review/thumbs/<str:sha256>", review_views.review_thumbnail, name="review-thumbnail"),
     path("review/<str:name>/", review_views.review_demo, name="review-demo"),
     path("review/<str:name>/edit", review_views.review_edit, name="review-edit"),
+    path("review/<str:name>/revision", review_views.review_revision, name="review-revision"),
     path("review/<str:name>/turns/<int:turn_id>/page", review_views.review_turn_page, name="review-turn-page"),
     path("sessions/join/<str:code>", session_views.join, name="session-join"),
     path("sessions/<slug:name>/instruct", session_views.instruct, name="session-instruct"),

@@ -295,3 +295,33 @@ def test_history_says_which_undos_a_later_edit_blocks(client, reviewer, demo):
     assert f'id="blocked-{restore.pk}"' not in text
     assert f'id="blocked-{second_move.pk}"' not in text
     assert f'aria-describedby="blocked-{delete.pk}"' in text
+
+
+def test_an_open_page_can_ask_whether_the_demo_changed_elsewhere(client, reviewer, demo):
+    from annotation.actions import review as actions
+    from tests.conftest import make_user
+
+    signed_in(client, reviewer)
+    state = client.get(f"/review/{demo.name}/revision").json()
+    assert state == {"revision": 0, "status": "recorded", "last_edit": None}
+    colleague = make_user("colleague", demo.project, "reviewer")
+    actions.do_delete_turn(colleague, demo, 0, chat_turn(demo).pk)
+    response = client.get(f"/review/{demo.name}/revision")
+    assert response["Cache-Control"] == "no-store"
+    state = response.json()
+    assert state["revision"] == 1
+    assert (state["last_edit"]["author"], state["last_edit"]["kind"], state["last_edit"]["by_you"]) == (
+        "colleague",
+        "Delete turn",
+        False,
+    )
+    post(client, demo, op="comment", revision=1, text="seen")
+    assert client.get(f"/review/{demo.name}/revision").json()["last_edit"]["by_you"] is True
+
+
+def test_the_revision_is_answered_only_to_who_may_review(client, demo, outsider):
+    assert client.get(f"/review/{demo.name}/revision").status_code == 302  # to the login page
+    response = signed_in(client, outsider).get(f"/review/{demo.name}/revision")
+    assert response.status_code == 404
+    assert "detail" in response.json()
+    assert signed_in(client, outsider).get("/review/no-such-demo/revision").status_code == 404

@@ -30,6 +30,7 @@
 
   function saveDraft() {
     const turn = turns[selected];
+    if (!turn) return;
     const text = $("text-input");
     const draft = {
       turn: turn.id,
@@ -81,16 +82,17 @@
         box.appendChild(messageButton("btn-show-edit", "Show edit #" + blockedBy, () => showBlockingEdit(blockedBy).focus()));
         focus = target;
       }
-    } else if (kind === "conflict") {
-      const label = "Reload latest (keeps turn " + turns[selected].index + ")";
-      focus = box.appendChild(messageButton("btn-reload", label, () => {
+    } else if (kind === "conflict" || kind === "stale") {
+      const label = "Reload latest" + (turns.length ? " (keeps turn " + turns[selected].index + ")" : "");
+      const button = box.appendChild(messageButton("btn-reload", label, () => {
         saveDraft();
         reloadAt();
       }));
+      if (kind === "conflict") focus = button; // a notice found by polling never takes the focus
     }
     box.appendChild(messageButton("btn-dismiss", "Dismiss", () => {
       box.hidden = true;
-      items[selected].focus({ preventScroll: true });
+      if (items.length) items[selected].focus({ preventScroll: true });
     }));
     if (focus && focus.tagName === "BUTTON") focus.focus({ preventScroll: true });
   }
@@ -422,6 +424,34 @@
       }),
     );
     if (config.editable) setUpDrag();
+  }
+
+  // Someone else's change (another reviewer, or this reviewer's other tab): the page asks for the revision now
+  // and then, and when it moved on says who changed what, with "reload latest". It never reloads by itself, so
+  // nothing being typed is lost; a write from this page would be answered 409 anyway.
+  let staleAt = config.revision;
+  async function checkRevision() {
+    if (busy || document.visibilityState !== "visible") return;
+    let state;
+    try {
+      const response = await fetch(config.revisionUrl, { credentials: "same-origin", cache: "no-store" });
+      if (!response.ok) return;
+      state = await response.json();
+    } catch (error) {
+      return; // offline for a moment: the next poll tries again
+    }
+    const box = $("message");
+    if (busy || state.revision <= staleAt || (!box.hidden && box.classList.contains("conflict"))) return;
+    staleAt = state.revision;
+    const edit = state.last_edit;
+    const by = !edit ? "elsewhere" : edit.by_you ? "by you in another tab or window" : "by " + edit.author;
+    const what = edit ? " (" + edit.kind.toLowerCase() + ", at " + new Date(edit.at).toLocaleTimeString() + ")" : "";
+    showMessage("this demo was changed " + by + what + " since this page was loaded.", "stale");
+    document.body.dataset.stale = "true";
+  }
+  if (config.pollSeconds > 0) {
+    setInterval(checkRevision, config.pollSeconds * 1000);
+    document.addEventListener("visibilitychange", checkRevision);
   }
 
   if (!turns.length) {

@@ -209,6 +209,24 @@ def test_a_second_reviewer_gets_a_conflict_message(review, demo, reviewer):
     assert turn.client_id in exported(demo)
 
 
+def test_a_change_made_elsewhere_is_announced_with_a_reload(review, demo):
+    from annotation.actions import review as actions
+    from tests.conftest import make_user
+
+    colleague = make_user("colleague", demo.project, "reviewer")
+    turn = Turn.objects.filter(demonstration=demo, type=TurnType.BROWSER).order_by("seq")[1]
+    item(review, turn).click()
+    actions.do_delete_turn(colleague, demo, 0, turn.pk)
+    review.execute_script("document.dispatchEvent(new Event('visibilitychange'))")  # polls now, not in 10 s
+    message = WebDriverWait(review, 20).until(EC.visibility_of_element_located((By.ID, "message")))
+    assert "This demo was changed by colleague (delete turn, at " in message.text
+    assert review.switch_to.active_element.get_attribute("id") == f"t{turn.pk}"  # the notice took no focus
+    review.find_element(By.ID, "btn-reload").click()
+    wait_revision(review, 1)
+    assert "deleted" in item(review, turn).get_attribute("class")
+    assert "selected" in item(review, turn).get_attribute("class")  # still on the same turn
+
+
 def test_recorded_page_scripts_do_not_run(review, demo, live_server):
     sha = do_store_blob_bytes(HOSTILE_PAGE, "text/html")[0].sha256
     last = Turn.objects.filter(demonstration=demo).order_by("-seq").first()
