@@ -38,6 +38,15 @@ def test_a_researcher_starts_an_export_which_is_queued_and_enqueued_after_commit
     assert ExportJob.objects.get().owner.username == "researcher"
 
 
+def test_every_status_but_recording_may_be_exported(client):
+    statuses = ["recorded", "in_review", "returned", "validated", "rejected"]
+    response = create(client, statuses=statuses)
+    assert response.status_code == 202
+    assert response.json()["statuses"] == statuses
+    refused = create(client, statuses=["recording"]).json()["errors"][0]
+    assert (refused["field"], refused["message"].count(",")) == ("statuses[0]", 4)
+
+
 @pytest.mark.parametrize(
     ("fields", "field", "allowed"),
     [

@@ -10,14 +10,14 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from ..models import ExportFormat, Project, Role
+from ..models import EXPORTABLE_STATUSES, ExportFormat, Project, Role
 from ..models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
 from .errors import Conflict, Forbidden, NotFound, ValidationFailed
 
 log = logging.getLogger(__name__)
 
 EXPORT_ROLES = (Role.RESEARCHER, Role.ADMIN)
-STATUS_CHOICES = ("recorded", "in_review", "validated", "rejected")
+STATUS_CHOICES = tuple(status.value for status in EXPORTABLE_STATUSES)
 
 
 def check_project_for_export(user, project_name) -> Project:

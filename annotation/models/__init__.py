@@ -2,6 +2,7 @@
 (split configuration, export jobs, evaluations)."""
 
 from .capture import (
+    EXPORTABLE_STATUSES,
     READ_ROLES,
     RECORDING_ROLES,
     Blob,
@@ -34,6 +35,7 @@ __all__ = [
     "curated_turns",
     "DemoMode",
     "DemoStatus",
+    "EXPORTABLE_STATUSES",
     "Demonstration",
     "Evaluation",
     "ExportFormat",

@@ -117,6 +117,17 @@ class DemoStatus(models.TextChoices):
     REJECTED = "rejected", "Rejected"
 
 
+# What an export or a split report may select: every status but a recording still under way. Returned demos are
+# exported like recorded ones; rejected ones are marked (WebLINX ``invalid.json``) or left out (Mind2Web).
+EXPORTABLE_STATUSES = (
+    DemoStatus.RECORDED,
+    DemoStatus.IN_REVIEW,
+    DemoStatus.RETURNED,
+    DemoStatus.VALIDATED,
+    DemoStatus.REJECTED,
+)
+
+
 class DemoMode(models.TextChoices):
     """Chat mode (WebLINX: instructor + navigator) or task mode (Mind2Web: navigator alone)."""
 

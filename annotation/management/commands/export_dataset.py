@@ -7,11 +7,9 @@ from pathlib import Path
 
 from django.core.management import BaseCommand, CommandError
 
-from annotation.models import DemoStatus, Project
+from annotation.models import EXPORTABLE_STATUSES, Project
 from workers import dataset
 from workers.exporters import get_exporter
-
-ALL_STATUSES = (DemoStatus.RECORDED, DemoStatus.IN_REVIEW, DemoStatus.VALIDATED, DemoStatus.REJECTED)
 
 
 class Command(BaseCommand):
@@ -28,7 +26,10 @@ class Command(BaseCommand):
             "--status",
             choices=["validated", "all"],
             default="validated",
-            help="validated (default) or all recorded demos; rejected ones are marked invalid.",
+            help=(
+                "validated (default), or all: every status but recording (recorded, in review, returned, validated, "
+                "rejected); rejected demos are marked invalid in WebLINX and left out of Mind2Web."
+            ),
         )
         parser.add_argument("--overwrite", action="store_true", help="Replace a non-empty output directory.")
 
@@ -36,7 +37,7 @@ class Command(BaseCommand):
         out, export_format = options["out"], options["format"]
         self.prepare(out, options["overwrite"])
         projects = self.projects(options["project"])
-        statuses = ALL_STATUSES if options["status"] == "all" else dataset.DEFAULT_STATUSES
+        statuses = EXPORTABLE_STATUSES if options["status"] == "all" else dataset.DEFAULT_STATUSES
         demos = itertools.chain.from_iterable(dataset.export_demos(p, export_format, statuses) for p in projects)
         started = time.monotonic()
         counts = get_exporter(export_format).export(demos, out, dataset.storage_blobs(), self.report_progress)
