@@ -87,6 +87,7 @@
       this.pingTimer = null;
       this.lastSeq = -1;
       this.unacked = new Map(); // client id → utterance, in sending order
+      this.settled = new Set(); // client ids stored or refused: dropped from the saved entry too
       this.attempt = 0;
       this.state = null;
       this.socket = null;
@@ -152,20 +153,37 @@
       this.save();
     }
 
-    /** Save the unacknowledged messages (nothing left: the entry is removed). */
+    /**
+     * Save the unacknowledged messages (nothing left: the entry is removed). Another page of the same session
+     * (a second tab) shares the entry: its messages are kept, except those this page saw settled, so closing
+     * either page loses nothing (whichever page opens next sends them all; the server stores each once).
+     */
     save() {
       if (!this.storage) return;
-      const write = () =>
-        this.unacked.size
-          ? this.storage.set(this.storageKey, { url: this.url, unacked: [...this.unacked] })
+      const write = async () => {
+        let saved = null;
+        try {
+          saved = await this.storage.get(this.storageKey);
+        } catch {
+          saved = null;
+        }
+        const others = (saved && saved.url === this.url && Array.isArray(saved.unacked) ? saved.unacked : []).filter(
+          (entry) => Array.isArray(entry) && !this.unacked.has(entry[0]) && !this.settled.has(entry[0]),
+        );
+        const entries = [...others, ...this.unacked];
+        return entries.length
+          ? this.storage.set(this.storageKey, { url: this.url, unacked: entries })
           : this.storage.remove(this.storageKey);
+      };
       // Writes go one after another, so an older (async) write never lands after a newer one.
       this.saving = Promise.resolve(this.saving)
         .then(write)
         .catch(() => {});
     }
 
+    /** ``clientId`` needs no (re)sending any more: stored (acknowledged, or seen as a turn) or refused. */
     acknowledged(clientId) {
+      this.settled.add(clientId);
       if (this.unacked.delete(clientId)) this.save();
     }
 

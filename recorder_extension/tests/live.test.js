@@ -256,6 +256,33 @@ test("an unacknowledged message is saved, and the next page's session sends it a
   assert.equal(storage.data.size, 0); // nothing left to resend
 });
 
+test("two pages of the same session keep each other's saved messages; closing either loses nothing", async () => {
+  const storage = fakeStorage();
+  const a = harness({ storage, storageKey: "k", newId: () => "from-a" });
+  const b = harness({ storage, storageKey: "k", newId: () => "from-b" });
+  await a.session.start();
+  await b.session.start();
+  a.sockets[0].joinWith();
+  b.sockets[0].joinWith();
+  a.session.say("first tab");
+  await settle();
+  b.session.say("second tab");
+  await settle();
+  assert.deepEqual((await storage.get("k")).unacked, [["from-a", "first tab"], ["from-b", "second tab"]]);
+  // The first tab's message is stored (the second tab sees it as a turn); its own stays saved until acknowledged.
+  a.sockets[0].serve({ type: "ack", client_id: "from-a", seq: 0, duplicate: false });
+  await settle();
+  assert.deepEqual((await storage.get("k")).unacked, [["from-b", "second tab"]]);
+  // The second tab is closed unacknowledged: the next page of the session sends its message again.
+  const next = harness({ storage, storageKey: "k", newId: () => "fresh" });
+  await next.session.start();
+  next.sockets[0].joinWith();
+  assert.deepEqual(next.sockets[0].sent.slice(1), [{ type: "chat", client_id: "from-b", utterance: "second tab" }]);
+  next.sockets[0].serve({ type: "ack", client_id: "from-b", seq: 1, duplicate: false });
+  await settle();
+  assert.equal(storage.data.size, 0);
+});
+
 test("saved messages go before messages typed while they were loading; a refused one is dropped", async () => {
   const storage = fakeStorage();
   await storage.set("k", { url: "ws://platform.test/ws/sessions/abcdefg/", unacked: [["old", "from before"]] });
