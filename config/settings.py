@@ -176,8 +176,15 @@ MEDIA_URL = "/media/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
 STATIC_URL = "/static/"
-# The live session's protocol client is one file, shared by the extension's side panel and the session pages.
-STATICFILES_DIRS = [BASE_DIR / "static", ("recorder_lib", BASE_DIR / "recorder_extension" / "lib")]
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# The live session's protocol client is one file, shared by the extension's side panel and the session pages
+# (/static/recorder_lib/live.js); nothing else of the extension is served.
+STATIC_SHARED_FILES = [("recorder_lib", BASE_DIR / "recorder_extension" / "lib", ["live.js"])]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "config.staticfiles.SharedFilesFinder",
+]
 
 AWS_STORAGE_BUCKET_NAME = env_str("AWS_STORAGE_BUCKET_NAME")
 if AWS_STORAGE_BUCKET_NAME:

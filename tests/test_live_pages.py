@@ -180,3 +180,17 @@ def test_a_chat_message_and_a_catch_up_take_a_fixed_number_of_queries(
         live.do_send_chat(demo, "instructor", "one-more", "next step")
     with django_assert_max_num_queries(1):
         assert len(live.session_turns(demo, -1)) == 31
+
+
+def test_only_the_shared_live_client_of_the_extension_is_served(client):
+    from pathlib import Path
+
+    from django.conf import settings
+
+    served = client.get("/static/recorder_lib/live.js")
+    assert served.status_code == 200
+    assert (
+        b"".join(served.streaming_content) == (Path(settings.BASE_DIR) / "recorder_extension/lib/live.js").read_bytes()
+    )
+    for other in ("recorder.js", "store.js", "uploader.js", "../manifest.json"):
+        assert client.get(f"/static/recorder_lib/{other}").status_code == 404, other
