@@ -4,6 +4,7 @@ the demo; recorded page HTML is shown in a sandbox where its scripts do not run;
 
 import pytest
 from PIL import Image
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -51,9 +52,24 @@ def wait_revision(browser, revision):
 
 def revision_of(browser):
     try:
-        return int(browser.find_element(By.ID, "revision").text)
-    except Exception:
+        return int(text_of(browser, "revision"))
+    except (TypeError, ValueError):
         return None
+
+
+def text_of(browser, element_id):
+    """The element's text; None while it is missing or the page is being replaced (a write reloads the page, and
+    an element found on the old document can be gone before its text is read)."""
+    try:
+        return browser.find_element(By.ID, element_id).text
+    except WebDriverException:
+        return None
+
+
+def wait_status(browser, label):
+    """The page (reloaded after a workflow transition) shows ``label`` as the demo's status."""
+    WebDriverWait(browser, 20).until(lambda d: label in (text_of(d, "status") or ""))
+    WebDriverWait(browser, 20).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-review-ready"))
 
 
 def timeline_ids(browser):
@@ -190,7 +206,7 @@ def test_pick_another_screenshot_and_accept_suggestions(review, demo, live_serve
 
 def test_accept_the_demo(review, demo):
     review.find_element(By.ID, "btn-validate").click()
-    WebDriverWait(review, 20).until(EC.text_to_be_present_in_element((By.ID, "status"), "Validated"))
+    wait_status(review, "Validated")
     demo.refresh_from_db()
     assert demo.status == DemoStatus.VALIDATED
     assert not review.find_elements(By.ID, "btn-delete")  # decided: read only until reopened
@@ -284,5 +300,5 @@ def test_edit_metadata_and_return_to_the_annotator_with_a_comment(review, demo):
     assert (demo.task_description, demo.region) == ("Find the cheapest hotel in Lisbon", "Europe")
     review.find_element(By.ID, "workflow-comment").send_keys("Turn 3 looks misordered")
     review.find_element(By.ID, "btn-return").click()
-    WebDriverWait(review, 20).until(EC.text_to_be_present_in_element((By.ID, "status"), "Returned"))
+    wait_status(review, "Returned")
     assert "Turn 3 looks misordered" in review.find_element(By.ID, "comments").text
