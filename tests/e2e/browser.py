@@ -98,6 +98,9 @@ def sign_in_form(driver, base_url: str, username: str, password: str) -> None:
     driver.find_element(By.NAME, "username").send_keys(username)
     driver.find_element(By.NAME, "password").send_keys(password)
     driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    # Left the login page: the sign-in answered and its new session cookie is set. (A browser already signed in
+    # shows the header on the login page too; leaving before the answer would keep a session the sign-in ended.)
+    WebDriverWait(driver, 20).until(lambda d: "/accounts/login/" not in d.current_url)
     WebDriverWait(driver, 20).until(EC.presence_of_element_located((By.CSS_SELECTOR, ".who")))
 
 
