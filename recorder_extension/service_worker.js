@@ -197,7 +197,29 @@ async function maskedShotLater(tab, deadline, priority) {
 
 chrome.webNavigation.onCommitted.addListener((details) => {
   if (details.frameId !== 0 || details.tabId < 0 || !W.recorder.isRecordableUrl(details.url)) return;
-  whileRecording((recorder, session) => recorder.recordLoad(session, details));
+  whileRecording(
+    (recorder, session) => recorder.recordLoad(session, details),
+    (recorder) => recorder.noteDocUrl(details.tabId, details.url),
+  );
+});
+
+// A single-page app's navigation (history.pushState/replaceState): no commit, no onCompleted. Its load turn
+// gets its screenshot once the URL has been quiet for HISTORY_COALESCE_MS (a burst of changes is one load).
+chrome.webNavigation.onHistoryStateUpdated.addListener((details) => {
+  if (details.frameId !== 0 || details.tabId < 0 || !W.recorder.isRecordableUrl(details.url)) return;
+  whileRecording(
+    async (recorder, session) => {
+      const recorded = await recorder.recordHistoryState(session, details);
+      if (!recorded || recorded.awaitsCommit) return null;
+      return async () => {
+        await new Promise((resolve) => setTimeout(resolve, C.TIMING.HISTORY_COALESCE_MS));
+        const clientId = recorded.turn.client_id;
+        const url = await recorder.historySettled(details.tabId, clientId, details.timeStamp);
+        if (url) await shootLoad(recorder, session, clientId, details.tabId, url);
+      };
+    },
+    (recorder) => recorder.noteDocUrl(details.tabId, details.url),
+  );
 });
 
 chrome.webNavigation.onCompleted.addListener((details) => {
@@ -205,17 +227,22 @@ chrome.webNavigation.onCompleted.addListener((details) => {
   whileRecording(async (recorder, session) => {
     const clientId = await recorder.takeLoad(details.tabId);
     if (!clientId) return null;
-    return async () => {
-      const tab = await chrome.tabs.get(details.tabId).catch(() => null);
-      // Only while the tab still shows this load's page (rapid link clicks leave pages before their turn).
-      const visible = tab && tab.active ? { tabId: tab.id, windowId: tab.windowId, url: details.url } : null;
-      const shot = visible ? await maskedShotLater(visible, Date.now() + STATE_SHOT_DEADLINE_MS, STATE) : null;
-      await recorder.attachScreenshot(session, clientId, {
-        tabId: details.tabId, png: shot && shot.png, atMs: shot && shot.at, url: shot && shot.url,
-      });
-    };
+    // The page a replaceState moved the load to while it was loading, if any (recordHistoryState).
+    const url = (await recorder.waitingUrl(details.tabId, clientId)) || details.url;
+    return () => shootLoad(recorder, session, clientId, details.tabId, url);
   });
 });
+
+/** Screenshot load turn `clientId` of `url` in tab `tabId` and attach it, or let it wait for a stand-in. */
+async function shootLoad(recorder, session, clientId, tabId, url) {
+  const tab = await chrome.tabs.get(tabId).catch(() => null);
+  // Only while the tab still shows this load's page (rapid link clicks leave pages before their turn).
+  const visible = tab && tab.active ? { tabId: tab.id, windowId: tab.windowId, url } : null;
+  const shot = visible ? await maskedShotLater(visible, Date.now() + STATE_SHOT_DEADLINE_MS, STATE) : null;
+  await recorder.attachScreenshot(session, clientId, {
+    tabId, png: shot && shot.png, atMs: shot && shot.at, url: shot && shot.url,
+  });
+}
 
 // Event times are taken when the event fires, never in the (queued) handler: they order the turns.
 chrome.tabs.onCreated.addListener((tab) => {
@@ -266,17 +293,18 @@ chrome.tabs.onActivated.addListener(({ tabId, windowId }) => {
   });
 });
 
-/** Run `fn(recorder, session)` if a demonstration is being recorded (and not paused); log failures. */
 /**
- * Run `fn(recorder, session)` if a demonstration is being recorded (and not paused). Tab and navigation
- * events are handled one at a time, in the order they fired (onCompleted must find the load that its
- * onCommitted stored); `fn` may return a follow-up (a screenshot) that runs outside that order.
+ * Run `fn(recorder, session)` if a demonstration is being recorded (and not paused), else `otherwise(recorder)`
+ * if given. Tab and navigation events are handled one at a time, in the order they fired (onCompleted must find
+ * the load that its onCommitted stored); `fn` may return a follow-up (a screenshot) that runs outside that order.
  */
-function whileRecording(fn) {
+function whileRecording(fn, otherwise) {
   const step = tabEvents.then(async () => {
     const { recorder } = await ready;
     const session = await recorder.recording();
-    return session ? fn(recorder, session) : null;
+    if (session) return fn(recorder, session);
+    if (otherwise) await otherwise(recorder);
+    return null;
   });
   tabEvents = step.catch(() => {});
   step

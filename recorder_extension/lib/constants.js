@@ -59,7 +59,7 @@
       LAST_TAB: "webtasks.lastActiveTab", // {tabId, windowId}: origin of the next tabswitch
       VIDEO: "webtasks.video", // {session, recording, startedAt, nextIndex, error?}: the tab video recorder
       LIVE_UNACKED: "webtasks.live.unacked", // side panel: live-session messages not yet acknowledged {url, unacked}
-      TABS: "webtasks.tabs", // chrome.storage.session: {[tabId]: {url, lastShot: {sha256, timestamp, session}, load}}
+      TABS: "webtasks.tabs", // chrome.storage.session: {[tabId]: {url, docUrl, burst, lastShot: {sha256, timestamp, session}, load}}
       // Key PREFIX (+ turn.client_id): a CAPTURE the worker may never have received (the page unloaded while the
       // worker was starting). A content script writes {message, tabId (from the HELLO reply), at (ms)} for each
       // capture not yet answered when the page hides; the worker stores it (once) and removes the key.
@@ -85,6 +85,10 @@
       AFTER_FRAME_MS: 300, // the "after" frame of an action is taken this long after it
       FRAME_SETTLE_MS: 2500, // an action turn is held back this long so its "after" frame can be attached
       LOAD_SETTLE_MS: 15000, // a load turn waits at most this long for its screenshot (after onCompleted)
+      // pushState/replaceState URL changes of a tab this close to the previous one (or to a committed navigation)
+      // amend that load turn's URL instead of adding one (a search box mirroring ?q= on every keystroke); a
+      // history load's screenshot is taken once the tab's URL has been quiet this long
+      HISTORY_COALESCE_MS: 1000,
       VIDEO_TIMESLICE_MS: 2000, // MediaRecorder chunk length
     }),
   });

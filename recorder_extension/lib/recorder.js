@@ -507,11 +507,74 @@
       let previous = null;
       await this.updateTab(details.tabId, (t) => {
         previous = t.load || null;
-        return { ...t, url: details.url, load: turn.client_id };
+        const burst = { clientId: turn.client_id, at: details.timeStamp };
+        return { ...t, url: details.url, docUrl: details.url, burst, load: turn.client_id };
       });
       await this.waitForShot(session, details.tabId, turn.client_id, details.url, turn.timestamp);
       if (previous) await this.ownShotFailed(details.tabId, previous);
       return turn;
+    }
+
+    /**
+     * The tab's document changed its URL with history.pushState/replaceState (webNavigation.onHistoryStateUpdated):
+     * a single-page app's navigation, recorded as a load like a committed one. Not when only the fragment differs
+     * from the tab's document URL (a replaceState of the same URL is no navigation). A change within
+     * HISTORY_COALESCE_MS of the tab's previous one (history or committed) whose load turn still waits for its
+     * screenshot gives that turn the new URL instead (its timestamp stays the first one's): a router's redirect
+     * while the page loads, or a replaceState per keystroke, is one load of the URL it ended on.
+     * Resolves with null (not a load), or {turn, awaitsCommit}: awaitsCommit when the turn is a committed load
+     * still waiting for onCompleted, which takes its screenshot; otherwise the caller takes one once the URL is
+     * quiet (historySettled).
+     */
+    async recordHistoryState(session, details) {
+      const { tabId, url, timeStamp } = details;
+      const info = await this.tabInfo(tabId);
+      if (info.docUrl && withoutFragment(info.docUrl) === withoutFragment(url)) {
+        await this.updateTab(tabId, (t) => ({ ...t, docUrl: url }));
+        return null;
+      }
+      const burst = info.burst;
+      const waiting = burst && (info.waiting || {})[burst.clientId];
+      if (waiting && timeStamp - burst.at <= C.TIMING.HISTORY_COALESCE_MS) {
+        const amended = await this.d.store.amendHeldTurn(burst.clientId, (r) => ({ ...r, turn: withUrl(r.turn, url) }), this.d.now());
+        if (amended) {
+          await this.updateTab(tabId, (t) => this.burstMoved(session, t, burst.clientId, url, timeStamp));
+          return { turn: amended.turn, awaitsCommit: info.load === burst.clientId };
+        }
+      }
+      const turn = buildLoadTurn(details, { clientId: this.d.uuid(), timestamp: this.timestamp(session, timeStamp) });
+      await this.addTurn(session, turn, { readyAt: this.d.now() + C.TIMING.LOAD_SETTLE_MS });
+      await this.updateTab(tabId, (t) => ({ ...t, url, docUrl: url, burst: { clientId: turn.client_id, at: timeStamp } }));
+      await this.waitForShot(session, tabId, turn.client_id, url, turn.timestamp);
+      return { turn, awaitsCommit: false };
+    }
+
+    /** Tab info after the URL of burst load `clientId` changed to `url` at `ms`: only screenshots from now on fit it. */
+    burstMoved(session, t, clientId, url, ms) {
+      const w = (t.waiting || {})[clientId];
+      const waiting = w ? { ...t.waiting, [clientId]: { ...w, url, timestamp: this.timestamp(session, ms), standIn: null } } : t.waiting;
+      return { ...t, url, docUrl: url, burst: { clientId, at: ms }, waiting };
+    }
+
+    /** Outside a recording, keep the tab's document URL: a replaceState of it once recording is no load. */
+    noteDocUrl(tabId, url) {
+      return this.updateTab(tabId, (t) => ({ ...t, docUrl: url }));
+    }
+
+    /**
+     * The URL of history load `clientId` when the tab's URL has not changed since `ms` (the change that asked
+     * for this screenshot was the burst's last) and the turn still waits for its screenshot; else null.
+     */
+    async historySettled(tabId, clientId, ms) {
+      const info = await this.tabInfo(tabId);
+      const w = (info.waiting || {})[clientId];
+      return info.burst && info.burst.clientId === clientId && info.burst.at === ms && w ? w.url : null;
+    }
+
+    /** The page URL that waiting turn `clientId` needs a screenshot of (a committed load's, after any redirect). */
+    async waitingUrl(tabId, clientId) {
+      const w = ((await this.tabInfo(tabId)).waiting || {})[clientId];
+      return (w && w.url) || null;
     }
 
     /** tabcreate / tabremove / tabswitch. `hold` (ms): keep it back that long for a screenshot (tabswitch). */
@@ -619,6 +682,16 @@
     const page = actionTabUrl(message, null);
     const strip = (url) => String(url).split("#")[0];
     return Boolean(page && tabUrl && strip(page) !== strip(tabUrl));
+  }
+
+  function withoutFragment(url) {
+    return String(url).split("#")[0];
+  }
+
+  /** A load turn moved to `url` (a coalesced history change). */
+  function withUrl(turn, url) {
+    const args = turn.arguments;
+    return { ...turn, arguments: { ...args, metadata: { ...args.metadata, url }, properties: { ...args.properties, url } } };
   }
 
   function eventTime(pending) {
