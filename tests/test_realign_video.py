@@ -5,6 +5,7 @@ recorder runs (``started_at``), missing, unreadable and corrupt chunks."""
 import io
 import logging
 import os
+import tracemalloc
 from types import SimpleNamespace
 
 import av
@@ -237,6 +238,40 @@ def test_the_webm_check_accepts_what_muxers_write_and_names_the_first_bad_byte()
     assert realign.webm_usable_length(broken) == (block, f"malformed element at byte {block}", block)
 
 
+def checked_in_pieces(video: bytes, cuts) -> tuple[bytes, str | None, int | None]:
+    check = realign.WebmCheck()
+    pieces = [video[a:b] for a, b in zip([0, *cuts], [*cuts, len(video)], strict=True)]
+    good = b"".join(check.feed(piece) for piece in pieces) + check.finish()
+    return good, check.problem, check.bad_at
+
+
+def test_the_webm_check_fed_in_pieces_finds_what_it_finds_on_the_whole():
+    video = mediarecorder_webm([RED, GREEN])
+    cluster = video.index(CLUSTER_ID)
+    second_cluster = video.index(CLUSTER_ID, cluster + 1)
+    corrupt = video[:second_cluster] + b"\x00" + video[second_cluster + 1 :]
+    problems = []
+    for data in (video, corrupt, video[: len(video) - 7]):
+        usable, problem, bad_at = realign.webm_usable_length(data)
+        problems.append(problem)
+        for cuts in ([1], [cluster + 2, cluster + 41], list(range(3, len(data), 997)), list(range(1, 200))):
+            assert checked_in_pieces(data, cuts) == (data[:usable], problem, bad_at if problem else None)
+    assert problems == [None, f"malformed element at byte {second_cluster}", f"element at byte {usable} cut off"]
+
+
+def test_an_element_too_large_to_be_a_frame_ends_the_video_at_once():
+    video = mediarecorder_webm([RED])
+    cluster = video.index(CLUSTER_ID)
+    header = 4 + realign.vint(video, cluster + 4, keep_marker=False)[1]
+    huge_block = b"\xa3\x14\x00\x00\x00"  # a SimpleBlock claiming 64 MiB
+    check = realign.WebmCheck()
+    good = check.feed(video[: cluster + header] + huge_block)
+    assert check.problem == f"element at byte {cluster + header} too large (67108864 bytes)"
+    assert good == video[: cluster + header]  # not waiting for 64 MiB of chunks
+    assert check.feed(b"\x00" * 1000) == b""
+    assert not check.pending
+
+
 def test_garbage_instead_of_a_video_never_fails():
     store = Store({**SHOTS, "junk": realign.EBML_MAGIC + os.urandom(3000)})
     chosen = realign.suggestions([turn(0.5)], store.read, realign.video_runs([(0, "junk", 0.0)]))
@@ -279,3 +314,63 @@ def test_the_task_stores_video_suggestions_from_stored_chunks(alpha, caplog):
     suggested = [TurnCuration.objects.get(turn=t).suggested_screenshot for t in made]
     assert suggested == [shas["green"], shas["blue"]]
     assert f"realign {demo.name}: {{'video': 2," in caplog.text
+
+
+def noisy_picture(color, width=320, height=180) -> Image.Image:
+    """A page whose lower half is fresh noise, which no encoder can shrink: a video of it weighs what a real tab
+    video does."""
+    image = Image.new("RGB", (width, height), color)
+    noise = Image.frombytes("L", (width, height // 2), os.urandom(width * height // 2))
+    image.paste(noise.convert("RGB"), (0, height // 2))
+    return image
+
+
+def long_webm(colors, seconds_each: int) -> bytes:
+    width, height = 320, 180
+    out = io.BytesIO()
+    with av.open(out, "w", format="webm", options={"live": "1"}) as container:
+        stream = container.add_stream("libvpx", rate=FPS)
+        stream.width, stream.height, stream.pix_fmt, stream.bit_rate = width, height, "yuv420p", 40_000_000
+        stream.options = {"g": "1000", "deadline": "realtime", "cpu-used": "8"}
+        for color in colors:
+            for _ in range(FPS * seconds_each):
+                for packet in stream.encode(av.VideoFrame.from_image(noisy_picture(color, width, height))):
+                    container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return out.getvalue()
+
+
+def peak_allocation(work) -> tuple[object, int]:
+    """What ``work()`` returns and the most memory Python allocated at once while it ran (blobs already held by
+    the test's store do not count: reading them hands out the same objects)."""
+    tracemalloc.start()
+    try:
+        result = work()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_long_video_is_streamed_chunk_by_chunk_not_held_in_memory():
+    colors = {"red": RED, "green": GREEN, "blue": BLUE, "yellow": YELLOW}
+    video = long_webm(colors.values(), seconds_each=7)
+    assert len(video) > 6_000_000
+    chunks = cut(video, 120)
+    shots = {}
+    for name, color in colors.items():
+        shots[name] = io.BytesIO()
+        noisy_picture(color).save(shots[name], "PNG")
+    store = Store({name: shot.getvalue() for name, shot in shots.items()})
+    rows = recorded(store, [(100.0, chunks)])
+
+    joined, whole_peak = peak_allocation(lambda: realign.run_bytes(realign.video_runs(rows)[0], store.read))
+    assert joined == video
+    assert whole_peak > len(video)  # the measure sees a video held in memory
+
+    turns = [turn(100.0 + 7 * i + 3.5) for i in range(len(colors))]
+    turns.append(turn(100.0 + 28.5))  # after the last frame: the whole video must have been decoded
+    chosen, peak = peak_allocation(lambda: realign.suggestions(turns, store.read, realign.video_runs(rows)))
+    assert chosen == [(name, "video") for name in colors] + [("yellow", "video")]
+    assert all(store.reads[f"chunk{i}"] == 2 for i in range(len(chunks)))  # once joined above, once streamed
+    assert peak < len(video) / 10, (peak, len(video))

@@ -8,9 +8,10 @@ the turn's own screenshot.
 The tab video is what the recorder uploads (``VideoChunk``): MediaRecorder WebM cut into chunks, where only the
 first chunk of a recorder run holds the WebM header and the file has no duration or seek index. A recorder restart
 begins a new run with its own ``started_at`` (recording clock); times inside a run's WebM count from its start. So
-the chunks are grouped into runs by ``started_at``, each run's chunks are joined in index order and decoded
-forward once, sampling only the times the turns need. A run stops at its first missing, unreadable or undecodable
-chunk: turns after the last good frame of such a run get the no-video rule (logged, never an error).
+the chunks are grouped into runs by ``started_at``; each run's chunks are read from storage one after another as
+the decoder asks for them (``RunStream``: about one chunk in memory, however long the video) and decoded forward
+once, sampling only the times the turns need. A run stops at its first missing, unreadable or undecodable chunk:
+turns after the last good frame of such a run get the no-video rule (logged, never an error).
 
 The choice functions are pure; ``store_suggestions`` reads blobs and writes ``TurnCuration.suggested_screenshot``.
 """
@@ -96,26 +97,70 @@ def video_runs(chunks) -> list[Run]:
 
 
 def run_bytes(run: Run, read) -> bytes:
-    """The run's WebM: its chunks joined in order, up to the first unreadable chunk or the first bytes that are not
-    well-formed WebM (a corrupt chunk: the decoder would skip it silently and show later frames at wrong times).
-    Why it stops early is noted in ``run.problem``."""
-    parts = []
-    for sha in run.blobs:
+    """The run's WebM in one piece, as ``RunStream`` gives it (for tests and small videos: the worker streams)."""
+    with RunStream(run, read) as stream:
+        return stream.readall()
+
+
+class RunStream(io.RawIOBase):
+    """A run's WebM read from storage one chunk at a time, as the decoder asks for it, so that memory holds about
+    one chunk however long the video is. Each chunk is checked as it arrives (``WebmCheck``) and the stream ends
+    at the first unreadable chunk or the first bytes that are not well-formed WebM (a corrupt chunk: the decoder
+    would skip it silently and show later frames at wrong times); why it ends early is noted in ``run.problem``.
+
+    Not seekable: MediaRecorder WebM has no seek index, so FFmpeg's Matroska demuxer reads it forward like a pipe
+    (its own buffer covers the short steps back of probing)."""
+
+    def __init__(self, run: Run, read):
+        self.run, self.read_blob = run, read
+        self.check = WebmCheck()
+        self.ready = memoryview(b"")
+        self.next_chunk = 0
+        self.chunk_ends: list[int] = []  # byte offset after each chunk read, to name the chunk of a bad byte
+
+    @property
+    def problem(self) -> str | None:
+        return self.run.problem
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self.ready and self.next_chunk <= len(self.run.blobs):
+            self.ready = memoryview(self.next_good_bytes())
+        count = min(len(buffer), len(self.ready))
+        buffer[:count] = self.ready[:count]
+        self.ready = self.ready[count:]
+        return count
+
+    def next_good_bytes(self) -> bytes:
+        """The bytes the next chunk completes (an element may span chunks); after the last one, what is left."""
+        index, self.next_chunk = self.next_chunk, self.next_chunk + 1
+        data = self.read_chunk(index) if index < len(self.run.blobs) else None
+        if data is None:
+            good = self.check.finish()
+        else:
+            self.chunk_ends.append((self.chunk_ends or [0])[-1] + len(data))
+            good = self.check.feed(data)
+        if self.check.problem and self.run.problem is None:
+            chunk = self.run.first_index + next(i for i, end in enumerate(self.chunk_ends) if self.check.bad_at < end)
+            self.run.problem = f"chunk {chunk} corrupt ({self.check.problem})"
+        if data is None or self.check.problem:
+            self.next_chunk = len(self.run.blobs) + 1  # nothing after a bad chunk is used
+        return good
+
+    def read_chunk(self, index: int) -> bytes | None:
+        """The chunk's blob, None when it cannot be used (the reason goes to ``run.problem``)."""
+        sha = self.run.blobs[index]
         try:
-            parts.append(read(sha))
+            data = self.read_blob(sha)
         except Exception as error:  # noqa: BLE001 (any storage failure: the chunk is missing)
-            run.problem = f"chunk blob {sha} unreadable ({error})"
-            break
-    if parts and not parts[0].startswith(EBML_MAGIC):
-        run.problem = "first chunk has no WebM header"
-        return b""
-    video = b"".join(parts)
-    usable, problem, bad_at = webm_usable_length(video)
-    if problem and run.problem is None:
-        ends = [sum(len(part) for part in parts[: i + 1]) for i in range(len(parts))]
-        chunk = run.first_index + next(i for i, end in enumerate(ends) if bad_at < end)
-        run.problem = f"chunk {chunk} corrupt ({problem})"
-    return video[:usable]
+            self.run.problem = f"chunk blob {sha} unreadable ({error})"
+            return None
+        if index == 0 and not data.startswith(EBML_MAGIC):
+            self.run.problem = "first chunk has no WebM header"
+            return None
+        return data
 
 
 # WebM (Matroska) element ids: what may follow the segment header and what a cluster holds.
@@ -123,6 +168,9 @@ EBML_ID, SEGMENT_ID, CLUSTER_ID, SIMPLE_BLOCK_ID = 0x1A45DFA3, 0x18538067, 0x1F4
 SEGMENT_CHILDREN = {0x114D9B74, 0x1549A966, 0x1654AE6B, 0x1C53BB6B, 0x1254C367, 0x1043A770, 0x1941A469, 0xEC, 0xBF}
 CLUSTER_CHILDREN = {0xE7, SIMPLE_BLOCK_ID, 0xA0, 0xA7, 0xAB, 0xAF, 0x5854, 0xEC, 0xBF}
 UNKNOWN = -1
+# A frame of a tab recording is far smaller; a size beyond this is corruption, and waiting for the element's end
+# would hold the rest of the video in memory.
+MAX_ELEMENT = 16 * 1024 * 1024
 
 
 def vint(data: bytes, position: int, keep_marker: bool) -> tuple[int, int] | None:
@@ -142,33 +190,80 @@ def vint(data: bytes, position: int, keep_marker: bool) -> tuple[int, int] | Non
 
 def webm_usable_length(data: bytes) -> tuple[int, str | None, int]:
     """How many leading bytes of a (live, MediaRecorder) WebM are well-formed elements, why it stops there (None
-    when all of it is) and the byte found wrong. Checks element ids and sizes down to each cluster's blocks, not
-    block data. (Chunks may split an element: the byte found wrong can be in the chunk after the usable end.)"""
-    position, in_cluster = 0, False
-    while position < len(data):
+    when all of it is) and the byte found wrong (see ``WebmCheck``)."""
+    check = WebmCheck()
+    usable = len(check.feed(data)) + len(check.finish())
+    return usable, check.problem, usable if check.problem is None else check.bad_at
+
+
+class WebmCheck:
+    """The well-formed start of a (live, MediaRecorder) WebM, fed piece by piece: ``feed`` returns the bytes its
+    piece completes as whole elements, keeping an element cut by the piece's end until the next piece (or until
+    ``finish``, when the stream ended: then it is a problem). Checks element ids and sizes down to each cluster's
+    blocks, not block data. After the first problem (``problem``; ``bad_at``: the byte found wrong, counted from
+    the stream's start, which may be in the piece after the usable end) nothing more is returned."""
+
+    def __init__(self):
+        self.pending = bytearray()  # from the start of the first element not yet returned
+        self.offset = 0  # where ``pending`` starts in the stream
+        self.in_cluster = False
+        self.problem: str | None = None
+        self.bad_at: int | None = None
+
+    def feed(self, data: bytes) -> bytes:
+        if self.problem is None:
+            self.pending += data
+        return self.whole_elements(final=False)
+
+    def finish(self) -> bytes:
+        return self.whole_elements(final=True)
+
+    def whole_elements(self, final: bool) -> bytes:
+        position = 0
+        while self.problem is None and position < len(self.pending):
+            end = self.element_end(position, final)
+            if end is None:
+                break
+            position = end
+        good = bytes(self.pending[:position])
+        del self.pending[: len(self.pending) if self.problem else position]  # after a problem nothing is kept
+        self.offset += position
+        return good
+
+    def element_end(self, position: int, final: bool) -> int | None:
+        """Where the element at ``position`` ends (past a container's header: it is stepped into), None when it is
+        wrong (noted) or, unless ``final``, not all there yet."""
+        data, at = self.pending, self.offset + position
         element = vint(data, position, keep_marker=True)
         size = element and vint(data, position + element[1], keep_marker=False)
         if not element or not size:
             bad_at = position + element[1] if element else position
-            return position, f"malformed element at byte {bad_at}", bad_at
+            if final or (bad_at < len(data) and data[bad_at] == 0):
+                self.fail(f"malformed element at byte {self.offset + bad_at}", self.offset + bad_at)
+            return None
         (ident, id_length), (length, size_length) = element, size
         body = position + id_length + size_length
-        if position == 0 and ident != EBML_ID:
-            return 0, "not WebM", 0
+        if at == 0 and ident != EBML_ID:
+            return self.fail("not WebM", 0)
         if ident in (SEGMENT_ID, CLUSTER_ID):  # containers (MediaRecorder leaves their size unknown): step in
-            in_cluster = ident == CLUSTER_ID
-            position = body
-            continue
-        allowed = ident == EBML_ID or ident in SEGMENT_CHILDREN or (in_cluster and ident in CLUSTER_CHILDREN)
+            self.in_cluster = ident == CLUSTER_ID
+            return body
+        allowed = ident == EBML_ID or ident in SEGMENT_CHILDREN or (self.in_cluster and ident in CLUSTER_CHILDREN)
         if not allowed or length == UNKNOWN:
-            return position, f"unexpected element {ident:#x} at byte {position}", position
+            return self.fail(f"unexpected element {ident:#x} at byte {at}", at)
+        if length > MAX_ELEMENT:
+            return self.fail(f"element at byte {at} too large ({length} bytes)", at)
         if body + length > len(data):
-            return position, f"element at byte {position} cut off", len(data) - 1
+            if final:
+                self.fail(f"element at byte {at} cut off", self.offset + len(data) - 1)
+            return None
         if ident == SIMPLE_BLOCK_ID and not block_track_ok(data, body, length):
-            return position, f"bad block at byte {position}", body
-        in_cluster = in_cluster and ident in CLUSTER_CHILDREN  # Cues, Tags... end the cluster; Void does not
-        position = body + length
-    return position, None, position
+            return self.fail(f"bad block at byte {at}", self.offset + body)
+        self.in_cluster = self.in_cluster and ident in CLUSTER_CHILDREN  # Cues, Tags... end the cluster; Void not
+        return body + length
+
+    def fail(self, problem: str, bad_at: int) -> None:
+        self.problem, self.bad_at = problem, bad_at
 
 
 def block_track_ok(data: bytes, body: int, length: int) -> bool:
@@ -186,22 +281,25 @@ class Sampled:
     error: str | None = None
 
 
-def sample(video: bytes, times, trust_tail: bool = True) -> Sampled:
-    """Decode ``video`` forward once (no seeking: MediaRecorder WebM has no index) and keep, for each time in
-    ``times`` (seconds from the video's start), the signature of the last frame at or before it. Times before the
-    first frame get nothing. Times after the last frame get it only if ``trust_tail`` and decoding went to the end
-    without error (the page did not repaint since). Decoding stops at the first error (kept in ``error``).
+def sample(video, times, trust_tail: bool = True) -> Sampled:
+    """Decode ``video`` (bytes, or a readable stream such as ``RunStream``) forward once (no seeking:
+    MediaRecorder WebM has no index) and keep, for each time in ``times`` (seconds from the video's start), the
+    signature of the last frame at or before it. Times before the first frame get nothing. Times after the last
+    frame get it only if ``trust_tail``, decoding went to the end without error and the stream did not end early
+    (its ``problem``): the page did not repaint since. Decoding stops at the first error (kept in ``error``).
     """
     import av
 
     wanted = sorted(set(times))
     result = Sampled()
     previous, position = None, 0
-    if not video:
-        result.error = "no video"
-        return result
+    if isinstance(video, bytes | bytearray):
+        if not video:
+            result.error = "no video"
+            return result
+        video = io.BytesIO(video)
     try:
-        with av.open(io.BytesIO(video)) as container:
+        with av.open(video) as container:
             for frame in container.decode(video=0):
                 if frame.time is None:
                     continue
@@ -214,7 +312,8 @@ def sample(video: bytes, times, trust_tail: bool = True) -> Sampled:
                     return result  # every time sampled: the rest need not be decoded
     except Exception as error:  # noqa: BLE001 (hostile bytes: any decoder failure ends the usable video)
         result.error = f"{type(error).__name__}: {error}"
-    if previous is not None and trust_tail and result.error is None:
+    cut_short = getattr(video, "problem", None) is not None
+    if previous is not None and trust_tail and result.error is None and not cut_short:
         tail = signature(previous.to_image())
         for time in wanted[position:]:
             result.frames[time] = tail
@@ -234,8 +333,8 @@ def run_of(runs: list[Run], timestamp: float) -> Run | None:
 
 def video_targets(turns, runs: list[Run], read, label: str = "") -> dict:
     """``{position in turns: signature of the video frame at its time}`` for the turns the video covers; each run
-    read and decoded once. Problems (missing, unreadable, undecodable chunks) are logged; their turns are left
-    out."""
+    streamed from storage and decoded once. Problems (missing, unreadable, undecodable chunks) are logged; their
+    turns are left out."""
     wanted: dict[int, list] = {}
     for position, turn in enumerate(turns):
         run = run_of(runs, turn.timestamp)
@@ -245,10 +344,9 @@ def video_targets(turns, runs: list[Run], read, label: str = "") -> dict:
     for run in runs:
         if id(run) not in wanted:
             continue
-        video = run_bytes(run, read)
-        complete = run.problem is None
         times = [turn.timestamp - run.started_at for _, turn in wanted[id(run)]]
-        sampled = sample(video, times, trust_tail=complete)
+        with RunStream(run, read) as stream:
+            sampled = sample(stream, times)
         problem = run.problem or sampled.error
         if problem:
             logger.warning("realign %s: video run at %.3fs cut short (%s)", label, run.started_at, problem)
