@@ -304,6 +304,30 @@ class Recorder:
 # The platform
 
 
+@contextlib.contextmanager
+def extension_browser(live=None, project: str | None = None, extra_args=()):
+    """Chromium with the extension loaded and its service worker running, on about:blank; with ``live`` (a running
+    platform with a token) its side panel is opened to record into ``project``. Yields ``(driver, cdp, recorder)``
+    (``recorder`` None without ``live``); quits the browser afterwards."""
+    from tests.e2e.browser import make_driver
+
+    driver = make_driver(extension_dir=str(EXTENSION_DIR), extra_args=tuple(extra_args))
+    cdp = None
+    try:
+        cdp = BrowserCDP(driver)
+        wait_until(cdp.service_workers, 30, message="the extension's service worker")
+        driver.get("about:blank")
+        recorder = None
+        if live is not None:
+            recorder = Recorder(cdp, live.url, live.token, project)
+            recorder.open()
+        yield driver, cdp, recorder
+    finally:
+        if cdp is not None:
+            cdp.close()
+        driver.quit()
+
+
 def create_annotator(platform, username: str, project: str) -> str:
     """A user with the annotator role in ``project`` (created if needed) and an API token; returns the token."""
     code = (

@@ -23,16 +23,15 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.e2e.browser import make_driver
 from tests.e2e.recorder_harness import (
     ELEMENT_INTENTS,
-    EXTENSION_DIR,
     UID,
     BrowserCDP,
     LivePlatform,
     Recorder,
     api,
     blob_bytes,
+    extension_browser,
     live_platform,
     media_files,
     stored_turns,
@@ -70,17 +69,8 @@ class Browser:
 
 @pytest.fixture(scope="module")
 def browser(live):
-    driver = make_driver(extension_dir=str(EXTENSION_DIR))
-    cdp = BrowserCDP(driver)
-    try:
-        wait_until(cdp.service_workers, 30, message="the extension's service worker")
-        driver.get("about:blank")
-        recorder = Recorder(cdp, live.url, live.token, PROJECT)
-        recorder.open()
+    with extension_browser(live, PROJECT) as (driver, cdp, recorder):
         yield Browser(driver, cdp, recorder)
-    finally:
-        cdp.close()
-        driver.quit()
 
 
 # --------------------------------------------------------------------------------------------------------------

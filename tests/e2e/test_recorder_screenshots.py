@@ -15,15 +15,11 @@ import pytest
 from PIL import Image
 from selenium.webdriver.common.by import By
 
-from tests.e2e.browser import make_driver
 from tests.e2e.recorder_harness import (
     ELEMENT_INTENTS,
-    EXTENSION_DIR,
-    BrowserCDP,
-    Recorder,
     blob_bytes,
+    extension_browser,
     live_platform,
-    wait_until,
 )
 from tests.e2e.test_recorder import (
     PROJECT,
@@ -51,17 +47,8 @@ def live(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(live):
-    driver = make_driver(extension_dir=str(EXTENSION_DIR))
-    cdp = BrowserCDP(driver)
-    try:
-        wait_until(cdp.service_workers, 30, message="the extension's service worker")
-        driver.get("about:blank")
-        recorder = Recorder(cdp, live.url, live.token, PROJECT)
-        recorder.open()
+    with extension_browser(live, PROJECT) as (driver, cdp, recorder):
         yield Browser(driver, cdp, recorder)
-    finally:
-        cdp.close()
-        driver.quit()
 
 
 def background_of(png: bytes) -> tuple:

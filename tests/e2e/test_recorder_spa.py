@@ -8,18 +8,18 @@ replaces the URL with itself and with a fragment (no navigation), and a search b
 A link then leaves for a real page (a committed navigation, its own load).
 """
 
-import io
 import time
 
 import pytest
-from PIL import Image
 from selenium.webdriver.common.by import By
 
-from tests.e2e.browser import make_driver
-from tests.e2e.recorder_harness import EXTENSION_DIR, BrowserCDP, Recorder, blob_bytes, live_platform, wait_until
+from tests.e2e.recorder_harness import (
+    blob_bytes,
+    extension_browser,
+    live_platform,
+)
 from tests.e2e.test_recorder import (
     PROJECT,
-    VIEWPORT,
     Browser,
     browser_turns,
     describe,
@@ -29,6 +29,7 @@ from tests.e2e.test_recorder import (
     url_of,
     wait_for_url,
 )
+from tests.e2e.test_recorder_screenshots import background_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -45,25 +46,8 @@ def live(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(live):
-    driver = make_driver(extension_dir=str(EXTENSION_DIR))
-    cdp = BrowserCDP(driver)
-    try:
-        wait_until(cdp.service_workers, 30, message="the extension's service worker")
-        driver.get("about:blank")
-        recorder = Recorder(cdp, live.url, live.token, PROJECT)
-        recorder.open()
+    with extension_browser(live, PROJECT) as (driver, cdp, recorder):
         yield Browser(driver, cdp, recorder)
-    finally:
-        cdp.close()
-        driver.quit()
-
-
-def background_of(png: bytes) -> tuple:
-    """The colour of the page's bottom-right corner (below and beside the fixture's content)."""
-    with Image.open(io.BytesIO(png)) as image:
-        image.load()
-        assert image.size == VIEWPORT
-        return image.convert("RGB").getpixel((VIEWPORT[0] - 5, VIEWPORT[1] - 5))
 
 
 def click(driver, element_id_: str) -> None:

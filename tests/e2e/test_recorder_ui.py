@@ -18,15 +18,14 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.e2e.browser import make_driver
 from tests.e2e.recorder_harness import (
-    EXTENSION_DIR,
     EXTENSION_ORIGIN,
     BrowserCDP,
     LivePlatform,
     Recorder,
     api,
     blob_bytes,
+    extension_browser,
     live_platform,
     stored_turns,
     wait_until,
@@ -59,15 +58,8 @@ class Browser:
 
 @pytest.fixture(scope="module")
 def browser(live):
-    driver = make_driver(extension_dir=str(EXTENSION_DIR))
-    cdp = BrowserCDP(driver)
-    try:
-        wait_until(cdp.service_workers, 30, message="the extension's service worker")
-        driver.get("about:blank")
+    with extension_browser() as (driver, cdp, _):
         yield Browser(driver, cdp, driver.current_window_handle)
-    finally:
-        cdp.close()
-        driver.quit()
 
 
 # --------------------------------------------------------------------------------------------------------------
