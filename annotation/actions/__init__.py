@@ -2,7 +2,8 @@
 
 Views, API viewsets, consumers, tasks and management commands are thin callers of these, so the recorder's
 HTTP ingest and the synthetic corpus go through exactly the same validation and storage code.
-Modules: ``ingest`` (recordings, turns, blobs), ``jobs`` (exports, evaluations), ``errors``.
+Modules: ``ingest`` (recordings, turns, video, blobs) and ``review`` (curation, undo, workflow), each a package,
+``live`` (the live session), ``jobs`` (exports, evaluations), ``events``, ``errors``.
 """
 
 from .errors import (

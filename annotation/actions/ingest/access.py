@@ -1,0 +1,69 @@
+"""Who may record in a project, read or write a demonstration, and read or upload blobs."""
+
+from django.db import connection
+from django.db.models import Q
+
+from ... import schema
+from ...models import RECORDING_ROLES, Blob, Demonstration, Project, Turn, VideoChunk
+from ..errors import Forbidden, NotFound
+
+
+def check_project_for_recording(user, project_name: str) -> Project:
+    """The project ``user`` may record in; 404 when they are not a member, 403 when their role cannot record."""
+    project = Project.objects.for_user(user).filter(name=project_name).first()
+    if project is None:
+        raise NotFound(f"no project {project_name!r} among yours", [{"field": "project", "message": "not found"}])
+    if not project.has_role(user, RECORDING_ROLES):
+        raise Forbidden(f"your role in {project_name!r} cannot record demonstrations (needs annotator or admin)")
+    return project
+
+
+def visible_demo(user, name: str) -> Demonstration:
+    demo = Demonstration.objects.visible_to(user).select_related("project").filter(name=name).first()
+    if demo is None:
+        raise NotFound(f"no demonstration {name!r} among your projects")
+    return demo
+
+
+def check_demo_readable(user, name: str) -> Demonstration:
+    """A demonstration of one of ``user``'s projects whose turns they may read; others are 404 so their existence
+    does not leak. The instructor of a no-vision recording may not read it while it runs (the live session)."""
+    demo = visible_demo(user, name)
+    if demo.hides_screen_from(user):
+        raise NotFound(f"demonstration {name!r} is not readable by its no-vision instructor while it records")
+    return demo
+
+
+def check_demo_writable(user, name: str) -> Demonstration:
+    """A demonstration ``user`` may add turns to: its navigator's, instructor's or a project admin's."""
+    demo = visible_demo(user, name)
+    if not demo.can_write(user):
+        raise Forbidden(f"demonstration {name!r} belongs to another navigator")
+    return demo
+
+
+def check_blob_readable(user, sha256: str) -> Blob:
+    """A blob that a demonstration of one of ``user``'s projects uses (screenshot, page, bboxes, frame, video)."""
+    blob = Blob.objects.filter(sha256=sha256).first() if schema.is_sha256(sha256) else None
+    if blob is None or not blob_used_by(Demonstration.objects.screen_visible_to(user), blob):
+        raise NotFound(f"no blob {sha256} in your projects")
+    return blob
+
+
+def blob_used_by(demos, blob: Blob) -> bool:
+    turns = Turn.objects.filter(demonstration__in=demos)
+    if turns.filter(Q(screenshot=blob) | Q(page=blob) | Q(bboxes=blob)).exists():
+        return True
+    if VideoChunk.objects.filter(demonstration__in=demos, blob=blob).exists():
+        return True
+    if connection.features.supports_json_field_contains:
+        return turns.filter(frames__contains=[{"screenshot": blob.sha256}]).exists()
+    # SQLite cannot search inside JSON lists: look through the turns that have frames.
+    frame_lists = turns.exclude(frames=[]).values_list("frames", flat=True).iterator()
+    return any(frame.get("screenshot") == blob.sha256 for frames in frame_lists for frame in frames)
+
+
+def check_can_upload_blobs(user) -> None:
+    """Blobs are shared by content; only people who may record anywhere can add them."""
+    if not Project.objects.for_user(user, RECORDING_ROLES).exists():
+        raise Forbidden("uploading blobs needs the annotator or admin role in a project")

@@ -1,0 +1,146 @@
+"""Blobs: content-addressed uploads (screenshots, pages, bboxes, video), checked for hash, size and content."""
+
+import hashlib
+import io
+import json
+import tempfile
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+from PIL import Image, UnidentifiedImageError
+
+from ... import schema
+from ...models import Blob, sha256_path
+from ..errors import TooLarge, UnsupportedMediaType, ValidationFailed
+
+BLOB_MEDIA_TYPES = (
+    "image/png",
+    "image/jpeg",
+    "image/webp",
+    "text/html",
+    "application/json",
+    "video/webm",
+    "video/mp4",
+)
+PILLOW_FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/webp": "WEBP"}
+CHUNK = 1024 * 1024
+
+
+def normalise_media_type(content_type: str) -> str:
+    """``"text/html; charset=utf-8"`` → ``"text/html"``."""
+    return (content_type or "").split(";")[0].strip().lower()
+
+
+def check_blob_request(sha256: str, media_type: str, content_length: int | None) -> None:
+    if not schema.is_sha256(sha256):
+        raise ValidationFailed(
+            "the blob address is not a sha256", [{"field": "sha256", "message": "expected 64 lowercase hex digits"}]
+        )
+    if media_type not in BLOB_MEDIA_TYPES:
+        raise UnsupportedMediaType(
+            f"Content-Type {media_type or '(none)'!r} is not accepted for blobs; allowed: {', '.join(BLOB_MEDIA_TYPES)}"
+        )
+    limit = settings.INGEST_MAX_BLOB_BYTES
+    if content_length is not None and content_length > limit:
+        raise TooLarge(f"blob of {content_length} bytes exceeds the limit of {limit} bytes (INGEST_MAX_BLOB_BYTES)")
+
+
+def spool_and_hash(stream) -> tuple[tempfile.SpooledTemporaryFile, str, int]:
+    """Copy the body to a temporary file while hashing it, stopping as soon as it passes the size limit."""
+    limit, digest, size = settings.INGEST_MAX_BLOB_BYTES, hashlib.sha256(), 0
+    spool = tempfile.SpooledTemporaryFile(max_size=8 * CHUNK)  # noqa: SIM115 (returned to the caller, who closes it)
+    while chunk := stream.read(CHUNK):
+        size += len(chunk)
+        if size > limit:
+            spool.close()
+            raise TooLarge(f"blob exceeds the limit of {limit} bytes (INGEST_MAX_BLOB_BYTES)")
+        digest.update(chunk)
+        spool.write(chunk)
+    spool.seek(0)
+    return spool, digest.hexdigest(), size
+
+
+def check_blob_content(spool, media_type: str) -> None:
+    """The bytes must be what the media type says: a decodable image, parseable JSON, UTF-8 HTML."""
+    if media_type in PILLOW_FORMATS:
+        check_image(spool, PILLOW_FORMATS[media_type])
+    elif media_type == "application/json":
+        try:
+            # Not json.load(TextIOWrapper(spool)): the wrapper closes the spool when it is garbage-collected.
+            json.loads(spool.read().decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as error:
+            raise ValidationFailed(f"body is not valid JSON: {error}") from None
+    elif media_type == "text/html":
+        try:
+            spool.read().decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValidationFailed(f"HTML must be UTF-8: {error}") from None
+    spool.seek(0)
+
+
+def check_image(spool, expected_format: str) -> None:
+    try:
+        with Image.open(spool) as image:
+            found = image.format
+            image.load()  # decodes every pixel: catches truncated and corrupt data that verify() misses
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
+        raise ValidationFailed(f"body is not a decodable image: {error}") from None
+    if found != expected_format:
+        raise ValidationFailed(f"body is a {found} image but Content-Type says {expected_format}")
+
+
+def do_store_blob(sha256: str, content_type: str, stream, content_length: int | None = None) -> tuple[Blob, bool]:
+    """Store a blob under its sha256 after checking hash, size and content. Returns ``(blob, created)``.
+
+    Storing a blob that exists changes nothing. The file is written before its row, so a row never points
+    at a missing file; an interrupted upload leaves at most an unreferenced file that the next upload rewrites.
+    """
+    media_type = normalise_media_type(content_type)
+    check_blob_request(sha256, media_type, content_length)
+    existing = Blob.objects.filter(sha256=sha256).first()
+    if existing is not None:
+        return existing, False
+    spool, digest, size = spool_and_hash(stream)
+    with spool:
+        if size == 0:
+            raise ValidationFailed("empty body; a blob needs content", [{"field": "body", "message": "empty"}])
+        if digest != sha256:
+            raise ValidationFailed(
+                f"body hashes to {digest}, not {sha256}", [{"field": "sha256", "message": "does not match body"}]
+            )
+        check_blob_content(spool, media_type)
+        name = default_storage.save(sha256_path(sha256), File(spool))
+    try:
+        with transaction.atomic():
+            return Blob.objects.create(sha256=sha256, size=size, media_type=media_type, file=name), True
+    except IntegrityError:  # a concurrent upload of the same bytes won the race
+        return Blob.objects.get(sha256=sha256), False
+
+
+MAX_BLOB_QUERY = 1000
+
+
+def check_missing_blobs(shas) -> list[str]:
+    """Which of these sha256s are not stored yet (in the order asked), so a client uploads only those."""
+    if not isinstance(shas, list) or len(shas) > MAX_BLOB_QUERY:
+        raise ValidationFailed(
+            f"expected a list of at most {MAX_BLOB_QUERY} sha256s",
+            [{"field": "sha256", "message": f"a list of at most {MAX_BLOB_QUERY} sha256s"}],
+        )
+    bad = [
+        schema.FieldError(f"sha256[{i}]", "expected 64 lowercase hex digits")
+        for i, sha in enumerate(shas)
+        if not schema.is_sha256(sha)
+    ]
+    if bad:
+        raise ValidationFailed(f"{len(bad)} malformed sha256(s)", bad)
+    stored = set(Blob.objects.filter(sha256__in=shas).values_list("sha256", flat=True))
+    return list(dict.fromkeys(sha for sha in shas if sha not in stored))
+
+
+def do_store_blob_bytes(data: bytes, media_type: str) -> tuple[Blob, bool]:
+    """Store in-memory bytes as a blob (used by the synthetic corpus and tests)."""
+    sha = hashlib.sha256(data).hexdigest()
+    return do_store_blob(sha, media_type, io.BytesIO(data), len(data))

@@ -1,0 +1,71 @@
+"""Starting a recording (idempotent per ``client_id``) and finishing it."""
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ...models import Demonstration, DemoStatus, Project, new_demo_name
+from ..errors import Conflict
+from ..events import on_commit_send
+
+RECORDING_FIELDS = (
+    "mode",
+    "task_description",
+    "websites",
+    "category",
+    "subcategory",
+    "region",
+    "instructor_sees_screen",
+    "recording_start",
+    "timezone_offset_minutes",
+    "user_agent",
+    "recorder_version",
+    "instructor",
+)
+
+
+def unused_demo_name() -> str:
+    while True:
+        name = new_demo_name()
+        if not Demonstration.objects.filter(name=name).exists():
+            return name
+
+
+def do_start_recording(user, project: Project, client_id: str, **fields) -> tuple[Demonstration, bool]:
+    """Start a demonstration, or return the one this ``client_id`` already started (a retried request).
+
+    Returns ``(demonstration, created)``. A ``client_id`` used by another navigator is a conflict.
+    """
+    existing = Demonstration.objects.filter(client_id=client_id).first()
+    if existing is not None:
+        if existing.navigator_id == user.pk and existing.project_id != project.pk:
+            raise Conflict(
+                f"client_id already started a recording in project {existing.project.name!r}",
+                [{"field": "project", "message": f"differs from the recording's project {existing.project.name!r}"}],
+            )
+        if existing.navigator_id != user.pk:
+            raise Conflict(
+                "client_id already used by another recording", [{"field": "client_id", "message": "already used"}]
+            )
+        return existing, False
+    values = {key: fields[key] for key in RECORDING_FIELDS if fields.get(key) is not None}
+    values.setdefault("recording_start", timezone.now())
+    try:
+        with transaction.atomic():
+            demo = Demonstration.objects.create(
+                project=project, navigator=user, client_id=client_id, name=unused_demo_name(), **values
+            )
+    except IntegrityError:  # the same client_id raced in from a concurrent retry
+        return Demonstration.objects.get(client_id=client_id, navigator=user), False
+    return demo, True
+
+
+def do_finish_recording(demo: Demonstration, recording_end=None) -> Demonstration:
+    """Mark a recording as recorded. Finishing again changes nothing (the recorder may retry)."""
+    with transaction.atomic():
+        demo = Demonstration.objects.select_for_update().get(pk=demo.pk)
+        if demo.status == DemoStatus.RECORDING:
+            demo.status = DemoStatus.RECORDED
+            demo.recording_end = recording_end or timezone.now()
+            demo.save(update_fields=["status", "recording_end", "updated_at"])
+            on_commit_send(demo.name, {"type": "session.ended", "status": demo.status})
+    return demo

@@ -1,0 +1,155 @@
+"""Turn batches: validated as a whole, stored atomically, retries recognised by content, sent to the live session."""
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+
+from ... import schema
+from ...models import Blob, Demonstration, Turn, TurnType
+from ..errors import Conflict, ValidationFailed
+from ..events import on_commit_turns
+from .late import check_late_turns, forget_review_caches
+
+
+@dataclass
+class IngestResult:
+    """What a batch did: turns newly stored, turns already stored (retries), and each turn's seq."""
+
+    created: int = 0
+    duplicates: int = 0
+    turns: list = field(default_factory=list)
+
+    def as_dict(self):
+        return {"created": self.created, "duplicates": self.duplicates, "turns": self.turns}
+
+
+def content_hash(turn: dict) -> str:
+    """A stable hash of a submitted turn, to tell a retry (same content) from a conflicting re-use of its id."""
+    canonical = json.dumps(turn, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def check_batch_shape(turns) -> list[schema.FieldError]:
+    if not isinstance(turns, list) or not turns:
+        return [schema.FieldError("turns", "required; expected a non-empty list of turns")]
+    limit = settings.INGEST_MAX_BATCH_TURNS
+    if len(turns) > limit:
+        return [schema.FieldError("turns", f"{len(turns)} turns in one batch; at most {limit} allowed")]
+    return []
+
+
+def check_duplicate_ids(turns: list) -> list[schema.FieldError]:
+    seen, errors = set(), []
+    for index, turn in enumerate(turns):
+        client_id = turn.get("client_id")
+        if client_id in seen:
+            errors.append(schema.FieldError(f"turns[{index}].client_id", f"{client_id!r} appears twice in the batch"))
+        seen.add(client_id)
+    return errors
+
+
+def check_blob_references(turns: list) -> list[schema.FieldError]:
+    """Every referenced blob must be uploaded already, with a media type that fits its role."""
+    wanted = {sha for turn in turns for sha in schema.referenced_blobs(turn).values()}
+    media = dict(Blob.objects.filter(sha256__in=wanted).values_list("sha256", "media_type"))
+    errors = []
+    for index, turn in enumerate(turns):
+        for name, sha in schema.referenced_blobs(turn).items():
+            where, expected = f"turns[{index}].{name}", schema.expected_media_type(name)
+            if sha not in media:
+                errors.append(schema.FieldError(where, f"blob {sha} has not been uploaded; PUT /api/blobs/{sha} first"))
+            elif not media[sha].startswith(expected):
+                errors.append(schema.FieldError(where, f"blob {sha} is {media[sha]}; expected {expected}"))
+    return errors
+
+
+def check_turn_batch(turns) -> list:
+    """Validate a whole batch (shape, every turn, ids, blobs); raise ``ValidationFailed`` listing every problem."""
+    errors = check_batch_shape(turns)
+    if not errors:
+        for index, turn in enumerate(turns):
+            errors += schema.validate_turn(turn, f"turns[{index}]")
+    if not errors:
+        errors = check_duplicate_ids(turns) + check_blob_references(turns)
+    if errors:
+        raise ValidationFailed(f"{len(errors)} problem(s) in the batch; nothing was stored", errors)
+    return turns
+
+
+def turn_row(demo: Demonstration, turn: dict, seq: int, digest: str) -> Turn:
+    """The database row of one validated turn; url, tab and viewport are copied out of the arguments."""
+    row = Turn(
+        demonstration=demo,
+        client_id=turn["client_id"],
+        seq=seq,
+        type=turn["type"],
+        timestamp=float(turn["timestamp"]),
+        content_sha256=digest,
+    )
+    if turn["type"] == TurnType.CHAT:
+        row.speaker, row.utterance = turn["speaker"], turn["utterance"]
+        return row
+    args = turn["arguments"]
+    metadata, properties = args["metadata"], args.get("properties") or {}
+    row.intent, row.arguments = turn["intent"], args
+    row.url = properties.get("url") if turn["intent"] == "load" else metadata.get("url", "")
+    row.tab_id = metadata.get("tabId")
+    row.viewport_width, row.viewport_height = metadata.get("viewportWidth"), metadata.get("viewportHeight")
+    row.screenshot_id, row.page_id, row.bboxes_id = turn.get("screenshot"), turn.get("page"), turn.get("bboxes")
+    row.frames = turn.get("frames") or []
+    return row
+
+
+def do_ingest_turns(demo: Demonstration, turns, late: bool = True) -> IngestResult:
+    """Store a batch of turns atomically: all new turns or none. Turns already stored (a retry) are skipped.
+
+    A ``client_id`` that comes back with different content is a conflict (409) and nothing is stored.
+    Once the recording is finished, new turns are accepted only when ``late`` and ``check_late_turns`` allows
+    them (captured before the end, uploaded after it). The new turns go to the demonstration's live session after
+    commit (one group message per batch).
+    """
+    check_turn_batch(turns)
+    digests = [content_hash(turn) for turn in turns]
+    with transaction.atomic():
+        demo = Demonstration.objects.select_for_update().get(pk=demo.pk)
+        stored = dict(
+            demo.turns.filter(client_id__in=[t["client_id"] for t in turns]).values_list("client_id", "content_sha256")
+        )
+        check_no_conflicts(turns, digests, stored)
+        fresh = [(turn, digest) for turn, digest in zip(turns, digests, strict=True) if turn["client_id"] not in stored]
+        if fresh and not demo.is_recording:
+            if not late:
+                raise Conflict(f"recording {demo.name} is {demo.status}; it takes no new turns")
+            check_late_turns(demo, turns, stored)
+            forget_review_caches(demo)
+        top = demo.turns.aggregate(top=Max("seq"))["top"]
+        next_seq = 0 if top is None else top + 1
+        rows = [turn_row(demo, turn, next_seq + i, digest) for i, (turn, digest) in enumerate(fresh)]
+        Turn.objects.bulk_create(rows)
+        on_commit_turns(demo.name, rows)
+    return batch_result(turns, rows, stored, demo)
+
+
+def check_no_conflicts(turns: list, digests: list, stored: dict) -> None:
+    errors = [
+        schema.FieldError(f"turns[{i}].client_id", f"{t['client_id']!r} was stored before with different content")
+        for i, (t, digest) in enumerate(zip(turns, digests, strict=True))
+        if t["client_id"] in stored and stored[t["client_id"]] != digest
+    ]
+    if errors:
+        raise Conflict("turn ids re-used with different content; nothing was stored", errors)
+
+
+def batch_result(turns: list, rows: list, stored: dict, demo: Demonstration) -> IngestResult:
+    seqs = {row.client_id: row.seq for row in rows}
+    if stored:
+        seqs.update(demo.turns.filter(client_id__in=list(stored)).values_list("client_id", "seq"))
+    return IngestResult(
+        created=len(rows),
+        duplicates=len(turns) - len(rows),
+        turns=[{"client_id": t["client_id"], "seq": seqs[t["client_id"]]} for t in turns],
+    )

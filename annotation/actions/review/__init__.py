@@ -1,0 +1,137 @@
+"""Review and curation: who may see and change a demonstration in review, and every curation operation.
+
+Each ``do_*`` write takes the demo's ``revision`` the caller saw: it locks the ``DemoReview`` row, refuses a stale
+revision with a ``Conflict`` naming who changed what, applies the change to the curated state (``TurnCuration``,
+``DemoReview.order``, the demo's metadata fields) and appends an ``Edit`` with the before/after state. Undo applies
+an edit's before-state as a new edit, and only while what it changed is still as it left it (otherwise 409 naming
+the later edit). The raw capture (``Turn`` rows) is never changed.
+
+Modules: ``access`` (who may see and curate), ``revisions`` (the lock, the revision check, the edit log),
+``curation`` (turn state, order, metadata), ``undo``, ``workflow`` (status, unsure mark, comments) and ``work``
+(what the worker computes for review). Callers import from here: ``from annotation.actions import review``.
+"""
+
+from .access import (
+    CURATE_ROLES,
+    EDITABLE_STATUSES,
+    VIEW_ALL_ROLES,
+    can_curate,
+    check_can_curate,
+    check_demo_reviewable,
+    check_turn,
+    review_of,
+    reviewable_demos,
+    reviewable_projects,
+)
+from .curation import (
+    METADATA_FIELDS,
+    TURN_DEFAULTS,
+    apply_metadata,
+    apply_turn_states,
+    change_turn,
+    check_metadata,
+    check_text,
+    current_order,
+    do_accept_suggestions,
+    do_choose_screenshot,
+    do_delete_turn,
+    do_edit_metadata,
+    do_edit_text,
+    do_move_turn,
+    do_restore_turn,
+    do_set_validity,
+    order_of,
+    screenshot_choices,
+    turn_state,
+)
+from .revisions import check_revision, locked_review, record
+from .undo import (
+    FIELD_NAMES,
+    UNDOABLE,
+    after_value,
+    apply_state,
+    blocking_edit,
+    changed_since,
+    check_not_overwritten,
+    check_undoable,
+    current_value,
+    describe_key,
+    do_undo,
+    edit_label,
+    touched,
+)
+from .work import ENQUEUE_EVERY, do_prepare_review, enqueue_review_work, ensure_quality
+from .workflow import (
+    TRANSITIONS,
+    check_transition,
+    do_comment,
+    do_set_unsure,
+    do_transition,
+    set_status,
+    start_review_if_needed,
+)
+
+__all__ = [
+    # access
+    "CURATE_ROLES",
+    "EDITABLE_STATUSES",
+    "VIEW_ALL_ROLES",
+    "can_curate",
+    "check_can_curate",
+    "check_demo_reviewable",
+    "check_turn",
+    "review_of",
+    "reviewable_demos",
+    "reviewable_projects",
+    # revisions
+    "check_revision",
+    "locked_review",
+    "record",
+    # curation
+    "METADATA_FIELDS",
+    "TURN_DEFAULTS",
+    "apply_metadata",
+    "apply_turn_states",
+    "change_turn",
+    "check_metadata",
+    "check_text",
+    "current_order",
+    "do_accept_suggestions",
+    "do_choose_screenshot",
+    "do_delete_turn",
+    "do_edit_metadata",
+    "do_edit_text",
+    "do_move_turn",
+    "do_restore_turn",
+    "do_set_validity",
+    "order_of",
+    "screenshot_choices",
+    "turn_state",
+    # undo
+    "FIELD_NAMES",
+    "UNDOABLE",
+    "after_value",
+    "apply_state",
+    "blocking_edit",
+    "changed_since",
+    "check_not_overwritten",
+    "check_undoable",
+    "current_value",
+    "describe_key",
+    "do_undo",
+    "edit_label",
+    "touched",
+    # workflow
+    "TRANSITIONS",
+    "check_transition",
+    "do_comment",
+    "do_set_unsure",
+    "do_transition",
+    "set_status",
+    "start_review_if_needed",
+    # work
+    "ENQUEUE_EVERY",
+    "do_prepare_review",
+    "enqueue_review_work",
+    "ensure_quality",
+]

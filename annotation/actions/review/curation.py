@@ -1,0 +1,182 @@
+"""Curation edits: a turn's state (deleted, text, validity, chosen screenshot), the turn order and the metadata.
+
+Each writes the curated state beside the raw capture (``TurnCuration``, ``DemoReview.order``, the demo's fields)
+and records the before/after state as one ``Edit``, under the revision lock of ``revisions``.
+"""
+
+from django.db import transaction
+
+from ...models import Edit, EditKind, Turn, TurnCuration, TurnType
+from ...models.curation import STATE_FIELDS
+from ..errors import ValidationFailed
+from .access import check_can_curate, check_turn
+from .revisions import locked_review, record
+from .workflow import start_review_if_needed
+
+METADATA_FIELDS = ("task_description", "websites", "category", "subcategory", "region", "instructor_sees_screen")
+
+# --- Turn state -----------------------------------------------------------------------------------------
+
+
+TURN_DEFAULTS = {"deleted": False, "text": None, "valid": True, "screenshot": ""}  # an uncurated turn
+
+
+def turn_state(turn_id: int) -> dict:
+    curation = TurnCuration.objects.filter(pk=turn_id).first()
+    return {name: getattr(curation, name) for name in STATE_FIELDS} if curation else dict(TURN_DEFAULTS)
+
+
+def apply_turn_states(demo, states: dict) -> None:
+    """Write ``{turn_id: {field: value}}`` into the turns' curation rows."""
+    for turn_id, fields in states.items():
+        TurnCuration.objects.update_or_create(turn_id=int(turn_id), defaults={"demonstration": demo, **fields})
+
+
+def change_turn(user, demo, revision, turn_id, kind, **fields) -> Edit:
+    """One curation change of one turn's state."""
+    check_can_curate(user, demo)
+    turn = check_turn(demo, turn_id)
+    with transaction.atomic():
+        review = locked_review(demo, revision)
+        current = turn_state(turn.pk)
+        before = {str(turn.pk): {name: current[name] for name in fields}}
+        after = {str(turn.pk): fields}
+        apply_turn_states(demo, after)
+        start_review_if_needed(demo)
+        return record(review, user, kind, before, after, turn=turn)
+
+
+def do_delete_turn(user, demo, revision, turn_id) -> Edit:
+    return change_turn(user, demo, revision, turn_id, EditKind.DELETE, deleted=True)
+
+
+def do_restore_turn(user, demo, revision, turn_id) -> Edit:
+    return change_turn(user, demo, revision, turn_id, EditKind.RESTORE, deleted=False)
+
+
+def do_set_validity(user, demo, revision, turn_id, valid) -> Edit:
+    if not isinstance(valid, bool):
+        raise ValidationFailed("valid must be true or false", [{"field": "valid", "message": "expected a boolean"}])
+    return change_turn(user, demo, revision, turn_id, EditKind.SET_VALIDITY, valid=valid)
+
+
+def check_text(demo, turn_id, text) -> None:
+    """Only chat utterances and typed text (textInput) are editable."""
+    if not isinstance(text, str):
+        raise ValidationFailed("text must be a string", [{"field": "text", "message": "expected a string"}])
+    turn = check_turn(demo, turn_id)
+    if turn.type == TurnType.BROWSER and turn.intent != "textInput":
+        raise ValidationFailed(
+            f"a {turn.intent} turn has no text to edit", [{"field": "text", "message": "chat or textInput only"}]
+        )
+
+
+def do_edit_text(user, demo, revision, turn_id, text) -> Edit:
+    check_text(demo, turn_id, text)
+    return change_turn(user, demo, revision, turn_id, EditKind.EDIT_TEXT, text=text)
+
+
+def screenshot_choices(turn) -> list:
+    """The screenshots a turn may show: its own and the frames captured around it."""
+    own = [turn.screenshot_id] if turn.screenshot_id else []
+    return own + [frame.get("screenshot") for frame in turn.frames or [] if frame.get("screenshot")]
+
+
+def do_choose_screenshot(user, demo, revision, turn_id, sha) -> Edit:
+    turn = check_turn(demo, turn_id)
+    choices = screenshot_choices(turn)
+    if sha not in choices:
+        raise ValidationFailed(
+            "that screenshot was not captured around this turn",
+            [{"field": "screenshot", "message": "expected the turn's screenshot or one of its frames"}],
+        )
+    chosen = "" if sha == turn.screenshot_id else sha
+    return change_turn(user, demo, revision, turn_id, EditKind.CHOOSE_SCREENSHOT, screenshot=chosen)
+
+
+def do_accept_suggestions(user, demo, revision) -> Edit:
+    """Choose the suggested screenshot of every turn that has a suggestion different from its current one."""
+    check_can_curate(user, demo)
+    with transaction.atomic():
+        review = locked_review(demo, revision)
+        before, after = {}, {}
+        for curation in (
+            TurnCuration.objects.filter(demonstration=demo).exclude(suggested_screenshot="").select_related("turn")
+        ):
+            wanted = (
+                "" if curation.suggested_screenshot == curation.turn.screenshot_id else curation.suggested_screenshot
+            )
+            if wanted != curation.screenshot:
+                before[str(curation.pk)], after[str(curation.pk)] = (
+                    {"screenshot": curation.screenshot},
+                    {"screenshot": wanted},
+                )
+        apply_turn_states(demo, after)
+        start_review_if_needed(demo)
+        return record(review, user, EditKind.ACCEPT_SUGGESTIONS, before, after)
+
+
+# --- Order and metadata ---------------------------------------------------------------------------------
+
+
+def current_order(demo, review) -> list:
+    """The curated order as turn ids (capture order when never reordered)."""
+    ids = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq").values_list("pk", flat=True))
+    return order_of(ids, review.order)
+
+
+def order_of(ids: list, order: list) -> list:
+    """Turn ids (capture order) in the curated ``order``; turns missing from it keep their capture place at the end."""
+    if not order:
+        return ids
+    known, present = set(order), set(ids)
+    return [pk for pk in order if pk in present] + [pk for pk in ids if pk not in known]
+
+
+def do_move_turn(user, demo, revision, turn_id, to_index) -> Edit:
+    """Move a turn to position ``to_index`` (0-based) of the curated order."""
+    check_can_curate(user, demo)
+    turn = check_turn(demo, turn_id)
+    if not isinstance(to_index, int) or isinstance(to_index, bool) or to_index < 0:
+        raise ValidationFailed("to_index must be a position (0 or more)", [{"field": "to_index", "message": "invalid"}])
+    with transaction.atomic():
+        review = locked_review(demo, revision)
+        before = current_order(demo, review)
+        after = [pk for pk in before if pk != turn.pk]
+        after.insert(min(to_index, len(after)), turn.pk)
+        review.order = after
+        review.save(update_fields=["order"])
+        start_review_if_needed(demo)
+        return record(review, user, EditKind.REORDER, {"order": before}, {"order": after}, turn=turn)
+
+
+def check_metadata(fields: dict) -> dict:
+    """Only known metadata fields, with the right types."""
+    errors = [{"field": name, "message": "not editable"} for name in fields if name not in METADATA_FIELDS]
+    for name, value in fields.items():
+        if name == "websites" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            errors.append({"field": name, "message": "expected a list of domains"})
+        elif name == "instructor_sees_screen" and not isinstance(value, bool):
+            errors.append({"field": name, "message": "expected a boolean"})
+        elif name in METADATA_FIELDS[:1] + METADATA_FIELDS[2:5] and not isinstance(value, str):
+            errors.append({"field": name, "message": "expected a string"})
+    if errors or not fields:
+        raise ValidationFailed("invalid metadata", errors or [{"field": "fields", "message": "nothing to change"}])
+    return fields
+
+
+def apply_metadata(demo, fields: dict) -> None:
+    for name, value in fields.items():
+        setattr(demo, name, value)
+    demo.save(update_fields=[*fields, "updated_at"])
+
+
+def do_edit_metadata(user, demo, revision, fields) -> Edit:
+    check_can_curate(user, demo)
+    fields = check_metadata(fields)
+    with transaction.atomic():
+        review = locked_review(demo, revision)
+        before = {name: getattr(demo, name) for name in fields}
+        apply_metadata(demo, fields)
+        start_review_if_needed(demo)
+        return record(review, user, EditKind.EDIT_METADATA, before, fields)
