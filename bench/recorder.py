@@ -2,9 +2,10 @@
 
 Per action the content script (``recorder_extension/content/capture.js``) serialises the page with its uids and
 form state and measures every element's box (``WebTasks.dom.capturePage``), then describes the acted element
-(``WebTasks.dom.elementInfo``). Here ``lib/constants.js`` and ``lib/dom.js`` are injected into a generated page
-of about 2,000 elements (served by a local HTTP server) and those two calls are timed with ``performance.now``
-inside the page, for N actions on different elements. The first call, which stamps every uid, is timed apart
+(``WebTasks.dom.elementInfo``). Here ``lib/constants.js`` and ``lib/dom.js`` (with its parts ``lib/privacy.js``
+and ``lib/serialize.js``) are injected into a generated page of about 2,000 elements (served by a local HTTP
+server) and those two calls are timed with ``performance.now`` inside the page, for N actions on different
+elements. The first call, which stamps every uid, is timed apart
 (``first_capture_ms``) and not in the percentiles. ``bytes_per_action`` is what one action stores besides its
 screenshot: the page HTML plus the bboxes JSON (UTF-8 bytes).
 """
@@ -46,7 +47,7 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def inject_capture_functions(driver) -> None:
     """Load the content script's own DOM library (classic scripts defining ``globalThis.WebTasks``)."""
-    for name in ("lib/constants.js", "lib/dom.js"):
+    for name in ("lib/constants.js", "lib/privacy.js", "lib/serialize.js", "lib/dom.js"):
         driver.execute_script((EXTENSION_DIR / name).read_text())
     assert driver.execute_script("return typeof globalThis.WebTasks?.dom?.capturePage") == "function"
 

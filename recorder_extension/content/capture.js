@@ -2,7 +2,8 @@
  * The content script (every frame, document_start): captures the user's actions as WebLINX browser turns.
  * Its one job is capture: screenshots, storage, upload, tabs and loads are the service worker's.
  *
- * Loaded after lib/constants.js, lib/dom.js and lib/coalesce.js (manifest order); classic script.
+ * Loaded after lib/constants.js, lib/privacy.js, lib/serialize.js, lib/dom.js and lib/coalesce.js (manifest
+ * order); classic script.
  *
  * Each action sends ONE message, synchronously from the event handler (the service worker then holds the
  * user gesture and can call captureVisibleTab without its quota):
@@ -22,7 +23,7 @@
  *   scroll     debounced; scrollX/scrollY of the captured window; an element's scroll adds
  *              properties {target: "element", uid, scrollLeft, scrollTop}. Scrolls inside text fields ignored.
  *   copy       selected = the selected text; paste: pasted = the clipboard's text/plain.
- * Private fields (lib/dom.js): values, copied and pasted text are masked ("********" or "").
+ * Private fields (lib/privacy.js): values, copied and pasted text are masked ("********" or "").
  *
  * Frames: the page captured is the topmost same-origin document (a same-origin iframe's actions are
  * captured with the whole page and top-level boxes). A cross-origin frame captures its own document; its

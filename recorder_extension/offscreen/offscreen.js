@@ -60,7 +60,7 @@
 
   async function saveChunk(state, index, data) {
     const bytes = await data.arrayBuffer();
-    const blob = await W.recorder.makeBlob(bytes, "video/webm");
+    const blob = await W.turns.makeBlob(bytes, "video/webm");
     const store = await storeReady;
     await store.addChunk({ session: state.session, index, blob, startedAt: state.startedAt });
     send({ type: C.MSG.VIDEO_CHUNK, session: state.session, index, sha256: blob.sha256, startedAt: state.startedAt });
