@@ -9,7 +9,8 @@ from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotation.models import Membership, Project, Role
+from annotation.actions import do_start_recording
+from annotation.models import Demonstration, DemoStatus, Membership, Project, Role
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +57,36 @@ def owner(alpha):
 @pytest.fixture
 def teammate(alpha):
     return make_user("teammate", alpha, Role.ANNOTATOR)
+
+
+@pytest.fixture
+def instructor(alpha):
+    return make_user("instructor", alpha, Role.ANNOTATOR)
+
+
+def start_demo(
+    navigator,
+    project,
+    instructor=None,
+    sees_screen=True,
+    mode="chat",
+    task="Find the weather in Montreal",
+    status=DemoStatus.RECORDING,
+) -> Demonstration:
+    """A demonstration started as the recorder starts one (a new client id each time), then given ``status``."""
+    demo, _ = do_start_recording(
+        navigator,
+        project,
+        f"client-{navigator.pk}-{Demonstration.objects.count()}",
+        mode=mode,
+        instructor=instructor,
+        instructor_sees_screen=sees_screen,
+        task_description=task,
+    )
+    if status != DemoStatus.RECORDING:
+        Demonstration.objects.filter(pk=demo.pk).update(status=status)
+        demo.refresh_from_db()
+    return demo
 
 
 @pytest.fixture

@@ -6,26 +6,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from annotation.actions import do_start_recording
-from annotation.models import Comment, Demonstration, DemoReview, DemoStatus, ExportJob, JobStatus, Membership, Role
-from tests.conftest import make_user
+from annotation.models import Comment, DemoReview, DemoStatus, ExportJob, JobStatus, Membership, Role
+from tests.conftest import make_user, start_demo
 
 pytestmark = pytest.mark.django_db
-
-
-def start(navigator, project, mode="chat", instructor=None, status=DemoStatus.RECORDING, task="Find the weather"):
-    demo, _ = do_start_recording(
-        navigator,
-        project,
-        f"client-{Demonstration.objects.count()}-{navigator.pk}",
-        mode=mode,
-        instructor=instructor,
-        task_description=task,
-    )
-    if status != DemoStatus.RECORDING:
-        Demonstration.objects.filter(pk=demo.pk).update(status=status)
-        demo.refresh_from_db()
-    return demo
 
 
 def client_for(user) -> Client:
@@ -55,7 +39,7 @@ def admin(alpha):
 
 
 def test_anonymous_visitors_get_the_sign_in_invitation_only(owner, alpha):
-    start(owner, alpha)
+    start_demo(owner, alpha)
     html = Client().get("/").content.decode()
     assert "Sign in" in html
     assert "my-recordings" not in html
@@ -71,8 +55,8 @@ def test_a_user_without_projects_is_told_to_ask_an_admin(db):
 
 
 def test_outsiders_see_nothing_of_other_projects(owner, alpha, outsider):
-    demo = start(owner, alpha)
-    recorded = start(owner, alpha, status=DemoStatus.RECORDED)
+    demo = start_demo(owner, alpha)
+    recorded = start_demo(owner, alpha, status=DemoStatus.RECORDED)
     html = home_of(outsider)
     assert demo.name not in html
     assert recorded.name not in html
@@ -85,7 +69,7 @@ def test_outsiders_see_nothing_of_other_projects(owner, alpha, outsider):
 
 
 def test_an_annotator_sees_their_recording_with_open_session_and_the_invitation(owner, alpha):
-    demo = start(owner, alpha, mode="chat")
+    demo = start_demo(owner, alpha, mode="chat")
     html = block(home_of(owner), "my-recordings")
     assert f'href="/sessions/{demo.name}/navigate"' in html
     assert "Open session" in html
@@ -95,7 +79,7 @@ def test_an_annotator_sees_their_recording_with_open_session_and_the_invitation(
 
 
 def test_the_invitation_on_the_home_page_lets_a_teammate_join(owner, alpha, teammate):
-    demo = start(owner, alpha, mode="chat")
+    demo = start_demo(owner, alpha, mode="chat")
     html = block(home_of(owner), "my-recordings")
     invite = html.split('class="invite-url" type="text" readonly value="', 1)[1].split('"', 1)[0]
     path = invite.split("://", 1)[1].split("/", 1)[1]
@@ -104,7 +88,7 @@ def test_the_invitation_on_the_home_page_lets_a_teammate_join(owner, alpha, team
 
 
 def test_a_task_mode_recording_has_no_invitation(owner, alpha):
-    demo = start(owner, alpha, mode="task")
+    demo = start_demo(owner, alpha, mode="task")
     html = block(home_of(owner), "my-recordings")
     assert f"/sessions/{demo.name}/navigate" in html
     assert "invite-url" not in html
@@ -117,7 +101,7 @@ def test_an_annotator_without_recordings_sees_the_empty_states(owner, alpha):
 
 
 def test_returned_demos_show_their_comment_count_and_link_to_the_review_page(owner, alpha, reviewer):
-    demo = start(owner, alpha, status=DemoStatus.RETURNED)
+    demo = start_demo(owner, alpha, status=DemoStatus.RETURNED)
     for text in ("Wrong site", "Missing chat"):
         Comment.objects.create(demonstration=demo, author=reviewer, text=text)
     html = block(home_of(owner), "my-recordings")
@@ -129,7 +113,7 @@ def test_returned_demos_show_their_comment_count_and_link_to_the_review_page(own
 
 
 def test_a_teammates_returned_demo_is_not_listed_nor_linked(owner, alpha, teammate):
-    demo = start(teammate, alpha, status=DemoStatus.RETURNED)
+    demo = start_demo(teammate, alpha, status=DemoStatus.RETURNED)
     html = home_of(owner)
     assert demo.name in block(html, "recent")  # the recent list shows the project's demos...
     assert f"/review/{demo.name}/" not in html  # ...but the annotator may not open a teammate's
@@ -137,7 +121,7 @@ def test_a_teammates_returned_demo_is_not_listed_nor_linked(owner, alpha, teamma
 
 
 def test_an_instructor_sees_the_demo_they_instruct_with_the_instructor_page(owner, alpha, teammate):
-    demo = start(owner, alpha, instructor=teammate)
+    demo = start_demo(owner, alpha, instructor=teammate)
     html = block(home_of(teammate), "my-instructing")
     assert f'href="/sessions/{demo.name}/instruct"' in html
     assert "Open instructor page" in html
@@ -145,7 +129,7 @@ def test_an_instructor_sees_the_demo_they_instruct_with_the_instructor_page(owne
 
 
 def test_a_teammates_recording_is_not_linked_for_an_annotator(owner, alpha, teammate):
-    demo = start(teammate, alpha)
+    demo = start_demo(teammate, alpha)
     html = home_of(owner)
     assert f"/sessions/{demo.name}/" not in html
     assert client_for(owner).get(f"/sessions/{demo.name}/navigate").status_code == 404
@@ -156,9 +140,9 @@ def test_a_teammates_recording_is_not_linked_for_an_annotator(owner, alpha, team
 
 def test_a_reviewer_sees_the_queue_counts_linked_to_the_filtered_list(owner, alpha, reviewer, outsider, beta):
     for _ in range(2):
-        start(owner, alpha, status=DemoStatus.RECORDED)
-    start(owner, alpha, status=DemoStatus.VALIDATED)
-    start(outsider, beta, status=DemoStatus.RECORDED)  # another project: not counted
+        start_demo(owner, alpha, status=DemoStatus.RECORDED)
+    start_demo(owner, alpha, status=DemoStatus.VALIDATED)
+    start_demo(outsider, beta, status=DemoStatus.RECORDED)  # another project: not counted
     html = block(home_of(reviewer), "review-queue")
     assert 'href="/review/?project=alpha&amp;status=recorded" data-status="recorded">Recorded</a> 2' in html
     assert 'data-status="validated">Validated</a> 1' in html
@@ -170,8 +154,8 @@ def test_a_reviewer_sees_the_queue_counts_linked_to_the_filtered_list(owner, alp
 
 def test_unsure_demos_await_a_second_reviewer(owner, alpha, reviewer):
     second = make_user("second", alpha, Role.REVIEWER)
-    demo = start(owner, alpha, status=DemoStatus.IN_REVIEW)
-    decided = start(owner, alpha, status=DemoStatus.VALIDATED)
+    demo = start_demo(owner, alpha, status=DemoStatus.IN_REVIEW)
+    decided = start_demo(owner, alpha, status=DemoStatus.VALIDATED)
     DemoReview.objects.create(demonstration=demo, unsure_by=reviewer)
     DemoReview.objects.create(demonstration=decided, unsure_by=reviewer)
     mine = block(home_of(reviewer), "review-queue")
@@ -190,8 +174,8 @@ def test_a_reviewer_without_work_sees_the_empty_state(reviewer):
 
 
 def test_a_reviewer_links_recorded_demos_to_review_but_recordings_to_nothing(owner, alpha, reviewer):
-    recording = start(owner, alpha)
-    recorded = start(owner, alpha, status=DemoStatus.RECORDED)
+    recording = start_demo(owner, alpha)
+    recorded = start_demo(owner, alpha, status=DemoStatus.RECORDED)
     html = home_of(reviewer)
     assert f'href="/review/{recorded.name}/"' in html
     assert f"/sessions/{recording.name}/" not in html  # only admins observe a session
@@ -200,7 +184,7 @@ def test_a_reviewer_links_recorded_demos_to_review_but_recordings_to_nothing(own
 
 
 def test_a_project_admin_may_observe_recordings(owner, alpha, admin):
-    demo = start(owner, alpha)
+    demo = start_demo(owner, alpha)
     html = block(home_of(admin), "review-queue")
     assert f'href="/sessions/{demo.name}/instruct"' in html
     page = client_for(admin).get(f"/sessions/{demo.name}/instruct")
@@ -210,8 +194,8 @@ def test_a_project_admin_may_observe_recordings(owner, alpha, admin):
 
 def test_a_superuser_is_admin_everywhere(owner, alpha, outsider, beta):
     root = get_user_model().objects.create_superuser("root", password="x")
-    mine = start(owner, alpha, status=DemoStatus.RECORDED)
-    theirs = start(outsider, beta)
+    mine = start_demo(owner, alpha, status=DemoStatus.RECORDED)
+    theirs = start_demo(outsider, beta)
     html = home_of(root)
     assert f'href="/review/{mine.name}/"' in html
     assert f'href="/sessions/{theirs.name}/instruct"' in html
@@ -246,7 +230,7 @@ def test_a_researcher_without_exports_sees_the_empty_state(researcher):
 
 
 def test_a_researcher_reads_recorded_demos_in_review(owner, alpha, researcher):
-    demo = start(owner, alpha, status=DemoStatus.VALIDATED)
+    demo = start_demo(owner, alpha, status=DemoStatus.VALIDATED)
     assert f'href="/review/{demo.name}/"' in home_of(researcher)
     assert "my-recordings" not in home_of(researcher)
 
@@ -264,7 +248,7 @@ def home_queries(user) -> int:
 def populate(count, alpha, owner, teammate, reviewer, researcher):
     statuses = [DemoStatus.RECORDING, DemoStatus.RETURNED, DemoStatus.IN_REVIEW, DemoStatus.RECORDED]
     for index in range(count):
-        demo = start(owner, alpha, instructor=teammate, status=statuses[index % len(statuses)])
+        demo = start_demo(owner, alpha, instructor=teammate, status=statuses[index % len(statuses)])
         Comment.objects.create(demonstration=demo, author=reviewer, text="note")
         if demo.status == DemoStatus.IN_REVIEW:
             DemoReview.objects.create(demonstration=demo, unsure_by=reviewer)
@@ -285,7 +269,7 @@ def test_the_home_page_makes_as_many_queries_for_20_demos_as_for_2(role, alpha, 
 
 
 def test_an_ended_sessions_page_links_to_its_review_page_for_those_who_may_open_it(owner, alpha, teammate, admin):
-    demo = start(owner, alpha, instructor=teammate, status=DemoStatus.RECORDED)
+    demo = start_demo(owner, alpha, instructor=teammate, status=DemoStatus.RECORDED)
     for user, page in ((owner, "navigate"), (teammate, "instruct"), (admin, "instruct")):
         html = client_for(user).get(f"/sessions/{demo.name}/{page}").content.decode()
         assert f'id="review-link" href="/review/{demo.name}/"' in html
@@ -295,7 +279,7 @@ def test_an_ended_sessions_page_links_to_its_review_page_for_those_who_may_open_
 def test_the_review_page_links_to_the_chat_session_only_for_its_participants_and_admins(
     owner, alpha, teammate, admin, reviewer, researcher
 ):
-    demo = start(owner, alpha, instructor=teammate, status=DemoStatus.IN_REVIEW)
+    demo = start_demo(owner, alpha, instructor=teammate, status=DemoStatus.IN_REVIEW)
     expected = {
         owner: f"/sessions/{demo.name}/navigate",
         teammate: f"/sessions/{demo.name}/instruct",
@@ -312,13 +296,13 @@ def test_the_review_page_links_to_the_chat_session_only_for_its_participants_and
 
 
 def test_a_task_mode_review_page_has_no_session_link(owner, alpha):
-    demo = start(owner, alpha, mode="task", status=DemoStatus.RECORDED)
+    demo = start_demo(owner, alpha, mode="task", status=DemoStatus.RECORDED)
     assert 'id="session-link"' not in client_for(owner).get(f"/review/{demo.name}/").content.decode()
 
 
 def test_an_admins_own_recordings_are_not_repeated_as_observable(alpha, admin, owner):
-    own = start(admin, alpha)
-    other = start(owner, alpha)
+    own = start_demo(admin, alpha)
+    other = start_demo(owner, alpha)
     html = block(home_of(admin), "review-queue")
     assert f'href="/sessions/{other.name}/instruct"' in html
     assert own.name not in html
@@ -326,7 +310,7 @@ def test_an_admins_own_recordings_are_not_repeated_as_observable(alpha, admin, o
 
 def test_the_queue_counts_each_project_where_the_user_reviews(owner, alpha, beta, reviewer, outsider):
     Membership.objects.create(project=beta, user=reviewer, role=Role.REVIEWER)
-    start(outsider, beta, status=DemoStatus.RECORDED)
+    start_demo(outsider, beta, status=DemoStatus.RECORDED)
     html = block(home_of(reviewer), "review-queue")
     assert 'href="/review/?project=beta&amp;status=recorded" data-status="recorded">Recorded</a> 1' in html
     assert 'href="/review/?project=alpha&amp;status=recorded" data-status="recorded">Recorded</a> 0' in html

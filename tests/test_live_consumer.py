@@ -17,12 +17,12 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from annotation.actions import Conflict, do_ingest_turns, do_start_recording, do_store_blob_bytes
+from annotation.actions import Conflict, do_ingest_turns, do_store_blob_bytes
 from annotation.actions.events import session_group
 from annotation.models import Demonstration, DemoStatus, Role, Turn
 from config.asgi import application
 from tests import payloads
-from tests.conftest import make_user
+from tests.conftest import make_user, start_demo
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,26 +43,8 @@ def fresh_channel_layer():
 
 
 @pytest.fixture
-def instructor(alpha):
-    return make_user("instructor", alpha, Role.ANNOTATOR)
-
-
-@pytest.fixture
 def admin(alpha):
     return make_user("admin", alpha, Role.ADMIN)
-
-
-def start_demo(navigator, project, instructor=None, sees_screen=True) -> Demonstration:
-    demo, _ = do_start_recording(
-        navigator,
-        project,
-        f"client-{navigator.pk}-{Demonstration.objects.count()}",
-        mode="chat",
-        instructor=instructor,
-        instructor_sees_screen=sees_screen,
-        task_description="Find the weather in Montreal",
-    )
-    return demo
 
 
 @pytest.fixture

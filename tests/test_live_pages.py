@@ -3,30 +3,12 @@
 import pytest
 from django.test import Client
 
-from annotation.actions import do_ingest_turns, do_start_recording, do_store_blob_bytes, live
-from annotation.models import Demonstration, Role
+from annotation.actions import do_ingest_turns, do_store_blob_bytes, live
+from annotation.models import Role
 from tests import payloads
-from tests.conftest import make_user
+from tests.conftest import make_user, start_demo
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def instructor(alpha):
-    return make_user("instructor", alpha, Role.ANNOTATOR)
-
-
-def start_demo(navigator, project, instructor=None, sees_screen=True) -> Demonstration:
-    demo, _ = do_start_recording(
-        navigator,
-        project,
-        f"client-{Demonstration.objects.count()}",
-        mode="chat",
-        instructor=instructor,
-        instructor_sees_screen=sees_screen,
-        task_description="Find the weather in Montreal",
-    )
-    return demo
 
 
 def browser(user) -> Client:

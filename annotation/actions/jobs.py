@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from ..models import EXPORTABLE_STATUSES, ExportFormat, Project, Role
 from ..models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
-from .errors import Conflict, Forbidden, NotFound, ValidationFailed
+from .errors import Conflict, ValidationFailed
+from .projects import check_project_role
 
 log = logging.getLogger(__name__)
 
@@ -22,12 +23,7 @@ STATUS_CHOICES = tuple(status.value for status in EXPORTABLE_STATUSES)
 
 def check_project_for_export(user, project_name) -> Project:
     """The project ``user`` may export from or evaluate on: 404 for non-members, 403 for other roles."""
-    project = Project.objects.for_user(user).filter(name=project_name).first()
-    if project is None:
-        raise NotFound(f"no project {project_name!r} among yours", [{"field": "project", "message": "not found"}])
-    if not project.has_role(user, EXPORT_ROLES):
-        raise Forbidden(f"your role in {project_name!r} cannot export (needs researcher or admin)")
-    return project
+    return check_project_role(user, project_name, EXPORT_ROLES, "export (needs researcher or admin)")
 
 
 def check_choice(field: str, value, allowed) -> None:

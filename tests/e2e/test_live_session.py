@@ -15,10 +15,9 @@ from selenium.webdriver.common.by import By
 from tests import payloads
 from tests.e2e.browser import make_driver, sign_in_form, wait_for
 from tests.e2e.recorder_harness import (
-    EXTENSION_DIR,
-    BrowserCDP,
     Recorder,
     api,
+    extension_browser,
     live_platform,
     stored_turns,
     wait_until,
@@ -269,26 +268,27 @@ def panel_text(recorder: Recorder, element_id: str) -> str:
     return recorder.evaluate(f"document.getElementById({element_id!r}).textContent")
 
 
-def test_the_side_panel_chats_with_the_instructor_over_the_session(server, drivers):
-    """The real extension: a chat-mode recording's side panel joins the session with its token, shows the
-    instructor's messages, sends the navigator's, and stops the recording when the instructor ends it."""
-    instructor = drivers[0]
-    extension = make_driver(extension_dir=str(EXTENSION_DIR))
-    cdp = BrowserCDP(extension)
-    try:
-        wait_until(cdp.service_workers, 30, message="the extension's service worker")
-        extension.get("about:blank")
-        recorder = Recorder(cdp, server.url, server.token, "live")
-        recorder.open()
-        recorder.start(task_description="Chat with the instructor", mode="chat")
+@contextlib.contextmanager
+def chat_recording(server, instructor, task: str):
+    """The real extension recording a chat-mode demo, its side panel joined to the session, and the instructor's
+    browser joined through the panel's invitation; yields ``(cdp, recorder, demo name)``."""
+    with extension_browser(server, "live") as (_, cdp, recorder):
+        recorder.start(task_description=task, mode="chat")
         demo = wait_until(lambda: (recorder.status().get("session") or {}).get("demoName"), 60, message="demo")
         wait_until(lambda: panel_text(recorder, "live-state") == "connected", 30, message="panel joined")
         invite = wait_until(lambda: recorder.evaluate("document.getElementById('live-invite').value"), 10)
-
         sign_in(instructor, server.url, "liveins")
         instructor.get(invite)
         instructor.find_element(By.ID, "join-button").click()
         wait_for(instructor, lambda d: d.find_element(By.ID, "connection").get_attribute("data-state") == "live")
+        yield cdp, recorder, demo
+
+
+def test_the_side_panel_chats_with_the_instructor_over_the_session(server, drivers):
+    """The real extension: a chat-mode recording's side panel joins the session with its token, shows the
+    instructor's messages, sends the navigator's, and stops the recording when the instructor ends it."""
+    instructor = drivers[0]
+    with chat_recording(server, instructor, "Chat with the instructor") as (_, recorder, demo):
         wait_until(lambda: "liveins is here" in panel_text(recorder, "live-instructor"), 20, message="presence")
 
         send(instructor, "Open the first result")
@@ -327,32 +327,14 @@ def test_the_side_panel_chats_with_the_instructor_over_the_session(server, drive
             ("instructor", "Open the first result"),
             ("navigator", "Opening it now"),
         ]
-    finally:
-        cdp.close()
-        extension.quit()
 
 
 def test_ending_from_the_instructor_page_keeps_the_recorders_queued_turns(server, drivers):
     """The recorder still holds turns (their upload is blocked) when the instructor ends the demonstration: the
     panel stops the recording, and once uploads go through again, they are stored and the finish succeeds."""
     instructor = drivers[0]
-    extension = make_driver(extension_dir=str(EXTENSION_DIR))
-    cdp = BrowserCDP(extension)
-    worker_session = None
-    try:
-        worker = wait_until(cdp.service_workers, 30, message="the extension's service worker")[0]
-        extension.get("about:blank")
-        recorder = Recorder(cdp, server.url, server.token, "live")
-        recorder.open()
-        recorder.start(task_description="End while uploads wait", mode="chat")
-        demo = wait_until(lambda: (recorder.status().get("session") or {}).get("demoName"), 60, message="demo")
-        wait_until(lambda: panel_text(recorder, "live-state") == "connected", 30, message="panel joined")
-        invite = wait_until(lambda: recorder.evaluate("document.getElementById('live-invite').value"), 10)
-        sign_in(instructor, server.url, "liveins")
-        instructor.get(invite)
-        instructor.find_element(By.ID, "join-button").click()
-        wait_for(instructor, lambda d: d.find_element(By.ID, "connection").get_attribute("data-state") == "live")
-
+    with chat_recording(server, instructor, "End while uploads wait") as (cdp, recorder, demo):
+        worker = cdp.service_workers()[0]
         # Hold the recorder's turn uploads (the service worker's requests), then record a turn on its own path.
         worker_session = cdp.send("Target.attachToTarget", {"targetId": worker["targetId"], "flatten": True})
         worker_session = worker_session["sessionId"]
@@ -377,9 +359,4 @@ def test_ending_from_the_instructor_page_keeps_the_recorders_queued_turns(server
         assert [(t["speaker"], t["utterance"]) for t in timeline] == [("instructor", "Transcribed before the end")]
         recording = api(server.platform, f"/api/recordings/{demo}/", server.token)
         assert recording["status"] == "recorded"
-    finally:
-        if worker_session:
-            with contextlib.suppress(Exception):
-                cdp.send("Target.detachFromTarget", {"sessionId": worker_session})
-        cdp.close()
-        extension.quit()
+        cdp.send("Target.detachFromTarget", {"sessionId": worker_session})

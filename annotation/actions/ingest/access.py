@@ -6,16 +6,12 @@ from django.db.models import Q
 from ... import schema
 from ...models import RECORDING_ROLES, Blob, Demonstration, Project, Turn, VideoChunk
 from ..errors import Forbidden, NotFound
+from ..projects import check_project_role
 
 
 def check_project_for_recording(user, project_name: str) -> Project:
     """The project ``user`` may record in; 404 when they are not a member, 403 when their role cannot record."""
-    project = Project.objects.for_user(user).filter(name=project_name).first()
-    if project is None:
-        raise NotFound(f"no project {project_name!r} among yours", [{"field": "project", "message": "not found"}])
-    if not project.has_role(user, RECORDING_ROLES):
-        raise Forbidden(f"your role in {project_name!r} cannot record demonstrations (needs annotator or admin)")
-    return project
+    return check_project_role(user, project_name, RECORDING_ROLES, "record demonstrations (needs annotator or admin)")
 
 
 def visible_demo(user, name: str) -> Demonstration:
