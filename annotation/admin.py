@@ -2,15 +2,20 @@
 
 from django.contrib import admin
 
+from .actions import work
 from .models import (
+    Assignment,
+    Batch,
     Blob,
     Demonstration,
     Edit,
     Evaluation,
     ExportJob,
+    Invitation,
     Membership,
     Project,
     SplitConfig,
+    Task,
     Turn,
     VideoChunk,
 )
@@ -102,6 +107,17 @@ class BlobAdmin(ReadOnlyAdmin):
     search_fields = ["sha256"]
 
 
+@admin.register(Invitation)
+class InvitationAdmin(ReadOnlyAdmin):
+    """Who invited whom and when; revoking is done on the navigator's page or in the side panel (it also tells the
+    live session). The nonce is never shown: with the secret key it gives the code."""
+
+    list_display = ["demonstration", "state", "created_by", "created_at", "expires_at", "used_by", "revoked_by"]
+    list_select_related = ["demonstration", "created_by", "used_by", "revoked_by"]
+    exclude = ["nonce"]
+    search_fields = ["demonstration__name"]
+
+
 @admin.register(SplitConfig)
 class SplitConfigAdmin(admin.ModelAdmin):
     list_display = ["project", "seed", "valid_fraction", "test_iid_fraction", "test_task_fraction", "updated_at"]
@@ -134,3 +150,59 @@ class EditAdmin(ReadOnlyAdmin):
     list_filter = ["kind"]
     search_fields = ["demonstration__name", "author__username"]
     list_select_related = ["demonstration", "author"]
+
+
+# --- Form tasks --------------------------------------------------------------------------------------------------
+
+
+@admin.register(Batch)
+class BatchAdmin(admin.ModelAdmin):
+    """Batches are uploaded through the web app, the API or ``import_turkingbench``; here their settings change
+    (through the same action, so a new number of assignments per task re-decides completion)."""
+
+    list_display = ["name", "project", "kind", "assignments_per_task", "published", "active", "completed", "created_at"]
+    list_filter = ["project", "kind", "published", "active", "completed"]
+    search_fields = ["name", "source_name", "project__name"]
+    filter_horizontal = ["workers", "worker_groups"]
+    readonly_fields = [
+        "project",
+        "kind",
+        "source_name",
+        "html_template",
+        "template_fields",
+        "has_submit_button",
+        "uses_crowd_elements",
+        "csv_filename",
+        "csv_columns",
+        "completed",
+        "created_by",
+        "created_at",
+    ]
+
+    def has_add_permission(self, request):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        fields = {
+            name: form.cleaned_data[name] for name in form.changed_data if name not in ("workers", "worker_groups")
+        }
+        work.do_update_batch_settings(obj, **fields)
+
+
+@admin.register(Task)
+class TaskAdmin(ReadOnlyAdmin):
+    list_display = ["batch", "index", "taken", "submitted", "completed"]
+    list_filter = ["completed", "batch__project"]
+    search_fields = ["batch__name"]
+    list_select_related = ["batch"]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(ReadOnlyAdmin):
+    """Assignments change only through the work queue (accept, submit, skip, return, expire)."""
+
+    list_display = ["pk", "task", "worker", "status", "accepted_at", "submitted_at", "work_seconds"]
+    list_filter = ["status", "task__batch__project"]
+    search_fields = ["worker__username", "task__batch__name"]
+    list_select_related = ["task__batch", "worker"]
+    exclude = ["token_nonce"]

@@ -6,3 +6,33 @@ class AnnotationConfig(AppConfig):
 
     name = "annotation"
     verbose_name = "Annotation"
+
+    def ready(self):
+        from django.conf import settings
+        from django.contrib.auth.signals import user_logged_in, user_login_failed
+        from PIL import Image
+
+        import config.checks  # noqa: F401 (registers the settings checks)
+
+        # Pillow then refuses images over twice the limit wherever they are decoded (thumbnails, re-alignment)
+        # and warns above it; ingest refuses anything above it before decoding (``check_image_pixels``).
+        Image.MAX_IMAGE_PIXELS = settings.INGEST_MAX_IMAGE_PIXELS
+
+        user_login_failed.connect(count_sign_in_failure, dispatch_uid="annotation.sign_in_failure")
+        user_logged_in.connect(forget_sign_in_failures, dispatch_uid="annotation.sign_in_success")
+
+
+def count_sign_in_failure(sender, credentials, request=None, **kwargs):
+    """Every failed ``authenticate()`` of a request (sign-in page, admin, API token) counts for the throttle."""
+    from .actions.signin import client_address, do_note_sign_in_failure
+
+    if request is not None:
+        do_note_sign_in_failure(str(credentials.get("username", "")), client_address(request))
+
+
+def forget_sign_in_failures(sender, request, user, **kwargs):
+    """A successful sign-in of a session clears that username's failures from that address."""
+    from .actions.signin import client_address, do_forget_sign_in_failures
+
+    if request is not None:
+        do_forget_sign_in_failures(user.get_username(), client_address(request))

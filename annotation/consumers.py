@@ -7,14 +7,14 @@ the socket with 4401 (not authenticated) or 4403 (no such session, or not yours)
 """
 
 import asyncio
-import json
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from .actions import ActionError, live
+from . import jsonsafe
+from .actions import ActionError, MalformedJSON, live
 from .actions.events import session_group
 
 UNAUTHENTICATED, FORBIDDEN = 4401, 4403
@@ -65,14 +65,15 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
         # Binary frames are not part of the protocol: answered like a message of unknown type.
-        await self.receive_json(await self.decode_json(text_data) if text_data is not None else None)
-
-    @classmethod
-    async def decode_json(cls, text_data):
         try:
-            return json.loads(text_data)
-        except ValueError:
-            return None  # answered like any message of unknown type
+            content = jsonsafe.loads(text_data) if text_data is not None else None
+        except jsonsafe.JSONProblem as problem:
+            # Deep nesting, lone surrogates, 1e400: an error message for a joined client (the socket stays
+            # usable); before the join it is no join, so the socket is refused as for any other message.
+            if self.demo is None or self.refused:
+                return await self.receive_json(None)
+            return await self.send_json(error_message(MalformedJSON.of(problem), {}))
+        await self.receive_json(content)
 
     async def receive_json(self, content, **kwargs):
         kind = content.get("type") if isinstance(content, dict) else None
@@ -80,7 +81,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return None
         if self.demo is None:
             return await (self.join(content) if kind == "join" else self.refuse(UNAUTHENTICATED))
-        handler = {"chat": self.chat, "end": self.end, "ping": self.ping}.get(kind)
+        handler = {"chat": self.chat, "end": self.end, "ping": self.ping, "revoke_invite": self.revoke_invite}.get(kind)
         if handler is None:
             return await self.send_json({"type": "error", "code": "unknown_type", "detail": f"unknown type {kind!r}"})
         try:
@@ -135,7 +136,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             "sees_screen": self.screen,
         }
         if self.role != live.INSTRUCTOR:
-            message["invite"] = live.invite_code(demo)
+            message.update(live.invitation_fields(live.do_issue_invitation(self.user, demo)))
         return message
 
     async def catch_up(self, after_seq: int):
@@ -164,6 +165,10 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def end(self, content: dict):
         await database_sync_to_async(live.do_end_session)(self.user, self.demo)
 
+    async def revoke_invite(self, content: dict):
+        """Revoke the invitation link; the session's navigator and observers get the new one (``invite``)."""
+        await database_sync_to_async(live.do_revoke_invitation)(self.user, self.demo)
+
     async def ping(self, content: dict):
         """Keep-alive; the navigator's side panel adds its recording-clock reading (``clock``)."""
         clock = live.check_clock_reading(content.get("clock"))
@@ -180,6 +185,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                 await self.send_turn(turn)
             elif turn["seq"] > self.last_seq + 1:
                 await self.catch_up(self.last_seq)
+
+    async def session_invite(self, event: dict):
+        """The invitation changed (revoked and replaced, or used): never told to the instructor."""
+        if self.role != live.INSTRUCTOR:
+            await self.send_json({"type": "invite", **{k: v for k, v in event.items() if k != "type"}})
 
     async def session_ended(self, event: dict):
         await self.send_json({"type": "ended", "status": event["status"]})

@@ -6,6 +6,8 @@
 
 import json
 
+from . import shapes
+
 LONG_GAP_SECONDS = 60.0
 NO_SCREENSHOT_INTENTS = {"tabcreate", "tabremove", "tabswitch"}  # tab events have no page to capture
 
@@ -24,15 +26,15 @@ def issue(turn, check: str, detail: str = "") -> dict:
 
 
 def box_of(turn) -> dict | None:
-    return ((turn.arguments or {}).get("element") or {}).get("bbox")
+    return shapes.box_of(shapes.element_of(turn.arguments).get("bbox"))
 
 
 def outside(box: dict, width, height) -> bool:
     """True when the box does not overlap the viewport at all."""
     if not width or not height:
         return False
-    left, top = box.get("x", box.get("left", 0)), box.get("y", box.get("top", 0))
-    return left + box.get("width", 0) <= 0 or top + box.get("height", 0) <= 0 or left >= width or top >= height
+    left, top = box["x"], box["y"]
+    return left + box["width"] <= 0 or top + box["height"] <= 0 or left >= width or top >= height
 
 
 class BlobCache:
@@ -48,7 +50,10 @@ class BlobCache:
 
     def box_uids(self, sha: str) -> set:
         if sha not in self.boxes:
-            self.boxes[sha] = set(json.loads(self.read(sha)))
+            try:
+                self.boxes[sha] = shapes.box_uids(json.loads(self.read(sha)))
+            except (ValueError, RecursionError):  # a legacy blob that is not JSON: no uid is in it
+                self.boxes[sha] = set()
         return self.boxes[sha]
 
 

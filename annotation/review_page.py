@@ -7,7 +7,9 @@ from django.core.paginator import Paginator
 from django.db.models import Count
 from django.urls import reverse
 
+from . import shapes
 from .actions import review as actions
+from .blobstore import has_thumbnail
 from .models import Comment, DemoReview, DemoStatus, Edit, EditKind, Turn, TurnCuration, TurnType, curated_turns
 
 LIST_PAGE_SIZE = 25
@@ -72,8 +74,7 @@ def list_context(user, params) -> dict:
 
 
 def element_text(turn) -> str:
-    element = (turn.arguments or {}).get("element") or {}
-    return " ".join((element.get("textContent") or "").split())[:120]
+    return " ".join(shapes.as_text(shapes.element_of(turn.arguments).get("textContent")).split())[:120]
 
 
 def shorten(text: str, length: int) -> str:
@@ -85,13 +86,14 @@ def turn_text(turn, curation) -> str:
     """The curated text: a chat utterance, or the typed text of a textInput."""
     if curation is not None and curation.text is not None:
         return curation.text
-    return turn.utterance if turn.type == TurnType.CHAT else (turn.arguments or {}).get("text", "")
+    return turn.utterance if turn.type == TurnType.CHAT else shapes.as_text(shapes.as_dict(turn.arguments).get("text"))
 
 
 def turn_row(index, turn, curation, issues, comments) -> dict:
     """Everything the page shows about one turn (also sent to the script as JSON)."""
     chosen = (curation.screenshot if curation else "") or turn.screenshot_id or ""
-    element = (turn.arguments or {}).get("element") or {}
+    element = shapes.element_of(turn.arguments)
+    tag = shapes.as_text(element.get("tagName"))
     return {
         "id": turn.pk,
         "index": index,
@@ -102,18 +104,18 @@ def turn_row(index, turn, curation, issues, comments) -> dict:
         "text": turn_text(turn, curation),
         "text_editable": turn.type == TurnType.CHAT or turn.intent == "textInput",
         "element": element_text(turn),
-        "element_label": f"{element.get('tagName', '').lower()} “{shorten(element_text(turn), 60)}”",
-        "tag": element.get("tagName", ""),
+        "element_label": f"{tag.lower()} “{shorten(element_text(turn), 60)}”",
+        "tag": tag,
         "url": turn.url,
         "url_short": shorten(turn.url or "", 70),
         "time": round(turn.timestamp, 2),
         "screenshot": chosen,
         "own_screenshot": turn.screenshot_id or "",
-        "frames": [f for f in turn.frames or [] if f.get("screenshot")],
+        "frames": shapes.frames_of(turn.frames),
         "suggested": curation.suggested_screenshot if curation else "",
         "deleted": bool(curation and curation.deleted),
         "valid": not curation or curation.valid,
-        "box": element.get("bbox"),
+        "box": shapes.box_of(element.get("bbox")),
         "viewport": [turn.viewport_width, turn.viewport_height],
         "has_page": bool(turn.page_id),
         "issues": issues.get(turn.pk, []),
@@ -200,8 +202,6 @@ def comments_by_turn(demo) -> tuple:
 
 def page_context(user, demo, read) -> dict:
     """The review page of ``demo`` for ``user``."""
-    from workers.thumbnails import has_thumbnail
-
     review = actions.review_of(demo)
     turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
     curations = {c.turn_id: c for c in TurnCuration.objects.filter(demonstration=demo)}

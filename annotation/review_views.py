@@ -1,18 +1,18 @@
 """The review pages and their small JSON write endpoint (session auth + CSRF). Thin: they call
 ``annotation.actions.review`` and ``annotation.review_page``."""
 
-import json
-
 from django.contrib.auth.decorators import login_required
+from django.core.files.storage import default_storage
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
-from . import review_page
-from .actions import ActionError, NotFound, ValidationFailed, check_blob_readable, live
+from . import jsonsafe, review_page
+from .actions import ActionError, MalformedJSON, NotFound, ValidationFailed, check_blob_readable, live
 from .actions import review as actions
+from .blobstore import has_thumbnail, read_blob, thumbnail_path
 from .models import DemoMode
 
 # op → function(user, demo, revision, body) -> Edit | Comment
@@ -24,7 +24,7 @@ OPS = {
     "set_validity": lambda u, d, r, b: actions.do_set_validity(u, d, r, b.get("turn"), b.get("valid")),
     "choose_screenshot": lambda u, d, r, b: actions.do_choose_screenshot(u, d, r, b.get("turn"), b.get("screenshot")),
     "accept_suggestions": lambda u, d, r, b: actions.do_accept_suggestions(u, d, r),
-    "edit_metadata": lambda u, d, r, b: actions.do_edit_metadata(u, d, r, b.get("fields") or {}),
+    "edit_metadata": lambda u, d, r, b: actions.do_edit_metadata(u, d, r, b.get("fields")),
     "undo": lambda u, d, r, b: actions.do_undo(u, d, r, b.get("edit")),
     "transition": lambda u, d, r, b: actions.do_transition(u, d, r, b.get("action"), b.get("comment") or ""),
     "set_unsure": lambda u, d, r, b: actions.do_set_unsure(u, d, r, b.get("unsure")),
@@ -54,10 +54,8 @@ def review_list(request):
 @require_GET
 def review_demo(request, name):
     """The review page of one demonstration."""
-    from workers.dataset import storage_blobs
-
     demo = demo_or_404(request.user, name)
-    context = review_page.page_context(request.user, demo, storage_blobs().read)
+    context = review_page.page_context(request.user, demo, read_blob)
     return render(request, "review/demo.html", {**context, "session_url": session_url(request.user, demo)})
 
 
@@ -71,9 +69,9 @@ def session_url(user, demo) -> str:
 
 def parse_body(request) -> dict:
     try:
-        body = json.loads(request.body or b"{}")
-    except ValueError as error:
-        raise ValidationFailed(f"the body is not JSON: {error}") from error
+        body = jsonsafe.loads(request.body or b"{}")
+    except jsonsafe.JSONProblem as problem:
+        raise MalformedJSON.of(problem) from None
     if not isinstance(body, dict) or body.get("op") not in OPS:
         raise ValidationFailed("expected a JSON object with an op", [{"field": "op", "message": ", ".join(OPS)}])
     return body
@@ -142,10 +140,6 @@ PLACEHOLDER = (
 @require_GET
 def review_thumbnail(request, sha256):
     """A screenshot's thumbnail once the worker made it, a placeholder until then."""
-    from django.core.files.storage import default_storage
-
-    from workers.thumbnails import has_thumbnail, thumbnail_path
-
     try:
         check_blob_readable(request.user, sha256)
     except ActionError as error:

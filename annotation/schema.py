@@ -64,8 +64,8 @@ ELEMENT_KEYS = [
 OPTIONAL_ELEMENT_KEYS = [(("innerHTML",), "string")]
 METADATA_KEYS = [(("url",), "string"), (("tabId",), "integer")]
 OPTIONAL_METADATA_KEYS = [
-    (("viewportWidth",), "integer"),
-    (("viewportHeight",), "integer"),
+    (("viewportWidth",), "count"),
+    (("viewportHeight",), "count"),
     (("mouseX",), "number"),
     (("mouseY",), "number"),
     (("zoomLevel",), "number"),
@@ -93,13 +93,30 @@ def is_sha256(value) -> bool:
     return isinstance(value, str) and len(value) == 64 and set(value) <= SHA256_CHARS
 
 
+MAX_SAFE_INTEGER = 2**53 - 1  # the largest integer a JavaScript client (the recorder) represents exactly
+MAX_COUNT = 2**31 - 1  # the largest value of the database's integer columns (viewport sizes, video chunk index)
+
+
+def is_integer(value) -> bool:
+    """An int within JSON's safe range (tab ids are stored as 64-bit integers)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+
+
+def is_count(value) -> bool:
+    """A non-negative int that fits the database's integer columns."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
 TYPE_CHECKS = {
     "string": lambda v: isinstance(v, str),
     "number": is_number,
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "integer": is_integer,
+    "count": is_count,
     "object": lambda v: isinstance(v, dict),
     "list of strings": lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v),
 }
+TYPE_NAMES = {"count": "integer"}
+INTEGER_RANGES = {"integer": (-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER), "count": (0, MAX_COUNT)}
 
 
 def type_name(value) -> str:
@@ -117,6 +134,16 @@ def type_name(value) -> str:
     return "object" if isinstance(value, dict) else type(value).__name__
 
 
+def type_message(expected: str, value) -> str:
+    """What is wrong: the wrong JSON type, or an integer outside its column's range (integers are never too big for
+    Python, but are for the database and for JavaScript clients)."""
+    if expected in INTEGER_RANGES and isinstance(value, int) and not isinstance(value, bool):
+        low, high = INTEGER_RANGES[expected]
+        shown = value if abs(value) < 10**15 else ("a larger one" if value > 0 else "a smaller one")
+        return f"expected an integer from {low} to {high}, got {shown}"
+    return f"expected {TYPE_NAMES.get(expected, expected)}, got {type_name(value)}"
+
+
 def check_keys(obj: dict, specs, where: str, required=True) -> list[FieldError]:
     """Check that each ``(path, type)`` of ``specs`` is present in ``obj`` (if required) with that type."""
     errors = []
@@ -130,14 +157,49 @@ def check_keys(obj: dict, specs, where: str, required=True) -> list[FieldError]:
         field = ".".join([where, *path])
         if not found:
             if required:
-                errors.append(FieldError(field, f"required; expected {expected}"))
+                errors.append(FieldError(field, f"required; expected {TYPE_NAMES.get(expected, expected)}"))
         elif not TYPE_CHECKS[expected](value):
-            errors.append(FieldError(field, f"expected {expected}, got {type_name(value)}"))
+            errors.append(FieldError(field, type_message(expected, value)))
     return errors
 
 
 def check_bbox(bbox: dict, where: str) -> list[FieldError]:
     return check_keys(bbox, [((key,), "number") for key in BBOX_KEYS], where)
+
+
+BOX_REQUIRED = frozenset(("x", "y", "width", "height"))  # what the exporters, metrics and quality checks read
+NUMBER_TYPES = (int, float)  # not bool; non-finite floats never get past ``jsonsafe``
+
+
+def bad_box(box) -> bool:
+    """Fast test (runs for every element of every bboxes blob): not an object of numbers with x, y, width, height."""
+    return (
+        type(box) is not dict
+        or not box.keys() >= BOX_REQUIRED
+        or not all(type(v) in NUMBER_TYPES for v in box.values())
+    )
+
+
+def box_errors(box, where: str) -> list[FieldError]:
+    if not isinstance(box, dict):
+        return [FieldError(where, f"expected a box object {{x, y, width, height, ...}}, got {type_name(box)}")]
+    errors = check_keys(box, [((key,), "number") for key in sorted(BOX_REQUIRED)], where)
+    extra = [key for key in box if key not in BOX_REQUIRED and not is_number(box[key])]
+    return errors + [FieldError(f"{where}.{key}", f"expected number, got {type_name(box[key])}") for key in extra]
+
+
+def validate_bboxes(boxes, where: str = "body", most: int = 20) -> list[FieldError]:
+    """A page's bboxes blob: ``{uid: box}``, each box an object of numbers with at least x, y, width and height
+    (the recorder sends top, right, bottom and left too). At most ``most`` problems are listed."""
+    if not isinstance(boxes, dict):
+        return [FieldError(where, f"expected an object {{uid: box}}, got {type_name(boxes)}")]
+    errors = []
+    for uid, box in boxes.items():
+        if bad_box(box):
+            errors += box_errors(box, f"{where}.{uid}")
+            if len(errors) >= most:
+                break
+    return errors[:most]
 
 
 def check_element(element, where: str) -> list[FieldError]:
@@ -149,6 +211,11 @@ def check_element(element, where: str) -> list[FieldError]:
         uid = element["attributes"].get(UID_ATTRIBUTE)
         if not isinstance(uid, str) or not uid:
             errors.append(FieldError(f"{where}.attributes.{UID_ATTRIBUTE}", "required; expected non-empty string"))
+        errors += [
+            FieldError(f"{where}.attributes.{name}", f"expected string (a DOM attribute value), got {type_name(value)}")
+            for name, value in element["attributes"].items()
+            if name != UID_ATTRIBUTE and not isinstance(value, str)
+        ]
     if isinstance(element.get("bbox"), dict):
         errors += check_bbox(element["bbox"], f"{where}.bbox")
     return errors
@@ -171,7 +238,8 @@ def check_arguments(intent: str, arguments, where: str) -> list[FieldError]:
     if "properties" in arguments and not isinstance(arguments["properties"], dict):
         errors.append(FieldError(f"{where}.properties", f"expected object, got {type_name(arguments['properties'])}"))
     errors += check_keys(arguments, INTENT_ARGUMENTS.get(intent, []), where)
-    if intent in ELEMENT_INTENTS:
+    # Any intent may carry the element it concerns; when it does, the review page and exporters read it.
+    if intent in ELEMENT_INTENTS or arguments.get("element") is not None:
         errors += check_element(arguments.get("element"), f"{where}.element")
     return errors
 

@@ -1,12 +1,11 @@
 """Pages of the live session: the instructor's, the navigator's web fallback, joining by invitation, and the
 session's screenshots. Thin: each calls ``annotation.actions.live`` and renders."""
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from .actions import ActionError, live
 from .actions.review import reviewable_demos
@@ -51,30 +50,48 @@ def navigate(request, name: str):
     demo, role = session_or_404(request, name)
     if role == live.INSTRUCTOR:
         return redirect("session-instruct", name=demo.name)
-    invite = request.build_absolute_uri(reverse("session-join", args=[live.invite_code(demo)]))
-    return render(request, "sessions/navigate.html", {**page_context(request, demo, role), "invite_url": invite})
+    invitation = live.do_issue_invitation(request.user, demo)
+    invite = request.build_absolute_uri(reverse("session-join", args=[invitation.code])) if invitation else ""
+    context = {**page_context(request, demo, role), "invitation": invitation, "invite_url": invite}
+    return render(request, "sessions/navigate.html", context)
+
+
+@login_required
+@require_POST
+def revoke_invitation(request, name: str):
+    """Revoke the invitation link (it stops working at once) and show the navigator the new one."""
+    demo, _ = session_or_404(request, name)
+    try:
+        live.do_revoke_invitation(request.user, demo)
+    except ActionError as error:
+        return render(request, "sessions/join.html", {"demo": demo, "error": error.detail}, status=error.status)
+    return redirect("session-navigate", name=demo.name)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def join(request, code: str):
-    """An invitation: GET shows the demonstration and a button; POST makes the user its instructor (first come)."""
+    """An invitation: GET shows the demonstration and a button; POST makes the user its instructor and spends the
+    invitation. Used, revoked and expired invitations get a page saying so (410); unknown codes 404."""
     try:
-        demo = live.check_invite(request.user, code, settings.LIVE_INVITE_MAX_AGE_SECONDS)
+        invitation = live.find_invitation(request.user, code)
+        demo = invitation.demonstration
+        role = live.session_role(demo, request.user)
+        if role in (live.NAVIGATOR, live.INSTRUCTOR):  # following one's own link again is harmless
+            return redirect("session-navigate" if role == live.NAVIGATOR else "session-instruct", name=demo.name)
+        live.check_invite(request.user, code)
     except ActionError as error:
         return render(request, "sessions/join.html", {"error": error.detail}, status=error.status)
-    role = live.session_role(demo, request.user)
-    if role in (live.NAVIGATOR, live.INSTRUCTOR):
-        return redirect("session-navigate" if role == live.NAVIGATOR else "session-instruct", name=demo.name)
     if request.method == "POST":
         try:
-            live.do_join_as_instructor(request.user, demo)
+            live.do_join_as_instructor(request.user, code)
         except ActionError as error:
             return render(request, "sessions/join.html", {"demo": demo, "error": error.detail}, status=error.status)
         return redirect("session-instruct", name=demo.name)
-    taken = demo.instructor_id is not None
-    context = {"demo": demo, "error": "This demonstration already has an instructor." if taken else ""}
-    return render(request, "sessions/join.html", context, status=409 if taken else 200)
+    context = {"demo": demo, "invitation": invitation}
+    if demo.instructor_id is not None or not demo.is_recording:
+        context["error"] = "This demonstration takes no instructor any more."
+    return render(request, "sessions/join.html", context, status=409 if "error" in context else 200)
 
 
 @login_required

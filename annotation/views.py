@@ -5,10 +5,22 @@ from django.db.models import Count, Q
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 
-from .actions import live
+from .actions import live, work
 from .actions.review import EDITABLE_STATUSES, VIEW_ALL_ROLES
-from .models import DemoMode, Demonstration, DemoReview, DemoStatus, ExportJob, Membership, Project, Role
+from .models import (
+    Assignment,
+    AssignmentStatus,
+    DemoMode,
+    Demonstration,
+    DemoReview,
+    DemoStatus,
+    ExportJob,
+    Membership,
+    Project,
+    Role,
+)
 
 HOME_LIMIT = 10  # rows per block: the home page points onwards, the lists behind the links are complete
 REVIEW_ROLES = (Role.REVIEWER, Role.ADMIN)
@@ -67,10 +79,11 @@ def recording_blocks(request, user, roles: dict) -> dict:
     those returned to them with the reviewers' comment count."""
     visible = Demonstration.objects.visible_to(user).select_related("project")
     navigating = list(visible.filter(status=DemoStatus.RECORDING, navigator=user)[:HOME_LIMIT])
+    invitations = live.do_issue_invitations(user, [demo for demo in navigating if demo.mode == DemoMode.CHAT])
     for demo in navigating:
-        if demo.mode == DemoMode.CHAT:
-            code = live.invite_code(demo)
-            demo.invite_url = request.build_absolute_uri(reverse("session-join", args=[code]))
+        if demo.pk in invitations:
+            demo.invitation = invitations[demo.pk]
+            demo.invite_url = request.build_absolute_uri(reverse("session-join", args=[demo.invitation.code]))
     instructing = visible.filter(status=DemoStatus.RECORDING, instructor=user).exclude(navigator=user)
     instructing = instructing.select_related("navigator")
     returned = (
@@ -133,6 +146,15 @@ def research_block(roles: dict) -> dict:
     }
 
 
+def form_work_block(user) -> dict:
+    """Form batches with work for ``user`` (how many tasks each) and their assignments in progress; three queries."""
+    batches = work.open_for_work(work.workable_batches(user)).select_related("project").order_by("-created_at")
+    counts = work.available_counts(user, batches)
+    active = Assignment.objects.filter(worker=user, status=AssignmentStatus.ACTIVE, expires_at__gt=timezone.now())
+    with_work = list(batches.filter(pk__in=list(counts))[:HOME_LIMIT])
+    return {"form_batches": [(b, counts[b.pk]) for b in with_work], "form_active": active.count()}
+
+
 def home_context(request, user) -> dict:
     """Everything the signed-in home page shows; a bounded number of queries however many demos there are."""
     roles = project_roles(user)
@@ -147,6 +169,7 @@ def home_context(request, user) -> dict:
         "researches": bool(held & set(RESEARCH_ROLES)),
     }
     context.update(recording_blocks(request, user, roles))  # anyone may navigate or instruct, not only annotators
+    context.update(form_work_block(user))
     if context["reviews"]:
         context.update(review_block(user, roles))
     if context["researches"]:

@@ -2,10 +2,12 @@
 
 import re
 
-from django.http import FileResponse, HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, JsonResponse, StreamingHttpResponse
 
 CHUNK = 1024 * 1024
-RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+# At most 19 digits (any file size fits): longer numbers are refused like any malformed range, and never reach int(),
+# which refuses more than 4,300 digits with a ValueError.
+RANGE = re.compile(r"^bytes=(\d{0,19})-(\d{0,19})$")
 
 
 def parse_range(header: str, size: int):
@@ -41,7 +43,15 @@ def file_download(request, open_file, size: int, filename: str, content_type: st
     """200 with the whole file, 206 with the requested range, or 416 for a range outside the file."""
     wanted = parse_range(request.META.get("HTTP_RANGE", ""), size)
     if wanted is False:
-        response = HttpResponse(status=416)
+        message = f"expected one range 'bytes=first-last' inside the file's {size} bytes"
+        response = JsonResponse(
+            {
+                "detail": f"the Range header cannot be satisfied: {message}",
+                "code": "range_not_satisfiable",
+                "errors": [{"field": "Range", "message": message}],
+            },
+            status=416,
+        )
         response["Content-Range"] = f"bytes */{size}"
     elif wanted is None:
         response = FileResponse(open_file(), as_attachment=True, filename=filename, content_type=content_type)

@@ -31,7 +31,10 @@ def field_errors(data) -> list:
 def exception_handler(exc, context):
     """Map domain errors (``ActionError``) and DRF's own errors to the API's error shape."""
     if isinstance(exc, ActionError):
-        return Response({"detail": exc.detail, "code": exc.code, "errors": exc.errors}, status=exc.status)
+        headers = {"Retry-After": str(exc.retry_after)} if hasattr(exc, "retry_after") else None
+        return Response(
+            {"detail": exc.detail, "code": exc.code, "errors": exc.errors}, status=exc.status, headers=headers
+        )
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge(f"request body exceeds {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
     response = drf_exception_handler(exc, context)

@@ -1,11 +1,11 @@
-"""A JSON parser that refuses bodies over the ingest limit with 413 instead of reading them whole."""
-
-import json
+"""A JSON parser that refuses bodies over the ingest limit with 413 instead of reading them whole, and JSON that
+the database or our code cannot take (``annotation.jsonsafe``) with a 400 naming the field."""
 
 from django.conf import settings
-from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
-from rest_framework.utils.json import strict_constant
+
+from annotation import jsonsafe
+from annotation.actions import MalformedJSON
 
 from .errors import PayloadTooLarge
 
@@ -19,9 +19,6 @@ class LimitedJSONParser(JSONParser):
         if len(raw) > limit:
             raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes (INGEST_MAX_BATCH_BYTES)")
         try:
-            # strict_constant refuses NaN / Infinity as DRF's own parser does; the database cannot store them.
-            return json.loads(raw.decode("utf-8"), parse_constant=strict_constant)
-        except UnicodeDecodeError as error:
-            raise ParseError(f"body is not UTF-8: {error}") from None
-        except ValueError as error:
-            raise ParseError(f"malformed JSON: {error}") from None
+            return jsonsafe.loads(raw)
+        except jsonsafe.JSONProblem as problem:
+            raise MalformedJSON.of(problem) from None

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from annotation import schema
 from annotation.models import (
+    Assignment,
     DemoMode,
     Demonstration,
     Evaluation,
@@ -56,18 +57,34 @@ class RecordingStartSerializer(serializers.Serializer):
         allow_null=True,
         help_text="Username of the instructor (a member of the project).",
     )
+    assignment = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=2**63 - 1,
+        help_text="A form-task assignment of yours in the project, when you record yourself doing it.",
+    )
 
     def validate(self, data):
         instructor = data.get("instructor")
         if instructor is not None and not instructor.memberships.filter(project__name=data["project"]).exists():
             raise serializers.ValidationError({"instructor": f"{instructor.username} is not a member of the project"})
+        if data.get("assignment") is not None:
+            data["assignment"] = self.own_assignment(data["assignment"], data["project"])
         return data
+
+    def own_assignment(self, pk, project_name):
+        user = self.context["request"].user
+        found = Assignment.objects.filter(pk=pk, worker=user, task__batch__project__name=project_name).first()
+        if found is None:
+            raise serializers.ValidationError({"assignment": f"no assignment {pk} of yours in {project_name!r}"})
+        return found
 
 
 class DemonstrationSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="name", read_only=True)
     navigator = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    instructor = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    instructor = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     turn_count = serializers.IntegerField(read_only=True)
 
     class Meta:
@@ -91,6 +108,7 @@ class DemonstrationSerializer(serializers.ModelSerializer):
             "timezone_offset_minutes",
             "user_agent",
             "recorder_version",
+            "assignment",
             "turn_count",
             "created_at",
         ]
@@ -121,6 +139,9 @@ class TurnBatchSerializer(serializers.Serializer):
 class TurnSerializer(serializers.ModelSerializer):
     """A stored turn of the raw capture, with its blobs by sha256."""
 
+    speaker = serializers.ChoiceField(
+        choices=schema.SPEAKERS, allow_blank=True, help_text="Chat turns; empty for browser turns."
+    )
     screenshot = serializers.CharField(source="screenshot_id", allow_null=True)
     page = serializers.CharField(source="page_id", allow_null=True)
     bboxes = serializers.CharField(source="bboxes_id", allow_null=True)
@@ -178,6 +199,7 @@ class ErrorSerializer(serializers.Serializer):
 
 
 class MissingBlobsSerializer(serializers.Serializer):
+    project = serializers.CharField(help_text="The project the blobs are for.")
     sha256 = serializers.ListField(child=serializers.CharField(), max_length=1000)
 
 
@@ -222,9 +244,9 @@ class SplitConfigSerializer(serializers.ModelSerializer):
 class DemonstrationSummarySerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="name", read_only=True)
     navigator = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    instructor = serializers.SlugRelatedField(slug_field="username", read_only=True)
     split = serializers.CharField(read_only=True, help_text="Split under the project's configuration and `scheme`.")
     turn_count = serializers.IntegerField(read_only=True)
+    instructor = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = Demonstration
@@ -267,6 +289,7 @@ class ExportJobSerializer(JobFieldsMixin, serializers.ModelSerializer):
             "splits",
             "statuses",
             "archive_format",
+            "include_gold",
             "status",
             "progress",
             "counts",
@@ -289,7 +312,7 @@ class ExportJobSerializer(JobFieldsMixin, serializers.ModelSerializer):
 
 class ExportCreateSerializer(serializers.Serializer):
     project = serializers.SlugField()
-    format = serializers.CharField(help_text="weblinx or mind2web.")
+    format = serializers.CharField(help_text="weblinx, mind2web or turkingbench (the project's form batches).")
     splits = serializers.ListField(
         child=serializers.CharField(),
         required=False,
@@ -303,6 +326,9 @@ class ExportCreateSerializer(serializers.Serializer):
         help_text="Demo statuses to include (default validated).",
     )
     archive_format = serializers.CharField(required=False, default="tar.gz", help_text="tar.gz or zip.")
+    include_gold = serializers.BooleanField(
+        required=False, default=False, help_text="turkingbench: also write the imported gold rows of each batch.csv."
+    )
 
 
 class EvaluationSerializer(JobFieldsMixin, serializers.ModelSerializer):

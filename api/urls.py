@@ -1,11 +1,10 @@
 """The API's one router, plus the blob endpoint, token sign-in and the OpenAPI schema and docs."""
 
-from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from . import views
+from . import views, work_views
 
 router = DefaultRouter()
 router.register("projects", views.ProjectViewSet, basename="project")
@@ -13,12 +12,15 @@ router.register("recordings", views.RecordingViewSet, basename="recording")
 router.register("demonstrations", views.DemonstrationViewSet, basename="demonstration")
 router.register("exports", views.ExportJobViewSet, basename="export")
 router.register("evaluations", views.EvaluationViewSet, basename="evaluation")
+router.register("batches", work_views.BatchViewSet, basename="batch")
+router.register("assignments", work_views.AssignmentViewSet, basename="assignment")
 
 urlpatterns = [
     path("blobs/missing/", views.MissingBlobsView.as_view(), name="blobs-missing"),
     path("blobs/<str:sha256>", views.BlobView.as_view(), name="blob"),
-    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("auth/token/", views.TokenSignInView.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     *router.urls,
+    re_path(r"", views.not_found),  # last: an unknown /api/ path answers the API's JSON 404, not an HTML page
 ]

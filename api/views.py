@@ -3,21 +3,33 @@
 import io
 
 from django.db.models import Count
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
+from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import actions, schema
-from annotation.models import Blob, Demonstration, Evaluation, ExportJob, Project, Role, SplitConfig
+from annotation.actions.signin import check_sign_in_allowed, client_address
+from annotation.models import Demonstration, Evaluation, ExportJob, Project, Role, SplitConfig
 from workers import dataset
 
 from . import serializers as s
 from .downloads import file_download
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409, 413)}
+ARCHIVE_MEDIA_TYPES = {"tar.gz": "application/gzip", "zip": "application/zip"}
+RANGE_ERRORS = {416: OpenApiResponse(s.ErrorSerializer, description="The Range header cannot be satisfied.")}
+
+
+@csrf_exempt  # it changes nothing; a CSRF refusal would be Django's HTML 403 instead of this JSON 404
+def not_found(request, *args, **kwargs):
+    """Any path under /api/ that names no endpoint: the API's error shape, not Django's HTML page."""
+    return JsonResponse({"detail": f"no API endpoint at {request.path}", "code": "not_found", "errors": []}, status=404)
 
 
 class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
@@ -135,10 +147,13 @@ class RecordingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
             .order_by("-created_at")  # Meta.ordering is ignored once Count() adds a GROUP BY
         )
 
-    @extend_schema(request=s.RecordingStartSerializer, responses={201: s.DemonstrationSerializer, **ERRORS})
+    @extend_schema(
+        request=s.RecordingStartSerializer,
+        responses={201: s.DemonstrationSerializer, 200: s.DemonstrationSerializer, **ERRORS},
+    )
     def create(self, request):
         """Start a demonstration. Re-sending the same ``client_id`` returns the same one (200)."""
-        data = s.RecordingStartSerializer(data=request.data)
+        data = s.RecordingStartSerializer(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
         project = actions.check_project_for_recording(request.user, fields.pop("project"))
@@ -147,8 +162,12 @@ class RecordingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     @extend_schema(methods=["GET"], request=None, responses={200: s.TurnSerializer(many=True), **ERRORS})
-    @extend_schema(methods=["POST"], request=s.TurnBatchSerializer, responses={201: s.IngestResultSerializer, **ERRORS})
-    @action(detail=True, methods=["get", "post"])
+    @extend_schema(
+        methods=["POST"],
+        request=s.TurnBatchSerializer,
+        responses={201: s.IngestResultSerializer, 200: s.IngestResultSerializer, **ERRORS},
+    )
+    @action(detail=True, methods=["get", "post"], pagination_class=None)  # every turn, in one list
     def turns(self, request, name=None):
         """GET: the stored turns in timeline order. POST: add a batch of turns, atomically; turns already stored
         (same ``client_id``) are not stored again."""
@@ -161,8 +180,12 @@ class RecordingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         return Response(result.as_dict(), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
     @extend_schema(methods=["GET"], request=None, responses={200: s.VideoChunkSerializer(many=True), **ERRORS})
-    @extend_schema(methods=["POST"], request=s.VideoChunkSerializer, responses={201: s.VideoChunkSerializer, **ERRORS})
-    @action(detail=True, methods=["get", "post"])
+    @extend_schema(
+        methods=["POST"],
+        request=s.VideoChunkSerializer,
+        responses={201: s.VideoChunkSerializer, 200: s.VideoChunkSerializer, **ERRORS},
+    )
+    @action(detail=True, methods=["get", "post"], pagination_class=None)  # every chunk, in one list
     def video(self, request, name=None):
         """GET: the tab video's chunks in order. POST ``{index, blob, started_at}``: attach an uploaded
         video/webm blob as chunk ``index`` (re-sending it is harmless)."""
@@ -185,16 +208,36 @@ class RecordingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         return Response(self.get_serializer(self.get_queryset().get(pk=demo.pk)).data)
 
 
+class TokenSignInView(ObtainAuthToken):
+    """``{"username", "password"}`` → ``{"token"}``: the recorder's credential. Throttled like the sign-in page
+    (429 with ``Retry-After`` after too many failures for a username from one address)."""
+
+    def post(self, request, *args, **kwargs):
+        username = request.data.get("username", "") if isinstance(request.data, dict) else ""
+        check_sign_in_allowed(str(username), client_address(request))
+        return super().post(request, *args, **kwargs)
+
+
 BLOB_BODY = dict.fromkeys(actions.BLOB_MEDIA_TYPES, OpenApiTypes.BINARY)
 
 
+PROJECT_PARAMETER = OpenApiParameter(
+    "project", str, required=True, description="The project the blob is for: answers and uploads are per project."
+)
+
+
 class BlobView(APIView):
-    """Content-addressed files. ``HEAD`` tells whether a blob is stored; ``PUT`` uploads it; ``GET`` reads it."""
+    """Content-addressed files. ``HEAD`` tells whether a project has a blob; ``PUT`` uploads it to a project;
+    ``GET`` reads it. Stored once on disk, but answered per project: a project never learns what another holds."""
 
     parser_classes = []  # the body is streamed and hashed by the action, never parsed
 
     @extend_schema(
-        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, 404: None}, operation_id="blobs_retrieve"
+        responses={
+            **{(code, media): OpenApiTypes.BINARY for code in (200, 206) for media in actions.BLOB_MEDIA_TYPES},
+            **RANGE_ERRORS,
+        },
+        operation_id="blobs_retrieve",
     )
     def get(self, request, sha256):
         """The blob's bytes (HTTP Range supported), to members of a project whose demonstration uses it. Always an
@@ -207,40 +250,47 @@ class BlobView(APIView):
         response["X-Content-Type-Options"] = "nosniff"
         return response
 
-    @extend_schema(responses={200: None, 404: None}, operation_id="blobs_check")
+    @extend_schema(parameters=[PROJECT_PARAMETER], responses={200: None, 404: None}, operation_id="blobs_check")
     def head(self, request, sha256):
-        """200 with ``X-Blob-Size`` and ``X-Blob-Media-Type`` when stored, 404 when not, 400 for a malformed sha256."""
-        actions.check_can_upload_blobs(request.user)
+        """200 with ``X-Blob-Size`` and ``X-Blob-Media-Type`` when the project has the blob, 404 when not (even if
+        another project has the same bytes), 400 for a malformed sha256 or no project."""
+        project = actions.check_project_for_blobs(request.user, request.query_params.get("project"))
         if not schema.is_sha256(sha256):
             return Response(status=status.HTTP_400_BAD_REQUEST)
-        blob = Blob.objects.filter(sha256=sha256).first()
+        blob = actions.check_blob_stored(sha256, project)
         if blob is None:
             return Response(status=status.HTTP_404_NOT_FOUND)
         headers = {"X-Blob-Size": str(blob.size), "X-Blob-Media-Type": blob.media_type, "ETag": f'"{sha256}"'}
         return Response(status=status.HTTP_200_OK, headers=headers)
 
     @extend_schema(
-        request=BLOB_BODY, responses={201: None, 200: None, 415: OpenApiResponse(s.ErrorSerializer), **ERRORS}
+        parameters=[PROJECT_PARAMETER],
+        request=BLOB_BODY,
+        responses={201: None, 200: None, 415: OpenApiResponse(s.ErrorSerializer), **ERRORS},
     )
     def put(self, request, sha256):
-        """Upload a blob. The server checks the sha256 and, for images, that they decode. 201 new, 200 known."""
-        actions.check_can_upload_blobs(request.user)
+        """Upload a blob to a project. The server checks the sha256 and, for images, that they decode. 201 new to
+        the project, 200 when the project has it already."""
+        project = actions.check_project_for_blobs(request.user, request.query_params.get("project"))
         length = request.META.get("CONTENT_LENGTH")
         stream = request.stream or io.BytesIO(b"")
-        blob, created = actions.do_store_blob(sha256, request.content_type, stream, int(length) if length else None)
+        blob, created = actions.do_store_blob(
+            sha256, request.content_type, stream, int(length) if length else None, project, request.user
+        )
         body = {"sha256": blob.sha256, "size": blob.size, "media_type": blob.media_type}
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class MissingBlobsView(APIView):
-    """One round trip instead of a ``HEAD`` per blob: which of these blobs must still be uploaded?"""
+    """One round trip instead of a ``HEAD`` per blob: which of these blobs must still be uploaded to the project?"""
 
     @extend_schema(request=s.MissingBlobsSerializer, responses={200: s.MissingBlobsResultSerializer, **ERRORS})
     def post(self, request):
-        """``{"sha256": [...]}`` → ``{"missing": [...]}``, the ones not stored yet (at most 1,000 per request)."""
-        actions.check_can_upload_blobs(request.user)
+        """``{"project", "sha256": [...]}`` → ``{"missing": [...]}``, the ones the project does not have yet (at
+        most 1,000 per request)."""
         body = request.data if isinstance(request.data, dict) else {}
-        return Response({"missing": actions.check_missing_blobs(body.get("sha256"))})
+        project = actions.check_project_for_blobs(request.user, body.get("project"))
+        return Response({"missing": actions.check_missing_blobs(body.get("sha256"), project)})
 
 
 # --- Export jobs and evaluations ------------------------------------------------------------------------
@@ -285,10 +335,10 @@ class ExportJobViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOn
 
     @extend_schema(
         responses={
-            (200, "application/octet-stream"): OpenApiTypes.BINARY,
-            206: OpenApiTypes.BINARY,
+            **{(code, media): OpenApiTypes.BINARY for code in (200, 206) for media in ARCHIVE_MEDIA_TYPES.values()},
             404: OpenApiResponse(s.ErrorSerializer),
             409: OpenApiResponse(s.ErrorSerializer),
+            **RANGE_ERRORS,
         }
     )
     @action(detail=True, methods=["get"])
@@ -297,7 +347,7 @@ class ExportJobViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOn
         job = self.get_object()
         if not job.is_downloadable:
             raise actions.Conflict(f"export {job.pk} is {job.status}; only finished exports can be downloaded")
-        media = "application/gzip" if job.archive_format == "tar.gz" else "application/zip"
+        media = ARCHIVE_MEDIA_TYPES[job.archive_format]
         return file_download(
             request, lambda: job.file.storage.open(job.file.name, "rb"), job.size, job.filename, media, etag=job.sha256
         )

@@ -1,13 +1,12 @@
 """Ingest benchmark: the recorder's HTTP upload path against a real ASGI server, compared with raw disk writes.
 
-A synthetic corpus (``annotation.synth``: >= 1,000 browser turns on pages of 2,000 elements) is generated and
-encoded first. Then, timed, a client does over one keep-alive connection exactly what the recorder does per demo:
-``POST /api/recordings/``; per batch of turns, ``POST /api/blobs/missing/`` with the blobs the batch uses first and
-``PUT`` of each missing one; ``POST /api/recordings/<name>/turns/``; finally ``POST .../finish/``. The server is Daphne
-serving ``config.asgi`` in its own process, with its own VAR_DIR (a fresh SQLite database) or, when DATABASE_URL
-is PostgreSQL, a throw-away database on that server. MB are 10^6 bytes of request bodies (blobs + JSON).
-``raw_write_mb_per_s`` writes the same bodies to files with an fsync each, on the same disk, in the same run.
-"""
+A synthetic corpus (``annotation.synth``: >= 1,000 browser turns on pages of 2,000 elements) is generated and encoded
+first. Then, timed, a client does over one keep-alive connection exactly what the recorder does per demo: ``POST
+/api/recordings/``; per batch of turns, ``POST /api/blobs/missing/`` with the blobs the batch uses first and ``PUT`` of
+each missing one; ``POST /api/recordings/<name>/turns/``; finally ``POST .../finish/``. The server is uvicorn as `make
+run` starts it, serving ``config.asgi`` in its own process, with its own VAR_DIR (a fresh SQLite database) or, when
+DATABASE_URL is PostgreSQL, a throw-away database on that server. MB are 10^6 bytes of request bodies (blobs + JSON).
+``raw_write_mb_per_s`` writes the same bodies to files with an fsync each, on the same disk, in the same run."""
 
 import collections
 import contextlib
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotation import synth
+from config.secret_key import FILE_NAME, ensure_key_file
 from devtools.processes import free_port, scratch_database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,15 +125,17 @@ class Client:
 def upload_demo(client: Client, upload: Upload) -> str:
     """Upload one demo the way the recorder does; returns its name."""
     _, body = client.request("POST", "/api/recordings/", upload.start, JSON, expect=(201,), kind="start")
-    name = json.loads(body)["name"]
+    name, project = json.loads(body)["name"], json.loads(upload.start)["project"]
     for blobs, turns in upload.batches:
         if blobs:
-            asked = dump({"sha256": [sha for sha, _, _ in blobs]})
+            asked = dump({"project": project, "sha256": [sha for sha, _, _ in blobs]})
             _, body = client.request("POST", "/api/blobs/missing/", asked, JSON, expect=(200,), kind="missing")
             missing = set(json.loads(body)["missing"])
             for sha, media_type, data in blobs:
                 if sha in missing:
-                    client.request("PUT", f"/api/blobs/{sha}", data, media_type, expect=(201,), kind="put")
+                    client.request(
+                        "PUT", f"/api/blobs/{sha}?project={project}", data, media_type, expect=(201,), kind="put"
+                    )
         client.request("POST", f"/api/recordings/{name}/turns/", turns, JSON, expect=(201,), kind="turns")
     client.request("POST", f"/api/recordings/{name}/finish/", upload.finish, JSON, expect=(200,), kind="finish")
     return name
@@ -152,6 +154,7 @@ def check_stored(client: Client, names: list, uploads: list) -> None:
 
 
 def server_env(var_dir: Path, database_url: str | None) -> dict:
+    ensure_key_file(var_dir / FILE_NAME)  # as `make run` keeps one: the server refuses a development key
     env = {**os.environ, "VAR_DIR": str(var_dir), "MEDIA_ROOT": str(var_dir / "media"), "DEBUG": "0"}
     env.update(PYTHONUNBUFFERED="1", DJANGO_SETTINGS_MODULE="config.settings", ALLOWED_HOSTS="127.0.0.1,localhost")
     env.pop("AWS_STORAGE_BUCKET_NAME", None)  # blobs go to local disk, the same disk as the raw writes
@@ -183,13 +186,16 @@ def manage(env: dict, *args: str) -> str:
 
 
 @contextlib.contextmanager
-def daphne(env: dict, log_path: Path):
-    """Daphne serving ``config.asgi`` on a free port, output to ``log_path``; always stopped on exit."""
+def asgi_server(env: dict, log_path: Path):
+    """The ASGI server `make run` starts, serving ``config.asgi`` on a free port, output to ``log_path``; always
+    stopped on exit."""
+    from config.server import server_command
+
     port = free_port()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
+            server_command("127.0.0.1", port),
             cwd=ROOT,
             env=env,
             stdout=log,
@@ -206,11 +212,11 @@ def wait_listening(port: int, process: subprocess.Popen, log_path: Path, timeout
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise BenchError(f"daphne exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+            raise BenchError(f"server exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
             return
         time.sleep(0.2)
-    raise BenchError(f"daphne not listening on {port} after {timeout}s:\n{log_path.read_text()[-3000:]}")
+    raise BenchError(f"server not listening on {port} after {timeout}s:\n{log_path.read_text()[-3000:]}")
 
 
 def stop(process: subprocess.Popen, grace: float = 10) -> None:
@@ -266,7 +272,7 @@ def run(quick: bool = False) -> dict:
             manage(env, "migrate", "--noinput", "-v", "0")
             setup = SETUP.format(project=project, navigator=navigator, instructor=instructor)
             token = manage(env, "shell", "-c", setup).strip().splitlines()[-1]
-            with daphne(env, log_path) as port:
+            with asgi_server(env, log_path) as port:
                 client, seconds, _ = timed_upload(port, token, uploads)
         raw_seconds = raw_write(client.bodies, work / "raw")
     finally:

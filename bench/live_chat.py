@@ -1,13 +1,12 @@
 """Live session benchmark: chat message latency, sender → receiver, through the real ASGI server.
 
-Daphne serves ``config.asgi`` on loopback (the channel layer is Redis when ``REDIS_URL`` is set, in-memory
-otherwise; the database is a scratch one, SQLite or PostgreSQL as in ``bench.ingest``). ``SESSIONS`` demonstrations
-each get a navigator and an instructor socket (token auth, as the side panel joins). All sessions talk at once,
-taking turns: one side sends a chat message, and the latency is the time until the other side receives it as a
-stored turn (so it includes validation, the database write and the broadcast after commit). Sessions start at
-random moments and wait 0.5–1.5 × ``PAUSE_S`` between messages (a brisk conversation, far faster than people
-type), so they are not in lockstep. Target: p95 <= 50 ms with 50 sessions.
-"""
+uvicorn (as `make run` starts it) serves ``config.asgi`` on loopback (the channel layer is Redis when ``REDIS_URL`` is
+set, in-memory otherwise; the database is a scratch one, SQLite or PostgreSQL as in ``bench.ingest``). ``SESSIONS``
+demonstrations each get a navigator and an instructor socket (token auth, as the side panel joins). All sessions talk at
+once, taking turns: one side sends a chat message, and the latency is the time until the other side receives it as a
+stored turn (so it includes validation, the database write and the broadcast after commit). Sessions start at random
+moments and wait 0.5–1.5 × ``PAUSE_S`` between messages (a brisk conversation, far faster than people type), so they are
+not in lockstep. Target: p95 <= 50 ms with 50 sessions."""
 
 import json
 import os
@@ -24,7 +23,7 @@ import websocket
 
 from devtools.processes import scratch_database
 
-from .ingest import ROOT, daphne, manage, server_env
+from .ingest import ROOT, asgi_server, manage, server_env
 
 FULL = {"sessions": 50, "messages": 20}
 QUICK = {"sessions": 2, "messages": 4}
@@ -136,7 +135,7 @@ def run(quick: bool = False) -> dict:
             manage(env, "migrate", "--noinput", "-v", "0")
             setup = SETUP.format(project=f"live-{suffix}", suffix=suffix, sessions=size["sessions"])
             state = json.loads(manage(env, "shell", "-c", setup).strip().splitlines()[-1])
-            with daphne(env, log_path) as port:
+            with asgi_server(env, log_path) as port:
                 latencies, seconds = measure(port, state["demos"], state["tokens"], size["messages"])
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -21,6 +21,8 @@ SECTIONS = {
     "recorder": "bench.recorder",
     "review": "bench.review",
     "live_chat": "bench.live_chat",
+    "form_tasks": "bench.form_tasks",
+    "agent_eval": "bench.agent_eval",
 }
 
 

@@ -1,4 +1,5 @@
-"""ASGI entry point: Django for HTTP, Channels for WebSocket, served by one Daphne process."""
+"""ASGI entry point: Django for HTTP (behind ``BodyGuard``: sizes and credentials checked before a body is read),
+Channels for WebSocket. `make run` serves it with uvicorn."""
 
 import os
 
@@ -7,14 +8,19 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
+from config.checks import refuse_insecure_start  # noqa: E402
+
+refuse_insecure_start()  # no server on a known development key unless DEBUG is on
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from annotation.routing import SessionOriginValidator, websocket_urlpatterns  # noqa: E402
+from config.body_guard import BodyGuard  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": BodyGuard(django_asgi_app),
         "websocket": SessionOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

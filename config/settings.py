@@ -9,6 +9,9 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF
+
+from .secret_key import secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -47,7 +50,8 @@ def env_list(name: str, default: list[str]) -> list[str]:
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-SECRET_KEY = env_str("SECRET_KEY") or "dev-only-insecure-key-set-SECRET_KEY-in-production"
+# SECRET_KEY, else var/secret_key (created by `make run`), else a development key that DEBUG alone may run with.
+SECRET_KEY = secret_key(VAR_DIR)
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -67,6 +71,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "annotation",
     "api",
     "workers",
@@ -81,6 +86,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -101,6 +107,39 @@ TEMPLATES = [
         },
     },
 ]
+
+# --- Browser security (docs/security.md) -----------------------------------------------------------------------
+# The app's own pages run only scripts and styles served from this origin: no inline script, style or event handler
+# (a template that ever needs an inline script gives it ``nonce="{{ request.csp_nonce }}"``). Views that serve
+# recorded pages or blobs set their own, stricter policy, which the middleware leaves alone. ``connect-src 'self'``
+# covers this origin's WebSocket (ws/wss) as well.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "frame-src": [SELF],
+        "frame-ancestors": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+    }
+}
+# Behind TLS (a proxy terminating HTTPS): cookies only over HTTPS, HSTS, and how to tell the request was secure.
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", SESSION_COOKIE_SECURE)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+if env_bool("SECURE_PROXY_SSL_HEADER", False):
+    # Only behind a proxy that sets X-Forwarded-Proto itself (and strips it from clients' requests).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 
 # --- Database -------------------------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
@@ -213,13 +252,38 @@ WHITENOISE_USE_FINDERS = True
 INGEST_MAX_BATCH_BYTES = env_int("INGEST_MAX_BATCH_BYTES", 16 * 1024 * 1024)
 INGEST_MAX_BATCH_TURNS = env_int("INGEST_MAX_BATCH_TURNS", 1000)
 INGEST_MAX_BLOB_BYTES = env_int("INGEST_MAX_BLOB_BYTES", 64 * 1024 * 1024)
+# Images (screenshots) whose header declares more pixels are refused before decoding (decompression bombs); the
+# same limit is Pillow's everywhere else an image is decoded (thumbnails, re-alignment).
+INGEST_MAX_IMAGE_PIXELS = env_int("INGEST_MAX_IMAGE_PIXELS", 40_000_000)
 # Django refuses to read larger bodies into memory; the ingest views stream and check their own limits.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(INGEST_MAX_BATCH_BYTES, 2_621_440)
+
+# --- Form tasks (Turkle-compatible batches; see docs/form-tasks.md) ------------------------------------------
+FORM_TEMPLATE_MAX_BYTES = env_int("FORM_TEMPLATE_MAX_BYTES", 512 * 1024)  # klxu03/turkle's limit (upstream: 64 KB)
+FORM_CSV_MAX_BYTES = env_int("FORM_CSV_MAX_BYTES", 50 * 1024 * 1024)
+# Where templates may load scripts, styles, images and fonts from (they use CDNs, as on MTurk); space-separated
+# CSP sources, empty = nothing outside the page itself.
+FORM_TASK_ASSET_SOURCES = env_str("FORM_TASK_ASSET_SOURCES", "https:")
+# How long a signed preview URL (what agents and previews load) stays valid.
+FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS = env_int("FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS", 24 * 3600)
+# How often Celery beat marks assignments past their allotted time as expired.
+FORM_EXPIRY_SWEEP_SECONDS = env_int("FORM_EXPIRY_SWEEP_SECONDS", 60)
+# Submit & next (accept the batch's next task after a submission) is on unless the worker switches it off.
+FORM_AUTO_ACCEPT_DEFAULT = env_bool("FORM_AUTO_ACCEPT_DEFAULT", True)
 
 # --- Background jobs ------------------------------------------------------------------------------------------
 # A running job whose worker has not reported for this long is marked failed (its worker was killed or crashed).
 JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 120)
 EXPORT_TMP_DIR = Path(env_str("EXPORT_TMP_DIR", str(VAR_DIR / "tmp" / "exports")))
+# How often Celery beat sweeps EXPORT_TMP_DIR: work folders of jobs no longer running (a killed worker never ran its
+# cleanup) are removed, after stale jobs are reaped.
+EXPORT_SWEEP_SECONDS = env_int("EXPORT_SWEEP_SECONDS", 300)
+# Every periodic task, in one place (`make run` starts beat beside the worker).
+CELERY_BEAT_SCHEDULE = {
+    "sweep-export-folders": {"task": "workers.sweep_export_folders", "schedule": EXPORT_SWEEP_SECONDS},
+    "expire-form-assignments": {"task": "workers.expire_assignments", "schedule": float(FORM_EXPIRY_SWEEP_SECONDS)},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- Auth and API -----------------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -228,6 +292,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Sign-in throttling (annotation/actions/signin.py): failures per username and address within the window → 429.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 300)
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
@@ -242,7 +309,7 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",
     "PAGE_SIZE": env_int("API_PAGE_SIZE", 50),
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {

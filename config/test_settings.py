@@ -6,10 +6,16 @@ worker, the ASGI server — can open the same database as the test.
 
 import os
 import tempfile
+from pathlib import Path
 
 os.environ.setdefault("VAR_DIR", tempfile.mkdtemp(prefix="webdemos-test-"))
 # Cache keys of one run (and of the servers it starts, which inherit VAR_DIR) never meet another run's in Redis.
 os.environ.setdefault("CACHE_KEY_PREFIX", "test-" + os.path.basename(os.environ["VAR_DIR"]))
+
+from .secret_key import FILE_NAME, ensure_key_file  # noqa: E402
+
+# A random key per run, kept in the run's VAR_DIR as `make run` keeps one (the servers the tests start share it).
+ensure_key_file(Path(os.environ["VAR_DIR"]) / FILE_NAME)
 
 from .settings import *  # noqa: E402, F403
 from .settings import DATABASES, VAR_DIR  # noqa: E402

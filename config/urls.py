@@ -3,7 +3,12 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from annotation import auth_views
+
 urlpatterns = [
+    # The two sign-in forms, throttled (before the includes that would serve them unthrottled).
+    path("admin/login/", auth_views.admin_login),
+    path("accounts/login/", auth_views.login, name="login"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("api.urls")),

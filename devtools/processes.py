@@ -1,6 +1,7 @@
 """Real processes for integration tests and benchmarks: the platform exactly as `make run` starts it.
 
-``running_platform`` starts ``manage.py runplatform`` (migrations, admin, sample data, Daphne, Celery worker)
+``running_platform`` starts ``manage.py runplatform`` (migrations, admin, sample data, uvicorn, Celery worker and
+beat)
 with its own VAR_DIR and, when DATABASE_URL points at PostgreSQL, its own throw-away database, so it never
 touches the database pytest-django uses.
 """
@@ -123,7 +124,18 @@ def start_platform(var_dir: Path, database_url: str | None, port: int, *extra) -
         )
     platform = Platform(f"http://127.0.0.1:{port}", env, var_dir, process, log)
     wait_http_ok(platform.url + "/healthz", 240, process, log)
+    # The worker and beat start beside the server: wait for them too, or a control broadcast (inspect ping) sent
+    # before the worker subscribed is lost.
+    wait_logged(("ready.", "beat: Starting"), 120, process, log)
     return platform
+
+
+def wait_logged(lines: tuple, timeout: float, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while not all(line in log.read_text(errors="replace") for line in lines):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"platform did not log {lines}:\n{log.read_text()[-4000:]}")
+        time.sleep(0.2)
 
 
 def stop_platform(platform: Platform, timeout: float = 30) -> int:
@@ -179,6 +191,67 @@ def celery_worker(env_overrides: dict, log: Path, timeout: float = 90):
         while "ready." not in log.read_text(errors="replace"):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"celery worker did not start:\n{log.read_text()[-4000:]}")
+            time.sleep(0.2)
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+@contextlib.contextmanager
+def asgi_server(env_overrides: dict, log: Path, timeout: float = 60):
+    """The ASGI server exactly as `make run` starts it (uvicorn, ``config.asgi``) on a free port, with
+    ``env_overrides``; yields its base URL. Stopped on exit."""
+    from config.server import server_command
+
+    port = free_port()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONUNBUFFERED": "1", **env_overrides}
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            server_command("127.0.0.1", port), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        wait_http_ok(f"http://127.0.0.1:{port}/healthz", timeout, process, log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextlib.contextmanager
+def celery_beat(env_overrides: dict, log: Path, schedule: Path, timeout: float = 90):
+    """Celery beat (the periodic tasks of ``CELERY_BEAT_SCHEDULE``) with ``env_overrides``; stopped on exit."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONUNBUFFERED": "1", **env_overrides}
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "beat",
+        "--loglevel",
+        "INFO",
+        "--schedule",
+        str(schedule),
+    ]
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + timeout
+        while "beat: Starting" not in log.read_text(errors="replace"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"celery beat did not start:\n{log.read_text()[-4000:]}")
             time.sleep(0.2)
         yield process
     finally:

@@ -15,8 +15,9 @@ def recordings_url(name: str | None = None, action: str | None = None) -> str:
     return f"{url}{action}/" if action else url
 
 
-def blob_url(sha256: str) -> str:
-    return f"/api/blobs/{sha256}"
+def blob_url(sha256: str, project: str | None = "alpha") -> str:
+    """The blob endpoint; ``HEAD`` and ``PUT`` say which project they are for (``project=None``: they do not)."""
+    return f"/api/blobs/{sha256}" + (f"?project={project}" if project else "")
 
 
 def start_recording(client, project: str = "alpha", client_id: str = "rec-1", **fields):
@@ -24,20 +25,26 @@ def start_recording(client, project: str = "alpha", client_id: str = "rec-1", **
     return client.post(recordings_url(), body, format="json")
 
 
-def put_blob(client, blob: BlobFile, sha256: str | None = None, media_type: str | None = None):
-    return client.put(blob_url(sha256 or blob.sha256), blob.data, content_type=media_type or blob.media_type)
+def put_blob(client, blob: BlobFile, sha256: str | None = None, media_type: str | None = None, project="alpha"):
+    url = blob_url(sha256 or blob.sha256, project)
+    return client.put(url, blob.data, content_type=media_type or blob.media_type)
 
 
-def put_raw(client, data: bytes, media_type: str, sha256: str):
-    return client.put(blob_url(sha256), data, content_type=media_type)
+def put_raw(client, data: bytes, media_type: str, sha256: str, project="alpha"):
+    return client.put(blob_url(sha256, project), data, content_type=media_type)
 
 
-def upload_blobs(client, blobs) -> None:
+def upload_blobs(client, blobs, project="alpha") -> None:
     """Upload each blob the way the recorder does: HEAD (404), then PUT (201)."""
     for blob in blobs:
-        assert client.head(blob_url(blob.sha256)).status_code == 404
-        response = put_blob(client, blob)
+        assert client.head(blob_url(blob.sha256, project)).status_code == 404
+        response = put_blob(client, blob, project=project)
         assert response.status_code == 201, response.content
+
+
+def missing(client, shas, project="alpha"):
+    """``POST /api/blobs/missing/`` for ``project``."""
+    return client.post("/api/blobs/missing/", {"project": project, "sha256": shas}, format="json")
 
 
 def post_turns(client, name: str, turns):

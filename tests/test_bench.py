@@ -102,3 +102,28 @@ def test_quick_live_chat_bench_measures_latency_through_the_asgi_server(tmp_path
     assert 0 < figures["latency_ms_p50"] <= figures["latency_ms_p95"] <= figures["latency_ms_max"]
     assert figures["channel_layer"] == ("redis" if os.environ.get("REDIS_URL") else "in-memory")
     assert (tmp_path / "bench" / "live-chat-server.log").exists()
+
+
+@pytest.mark.slow
+def test_quick_form_tasks_bench_imports_the_real_tasks_and_times_pages_and_submits(tmp_path):
+    from tests.form_data import turkingbench_root
+
+    turkingbench_root()  # skips, naming TURKINGBENCH_DATA, when it is not set
+    figures = quick_figures("form_tasks", tmp_path)
+    assert figures["rows"] >= 2000  # one pass over the 28 tasks
+    assert {"import_rows_per_s", "page_ms_p50", "submit_ms_p50"} <= set(figures)
+    assert all(figures[key] > 0 for key in ("import_rows_per_s", "page_ms_p50", "submit_ms_p50"))
+    assert figures["requests"] == 5
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_quick_agent_eval_bench_runs_both_baselines_on_real_tasks(tmp_path):
+    from tests.agents_data import real_data
+
+    real_data()  # skips, naming TURKINGBENCH_DATA, when the real tasks are not there
+    figures = quick_figures("agent_eval", tmp_path)
+    assert {"instances", "instances_per_min", "oracle_score", "do_nothing_score", "harness_share"} <= set(figures)
+    assert figures["instances"] == 4  # two tasks, one instance, two solvers
+    assert figures["oracle_score"] > figures["do_nothing_score"]
+    assert 0 <= figures["harness_share"] < 1

@@ -9,7 +9,7 @@ from annotation import actions
 from annotation.models import Blob
 
 from .payloads import BlobFile, bboxes_json, jpeg_bytes, page_html, png_bytes, sha
-from .recorder import assert_nothing_stored, blob_url, put_blob, put_raw, stored_files
+from .recorder import assert_nothing_stored, blob_url, missing, put_blob, put_raw, stored_files
 
 
 @pytest.fixture
@@ -83,12 +83,12 @@ def test_a_blob_at_the_size_limit_is_accepted(client, settings):
     assert put_raw(client, data, "image/png", sha(data)).status_code == 201
 
 
-def test_a_streamed_blob_without_length_stops_at_the_size_limit(db, media_storage, settings):
+def test_a_streamed_blob_without_length_stops_at_the_size_limit(alpha, media_storage, settings):
     settings.INGEST_MAX_BLOB_BYTES = 1000
     data = os.urandom(1001)
 
     with pytest.raises(actions.TooLarge, match="INGEST_MAX_BLOB_BYTES"):
-        actions.do_store_blob(sha(data), "video/webm", io.BytesIO(data), content_length=None)
+        actions.do_store_blob(sha(data), "video/webm", io.BytesIO(data), None, alpha)
 
     assert_nothing_stored(None, media_storage)
 
@@ -190,30 +190,28 @@ def test_missing_lists_only_the_blobs_not_stored_yet_in_the_order_asked(client):
     stored, fresh = BlobFile(png_bytes(), "image/png"), BlobFile(page_html(), "text/html")
     put_blob(client, stored)
 
-    response = client.post(
-        "/api/blobs/missing/", {"sha256": [fresh.sha256, stored.sha256, fresh.sha256]}, format="json"
-    )
+    response = missing(client, [fresh.sha256, stored.sha256, fresh.sha256])
 
     assert response.status_code == 200
     assert response.json() == {"missing": [fresh.sha256]}
 
 
 def test_missing_names_each_malformed_sha256(client):
-    response = client.post("/api/blobs/missing/", {"sha256": ["a" * 64, "nope"]}, format="json")
+    response = missing(client, ["a" * 64, "nope"])
 
     assert response.status_code == 400
     assert response.json()["errors"] == [{"field": "sha256[1]", "message": "expected 64 lowercase hex digits"}]
 
 
 def test_missing_refuses_more_than_a_thousand_at_once(client):
-    response = client.post("/api/blobs/missing/", {"sha256": ["a" * 64] * 1001}, format="json")
+    response = missing(client, ["a" * 64] * 1001)
 
     assert response.status_code == 400
     assert response.json()["errors"][0]["field"] == "sha256"
 
 
 def test_missing_needs_a_role_that_can_record(reviewer, api_for):
-    response = api_for(reviewer).post("/api/blobs/missing/", {"sha256": []}, format="json")
+    response = missing(api_for(reviewer), [])
 
     assert response.status_code == 403
 
@@ -225,3 +223,79 @@ def test_a_head_probe_for_a_missing_blob_is_not_logged_as_a_warning(client, capl
 
     messages = [r.getMessage() for r in caplog.records if r.name == "django.request"]
     assert not any("/api/blobs/" in m for m in messages)
+
+
+def bilevel_png(width: int, height: int) -> bytes:
+    """A PNG declaring ``width`` × ``height`` pixels in a few KiB (one bit per pixel, all white): a small body that
+    would cost width × height × 4 bytes once decoded as a screenshot."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("1", (width, height), 1).save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
+
+
+def test_an_image_over_the_pixel_limit_is_refused_before_decoding(client, media_storage):
+    data = bilevel_png(8000, 6000)  # 48 megapixels, over the 40-megapixel default
+    assert len(data) < 200 * 1024
+
+    response = put_raw(client, data, "image/png", sha(data))
+
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert sha(data) in body["detail"]
+    assert "8000 x 6000" in body["detail"]
+    assert "INGEST_MAX_IMAGE_PIXELS" in body["detail"]
+    assert body["errors"][0]["field"] == "body"
+    assert_nothing_stored(None, media_storage)
+
+
+def test_the_pixel_limit_is_a_setting(client, settings):
+    data = png_bytes(64, 64)
+    settings.INGEST_MAX_IMAGE_PIXELS = 64 * 64 - 1
+    assert put_raw(client, data, "image/png", sha(data)).status_code == 400
+    settings.INGEST_MAX_IMAGE_PIXELS = 64 * 64
+    assert put_raw(client, data, "image/png", sha(data)).status_code == 201
+
+
+def test_a_thumbnail_is_not_made_of_an_image_over_the_pixel_limit(db, media_storage):
+    from annotation.blobstore import has_thumbnail
+    from workers.thumbnails import make_thumbnails
+
+    small, huge = png_bytes(64, 64), bilevel_png(20000, 10000)  # a legacy blob stored before the limit
+    blobs = {sha(small): small, sha(huge): huge}
+    assert make_thumbnails([sha(huge), sha(small)], blobs.__getitem__) == 1
+    assert has_thumbnail(sha(small))
+    assert not has_thumbnail(sha(huge))
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "fragment"),
+    [
+        pytest.param(b"5", "body", "expected an object {uid: box}, got number", id="a-number"),
+        pytest.param(b"[[1, 2], [3]]", "body", "expected an object {uid: box}, got array", id="list-of-lists"),
+        pytest.param(b'{"a1": "0,0,1,1"}', "body.a1", "expected a box object", id="box-is-a-string"),
+        pytest.param(b'{"a1": {"x": "1", "y": 0, "width": 1, "height": 1}}', "body.a1.x", "expected number", id="str"),
+        pytest.param(b'{"a1": {"x": 1, "y": 0, "width": 1}}', "body.a1.height", "required", id="no-height"),
+        pytest.param(
+            b'{"a1": {"x": 1, "y": 0, "width": 1, "height": 1, "top": null}}', "body.a1.top", "null", id="nul"
+        ),
+        pytest.param(b'{"a1": {"x": 1e400, "y": 0, "width": 1, "height": 1}}', "body.a1.x", "out of range", id="1e400"),
+        pytest.param(b"[" * 2000 + b"]" * 2000, "body", "nested too deeply", id="nested-2000"),
+        pytest.param(b'{"\\ud800": {}}', "body", "lone surrogate", id="lone-surrogate-key"),
+    ],
+)
+def test_a_json_blob_that_is_not_a_bboxes_object_is_refused_naming_the_field(
+    client, media_storage, body, field, fragment
+):
+    response = put_raw(client, body, "application/json", sha(body))
+
+    assert response.status_code == 400, response.content
+    errors = response.json()["errors"]
+    assert any(e["field"] == field and fragment in e["message"] for e in errors), errors
+    assert_nothing_stored(None, media_storage)
+
+
+def test_a_bboxes_blob_as_the_recorder_sends_it_is_accepted(client):
+    data = bboxes_json()
+    assert put_raw(client, data, "application/json", sha(data)).status_code == 201

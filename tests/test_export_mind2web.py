@@ -16,13 +16,13 @@ import pytest
 from lxml import etree
 
 from annotation.models import DemoStatus
+from annotation.splits import MIND2WEB_SPLITS
 from tests.corpus import ingest_corpus
 from workers.dataset import export_demos, storage_blobs
 from workers.exporters import get_exporter
 from workers.exporters.base import ExportDemo, ExportTurn
 from workers.exporters.mind2web import NAMESPACE, Mind2WebExporter, website_name
 from workers.exporters.mind2web.page import SALIENT_ATTRIBUTES
-from workers.splits import MIND2WEB_SPLITS
 
 START = dt.datetime(2024, 3, 1, 9, 30, tzinfo=dt.UTC)
 PAGE_HTML = """<!DOCTYPE html>

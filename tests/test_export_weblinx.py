@@ -17,12 +17,12 @@ from PIL import Image
 from weblinx.processing.prompt import select_turns_and_candidates_for_prompts
 
 from annotation.models import DemoStatus, Turn
+from annotation.splits import WEBLINX_SPLITS
 from tests.corpus import ingest_corpus
 from workers.dataset import export_demos, storage_blobs
 from workers.exporters import get_exporter
 from workers.exporters.base import ExportDemo, ExportTurn
 from workers.exporters.weblinx import WeblinxExporter
-from workers.splits import WEBLINX_SPLITS
 
 UID = "4717de80-eda2-4319"
 START = dt.datetime(2024, 3, 1, 9, 30, 15, 250000, tzinfo=dt.UTC)

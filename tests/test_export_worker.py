@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 
 from annotation.models import ExportJob, JobStatus
-from devtools.processes import celery_worker, database_url
+from devtools.processes import celery_beat, celery_worker, database_url
 from tests.corpus import ingest_corpus
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -20,9 +20,19 @@ EXPORTS = "/api/exports/"
 
 
 @pytest.fixture
-def worker(media_storage, tmp_path):
-    env = {"DATABASE_URL": database_url(connection.settings_dict), "MEDIA_ROOT": str(media_storage)}
-    with celery_worker(env, tmp_path / "worker.log") as process:
+def worker_env(media_storage, tmp_path, settings):
+    """The worker's settings: this test's database, files and export work folder."""
+    settings.EXPORT_TMP_DIR = tmp_path / "exports-tmp"
+    return {
+        "DATABASE_URL": database_url(connection.settings_dict),
+        "MEDIA_ROOT": str(media_storage),
+        "EXPORT_TMP_DIR": str(settings.EXPORT_TMP_DIR),
+    }
+
+
+@pytest.fixture
+def worker(worker_env, tmp_path):
+    with celery_worker(worker_env, tmp_path / "worker.log") as process:
         yield process
 
 
@@ -101,6 +111,39 @@ def test_a_job_whose_worker_is_killed_midway_ends_failed_and_serves_nothing(
     assert final["download_url"] is None
     assert client.get(f"{EXPORTS}{job_id}/download/").status_code == 409
     assert exported_files(media_storage) == []
+
+
+def wait_for(condition, what: str, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def test_the_work_folder_of_a_killed_export_is_swept_by_beat(client, worker, worker_env, alpha, settings, tmp_path):
+    """A SIGKILLed worker never runs its cleanup: the partial export (and its hard links) stays in EXPORT_TMP_DIR
+    until beat's sweep reaps the job and removes the folder; a finished job's folder is gone at once."""
+    ingest_corpus(project="alpha", demos=10, turns=30, elements=1200, seed=6)
+    job_id = client.post(EXPORTS, {"project": "alpha", "format": "weblinx"}, format="json").json()["id"]
+    assert poll(client, job_id, running_midway)[-1]["status"] == "running"
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    left = list(settings.EXPORT_TMP_DIR.iterdir())
+    assert [folder.name.split("-")[:2] for folder in left] == [["exportjob", str(job_id)]]
+    assert any(path.is_file() for path in left[0].rglob("*"))  # the partial export is really there
+
+    env = {**worker_env, "JOB_STALE_SECONDS": "2", "EXPORT_SWEEP_SECONDS": "1"}
+    with (
+        celery_worker(env, tmp_path / "sweeper.log"),
+        celery_beat(env, tmp_path / "beat.log", tmp_path / "beat-schedule"),
+    ):
+        wait_for(lambda: not left[0].exists(), "the sweep to remove the killed job's folder")
+        other = client.post(EXPORTS, {"project": "alpha", "format": "mind2web"}, format="json").json()["id"]
+        assert poll(client, other, ended)[-1]["status"] == "done"
+
+    assert ExportJob.objects.get(pk=job_id).status == JobStatus.FAILED
+    assert list(settings.EXPORT_TMP_DIR.iterdir()) == []
 
 
 def test_a_running_job_can_be_cancelled_and_the_worker_goes_on_with_the_next(client, worker, alpha, media_storage):

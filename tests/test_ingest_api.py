@@ -167,14 +167,27 @@ def test_a_retried_start_with_the_same_client_id_returns_the_same_recording(clie
     assert Demonstration.objects.count() == 1
 
 
-def test_starting_with_a_client_id_used_by_another_navigator_is_a_conflict(client, teammate, api_for):
-    start_recording(client, client_id="rec-1")
+def test_a_client_id_used_by_another_navigator_starts_a_recording_of_ones_own(client, teammate, api_for):
+    mine = start_recording(client, client_id="rec-1").json()
 
     response = start_recording(api_for(teammate), client_id="rec-1")
 
-    assert response.status_code == 409
-    assert response.json()["errors"] == [{"field": "client_id", "message": "already used"}]
-    assert Demonstration.objects.count() == 1
+    assert response.status_code == 201
+    assert response.json()["name"] != mine["name"]
+    assert response.json()["navigator"] == "teammate"
+    assert Demonstration.objects.count() == 2
+
+
+def test_a_client_id_used_in_another_project_is_not_revealed(client, outsider, api_for):
+    theirs = start_recording(api_for(outsider), project="beta", client_id="rec-secret").json()
+
+    response = start_recording(client, project="alpha", client_id="rec-secret")
+
+    assert response.status_code == 201
+    body = response.json()
+    assert (body["project"], body["navigator"]) == ("alpha", "owner")
+    assert "beta" not in response.text
+    assert theirs["name"] not in response.text
 
 
 def test_a_client_id_re_sent_for_another_project_is_a_conflict(client, owner, beta):

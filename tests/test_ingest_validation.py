@@ -131,6 +131,19 @@ TURN_CASES = [
     case("client-id-number", "click", "client_id", 7, "expected a string"),
     case("screenshot-not-a-sha", "click", "screenshot", "not-a-sha", "expected the sha256 of an uploaded blob"),
     case("page-uppercase-sha", "click", "page", "A" * 64, "64 lowercase hex"),
+    # Shapes the review page, exporters and metrics read (each was stored, then broke /review/<demo>/).
+    case("scroll-element-is-a-string", "scroll", "arguments.element", "body", "expected object, got string"),
+    case("element-bbox-is-a-string", "click", "arguments.element.bbox", "0,0,1,1", "expected object, got string"),
+    case("element-bbox-value-string", "click", "arguments.element.bbox.width", "100", "expected number, got string"),
+    case("textContent-is-a-number", "click", "arguments.element.textContent", 7, "expected string, got number"),
+    case("attributes-is-a-list", "hover", "arguments.element.attributes", ["a"], "expected object, got array"),
+    case("attribute-value-number", "click", "arguments.element.attributes.class", 3, "expected string"),
+    case("tagName-is-null", "click", "arguments.element.tagName", None, "expected string, got null"),
+    # Integers the database columns cannot hold.
+    case("tabId-2-to-the-64", "click", "arguments.metadata.tabId", 2**64, "expected an integer from"),
+    case("viewportWidth-negative", "click", "arguments.metadata.viewportWidth", -5, "from 0 to 2147483647"),
+    case("viewportHeight-huge", "click", "arguments.metadata.viewportHeight", 2**31, "from 0 to 2147483647"),
+    case("properties-tabId-huge", "tabcreate", "arguments.properties.tabId", -(2**60), "expected an integer from"),
 ]
 
 

@@ -19,7 +19,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation.actions import Conflict, do_ingest_turns, do_store_blob_bytes
 from annotation.actions.events import session_group
-from annotation.models import Demonstration, DemoStatus, Role, Turn
+from annotation.models import Demonstration, DemoStatus, Project, Role, Turn
 from config.asgi import application
 from tests import payloads
 from tests.conftest import make_user, start_demo
@@ -65,7 +65,7 @@ def session_cookie(user) -> bytes:
 
 async def opened(demo_name: str, user=None, origin: bytes = SITE) -> WebsocketCommunicator:
     """A connected socket, signed in with ``user``'s session cookie when given (not joined yet)."""
-    headers = [(b"origin", origin)]
+    headers = [(b"origin", origin), (b"host", b"testserver")]
     if user is not None:
         headers.append((b"cookie", await database_sync_to_async(session_cookie)(user)))
     socket = WebsocketCommunicator(application, f"/ws/sessions/{demo_name}/", headers=headers)
@@ -125,11 +125,11 @@ async def say(socket, client_id: str, utterance: str) -> dict:
     return await next_of(socket, "ack")
 
 
-def browser_batch(client_id: str, timestamp: float, seed: int = 1) -> tuple[list[dict], str]:
-    """A browser turn with uploaded blobs, and the screenshot's sha256."""
+def browser_batch(client_id: str, timestamp: float, seed: int = 1, project: str = "alpha") -> tuple[list[dict], str]:
+    """A browser turn with blobs uploaded to ``project``, and the screenshot's sha256."""
     blobs = payloads.state_blobs(seed)
     for blob in blobs.values():
-        do_store_blob_bytes(blob.data, blob.media_type)
+        do_store_blob_bytes(blob.data, blob.media_type, Project.objects.get(name=project))
     refs = payloads.state_refs(blobs)
     return [payloads.browser_turn(client_id, "click", timestamp, **refs)], refs["screenshot"]
 
@@ -153,7 +153,7 @@ def test_messages_reach_both_sides_in_order_with_the_server_sequence(demo, owner
         navigator, welcome, _ = await joined(demo.name, owner)
         teacher, teacher_welcome, _ = await joined(demo.name, instructor)
         assert (welcome["role"], teacher_welcome["role"]) == ("navigator", "instructor")
-        assert welcome["invite"]
+        assert welcome["invite"] is None  # it has its instructor: no invitation to show
         assert "invite" not in teacher_welcome
         acks = [await say(teacher, f"m{i}", f"step {i}") for i in range(3)]
         acks.append(await say(navigator, "n0", "done"))
@@ -209,6 +209,36 @@ def test_a_resent_message_is_acknowledged_with_its_seq_and_stored_once(demo, own
     assert demo.turns.count() == 1
 
 
+def test_hostile_frames_get_an_error_message_naming_the_field_and_the_socket_stays_usable(demo, owner):
+    """JSON nested 100k deep (RecursionError in the parser), lone surrogates and 1e400 (which the database refuses)
+    used to crash the consumer (close 1011)."""
+    frames = [
+        "[" * 100_000 + "]" * 100_000,
+        '{"type": "chat", "client_id": "a", "utterance": "\\ud800"}',
+        '{"type": "chat", "client_id": "b", "utterance": 1e400}',
+        '{"type": "ping", "clock": ' + "[" * 80 + "]" * 80 + "}",
+    ]
+
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        errors = []
+        for frame in frames:
+            await navigator.send_to(text_data=frame)
+            errors.append(await next_of(navigator, "error"))
+        await navigator.send_json_to({"type": "chat", "client_id": "c", "utterance": "still here"})
+        answers.extend([*errors, await next_of(navigator, "ack")])
+        await navigator.disconnect()
+
+    answers = []
+    run(scenario)
+    *errors, ack = answers
+    assert [error["code"] for error in errors] == ["parse_error"] * 4
+    assert [error["errors"][0]["field"] for error in errors[:3]] == ["body", "utterance", "utterance"]
+    assert errors[3]["errors"][0]["field"].startswith("clock[0][0]")
+    assert ack["seq"] == 0
+    assert list(demo.turns.values_list("utterance", flat=True)) == ["still here"]
+
+
 def test_invalid_messages_get_a_clear_error_and_store_nothing(demo, owner):
     async def scenario():
         navigator, _, _ = await joined(demo.name, owner)
@@ -219,7 +249,7 @@ def test_invalid_messages_get_a_clear_error_and_store_nothing(demo, owner):
         await navigator.send_json_to({"type": "dance"})
         assert (await next_of(navigator, "error"))["code"] == "unknown_type"
         await navigator.send_to(text_data="not json")
-        assert (await next_of(navigator, "error"))["code"] == "unknown_type"
+        assert (await next_of(navigator, "error"))["code"] == "parse_error"
         await navigator.send_to(bytes_data=b"\x00\x01")
         assert (await next_of(navigator, "error"))["code"] == "unknown_type"
         await navigator.disconnect()
@@ -397,16 +427,44 @@ def test_an_unknown_demonstration_is_closed_4403_like_someone_elses(owner, outsi
     run(scenario)
 
 
+async def handshake(demo, owner, origin: bytes, host: bytes = b"testserver", scheme: str = "ws") -> bool:
+    """Whether a signed-in socket with these ``Origin`` and ``Host`` headers is accepted."""
+    cookie = await database_sync_to_async(session_cookie)(owner)
+    headers = [(b"origin", origin), (b"host", host), (b"cookie", cookie)]
+    socket = WebsocketCommunicator(application, f"/ws/sessions/{demo.name}/", headers=headers)
+    socket.scope["scheme"] = scheme
+    connected, _ = await socket.connect()
+    await socket.disconnect()
+    return connected
+
+
 def test_a_foreign_origin_is_refused_before_anything_happens(demo, owner):
     async def scenario():
-        for origin in (b"http://evil.example", b"chrome-extension://abcdefghijklmnopabcdefghijklmnop"):
-            socket = WebsocketCommunicator(
-                application,
-                f"/ws/sessions/{demo.name}/",
-                headers=[(b"origin", origin), (b"cookie", await database_sync_to_async(session_cookie)(owner))],
-            )
-            connected, _ = await socket.connect()
-            assert not connected
+        for origin in (b"http://evil.example", b"chrome-extension://abcdefghijklmnopabcdefghijklmnop", b"null"):
+            assert not await handshake(demo, owner, origin)
+        assert not await handshake(demo, owner, b"http://testserver", host=b"evil.example")  # not an allowed host
+
+    run(scenario)
+
+
+def test_a_page_of_another_port_on_the_same_host_is_refused(demo, owner):
+    async def scenario():
+        assert await handshake(demo, owner, b"http://127.0.0.1:8000", host=b"127.0.0.1:8000")
+        assert await handshake(demo, owner, b"http://[::1]:8000", host=b"[::1]:8000")
+        assert await handshake(demo, owner, b"https://localhost", host=b"localhost", scheme="wss")
+        assert not await handshake(demo, owner, b"http://127.0.0.1:9999", host=b"127.0.0.1:8000")
+        assert not await handshake(demo, owner, b"http://127.0.0.1", host=b"127.0.0.1:8000")
+        assert not await handshake(demo, owner, b"http://localhost", host=b"localhost", scheme="wss")
+
+    run(scenario)
+
+
+def test_an_origin_listed_in_csrf_trusted_origins_is_accepted(demo, owner, settings):
+    settings.CSRF_TRUSTED_ORIGINS = ["https://demos.example.org"]
+
+    async def scenario():
+        assert await handshake(demo, owner, b"https://demos.example.org", host=b"127.0.0.1:8000")
+        assert not await handshake(demo, owner, b"https://demos.example.org:8443", host=b"127.0.0.1:8000")
 
     run(scenario)
 
@@ -646,3 +704,36 @@ def test_after_the_instructor_ends_the_recorders_queue_is_still_accepted_and_rel
     assert finished.status_code == 200
     assert finished.json()["status"] == "recorded"
     assert Demonstration.objects.get(pk=demo.pk).recording_end == demo.recording_end  # the first end stays
+
+
+def test_the_socket_shows_the_invitation_revokes_it_and_hides_it_once_used(owner, alpha, teammate):
+    demo = start_demo(owner, alpha)
+
+    async def scenario():
+        navigator, welcome, _ = await joined(demo.name, owner)
+        first = welcome["invite"]
+        assert first
+        assert welcome["invite_expires_at"]
+        await navigator.send_json_to({"type": "revoke_invite"})
+        renewed = await next_of(navigator, "invite")
+        assert renewed["invite"] not in (None, first)
+        gone = await database_sync_to_async(join_page_status)(teammate, first)
+        assert gone == 410
+        assert await database_sync_to_async(join_page_status)(teammate, renewed["invite"], post=True) == 302
+        assert (await next_of(navigator, "invite"))["invite"] is None  # used: nothing to show any more
+        teacher, teacher_welcome, _ = await joined(demo.name, teammate)
+        assert "invite" not in teacher_welcome
+        await navigator.send_json_to({"type": "revoke_invite"})
+        assert (await next_of(navigator, "invite"))["invite"] is None
+        await only_presence_or_nothing(teacher)  # the instructor never hears of invitations
+        await navigator.disconnect()
+        await teacher.disconnect()
+
+    run(scenario)
+
+
+def join_page_status(user, code: str, post: bool = False) -> int:
+    client = Client()
+    client.force_login(user)
+    url = f"/sessions/join/{code}"
+    return (client.post(url) if post else client.get(url)).status_code

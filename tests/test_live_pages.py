@@ -20,7 +20,7 @@ def browser(user) -> Client:
 def with_screenshot(demo) -> str:
     blobs = payloads.state_blobs(3)
     for blob in blobs.values():
-        do_store_blob_bytes(blob.data, blob.media_type)
+        do_store_blob_bytes(blob.data, blob.media_type, demo.project)
     refs = payloads.state_refs(blobs)
     do_ingest_turns(demo, [payloads.browser_turn("click-1", "click", 2.0, **refs)])
     return refs["screenshot"]
@@ -50,7 +50,9 @@ def test_each_participant_is_sent_to_their_own_page(owner, alpha, instructor):
     assert browser(instructor).get(f"/sessions/{demo.name}/navigate").url == f"/sessions/{demo.name}/instruct"
     navigate = browser(owner).get(f"/sessions/{demo.name}/navigate")
     assert navigate.status_code == 200
-    assert "http://testserver/sessions/join/" in navigate.content.decode()
+    assert "/sessions/join/" not in navigate.content.decode()  # it has its instructor: nothing to invite to
+    alone = start_demo(owner, alpha)
+    assert "http://testserver/sessions/join/" in browser(owner).get(f"/sessions/{alone.name}/navigate").text
 
 
 @pytest.mark.parametrize("who", ["teammate", "outsider", "reviewer"])
@@ -69,9 +71,14 @@ def test_session_pages_need_sign_in(owner, alpha):
     assert response.url.startswith("/accounts/login/")
 
 
+def invite_link(demo) -> str:
+    """The invitation link the navigator's page shows."""
+    return f"/sessions/join/{live.do_issue_invitation(demo.navigator, demo).code}"
+
+
 def test_an_invited_member_joins_as_instructor_first_come(owner, alpha, teammate, reviewer):
     demo = start_demo(owner, alpha)
-    link = f"/sessions/join/{live.invite_code(demo)}"
+    link = invite_link(demo)
     offer = browser(teammate).get(link)
     assert offer.status_code == 200
     assert 'id="join-button"' in offer.content.decode()
@@ -79,9 +86,9 @@ def test_an_invited_member_joins_as_instructor_first_come(owner, alpha, teammate
     demo.refresh_from_db()
     assert demo.instructor == teammate
     late = browser(reviewer).post(link)
-    assert late.status_code == 409
-    assert "already has an instructor" in late.content.decode()
-    assert browser(reviewer).get(link).status_code == 409
+    assert late.status_code == 410  # the invitation is spent
+    assert "already been used" in late.content.decode()
+    assert browser(reviewer).get(link).status_code == 410
     demo.refresh_from_db()
     assert demo.instructor == teammate
     assert browser(teammate).get(link).url == f"/sessions/{demo.name}/instruct"  # joining again is harmless
@@ -89,7 +96,7 @@ def test_an_invited_member_joins_as_instructor_first_come(owner, alpha, teammate
 
 def test_an_invitation_is_404_for_outsiders_and_forged_codes(owner, alpha, outsider, teammate):
     demo = start_demo(owner, alpha)
-    link = f"/sessions/join/{live.invite_code(demo)}"
+    link = invite_link(demo)
     assert browser(outsider).post(link).status_code == 404
     assert browser(teammate).get(link[:-2] + "xx").status_code == 404
     assert browser(teammate).get("/sessions/join/not-a-code").status_code == 404
@@ -100,7 +107,7 @@ def test_an_invitation_is_404_for_outsiders_and_forged_codes(owner, alpha, outsi
 
 def test_the_navigator_following_their_own_invitation_goes_to_their_page(owner, alpha):
     demo = start_demo(owner, alpha)
-    response = browser(owner).post(f"/sessions/join/{live.invite_code(demo)}")
+    response = browser(owner).post(invite_link(demo))
     assert response.url == f"/sessions/{demo.name}/navigate"
 
 

@@ -166,8 +166,9 @@ def test_another_projects_detail_is_404(owner, api_for, beta):
     assert api_for(owner).get("/api/projects/alpha/").json()["role"] == "annotator"
 
 
-def test_an_outsider_can_upload_blobs_as_an_annotator_of_another_project(outsider, api_for, screenshot):
-    assert put_blob(api_for(outsider), screenshot).status_code == 201
+def test_an_outsider_uploads_blobs_to_their_own_project_but_not_to_another(outsider, api_for, screenshot):
+    assert put_blob(api_for(outsider), screenshot, project="alpha").status_code == 404
+    assert put_blob(api_for(outsider), screenshot, project="beta").status_code == 201
     assert Blob.objects.filter(sha256=screenshot.sha256).exists()
 
 

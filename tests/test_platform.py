@@ -1,6 +1,7 @@
-"""`make run`: first-run setup, the real server and worker it starts, and a clean Ctrl-C."""
+"""`make run`: first-run setup, the real server, worker and beat it starts, and a clean Ctrl-C."""
 
 import json
+import stat
 import subprocess
 import sys
 import urllib.request
@@ -56,6 +57,11 @@ def test_platform_runs_a_real_celery_worker(platform):
     assert "pong" in result.stdout
 
 
+def test_platform_runs_celery_beat_with_the_periodic_tasks(platform):
+    assert "beat: Starting" in platform.output()
+    assert (platform.var_dir / "celerybeat-schedule").exists() or any(platform.var_dir.glob("celerybeat-schedule*"))
+
+
 def test_platform_serves_the_admin_and_api_docs(platform):
     for path in ("/admin/login/", "/api/docs/", "/api/schema/", "/"):
         with urllib.request.urlopen(platform.url + path, timeout=10) as response:
@@ -67,13 +73,17 @@ def test_ctrl_c_stops_everything_and_a_second_run_keeps_the_first_runs_data(tmp_
         first = start_platform(tmp_path, database_url, free_port(), "--sample-demos", "1")
         children = child_pids(first.process.pid)
         credentials = first.credentials()
-        assert len(children) == 2  # server and worker
+        key_file = tmp_path / "secret_key"
+        key = key_file.read_text()
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        assert len(children) == 3  # server, worker and beat
         assert stop_platform(first) == 0
         assert not any(is_running(pid) for pid in children)
 
         second = start_platform(tmp_path, database_url, free_port(), "--sample-demos", "1")
         try:
             assert second.credentials() == credentials
+            assert key_file.read_text() == key  # kept: sessions and signed values survive a restart
             assert "Created admin account" not in second.output()
             demos = get_json(f"{second.url}/api/recordings/?project__name=sample", credentials["api token"])
             assert demos["count"] == 1

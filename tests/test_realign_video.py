@@ -286,11 +286,11 @@ def test_the_task_stores_video_suggestions_from_stored_chunks(alpha, caplog):
     from workers.tasks import realign_demo
 
     demo = recorded_demo()
-    shas = {color: do_store_blob_bytes(data, "image/png")[0].pk for color, data in SHOTS.items()}
+    shas = {color: do_store_blob_bytes(data, "image/png", demo.project)[0].pk for color, data in SHOTS.items()}
     last = Turn.objects.filter(demonstration=demo).order_by("-seq").first()
     start = last.timestamp + 100  # after every turn of the synthetic demo
     for index, data in enumerate(cut(mediarecorder_webm([RED, GREEN, BLUE]), 4)):
-        blob = do_store_blob_bytes(data, "video/webm")[0]
+        blob = do_store_blob_bytes(data, "video/webm", demo.project)[0]
         VideoChunk.objects.create(demonstration=demo, index=index, blob=blob, started_at=start)
     made = []
     for n, (at, color) in enumerate([(start + 1.5, "green"), (start + 2.5, "blue")]):

@@ -3,8 +3,8 @@
 import pytest
 
 from annotation.models import DemoStatus, Membership, Role, SplitConfig
+from annotation.splits import MIND2WEB_SPLITS, WEBLINX_SPLITS
 from tests.corpus import ingest_corpus
-from workers.splits import MIND2WEB_SPLITS, WEBLINX_SPLITS
 
 
 @pytest.fixture

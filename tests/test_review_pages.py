@@ -325,3 +325,21 @@ def test_the_revision_is_answered_only_to_who_may_review(client, demo, outsider)
     assert response.status_code == 404
     assert "detail" in response.json()
     assert signed_in(client, outsider).get("/review/no-such-demo/revision").status_code == 404
+
+
+def test_a_metadata_value_longer_than_its_column_is_a_400_naming_the_field(client, reviewer, demo):
+    signed_in(client, reviewer)
+    fields = {"category": "c" * 101, "region": "Atlantis", "websites": ["w" * 254 + ".com"], "subcategory": "s" * 100}
+
+    response = post(client, demo, op="edit_metadata", revision=0, fields=fields)
+
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        {"field": "category", "message": "at most 100 characters"},
+        {"field": "websites", "message": "domains of at most 253 characters"},
+    ]
+    demo.refresh_from_db()
+    assert demo.region != "Atlantis"
+    assert not Edit.objects.filter(demonstration=demo).exists()
+    assert post(client, demo, op="edit_metadata", revision=0, fields={"fields": 1}).status_code == 400
+    assert post(client, demo, op="edit_metadata", revision=0, fields=["category"]).status_code == 400

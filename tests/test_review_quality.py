@@ -111,10 +111,8 @@ def test_with_video_the_suggestion_is_the_frame_most_like_the_video_at_the_actio
 
 @pytest.mark.django_db
 def test_prepare_review_stores_suggestions_and_quality(alpha):
-    from annotation.actions.review import do_prepare_review
-
     demo = recorded_demo()
-    do_prepare_review(demo)
+    realign.prepare_review(demo)
     framed = Turn.objects.get(demonstration=demo, client_id="framed-turn")
     assert TurnCuration.objects.get(turn=framed).suggested_screenshot == framed.frames[1]["screenshot"]
     review = DemoReview.objects.get(pk=demo.pk)

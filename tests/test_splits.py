@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from workers.splits import (
+from annotation.splits import (
     MIND2WEB_SPLITS,
     WEBLINX_SPLITS,
     DemoFacts,

@@ -45,11 +45,11 @@ def page_uids(html: bytes) -> UidCollector:
     return collector
 
 
-def test_corpus_passes_the_ingest_validation(corpus, db):
+def test_corpus_passes_the_ingest_validation(corpus, alpha):
     for spec in corpus:
         for data, media_type in spec.blobs:
-            actions.do_store_blob_bytes(data, media_type)
-        assert actions.check_turn_batch(spec.turns) == spec.turns
+            actions.do_store_blob_bytes(data, media_type, alpha)
+        assert actions.check_turn_batch(spec.turns, alpha) == spec.turns
 
 
 def test_every_intent_appears_in_each_demo_of_20_turns_or_more(corpus):

@@ -17,11 +17,12 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from annotation.formats import ARCHIVE_FORMATS  # pure constants: no Django needed
+
 MANIFEST = "manifest.json"
 CHUNK = 1024 * 1024
 # Already-compressed media gain nothing from deflate; storing them keeps zip exports close to disk speed.
 STORED_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".mp4", ".webm", ".gz", ".zip"}
-ARCHIVE_FORMATS = ("tar.gz", "zip")
 
 
 class HashingReader:

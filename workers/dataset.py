@@ -10,6 +10,7 @@ from pathlib import Path
 from django.core.files.storage import default_storage
 from django.db.models import Prefetch
 
+from annotation import splits as split_rules
 from annotation.models import (
     Demonstration,
     DemoReview,
@@ -20,8 +21,8 @@ from annotation.models import (
     curated_turns,
     sha256_path,
 )
+from annotation.shapes import as_dict
 
-from . import splits as split_rules
 from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn
 
 DEFAULT_STATUSES = (DemoStatus.VALIDATED,)
@@ -66,7 +67,7 @@ def curated_text(turn: Turn, curation, arguments: dict) -> tuple[str, dict]:
 
 
 def curated_export_turn(index: int, turn: Turn, curation) -> ExportTurn:
-    utterance, arguments = curated_text(turn, curation, turn.arguments)
+    utterance, arguments = curated_text(turn, curation, as_dict(turn.arguments))
     return ExportTurn(
         index=index,
         type=turn.type,

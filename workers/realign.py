@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 from PIL import Image, ImageChops, ImageStat
 
+from annotation.shapes import frames_of, is_finite_number
+
 logger = logging.getLogger(__name__)
 
 SIGNATURE_SIZE = (64, 36)
@@ -32,15 +34,15 @@ VIDEO, LAST_BEFORE, OWN = "video", "last-before", "own"
 def candidates(own: str | None, frames: list) -> list[tuple[str, float | None]]:
     """``[(sha, timestamp)]``: the turn's screenshot (no timestamp of its own) and its frames."""
     found = [(own, None)] if own else []
-    return found + [(f["screenshot"], f.get("timestamp")) for f in frames or [] if f.get("screenshot")]
+    return found + [(f["screenshot"], f.get("timestamp")) for f in frames_of(frames)]
 
 
 def last_before(action_time: float, own: str | None, frames: list) -> str | None:
     """The last frame captured at or before the action, else the turn's own screenshot."""
     before = [
         (f["timestamp"], f["screenshot"])
-        for f in frames or []
-        if f.get("screenshot") and f.get("timestamp") is not None and f["timestamp"] <= action_time
+        for f in frames_of(frames)
+        if is_finite_number(f.get("timestamp")) and f["timestamp"] <= action_time
     ]
     return max(before)[1] if before else own
 
@@ -417,3 +419,16 @@ def store_suggestions(demo, read=None) -> int:
     logger.info("realign %s: %s", demo.name, counts)
     DemoReview.objects.update_or_create(demonstration=demo, defaults={"realigned": True})
     return sum(1 for sha, _ in chosen if sha)
+
+
+def prepare_review(demo, read=None) -> None:
+    """The worker's part of review (``workers.realign_demo``): screenshot suggestions and the cached quality checks,
+    so the list shows issue counts before anyone opens the demo."""
+    from annotation.actions.review import ensure_quality, review_of
+    from annotation.models import Turn
+    from workers.dataset import storage_blobs
+
+    read = read or storage_blobs().read
+    store_suggestions(demo, read)
+    turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
+    ensure_quality(demo, review_of(demo), turns, read)

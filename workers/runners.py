@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 
-from annotation.actions.jobs import beat, claim_job, finish_job
+from annotation.actions.jobs import beat, claim_job, finish_job, reap_stale_jobs
 from annotation.models import Evaluation, ExportJob, JobStatus
 
 from . import dataset
@@ -46,9 +46,43 @@ class Progress:
                 raise JobStopped(f"job {self.job.pk} is no longer running")
 
 
+JOB_MODELS = {model.__name__.lower(): model for model in (ExportJob, Evaluation)}
+
+
 def workdir_for(job) -> Path:
+    """A private folder under ``EXPORT_TMP_DIR`` named ``<model>-<pk>-<random>``, so a sweep knows its job."""
     settings.EXPORT_TMP_DIR.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=f"{type(job).__name__.lower()}-{job.pk}-", dir=settings.EXPORT_TMP_DIR))
+
+
+def folder_job(name: str) -> tuple[str, int] | None:
+    """``("exportjob", 12)`` for ``exportjob-12-x1y2``; None for a name no job gave."""
+    model, _, rest = name.partition("-")
+    pk = rest.partition("-")[0]
+    return (model, int(pk)) if model in JOB_MODELS and pk.isdigit() else None
+
+
+def sweep_export_folders() -> int:
+    """Remove the work folders of jobs that are not running (failed, cancelled, reaped, deleted). A job's own worker
+    removes its folder when the job ends; a killed worker never does, so beat runs this every EXPORT_SWEEP_SECONDS.
+    Stale jobs are reaped first. Returns how many folders were removed."""
+    reap_stale_jobs()
+    root = settings.EXPORT_TMP_DIR
+    # Folders are listed BEFORE the running jobs are read: a job is claimed (running) before its folder exists,
+    # so a folder seen here whose job is not running in the later read is truly left over.
+    folders = [(folder, folder_job(folder.name)) for folder in root.iterdir()] if root.is_dir() else []
+    running = {
+        (name, pk)
+        for name, model in JOB_MODELS.items()
+        for pk in model.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True)
+    }
+    removed = 0
+    for folder, job in folders:
+        if job is not None and job not in running:
+            shutil.rmtree(folder, ignore_errors=True)
+            log.info("removed the work folder %s of %s %s (not running)", folder.name, *job)
+            removed += 1
+    return removed
 
 
 def run_job(model, job_id: int, work) -> None:
@@ -85,6 +119,8 @@ def count_demos(project, scheme: str, statuses, splits) -> int:
 
 def export_and_publish(job: ExportJob, workdir: Path) -> None:
     out = workdir / job.filename.removesuffix(f".{job.archive_format}")
+    if job.format == "turkingbench":
+        return export_form_batches(job, out, workdir)
     total = count_demos(job.project, job.format, job.statuses, job.splits)
     exporting = Progress(job, 0.0, EXPORT_SHARE)
     demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits)
@@ -94,6 +130,24 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
     counts.files = len(manifest)
     Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing
     publish(job, archive, counts.as_dict())
+
+
+def export_form_batches(job: ExportJob, out: Path, workdir: Path) -> None:
+    """A TurkingBench export of the project's form batches (``workers.exporters.turkingbench``)."""
+    from . import form_dataset
+    from .exporters import turkingbench
+
+    lists = form_dataset.split_lists(job.project)
+    total = max(1, form_dataset.selected_batches(job.project, lists, job.splits).count())
+    exporting = Progress(job, 0.0, EXPORT_SHARE)
+    batches = form_dataset.export_batches(job.project, job.include_gold, job.splits)
+    selected = {name: lists[name] for name in job.splits if name in lists} if job.splits else lists
+    counts = turkingbench.export(batches, out, selected, lambda done: exporting(done / total))
+    archive = workdir / job.filename
+    manifest = write_archive(out, archive, job.archive_format, Progress(job, EXPORT_SHARE, 1 - EXPORT_SHARE))
+    counts["files"] = len(manifest)
+    Progress(job, 0.99, 0)(1, force=True)
+    publish(job, archive, counts)
 
 
 def move_into_storage(path: Path, name: str) -> str:

@@ -17,6 +17,12 @@ def run_evaluation(evaluation_id: int) -> None:
     runners.run_evaluation(evaluation_id)
 
 
+@shared_task(name="workers.sweep_export_folders")
+def sweep_export_folders() -> None:
+    """Periodic (beat): reap stale jobs and remove the work folders of jobs no longer running."""
+    runners.sweep_export_folders()
+
+
 @shared_task(name="workers.make_thumbnails", acks_late=True)
 def make_thumbnails(shas: list) -> None:
     """Thumbnails of these screenshot blobs for the review page (see ``thumbnails.make_thumbnails``)."""
@@ -28,10 +34,19 @@ def make_thumbnails(shas: list) -> None:
 
 @shared_task(name="workers.realign_demo", acks_late=True)
 def realign_demo(demo_id: int) -> None:
-    """Suggested screenshots and quality checks of a demo (see ``actions.review.do_prepare_review``)."""
-    from annotation.actions.review import do_prepare_review
+    """Suggested screenshots and quality checks of a demo (see ``realign.prepare_review``)."""
     from annotation.models import Demonstration
+
+    from .realign import prepare_review
 
     demo = Demonstration.objects.filter(pk=demo_id).first()
     if demo is not None:
-        do_prepare_review(demo)
+        prepare_review(demo)
+
+
+@shared_task(name="workers.expire_assignments", ignore_result=True)
+def expire_assignments() -> int:
+    """Celery beat, every ``FORM_EXPIRY_SWEEP_SECONDS``: mark assignments past their allotted time as expired."""
+    from annotation.actions.work import do_expire_due
+
+    return do_expire_due()

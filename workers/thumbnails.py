@@ -1,20 +1,16 @@
 """Screenshot thumbnails for the review page: made once per screenshot blob, stored beside the blobs by sha."""
 
 import io
+import logging
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from PIL import Image
 
+from annotation.blobstore import has_thumbnail, thumbnail_path
+
+log = logging.getLogger(__name__)
 SIZE = (320, 180)
-
-
-def thumbnail_path(sha256: str) -> str:
-    return f"thumbs/{sha256[:2]}/{sha256}.webp"
-
-
-def has_thumbnail(sha256: str) -> bool:
-    return default_storage.exists(thumbnail_path(sha256))
 
 
 def thumbnail_bytes(image_bytes: bytes) -> bytes:
@@ -30,7 +26,13 @@ def make_thumbnails(shas, read) -> int:
     """Create the missing thumbnails of these screenshot blobs; returns how many were made."""
     made = 0
     for sha in dict.fromkeys(shas):
-        if not has_thumbnail(sha):
-            default_storage.save(thumbnail_path(sha), ContentFile(thumbnail_bytes(read(sha))))
-            made += 1
+        if has_thumbnail(sha):
+            continue
+        try:
+            data = thumbnail_bytes(read(sha))
+        except (OSError, ValueError, Image.DecompressionBombError) as error:  # unreadable, or over the pixel limit
+            log.warning("thumbnail of %s not made: %s", sha, error)
+            continue
+        default_storage.save(thumbnail_path(sha), ContentFile(data))
+        made += 1
     return made

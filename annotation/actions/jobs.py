@@ -5,17 +5,16 @@ with a conditional update (queued → running), beats a heartbeat with its progr
 conditional update (running → done | failed), so a cancelled or reaped job can never be marked done.
 """
 
-import logging
-
 from django.db import transaction
 from django.utils import timezone
 
-from ..models import EXPORTABLE_STATUSES, ExportFormat, Project, Role
+from ..formats import ARCHIVE_FORMATS
+from ..models import EXPORTABLE_STATUSES, ExportFormat, Project, Role, SplitConfig
 from ..models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
+from ..splits import SPLITS
+from . import queue
 from .errors import Conflict, ValidationFailed
 from .projects import check_project_role
-
-log = logging.getLogger(__name__)
 
 EXPORT_ROLES = (Role.RESEARCHER, Role.ADMIN)
 STATUS_CHOICES = tuple(status.value for status in EXPORTABLE_STATUSES)
@@ -33,14 +32,19 @@ def check_choice(field: str, value, allowed) -> None:
         )
 
 
-def check_export_request(export_format, splits, statuses, archive_format) -> None:
-    from workers.archive import ARCHIVE_FORMATS
-    from workers.splits import SPLITS
+def split_choices(project, export_format) -> tuple:
+    """The splits an export may select: the scheme's, or for TurkingBench the project's stored split lists."""
+    if export_format == ExportFormat.TURKINGBENCH:
+        return tuple(SplitConfig.for_project(project).form_task_splits)
+    return SPLITS[export_format]
 
+
+def check_export_request(project, export_format, splits, statuses, archive_format) -> None:
     check_choice("format", export_format, ExportFormat.values)
     check_choice("archive_format", archive_format, ARCHIVE_FORMATS)
+    allowed = split_choices(project, export_format)
     for index, split in enumerate(splits):
-        check_choice(f"splits[{index}]", split, SPLITS[export_format])
+        check_choice(f"splits[{index}]", split, allowed)
     if not statuses:
         raise ValidationFailed(
             "statuses must not be empty", [{"field": "statuses", "message": "expected at least one"}]
@@ -49,25 +53,21 @@ def check_export_request(export_format, splits, statuses, archive_format) -> Non
         check_choice(f"statuses[{index}]", status, STATUS_CHOICES)
 
 
-def enqueue(task, job) -> None:
+def enqueue(task: str, job) -> None:
     """Send the job's id to the queue once the row is committed; a broker that cannot be reached fails the job
     visibly instead of leaving it queued forever (or running it inline behind the user's back)."""
 
-    def send():
-        try:
-            task.delay(job.pk)
-        except Exception as error:  # kombu raises many kinds: connection, timeout, DNS, ...
-            log.exception("could not enqueue %s", job)
-            finish_job(job, JobStatus.FAILED, error=f"could not reach the task queue: {error}")
+    def failed(error):
+        finish_job(job, JobStatus.FAILED, error=f"could not reach the task queue: {error}")
 
-    transaction.on_commit(send)
+    queue.enqueue(task, job.pk, on_failure=failed)
 
 
-def do_create_export(user, project, export_format, splits=(), statuses=("validated",), archive_format="tar.gz"):
-    """Create an export job and enqueue it."""
-    from workers.tasks import run_export_job
-
-    check_export_request(export_format, list(splits), list(statuses), archive_format)
+def do_create_export(
+    user, project, export_format, splits=(), statuses=("validated",), archive_format="tar.gz", include_gold=False
+):
+    """Create an export job and enqueue it. ``include_gold``: TurkingBench, also the imported gold rows."""
+    check_export_request(project, export_format, list(splits), list(statuses), archive_format)
     with transaction.atomic():
         job = ExportJob.objects.create(
             project=project,
@@ -76,17 +76,15 @@ def do_create_export(user, project, export_format, splits=(), statuses=("validat
             splits=list(splits),
             statuses=list(statuses),
             archive_format=archive_format,
+            include_gold=bool(include_gold),
         )
-        enqueue(run_export_job, job)
+        enqueue(queue.EXPORT, job)
     return job
 
 
 def do_create_evaluation(user, project, eval_format, split, predictions) -> Evaluation:
     """Create an evaluation of ``predictions`` on ``split`` and enqueue it."""
-    from workers.splits import SPLITS
-    from workers.tasks import run_evaluation
-
-    check_choice("format", eval_format, ExportFormat.values)
+    check_choice("format", eval_format, tuple(SPLITS))  # TurkingBench scoring comes with the agent evaluation
     check_choice("split", split, SPLITS[eval_format])
     if not isinstance(predictions, list) or not predictions:
         raise ValidationFailed(
@@ -97,7 +95,7 @@ def do_create_evaluation(user, project, eval_format, split, predictions) -> Eval
         evaluation = Evaluation.objects.create(
             project=project, owner=user, format=eval_format, split=split, predictions=predictions
         )
-        enqueue(run_evaluation, evaluation)
+        enqueue(queue.EVALUATION, evaluation)
     return evaluation
 
 

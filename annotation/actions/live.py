@@ -8,15 +8,15 @@ pages are thin callers of these functions.
 import math
 from datetime import timedelta
 
-from django.core import signing
+from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from ..models import Blob, Demonstration, Role, TurnType
-from .errors import Conflict, Forbidden, NotFound, ValidationFailed
+from ..models import Blob, Demonstration, Invitation, Role, TurnType, code_digest
+from .errors import Conflict, Forbidden, Gone, NotFound, ValidationFailed
 from .events import on_commit_send, turn_event
 from .ingest import do_finish_recording, do_ingest_turns
 
@@ -24,7 +24,6 @@ NAVIGATOR, INSTRUCTOR, OBSERVER = "navigator", "instructor", "observer"
 SPEAKING_ROLES = (NAVIGATOR, INSTRUCTOR)
 MAX_UTTERANCE = 10_000
 MAX_CLIENT_ID = 64
-INVITE_SALT = "annotation.live.invite"
 
 # --- Access ---------------------------------------------------------------------------------------------
 
@@ -239,38 +238,125 @@ def do_announce_presence(demo_name: str, role: str, username: str, present: bool
 
 
 # --- Invitations ----------------------------------------------------------------------------------------
+#
+# An invitation is a stored row (``Invitation``): a random code, valid ``LIVE_INVITE_MAX_AGE_SECONDS``, used once
+# (the first member to join becomes the instructor), revocable by the navigator or a project admin. A recording
+# without an instructor has at most one active invitation, issued when it is first shown; revoking it issues the
+# next one at once ("revoke and make a new link"), which the session hears after commit.
+
+INVITING_ROLES = (NAVIGATOR, OBSERVER)
 
 
-def invite_code(demo: Demonstration) -> str:
-    """A signed, expiring code naming the demonstration; nothing is stored (``/sessions/join/<code>``)."""
-    return signing.dumps({"demo": demo.name}, salt=INVITE_SALT, compress=True)
+def takes_instructor(demo: Demonstration) -> bool:
+    """A recording still without an instructor (what an invitation is for)."""
+    return demo.is_recording and demo.instructor_id is None
 
 
-def check_invite(user, code: str, max_age: int) -> Demonstration:
-    """The demonstration an invitation names, if the code is genuine, unexpired, and ``user`` is a member of
-    its project (404 otherwise, so a code tells outsiders nothing)."""
-    try:
-        name = signing.loads(code, salt=INVITE_SALT, max_age=max_age)["demo"]
-    except (signing.BadSignature, KeyError, TypeError):
-        raise NotFound("this invitation is not valid or has expired") from None
-    demo = Demonstration.objects.visible_to(user).select_related("project").filter(name=name).first()
-    if demo is None:
-        raise NotFound("this invitation is not valid or has expired")
-    return demo
+def do_issue_invitation(user, demo: Demonstration) -> Invitation | None:
+    """The demonstration's active invitation, issued now (by ``user``) when there is none; None when it takes no
+    instructor or ``user`` may not invite (only its navigator and project admins do)."""
+    if not takes_instructor(demo) or session_role(demo, user) not in INVITING_ROLES:
+        return None
+    with transaction.atomic():
+        # Locked: two pages showing the link at the same moment issue one invitation, not two.
+        Demonstration.objects.select_for_update().filter(pk=demo.pk).exists()
+        current = demo.invitations.active().first()
+        if current is not None:
+            return current
+        expires = timezone.now() + timedelta(seconds=settings.LIVE_INVITE_MAX_AGE_SECONDS)
+        invitation = Invitation.new(demo, user, expires)
+        invitation.save()
+    return invitation
 
 
-def do_join_as_instructor(user, demo: Demonstration) -> Demonstration:
-    """Make ``user`` the demonstration's instructor: first come, first served; joining again is harmless."""
+def do_issue_invitations(user, demos: list) -> dict:
+    """``{demo pk: invitation}`` for the recordings among ``demos`` that ``user`` navigates and that take an
+    instructor, issuing the missing ones; two queries however many demos (the home page)."""
+    wanted = {demo.pk: demo for demo in demos if takes_instructor(demo) and demo.navigator_id == user.pk}
+    found = {
+        invitation.demonstration_id: invitation
+        for invitation in Invitation.objects.active().filter(demonstration__in=wanted)
+    }
+    expires = timezone.now() + timedelta(seconds=settings.LIVE_INVITE_MAX_AGE_SECONDS)
+    fresh = [Invitation.new(demo, user, expires) for pk, demo in wanted.items() if pk not in found]
+    Invitation.objects.bulk_create(fresh)
+    return found | {invitation.demonstration_id: invitation for invitation in fresh}
+
+
+def do_revoke_invitation(user, demo: Demonstration) -> Invitation | None:
+    """Revoke the active invitation (its link stops working at once) and issue the next one; the session's
+    navigator and observers get the new link after commit. Returns the new invitation (None: takes no instructor)."""
+    if session_role(demo, user) not in INVITING_ROLES:
+        raise Forbidden("only the navigator or a project admin can revoke the invitation")
     with transaction.atomic():
         demo = Demonstration.objects.select_for_update().select_related("project").get(pk=demo.pk)
+        demo.invitations.active().update(revoked_at=timezone.now(), revoked_by=user)
+        invitation = do_issue_invitation(user, demo)
+        on_commit_send(demo.name, invitation_event(invitation))
+    return invitation
+
+
+def invitation_event(invitation: Invitation | None) -> dict:
+    """What the session's navigator and observers hear when the invitation changes (never the instructor)."""
+    return {"type": "session.invite", **invitation_fields(invitation)}
+
+
+def invitation_fields(invitation: Invitation | None) -> dict:
+    """``{"invite": code, "invite_expires_at": ISO time}`` or ``{"invite": None}``."""
+    if invitation is None:
+        return {"invite": None}
+    return {"invite": invitation.code, "invite_expires_at": invitation.expires_at.isoformat()}
+
+
+GONE = {
+    "used": "This invitation has already been used: the demonstration has its instructor.",
+    "revoked": "This invitation was revoked by the navigator; ask them for the new link.",
+    "expired": "This invitation has expired; ask the navigator for a new link.",
+}
+
+
+def find_invitation(user, code: str) -> Invitation:
+    """The invitation of ``code``, whatever its state, if ``user`` is a member of its demonstration's project.
+    Unknown codes and non-members get the same 404: a code tells outsiders nothing."""
+    invitation = (
+        Invitation.objects.select_related("demonstration__project", "demonstration__navigator")
+        .filter(code_sha256=code_digest(code or ""))
+        .first()
+    )
+    if invitation is None or not Demonstration.objects.visible_to(user).filter(pk=invitation.demonstration_id).exists():
+        raise NotFound("this invitation is not valid")
+    return invitation
+
+
+def check_invite(user, code: str) -> Invitation:
+    """The invitation of ``code`` if it can still be used (``find_invitation``); a member gets a 410 saying why a
+    known code no longer works (used, revoked, expired)."""
+    invitation = find_invitation(user, code)
+    if invitation.state != "active":
+        raise Gone(GONE[invitation.state])
+    return invitation
+
+
+def do_join_as_instructor(user, code: str) -> Demonstration:
+    """Use an invitation: ``user`` becomes the demonstration's instructor and the invitation is spent. Joining
+    again as its instructor is harmless; the navigator cannot instruct their own recording."""
+    invitation = find_invitation(user, code)
+    with transaction.atomic():
+        demo = Demonstration.objects.select_for_update().select_related("project").get(pk=invitation.demonstration_id)
+        invitation = Invitation.objects.select_for_update().get(pk=invitation.pk)
         if demo.instructor_id == user.pk:
             return demo
         if demo.navigator_id == user.pk:
             raise Conflict("you are this demonstration's navigator; send the invitation to your instructor")
+        if invitation.state != "active":
+            raise Gone(GONE[invitation.state])
         if demo.instructor_id is not None:
             raise Conflict("this demonstration already has an instructor")
         if not demo.is_recording:
             raise Conflict(f"this demonstration is {demo.get_status_display().lower()}; it takes no instructor")
         demo.instructor = user
         demo.save(update_fields=["instructor", "updated_at"])
+        invitation.used_at, invitation.used_by = timezone.now(), user
+        invitation.save(update_fields=["used_at", "used_by"])
+        on_commit_send(demo.name, invitation_event(None))
     return demo

@@ -1,5 +1,5 @@
-"""The domain model, one module per area: ``capture`` (projects, recordings, turns, blobs) and ``exports``
-(split configuration, export jobs, evaluations)."""
+"""The domain model, one module per area: ``capture`` (projects, recordings, turns, blobs), ``curation``,
+``exports`` (split configuration, export jobs, evaluations) and ``work`` (batches, tasks, assignments)."""
 
 from .capture import (
     EXPORTABLE_STATUSES,
@@ -12,6 +12,7 @@ from .capture import (
     ImmutableCaptureError,
     Membership,
     Project,
+    ProjectBlob,
     Role,
     Speaker,
     Turn,
@@ -22,11 +23,22 @@ from .capture import (
 )
 from .curation import Comment, DemoReview, Edit, EditKind, TurnCuration, curated_turns
 from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
+from .invitations import Invitation, code_digest
+from .work import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
 
 __all__ = [
+    "HOLDING_STATUSES",
+    "Assignment",
+    "AssignmentStatus",
+    "Batch",
+    "BatchKind",
+    "Task",
     "READ_ROLES",
     "RECORDING_ROLES",
     "Blob",
+    "Invitation",
+    "code_digest",
+    "ProjectBlob",
     "Comment",
     "DemoReview",
     "Edit",

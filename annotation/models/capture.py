@@ -100,6 +100,26 @@ class Blob(models.Model):
         return f"{self.sha256[:12]} ({self.media_type}, {self.size} B)"
 
 
+class ProjectBlob(models.Model):
+    """A project's right to a blob: someone who may record in the project uploaded these bytes to it (or its turns
+    referred to them before rights existed). The file is stored once whatever the number of projects; whether a
+    blob is there, and referring to it from a turn or video chunk, is answered per project from these rows, so one
+    project learns nothing of another's blobs and cannot reach them by their sha256."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="blob_rights")
+    blob = models.ForeignKey(Blob, on_delete=models.CASCADE, related_name="rights")
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "blob"], name="one_right_per_project_and_blob")]
+
+    def __str__(self):
+        return f"{self.project_id} may use {self.blob_id[:12]}"
+
+
 def new_demo_name() -> str:
     """A random WebLINX-style demo name: 7 lowercase letters."""
     return "".join(secrets.choice(string.ascii_lowercase) for _ in range(7))
@@ -153,7 +173,8 @@ class Demonstration(models.Model):
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="demonstrations")
     name = models.CharField(max_length=16, unique=True, default=new_demo_name, editable=False)
     client_id = models.CharField(
-        max_length=64, unique=True, help_text="Recorder-chosen id that makes starting a recording idempotent."
+        max_length=64,
+        help_text="Recorder-chosen id that makes starting a recording idempotent; unique per navigator.",
     )
     navigator = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="demonstrations_navigated"
@@ -178,6 +199,14 @@ class Demonstration(models.Model):
     timezone_offset_minutes = models.IntegerField(default=0)
     user_agent = models.CharField(max_length=500, blank=True)
     recorder_version = models.CharField(max_length=32, blank=True)
+    assignment = models.ForeignKey(
+        "annotation.Assignment",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="recordings",
+        help_text="The form-task assignment this recording was made on (a person's form filling as a demonstration).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -186,7 +215,11 @@ class Demonstration(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["project", "status"])]
-        constraints = [models.CheckConstraint(condition=Q(name__regex=r"^[a-z]+$"), name="demo_name_lowercase")]
+        constraints = [
+            models.CheckConstraint(condition=Q(name__regex=r"^[a-z]+$"), name="demo_name_lowercase"),
+            # Per navigator, not global: another person's ids (of any project) are never an answer to anyone else.
+            models.UniqueConstraint(fields=["navigator", "client_id"], name="demo_client_id_per_navigator"),
+        ]
 
     def __str__(self):
         return self.name
@@ -274,8 +307,9 @@ class Turn(models.Model):
     @property
     def element_uid(self):
         """The acted element's ``data-webtasks-id``, if the turn acts on an element."""
-        element = self.arguments.get("element") or {}
-        return (element.get("attributes") or {}).get("data-webtasks-id")
+        from ..shapes import element_of, uid_of
+
+        return uid_of(element_of(self.arguments))
 
 
 class VideoChunk(models.Model):

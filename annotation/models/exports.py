@@ -14,7 +14,7 @@ from .capture import Project
 
 
 class SplitConfig(models.Model):
-    """How a project's demonstrations are divided into benchmark splits (see ``workers/splits.py``).
+    """How a project's demonstrations are divided into benchmark splits (see ``annotation/splits.py``).
 
     WebLINX: demos whose instructor could not see the screen → test_vis; held-out subcategories → test_cat;
     held-out websites → test_web; held-out regions → test_geo; of the rest, a seeded draw per demo name gives
@@ -32,6 +32,11 @@ class SplitConfig(models.Model):
     held_out_regions = models.JSONField(default=list, blank=True)
     held_out_domains = models.JSONField(default=list, blank=True, help_text="Mind2Web test_domain (categories).")
     test_task_fraction = models.FloatField(default=0.2, help_text="Mind2Web test_task.")
+    form_task_splits = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="TurkingBench split lists: {list name (file stem, e.g. evaluation_tasks_easy): [task names]}.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self):
@@ -43,7 +48,7 @@ class SplitConfig(models.Model):
         return cls.objects.get_or_create(project=project)[0]
 
     def rules(self):
-        from workers.splits import SplitRules
+        from ..splits import SplitRules
 
         return SplitRules(
             seed=self.seed,
@@ -60,6 +65,7 @@ class SplitConfig(models.Model):
 class ExportFormat(models.TextChoices):
     WEBLINX = "weblinx", "WebLINX"
     MIND2WEB = "mind2web", "Mind2Web"
+    TURKINGBENCH = "turkingbench", "TurkingBench (form batches)"
 
 
 class JobStatus(models.TextChoices):
@@ -118,6 +124,7 @@ class ExportJob(Job):
     splits = models.JSONField(default=list, blank=True, help_text="Splits to include; empty = all.")
     statuses = models.JSONField(default=list, help_text="Demo statuses included, e.g. ['validated'].")
     archive_format = models.CharField(max_length=8, default="tar.gz", choices=[("tar.gz", "tar.gz"), ("zip", "zip")])
+    include_gold = models.BooleanField(default=False, help_text="TurkingBench: also write the imported gold rows.")
     counts = models.JSONField(default=dict, blank=True, help_text="Demos, turns and files per split.")
     file = models.FileField(max_length=300, blank=True)
     sha256 = models.CharField(max_length=64, blank=True)

@@ -127,6 +127,7 @@
         ? Boolean(config.instructor_sees_screen)
         : config.instructorSeesScreen !== false,
       instructor: config.instructor || null,
+      assignment: Number(config.assignment) > 0 ? Number(config.assignment) : null,  // a form-task assignment
       startedAt: now,
       timezoneOffsetMinutes: timezoneOffsetMinutes || 0,
       userAgent: userAgent || "",
@@ -164,6 +165,7 @@
       recorder_version: session.recorderVersion,
     };
     if (session.instructor) body.instructor = session.instructor;
+    if (session.assignment) body.assignment = session.assignment;
     return body;
   }
 

@@ -4,6 +4,8 @@
  * For every session that may still need it (the active one, then stopped ones in the outbox):
  *   1. POST /api/recordings/ once (idempotent on client_id) → the demo name, saved in the session;
  *   2. per batch of ready turns in seq order: POST /api/blobs/missing/, PUT each missing blob, POST the turns;
+ *      blobs are per project on the server (HEAD/PUT `?project=`, `project` in missing), so an upload mark names
+ *      the project it was made for;
  *      a turn is marked uploaded only after a 2xx;
  *   3. video chunks: PUT the blob, POST /api/recordings/{name}/video/;
  *   4. when the session is stopped and nothing of it is pending: POST .../finish/, then forget it.
@@ -284,7 +286,8 @@
       const unique = [...new Set(shas)];
       const local = await this.d.store.getBlobs(unique);
       const gone = new Set(unique.filter((sha) => local[sha] && local[sha].rejected));
-      const unknown = unique.filter((sha) => !gone.has(sha) && !(local[sha] && local[sha].uploaded));
+      const uploadedHere = (record) => record && record.uploaded && record.project === session.project;
+      const unknown = unique.filter((sha) => !gone.has(sha) && !uploadedHere(local[sha]));
       if (!unknown.length) return gone;
       const missing = await this.missingBlobs(session, unknown);
       const stored = unknown.filter((sha) => !missing.has(sha));
@@ -302,7 +305,7 @@
           stored.push(sha);
         }
       }
-      await this.d.store.markBlobs(stored, { uploaded: 1 });
+      await this.d.store.markBlobs(stored, { uploaded: 1, project: session.project });
       return gone;
     }
 
@@ -310,7 +313,8 @@
       const missing = new Set();
       for (let i = 0; i < shas.length; i += 1000) {
         const part = shas.slice(i, i + 1000);
-        const { status, body } = await this.request(session, "POST", "/api/blobs/missing/", { sha256: part });
+        const asked = { project: session.project, sha256: part };
+        const { status, body } = await this.request(session, "POST", "/api/blobs/missing/", asked);
         if (status >= 400) throw new SessionError(`checking blobs failed: ${describe(status, body)}`);
         for (const sha of (body && body.missing) || []) missing.add(sha);
       }
@@ -319,7 +323,8 @@
 
     /** PUT one blob; resolves with null when stored, or the server's reason when it refused the content. */
     async putBlob(session, blob) {
-      const { status, body } = await this.request(session, "PUT", `/api/blobs/${blob.sha256}`, blob.bytes, blob.mediaType);
+      const path = `/api/blobs/${blob.sha256}?project=${encodeURIComponent(session.project)}`;
+      const { status, body } = await this.request(session, "PUT", path, blob.bytes, blob.mediaType);
       if (status < 300) return null;
       if ([400, 413, 415].includes(status)) return describe(status, body);
       throw new SessionError(`uploading a blob failed: ${describe(status, body)}`);

@@ -54,10 +54,10 @@
     switch (message.type) {
       case "welcome":
         if (message.status !== "recording") onEnded(); // ended while the panel was away
-        if (message.invite) {
-          $("live-invite").value = `${serverUrl}/sessions/join/${message.invite}`;
-          $("live-invite-line").hidden = false;
-        }
+        showInvite(message);
+        break;
+      case "invite": // revoked and replaced, or used by the instructor
+        showInvite(message);
         break;
       case "turn":
         showTurn(message.turn);
@@ -79,6 +79,20 @@
       default:
         break;
     }
+  }
+
+  /** The invitation link (one use, expiring), or nothing once the demonstration has its instructor. */
+  function showInvite(message) {
+    $("live-invite").value = message.invite ? `${serverUrl}/sessions/join/${message.invite}` : "";
+    $("live-invite-expires").textContent = message.invite_expires_at
+      ? new Date(message.invite_expires_at).toLocaleString()
+      : "";
+    $("live-invite-line").hidden = !message.invite;
+  }
+
+  /** Revoke the link (someone it should not reach has it): the server answers with the new one. */
+  function revokeInvite() {
+    if (live) live.send({ type: "revoke_invite" });
   }
 
   function onState(state) {
@@ -133,6 +147,8 @@
     $("live-messages").append(entry);
     $("live-error").hidden = true;
   }
+
+  $("live-revoke-invite").addEventListener("click", revokeInvite);
 
   globalThis.WebTasksPanelLive = { sync, canSend, say };
 })();

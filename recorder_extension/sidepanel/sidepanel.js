@@ -95,6 +95,7 @@
       category: String(data.get("category") || "").trim(),
       subcategory: String(data.get("subcategory") || "").trim(),
       region: String(data.get("region") || "").trim(),
+      assignment: String(data.get("assignment") || "").trim(),
       instructor_sees_screen: $("instructor-sees-screen").checked,
       mode: data.get("mode") === "task" ? "task" : "chat",
       video: $("video").checked,

@@ -41,7 +41,7 @@ class FakeServer {
     this.token = "secret";
     this.recordings = new Map(); // name → {client_id, project, fields, turns: Map(client_id → json), finished, video}
     this.byClientId = new Map();
-    this.blobs = new Map(); // sha → {mediaType, size}
+    this.blobs = new Map(); // sha → {mediaType, size, projects: Set}: stored once, answered per project
     this.log = [];
     this.down = false;
     this.failures = [];
@@ -63,9 +63,10 @@ class FakeServer {
   }
 
   async fetch(url, { method = "GET", headers = {}, body } = {}) {
-    const path = new URL(url).pathname;
+    const parsed = new URL(url);
+    const path = parsed.pathname;
     const json = typeof body === "string" && headers["Content-Type"] === "application/json" ? JSON.parse(body) : null;
-    const request = { method, path, headers, body, json };
+    const request = { method, path, headers, body, json, project: parsed.searchParams.get("project") };
     this.log.push(request);
     if (this.down) throw new TypeError("Failed to fetch");
     if (this.failures.length) return response(this.failures.shift(), { detail: "unavailable", code: "error", errors: [] });
@@ -80,13 +81,16 @@ class FakeServer {
     return answer;
   }
 
-  route({ method, path, body, json, headers }) {
+  route({ method, path, body, json, headers, project }) {
     let m;
     if (method === "POST" && path === "/api/recordings/") return this.start(json);
     if (method === "POST" && path === "/api/blobs/missing/") {
-      return response(200, { missing: json.sha256.filter((sha) => !this.blobs.has(sha)) });
+      if (!json.project) return projectRequired();
+      return response(200, { missing: json.sha256.filter((sha) => !this.has(sha, json.project)) });
     }
-    if (method === "PUT" && (m = /^\/api\/blobs\/([0-9a-f]{64})$/.exec(path))) return this.putBlob(m[1], body, headers);
+    if (method === "PUT" && (m = /^\/api\/blobs\/([0-9a-f]{64})$/.exec(path))) {
+      return project ? this.putBlob(m[1], body, headers, project) : projectRequired();
+    }
     if (method === "POST" && (m = /^\/api\/recordings\/([a-z]+)\/turns\/$/.exec(path))) return this.turns(m[1], json);
     if (method === "POST" && (m = /^\/api\/recordings\/([a-z]+)\/video\/$/.exec(path))) return this.video(m[1], json);
     if (method === "POST" && (m = /^\/api\/recordings\/([a-z]+)\/finish\/$/.exec(path))) {
@@ -108,11 +112,19 @@ class FakeServer {
     return response(201, { name });
   }
 
-  putBlob(sha, body, headers) {
+  /** Whether `project` has the blob (another project's copy does not count). */
+  has(sha, project) {
+    const blob = this.blobs.get(sha);
+    return Boolean(blob && blob.projects.has(project));
+  }
+
+  putBlob(sha, body, headers, project) {
     const bytes = Buffer.from(body instanceof ArrayBuffer ? new Uint8Array(body) : body);
     if (sha256(bytes) !== sha) return response(400, { detail: "sha256 mismatch", code: "invalid", errors: [] });
-    const created = !this.blobs.has(sha);
-    this.blobs.set(sha, { mediaType: headers["Content-Type"], size: bytes.length });
+    const created = !this.has(sha, project);
+    const blob = this.blobs.get(sha) || { mediaType: headers["Content-Type"], size: bytes.length, projects: new Set() };
+    blob.projects.add(project);
+    this.blobs.set(sha, blob);
     return response(created ? 201 : 200, { sha256: sha });
   }
 
@@ -122,8 +134,9 @@ class FakeServer {
     const errors = [];
     json.turns.forEach((turn, i) => {
       for (const field of ["screenshot", "page", "bboxes"]) {
-        if (turn[field] && !this.blobs.has(turn[field])) {
-          errors.push({ field: `turns[${i}].${field}`, message: `blob ${turn[field]} has not been uploaded` });
+        if (turn[field] && !this.has(turn[field], demo.fields.project)) {
+          const message = `blob ${turn[field]} has not been uploaded to this project`;
+          errors.push({ field: `turns[${i}].${field}`, message });
         }
       }
       const stored = demo.turns.get(turn.client_id);
@@ -144,10 +157,16 @@ class FakeServer {
 
   video(name, json) {
     const demo = this.recordings.get(name);
-    if (!this.blobs.has(json.blob)) return response(400, { detail: "invalid video chunk", code: "invalid", errors: [] });
+    if (!this.has(json.blob, demo.fields.project)) {
+      return response(400, { detail: "invalid video chunk", code: "invalid", errors: [] });
+    }
     demo.video.set(json.index, json);
     return response(201, json);
   }
+}
+
+function projectRequired() {
+  return response(400, { detail: "say which project", code: "validation_failed", errors: [{ field: "project", message: "required" }] });
 }
 
 /** A clock tests move by hand. */

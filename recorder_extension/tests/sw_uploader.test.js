@@ -46,7 +46,8 @@ test("sends what the server validates: the turn without local bookkeeping fields
 
 test("puts only the blobs the server is missing, and each shared blob once", async () => {
   const ctx = await setup();
-  ctx.server.blobs.set(sha256(Buffer.from("already-there")), { mediaType: "image/png", size: 13 });
+  const projects = new Set(["alpha"]);
+  ctx.server.blobs.set(sha256(Buffer.from("already-there")), { mediaType: "image/png", size: 13, projects });
   await addTurn(ctx, { blobs: { screenshot: "already-there" } });
   await addTurn(ctx, { blobs: { screenshot: "shared" } });
   await addTurn(ctx, { blobs: { screenshot: "shared" }, frames: ["shared"] });
@@ -55,6 +56,34 @@ test("puts only the blobs the server is missing, and each shared blob once", asy
   assert.deepEqual(puts, [sha256(Buffer.from("shared"))]);
   const asked = ctx.server.requests("POST", /missing/)[0].json.sha256;
   assert.equal(asked.length, 2, "the missing-check lists each blob once");
+});
+
+test("blobs are asked about and uploaded for the session's project", async () => {
+  const ctx = await setup();
+  await addTurn(ctx, { blobs: { screenshot: "png" } });
+  await ctx.uploader.pump();
+  assert.equal(ctx.server.requests("POST", /missing/)[0].json.project, "alpha");
+  assert.deepEqual(
+    ctx.server.requests("PUT", /^\/api\/blobs\//).map((r) => r.project),
+    ["alpha"],
+  );
+});
+
+test("bytes uploaded for one project are checked and uploaded again for another", async () => {
+  const ctx = await setup();
+  await addTurn(ctx, { blobs: { screenshot: "same-shot" } });
+  await ctx.uploader.pump();
+  await sessions.stopActive(ctx.kv, ctx.clock.t);
+  await ctx.uploader.pump();
+  // A new recording in project beta captures the very same screenshot.
+  await ctx.kv.set(C.STORAGE.SESSION, { ...ctx.session, clientId: "session-2", project: "beta", demoName: null });
+  await addTurn(ctx, { blobs: { screenshot: "same-shot" }, session: "session-2" });
+  await ctx.uploader.pump();
+  const puts = ctx.server.requests("PUT", /^\/api\/blobs\//).map((r) => r.project);
+  assert.deepEqual(puts, ["alpha", "beta"]);
+  const beta = [...ctx.server.recordings.values()].find((demo) => demo.fields.project === "beta");
+  assert.equal(beta.turns.size, 1);
+  assert.equal((await counters(ctx)).failed || 0, 0);
 });
 
 test("does not ask the server again about blobs it already confirmed", async () => {

@@ -64,6 +64,14 @@
     }
   }
 
+  /** The invitation changed: revoked and replaced (elsewhere), or used by the instructor (no link any more). */
+  function showInvite(message) {
+    const block = $("invitation");
+    if (!block) return;
+    block.hidden = !message.invite;
+    if (message.invite) $("invite-url").value = new URL(`/sessions/join/${message.invite}`, location.href).href;
+  }
+
   function onMessage(message) {
     switch (message.type) {
       case "welcome":
@@ -78,6 +86,9 @@
         break;
       case "ended":
         showEnded();
+        break;
+      case "invite":
+        showInvite(message);
         break;
       case "error":
         $("error").textContent = message.detail;

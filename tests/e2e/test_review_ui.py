@@ -244,7 +244,7 @@ def test_a_change_made_elsewhere_is_announced_with_a_reload(review, demo):
 
 
 def test_recorded_page_scripts_do_not_run(review, demo, live_server):
-    sha = do_store_blob_bytes(HOSTILE_PAGE, "text/html")[0].sha256
+    sha = do_store_blob_bytes(HOSTILE_PAGE, "text/html", demo.project)[0].sha256
     last = Turn.objects.filter(demonstration=demo).order_by("-seq").first()
     turn = Turn.objects.create(
         demonstration=demo, client_id="hostile", seq=last.seq + 1, type=TurnType.BROWSER, intent="load",

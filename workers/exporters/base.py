@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from annotation.shapes import element_of, uid_of
+
 
 @dataclass(frozen=True)
 class ExportTurn:
@@ -33,8 +35,7 @@ class ExportTurn:
 
     @property
     def element_uid(self) -> str | None:
-        element = self.arguments.get("element") or {}
-        return (element.get("attributes") or {}).get("data-webtasks-id")
+        return uid_of(element_of(self.arguments))
 
 
 @dataclass(frozen=True)

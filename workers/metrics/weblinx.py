@@ -72,7 +72,8 @@ def raw_intent(turn: dict) -> str | None:
 
 
 def element_uid(element) -> object:
-    return ((element or {}).get("attributes") or {}).get(UID) if isinstance(element, dict) else None
+    attributes = element.get("attributes") if isinstance(element, dict) else None
+    return attributes.get(UID) if isinstance(attributes, dict) else None
 
 
 def element_info(uid, state: PageState) -> dict | None:

@@ -10,9 +10,9 @@ Modules: ``access`` (who may record, read and upload), ``recordings`` (start, fi
 from .access import (
     blob_used_by,
     check_blob_readable,
-    check_can_upload_blobs,
     check_demo_readable,
     check_demo_writable,
+    check_project_for_blobs,
     check_project_for_recording,
     visible_demo,
 )
@@ -23,6 +23,7 @@ from .blobs import (
     PILLOW_FORMATS,
     check_blob_content,
     check_blob_request,
+    check_blob_stored,
     check_image,
     check_missing_blobs,
     do_store_blob,
@@ -66,7 +67,7 @@ __all__ = [
     # access
     "blob_used_by",
     "check_blob_readable",
-    "check_can_upload_blobs",
+    "check_project_for_blobs",
     "check_demo_readable",
     "check_demo_writable",
     "check_project_for_recording",
@@ -78,6 +79,7 @@ __all__ = [
     "PILLOW_FORMATS",
     "check_blob_content",
     "check_blob_request",
+    "check_blob_stored",
     "check_image",
     "check_missing_blobs",
     "do_store_blob",

@@ -5,7 +5,7 @@ from django.db.models import Q
 
 from ... import schema
 from ...models import RECORDING_ROLES, Blob, Demonstration, Project, Turn, VideoChunk
-from ..errors import Forbidden, NotFound
+from ..errors import Forbidden, NotFound, ValidationFailed
 from ..projects import check_project_role
 
 
@@ -59,7 +59,13 @@ def blob_used_by(demos, blob: Blob) -> bool:
     return any(frame.get("screenshot") == blob.sha256 for frames in frame_lists for frame in frames)
 
 
-def check_can_upload_blobs(user) -> None:
-    """Blobs are shared by content; only people who may record anywhere can add them."""
-    if not Project.objects.for_user(user, RECORDING_ROLES).exists():
-        raise Forbidden("uploading blobs needs the annotator or admin role in a project")
+def check_project_for_blobs(user, project_name) -> Project:
+    """The project a blob request (``HEAD``, ``PUT``, ``missing``) is about: one where ``user`` may record. Blobs
+    are answered per project, so the request must say which (``?project=<name>``, or ``project`` in the body)."""
+    if not isinstance(project_name, str) or not project_name:
+        raise ValidationFailed(
+            'say which project the blobs are for: ?project=<name> (HEAD, PUT) or "project" in the body (missing); '
+            "a recorder that does not send it is too old for this server",
+            [{"field": "project", "message": "required"}],
+        )
+    return check_project_for_recording(user, project_name)

@@ -1,9 +1,14 @@
-"""Blobs: content-addressed uploads (screenshots, pages, bboxes, video), checked for hash, size and content."""
+"""Blobs: content-addressed uploads (screenshots, pages, bboxes, video), checked for hash, size and content.
+
+A blob's bytes are stored once, but every answer about blobs is per project (``ProjectBlob``): whether one is
+there (``HEAD``, ``missing``), and whether a turn or video chunk may refer to it. A project gets its right by
+uploading the bytes themselves (their hash proves it has them); bytes another project already stored are not
+stored again, and the answer is the same as for new ones, so nothing tells a project what other projects hold."""
 
 import hashlib
 import io
-import json
 import tempfile
+import warnings
 
 from django.conf import settings
 from django.core.files import File
@@ -11,8 +16,8 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from PIL import Image, UnidentifiedImageError
 
-from ... import schema
-from ...models import Blob, sha256_path
+from ... import jsonsafe, schema
+from ...models import Blob, Project, ProjectBlob, sha256_path
 from ..errors import TooLarge, UnsupportedMediaType, ValidationFailed
 
 BLOB_MEDIA_TYPES = (
@@ -69,9 +74,10 @@ def check_blob_content(spool, media_type: str) -> None:
     elif media_type == "application/json":
         try:
             # Not json.load(TextIOWrapper(spool)): the wrapper closes the spool when it is garbage-collected.
-            json.loads(spool.read().decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as error:
-            raise ValidationFailed(f"body is not valid JSON: {error}") from None
+            value = jsonsafe.loads(spool.read(), "body")
+        except jsonsafe.JSONProblem as problem:
+            raise ValidationFailed(f"body is not valid JSON: {problem}", [problem_error(problem)]) from None
+        check_bboxes(value)
     elif media_type == "text/html":
         try:
             spool.read().decode("utf-8")
@@ -80,10 +86,38 @@ def check_blob_content(spool, media_type: str) -> None:
     spool.seek(0)
 
 
+def problem_error(problem) -> dict:
+    return {"field": problem.field or "body", "message": problem.message}
+
+
+def check_bboxes(value) -> None:
+    """JSON blobs are the bboxes of pages (``{uid: box}``); anything else would break the review page and exports."""
+    errors = schema.validate_bboxes(value)
+    if errors:
+        raise ValidationFailed(
+            f"body is not a bboxes object {{uid: {{x, y, width, height, ...}}}}: {errors[0].field}", errors
+        )
+
+
+def check_image_pixels(width: int, height: int) -> None:
+    """Refuse an image whose header declares more pixels than ``INGEST_MAX_IMAGE_PIXELS``, before decoding it: a
+    small file can declare a huge canvas (a decompression bomb) that costs gigabytes once decoded."""
+    limit = settings.INGEST_MAX_IMAGE_PIXELS
+    if width * height > limit:
+        raise ValidationFailed(
+            f"image of {width} x {height} pixels exceeds the limit of {limit} pixels (INGEST_MAX_IMAGE_PIXELS)",
+            [{"field": "body", "message": f"{width * height} pixels; at most {limit} allowed"}],
+        )
+
+
 def check_image(spool, expected_format: str) -> None:
     try:
-        with Image.open(spool) as image:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # refused below, not just warned of
+            image = Image.open(spool)  # reads the header only
+        with image:
             found = image.format
+            check_image_pixels(*image.size)
             image.load()  # decodes every pixel: catches truncated and corrupt data that verify() misses
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
         raise ValidationFailed(f"body is not a decodable image: {error}") from None
@@ -91,17 +125,21 @@ def check_image(spool, expected_format: str) -> None:
         raise ValidationFailed(f"body is a {found} image but Content-Type says {expected_format}")
 
 
-def do_store_blob(sha256: str, content_type: str, stream, content_length: int | None = None) -> tuple[Blob, bool]:
-    """Store a blob under its sha256 after checking hash, size and content. Returns ``(blob, created)``.
+def do_store_blob(
+    sha256: str, content_type: str, stream, content_length: int | None, project: Project, user=None
+) -> tuple[Blob, bool]:
+    """Store a blob for ``project`` under its sha256 after checking hash, size and content. Returns ``(blob,
+    created)``: created is True when the blob is new *to this project* (whether or not another project stored the
+    same bytes before: the file is then not written again, and the answer does not say so).
 
-    Storing a blob that exists changes nothing. The file is written before its row, so a row never points
-    at a missing file; an interrupted upload leaves at most an unreferenced file that the next upload rewrites.
+    A blob the project has already is not read again. The file is written before its row, so a row never points at
+    a missing file; an interrupted upload leaves at most an unreferenced file that the next upload rewrites.
     """
     media_type = normalise_media_type(content_type)
     check_blob_request(sha256, media_type, content_length)
-    existing = Blob.objects.filter(sha256=sha256).first()
-    if existing is not None:
-        return existing, False
+    owned = Blob.objects.filter(sha256=sha256, rights__project=project).first()
+    if owned is not None:
+        return owned, False
     spool, digest, size = spool_and_hash(stream)
     with spool:
         if size == 0:
@@ -110,20 +148,35 @@ def do_store_blob(sha256: str, content_type: str, stream, content_length: int | 
             raise ValidationFailed(
                 f"body hashes to {digest}, not {sha256}", [{"field": "sha256", "message": "does not match body"}]
             )
-        check_blob_content(spool, media_type)
-        name = default_storage.save(sha256_path(sha256), File(spool))
+        try:
+            check_blob_content(spool, media_type)
+        except ValidationFailed as error:
+            raise ValidationFailed(f"blob {sha256}: {error.detail}", error.errors) from None
+        blob = Blob.objects.filter(sha256=sha256).first() or store_new_blob(spool, sha256, size, media_type)
+    ProjectBlob.objects.get_or_create(project=project, blob=blob, defaults={"uploaded_by": user})
+    return blob, True
+
+
+def store_new_blob(spool, sha256: str, size: int, media_type: str) -> Blob:
+    """Write the file, then its row; a concurrent upload of the same bytes may win the row (same content)."""
+    name = default_storage.save(sha256_path(sha256), File(spool))
     try:
         with transaction.atomic():
-            return Blob.objects.create(sha256=sha256, size=size, media_type=media_type, file=name), True
-    except IntegrityError:  # a concurrent upload of the same bytes won the race
-        return Blob.objects.get(sha256=sha256), False
+            return Blob.objects.create(sha256=sha256, size=size, media_type=media_type, file=name)
+    except IntegrityError:
+        return Blob.objects.get(sha256=sha256)
+
+
+def check_blob_stored(sha256: str, project: Project) -> Blob | None:
+    """The blob if ``project`` has it (``HEAD``), else None, whoever else stored the same bytes."""
+    return Blob.objects.filter(sha256=sha256, rights__project=project).first() if schema.is_sha256(sha256) else None
 
 
 MAX_BLOB_QUERY = 1000
 
 
-def check_missing_blobs(shas) -> list[str]:
-    """Which of these sha256s are not stored yet (in the order asked), so a client uploads only those."""
+def check_missing_blobs(shas, project: Project) -> list[str]:
+    """Which of these sha256s ``project`` does not have yet (in the order asked), so a client uploads only those."""
     if not isinstance(shas, list) or len(shas) > MAX_BLOB_QUERY:
         raise ValidationFailed(
             f"expected a list of at most {MAX_BLOB_QUERY} sha256s",
@@ -136,11 +189,11 @@ def check_missing_blobs(shas) -> list[str]:
     ]
     if bad:
         raise ValidationFailed(f"{len(bad)} malformed sha256(s)", bad)
-    stored = set(Blob.objects.filter(sha256__in=shas).values_list("sha256", flat=True))
+    stored = set(Blob.objects.filter(sha256__in=shas, rights__project=project).values_list("sha256", flat=True))
     return list(dict.fromkeys(sha for sha in shas if sha not in stored))
 
 
-def do_store_blob_bytes(data: bytes, media_type: str) -> tuple[Blob, bool]:
-    """Store in-memory bytes as a blob (used by the synthetic corpus and tests)."""
+def do_store_blob_bytes(data: bytes, media_type: str, project: Project, user=None) -> tuple[Blob, bool]:
+    """Store in-memory bytes as a blob of ``project`` (used by the synthetic corpus and tests)."""
     sha = hashlib.sha256(data).hexdigest()
-    return do_store_blob(sha, media_type, io.BytesIO(data), len(data))
+    return do_store_blob(sha, media_type, io.BytesIO(data), len(data), project, user)

@@ -20,6 +20,7 @@ RECORDING_FIELDS = (
     "user_agent",
     "recorder_version",
     "instructor",
+    "assignment",
 )
 
 
@@ -33,18 +34,16 @@ def unused_demo_name() -> str:
 def do_start_recording(user, project: Project, client_id: str, **fields) -> tuple[Demonstration, bool]:
     """Start a demonstration, or return the one this ``client_id`` already started (a retried request).
 
-    Returns ``(demonstration, created)``. A ``client_id`` used by another navigator is a conflict.
+    Returns ``(demonstration, created)``. Client ids are the navigator's own: the same id used by someone else
+    (in this project or another) is unrelated and never mentioned, so no answer reveals another person's ids. The
+    navigator's own id re-sent for another project is a conflict.
     """
-    existing = Demonstration.objects.filter(client_id=client_id).first()
+    existing = Demonstration.objects.filter(navigator=user, client_id=client_id).select_related("project").first()
     if existing is not None:
-        if existing.navigator_id == user.pk and existing.project_id != project.pk:
+        if existing.project_id != project.pk:
             raise Conflict(
                 f"client_id already started a recording in project {existing.project.name!r}",
                 [{"field": "project", "message": f"differs from the recording's project {existing.project.name!r}"}],
-            )
-        if existing.navigator_id != user.pk:
-            raise Conflict(
-                "client_id already used by another recording", [{"field": "client_id", "message": "already used"}]
             )
         return existing, False
     values = {key: fields[key] for key in RECORDING_FIELDS if fields.get(key) is not None}

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from ... import schema
-from ...models import Blob, Demonstration, Turn, TurnType
+from ...models import Blob, Demonstration, Project, Turn, TurnType
 from ..errors import Conflict, ValidationFailed
 from ..events import on_commit_turns
 from .late import check_late_turns, forget_review_caches
@@ -52,29 +52,32 @@ def check_duplicate_ids(turns: list) -> list[schema.FieldError]:
     return errors
 
 
-def check_blob_references(turns: list) -> list[schema.FieldError]:
-    """Every referenced blob must be uploaded already, with a media type that fits its role."""
+def check_blob_references(turns: list, project: Project) -> list[schema.FieldError]:
+    """Every referenced blob must be uploaded to the recording's project already (another project's blob is as
+    unknown as one never uploaded), with a media type that fits its role."""
     wanted = {sha for turn in turns for sha in schema.referenced_blobs(turn).values()}
-    media = dict(Blob.objects.filter(sha256__in=wanted).values_list("sha256", "media_type"))
+    media = dict(Blob.objects.filter(sha256__in=wanted, rights__project=project).values_list("sha256", "media_type"))
     errors = []
     for index, turn in enumerate(turns):
         for name, sha in schema.referenced_blobs(turn).items():
             where, expected = f"turns[{index}].{name}", schema.expected_media_type(name)
             if sha not in media:
-                errors.append(schema.FieldError(where, f"blob {sha} has not been uploaded; PUT /api/blobs/{sha} first"))
+                upload = f"PUT /api/blobs/{sha}?project={project.name} first"
+                errors.append(schema.FieldError(where, f"blob {sha} has not been uploaded to this project; {upload}"))
             elif not media[sha].startswith(expected):
                 errors.append(schema.FieldError(where, f"blob {sha} is {media[sha]}; expected {expected}"))
     return errors
 
 
-def check_turn_batch(turns) -> list:
-    """Validate a whole batch (shape, every turn, ids, blobs); raise ``ValidationFailed`` listing every problem."""
+def check_turn_batch(turns, project: Project) -> list:
+    """Validate a whole batch for a recording of ``project`` (shape, every turn, ids, blobs); raise
+    ``ValidationFailed`` listing every problem."""
     errors = check_batch_shape(turns)
     if not errors:
         for index, turn in enumerate(turns):
             errors += schema.validate_turn(turn, f"turns[{index}]")
     if not errors:
-        errors = check_duplicate_ids(turns) + check_blob_references(turns)
+        errors = check_duplicate_ids(turns) + check_blob_references(turns, project)
     if errors:
         raise ValidationFailed(f"{len(errors)} problem(s) in the batch; nothing was stored", errors)
     return turns
@@ -112,7 +115,7 @@ def do_ingest_turns(demo: Demonstration, turns, late: bool = True) -> IngestResu
     them (captured before the end, uploaded after it). The new turns go to the demonstration's live session after
     commit (one group message per batch).
     """
-    check_turn_batch(turns)
+    check_turn_batch(turns, demo.project)
     digests = [content_hash(turn) for turn in turns]
     with transaction.atomic():
         demo = Demonstration.objects.select_for_update().get(pk=demo.pk)

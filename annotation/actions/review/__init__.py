@@ -60,7 +60,7 @@ from .undo import (
     edit_label,
     touched,
 )
-from .work import ENQUEUE_EVERY, do_prepare_review, enqueue_review_work, ensure_quality
+from .work import ENQUEUE_EVERY, enqueue_review_work, ensure_quality
 from .workflow import (
     TRANSITIONS,
     check_transition,
@@ -131,7 +131,6 @@ __all__ = [
     "start_review_if_needed",
     # work
     "ENQUEUE_EVERY",
-    "do_prepare_review",
     "enqueue_review_work",
     "ensure_quality",
 ]

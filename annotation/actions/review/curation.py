@@ -6,7 +6,8 @@ and records the before/after state as one ``Edit``, under the revision lock of `
 
 from django.db import transaction
 
-from ...models import Edit, EditKind, Turn, TurnCuration, TurnType
+from ... import shapes
+from ...models import Demonstration, Edit, EditKind, Turn, TurnCuration, TurnType
 from ...models.curation import STATE_FIELDS
 from ..errors import ValidationFailed
 from .access import check_can_curate, check_turn
@@ -14,6 +15,8 @@ from .revisions import locked_review, record
 from .workflow import start_review_if_needed
 
 METADATA_FIELDS = ("task_description", "websites", "category", "subcategory", "region", "instructor_sees_screen")
+TEXT_METADATA = ("task_description", "category", "subcategory", "region")
+MAX_WEBSITE = 253  # a DNS name has at most 253 characters (as when a recording starts)
 
 # --- Turn state -----------------------------------------------------------------------------------------
 
@@ -79,7 +82,7 @@ def do_edit_text(user, demo, revision, turn_id, text) -> Edit:
 def screenshot_choices(turn) -> list:
     """The screenshots a turn may show: its own and the frames captured around it."""
     own = [turn.screenshot_id] if turn.screenshot_id else []
-    return own + [frame.get("screenshot") for frame in turn.frames or [] if frame.get("screenshot")]
+    return own + [frame["screenshot"] for frame in shapes.frames_of(turn.frames)]
 
 
 def do_choose_screenshot(user, demo, revision, turn_id, sha) -> Edit:
@@ -150,19 +153,33 @@ def do_move_turn(user, demo, revision, turn_id, to_index) -> Edit:
         return record(review, user, EditKind.REORDER, {"order": before}, {"order": after}, turn=turn)
 
 
-def check_metadata(fields: dict) -> dict:
-    """Only known metadata fields, with the right types."""
+def check_metadata(fields) -> dict:
+    """Only known metadata fields, with the right types and within the model's lengths (a longer value would not
+    fit its column: refused here, naming the field, rather than failing in the database)."""
+    if not isinstance(fields, dict):
+        raise ValidationFailed("fields must be an object", [{"field": "fields", "message": "expected an object"}])
     errors = [{"field": name, "message": "not editable"} for name in fields if name not in METADATA_FIELDS]
     for name, value in fields.items():
+        if name not in METADATA_FIELDS:
+            continue
         if name == "websites" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             errors.append({"field": name, "message": "expected a list of domains"})
+        elif name == "websites" and any(len(v) > MAX_WEBSITE for v in value):
+            errors.append({"field": name, "message": f"domains of at most {MAX_WEBSITE} characters"})
         elif name == "instructor_sees_screen" and not isinstance(value, bool):
             errors.append({"field": name, "message": "expected a boolean"})
-        elif name in METADATA_FIELDS[:1] + METADATA_FIELDS[2:5] and not isinstance(value, str):
+        elif name in TEXT_METADATA and not isinstance(value, str):
             errors.append({"field": name, "message": "expected a string"})
+        elif name in TEXT_METADATA and len(value) > (limit := metadata_max_length(name)):
+            errors.append({"field": name, "message": f"at most {limit} characters"})
     if errors or not fields:
         raise ValidationFailed("invalid metadata", errors or [{"field": "fields", "message": "nothing to change"}])
     return fields
+
+
+def metadata_max_length(name: str) -> float:
+    """The model's ``max_length`` of a text field (infinite for a ``TextField``)."""
+    return Demonstration._meta.get_field(name).max_length or float("inf")
 
 
 def apply_metadata(demo, fields: dict) -> None:

@@ -1,8 +1,11 @@
-"""`python manage.py runplatform`: set up on first run, then serve HTTP + WebSocket and run a Celery worker.
+"""`python manage.py runplatform`: set up on first run, then serve HTTP + WebSocket and run Celery (worker + beat).
 
-This is what `make run` calls. It migrates, creates the admin account and the sample project (first run only),
-then starts one Daphne ASGI server and one real Celery worker as child processes and supervises them: if
-either dies the other is stopped; Ctrl-C (SIGINT) or SIGTERM stops both cleanly.
+This is what `make run` calls. Without ``SECRET_KEY`` in the environment it keeps a random key in
+``var/secret_key`` (created on the first run, mode 0600; the server and worker read it through the settings). It
+then runs the system checks (a known development key with ``DEBUG`` off stops it here), migrates, creates the
+admin account and the sample project (first run only), then starts one ASGI server (uvicorn), one real Celery
+worker and Celery beat (periodic tasks) as child processes and supervises them: if one dies the others are
+stopped; Ctrl-C (SIGINT) or SIGTERM stops them all cleanly.
 """
 
 import os
@@ -14,17 +17,21 @@ import time
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core import checks
 from django.core.management import BaseCommand, call_command
 from rest_framework.authtoken.models import Token
 
 from annotation.models import Demonstration, DemoStatus, Membership, Project, Role
+from config.secret_key import FILE_NAME, ensure_key_file
+from config.server import server_command
 
 SAMPLE_PROJECT = "sample"
 CREDENTIALS_FILE = "admin-credentials.txt"
 
 
 class Command(BaseCommand):
-    help = "Migrate, create the admin and sample data on first run, then run the ASGI server and a Celery worker."
+    help = "Migrate, create the admin and sample data on first run, then run the ASGI server, a Celery worker and beat."
+    requires_system_checks = []  # run in handle(), once the secret key is in place
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -33,6 +40,8 @@ class Command(BaseCommand):
         parser.add_argument("--sample-demos", type=int, default=6, help="Synthetic demos in the sample project.")
 
     def handle(self, *args, **options):
+        self.ensure_secret_key()
+        self.check(fail_level=checks.ERROR)
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write(
             f"Database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}; "
@@ -42,6 +51,16 @@ class Command(BaseCommand):
         if not options["no_sample"]:
             self.ensure_sample(admin, options["sample_demos"])
         self.serve(options["host"], options["port"])
+
+    def ensure_secret_key(self):
+        """Without ``SECRET_KEY`` set, use (and on the first run create) the random key in ``var/secret_key``."""
+        if os.environ.get("SECRET_KEY"):
+            return
+        path = settings.VAR_DIR / FILE_NAME
+        key, created = ensure_key_file(path)
+        settings.SECRET_KEY = key  # this process read its settings before the file existed
+        if created:
+            self.stdout.write(f"Created a random secret key in {path} (keep it private; set SECRET_KEY to override)")
 
     def ensure_admin(self):
         """Create the ``admin`` superuser with a random password on first run, and say where to find it."""
@@ -81,7 +100,7 @@ class Command(BaseCommand):
 
     def serve(self, host, port):
         children = {
-            "server": start([sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "config.asgi:application"]),
+            "server": start(server_command(host, port)),
             "worker": start(
                 [
                     sys.executable,
@@ -96,6 +115,8 @@ class Command(BaseCommand):
                     os.environ.get("WORKER_CONCURRENCY", "2"),
                 ]
             ),
+            # Periodic tasks (settings.CELERY_BEAT_SCHEDULE): sweeping killed exports' folders, expiring assignments.
+            "beat": start(beat_command()),
         }
         self.stdout.write(
             self.style.SUCCESS(
@@ -112,6 +133,12 @@ class Command(BaseCommand):
             code = 0
         stop_all(children.values())
         sys.exit(code)
+
+
+def beat_command() -> list[str]:
+    """Celery beat, its schedule state kept under VAR_DIR."""
+    schedule = settings.CELERY_BEAT_SCHEDULE_FILENAME
+    return [sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO", "--schedule", schedule]
 
 
 def interrupt(signum, frame):

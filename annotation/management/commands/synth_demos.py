@@ -45,8 +45,8 @@ def ingest_demo(spec: synth.DemoSpec, navigator, project: Project, instructor=No
 
     A demo already stored from the same spec is returned as it is (``created`` False), like a retried recording.
     """
-    new_blobs = sum(actions.do_store_blob_bytes(data, media_type)[1] for data, media_type in spec.blobs)
     project = actions.check_project_for_recording(navigator, project.name)
+    new_blobs = sum(actions.do_store_blob_bytes(data, kind, project, navigator)[1] for data, kind in spec.blobs)
     demo, created = actions.do_start_recording(
         navigator, project, client_id=spec.client_id, instructor=instructor, **spec.fields
     )

@@ -38,7 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ...splits import MIND2WEB_SPLITS
+from annotation.shapes import as_dict, as_text, box_of, element_of
+from annotation.splits import MIND2WEB_SPLITS
+
 from ..base import BlobSource, ExportCounts, ExportDemo, ExportTurn
 from .page import Snapshot
 
@@ -101,7 +103,7 @@ def website_name(address: str) -> str:
 def first_url(demo: ExportDemo) -> str:
     """The first page address of the demo's browser turns (when it lists no websites)."""
     for turn in demo.turns:
-        url = (turn.arguments.get("metadata") or {}).get("url", "")
+        url = as_text(as_dict(turn.arguments.get("metadata")).get("url"))
         if turn.type == "browser" and url.startswith(("http://", "https://")):
             return url
     return ""
@@ -138,13 +140,13 @@ class PageSource:
 
     def snapshot(self, turn: ExportTurn) -> tuple[Snapshot, int] | None:
         """The turn's page and the index of its acted element there, or a stand-in page; None if neither exists."""
-        element = turn.arguments.get("element") or {}
+        element = element_of(turn.arguments)
         if turn.page is not None:
             snapshot = Snapshot(self.blobs.read(turn.page), self.bboxes(turn.bboxes))
             target = snapshot.element_of(turn.element_uid)
             if target is not None:
                 return with_turn_box(snapshot, target, element)
-        outer = element.get("outerHTML") or ""
+        outer = as_text(element.get("outerHTML"))
         if not outer.strip():
             return None
         snapshot = Snapshot(f"<html><body>{outer}</body></html>".encode(), {})
@@ -155,7 +157,7 @@ class PageSource:
 
 def with_turn_box(snapshot: Snapshot, target: int, element: dict) -> tuple[Snapshot, int]:
     """The acted element keeps the turn's bbox when the bboxes file (or the whole file) lacks it."""
-    if snapshot.boxes[target] is None and element.get("bbox"):
+    if snapshot.boxes[target] is None and box_of(element.get("bbox")):
         snapshot.set_box(target, element["bbox"])
     return snapshot, target
 

@@ -15,11 +15,12 @@ from workers.exporters import get_exporter
 class Command(BaseCommand):
     help = (
         "Export demonstrations as a WebLINX directory (DIR/splits.json, DIR/demonstrations/<name>/...) or as "
-        "Mind2Web split files (DIR/train.json, test_task.json, test_website.json, test_domain.json)."
+        "Mind2Web split files (DIR/train.json, test_task.json, test_website.json, test_domain.json), or a project's "
+        "form batches as TurkingBench tasks (DIR/tasks/<batch>/template.html + batch.csv, DIR/splits/*.txt)."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--format", required=True, choices=["weblinx", "mind2web"])
+        parser.add_argument("--format", required=True, choices=["weblinx", "mind2web", "turkingbench"])
         parser.add_argument("--out", required=True, type=Path, help="Output directory (must be new or empty).")
         parser.add_argument("--project", help="Project name (default: every project).")
         parser.add_argument(
@@ -32,9 +33,16 @@ class Command(BaseCommand):
             ),
         )
         parser.add_argument("--overwrite", action="store_true", help="Replace a non-empty output directory.")
+        parser.add_argument(
+            "--gold",
+            action="store_true",
+            help="turkingbench: also write the imported gold rows (Answer.* of batch.csv).",
+        )
 
     def handle(self, *args, **options):
         out, export_format = options["out"], options["format"]
+        if export_format == "turkingbench":
+            return self.export_turkingbench(options)
         self.prepare(out, options["overwrite"])
         projects = self.projects(options["project"])
         statuses = EXPORTABLE_STATUSES if options["status"] == "all" else dataset.DEFAULT_STATUSES
@@ -49,6 +57,24 @@ class Command(BaseCommand):
         )
         for split, numbers in sorted(counts.per_split.items()):
             self.stdout.write(f"  {split:<13} {numbers['demos']:>6} demos {numbers['turns']:>8} turns")
+
+    def export_turkingbench(self, options) -> None:
+        from workers import form_dataset
+        from workers.exporters import turkingbench
+
+        if not options["project"]:
+            raise CommandError("--format turkingbench needs --project (batch names are unique per project)")
+        project = self.projects(options["project"])[0]
+        self.prepare(options["out"], options["overwrite"])
+        started = time.monotonic()
+        batches = form_dataset.export_batches(project, include_gold=options["gold"])
+        counts = turkingbench.export(batches, options["out"], form_dataset.split_lists(project))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Exported {counts['batches']} batches ({counts['rows']} rows) as turkingbench to {options['out']} "
+                f"in {time.monotonic() - started:.1f}s"
+            )
+        )
 
     def prepare(self, out: Path, overwrite: bool) -> None:
         if out.exists() and any(out.iterdir()):

@@ -2,11 +2,14 @@
 
     manage.py evaluate --format weblinx --data EXPORT --split valid --predictions results.json --out scores.json
     manage.py evaluate --format mind2web --data EXPORT --split test_task --predictions preds.json --out scores.json
+    manage.py evaluate --format turkingbench --data DIR --predictions preds.json --out scores.json [--metric paper]
 
 WebLINX: EXPORT holds ``splits.json`` and ``demonstrations/``; predictions are the official results.json list of
 ``{demo_name, turn_index, output_predicted}``. Mind2Web: EXPORT holds ``<split>.json`` record lists; predictions
 are ``{annotation_id, action_index, backend_node_id, operation: {op, value}}``. The scores (``workers.metrics``)
-are written as JSON and the aggregate is printed.
+are written as JSON and the aggregate is printed. TurkingBench: DIR holds ``tasks/<name>/template.html +
+batch.csv`` (and ``splits/``); predictions are ``{task, instance, fields}`` entries, applied on the real pages in
+headless Chromium and scored by ``agents`` (official scorer, or ``--metric paper``); ``--split`` is optional.
 """
 
 import json
@@ -16,7 +19,7 @@ from django.core.management import BaseCommand, CommandError
 
 from workers.metrics import MetricsError, mind2web, weblinx
 
-FORMATS = ("weblinx", "mind2web")
+FORMATS = ("weblinx", "mind2web", "turkingbench")
 
 
 def read_json(path: Path, what: str):
@@ -48,7 +51,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--format", required=True, choices=FORMATS, help="Benchmark format.")
         parser.add_argument("--data", required=True, type=Path, help="The export directory.")
-        parser.add_argument("--split", required=True, help="Split to score (valid, test_iid, test_task ...).")
+        parser.add_argument(
+            "--split",
+            help="Split to score (valid, test_iid, test_task ...); TurkingBench: optional, restricts the tasks.",
+        )
         parser.add_argument("--predictions", required=True, type=Path, help="JSON list of predictions.")
         parser.add_argument("--out", required=True, type=Path, help="Where to write the scores (JSON).")
         parser.add_argument(
@@ -56,12 +62,22 @@ class Command(BaseCommand):
             action="store_true",
             help="WebLINX: round turn metrics to 2 decimals first, as the official pipeline's CSV does.",
         )
+        parser.add_argument(
+            "--metric",
+            choices=("official", "paper"),
+            default="official",
+            help="TurkingBench: the official scorer (default) or the paper's metric; never mixed.",
+        )
 
     def handle(self, *args, **options):
         data, split = options["data"], options["split"]
         if not data.is_dir():
             raise CommandError(f"data directory {data} does not exist")
         predictions = read_json(options["predictions"], "predictions file")
+        if options["format"] == "turkingbench":
+            return self.turkingbench(data, split, predictions, options)
+        if not split:
+            raise CommandError(f"--split is required for {options['format']}")
         try:
             if options["format"] == "weblinx":
                 result = weblinx.evaluate(data, split, predictions, official_rounding=options["official_rounding"])
@@ -69,11 +85,34 @@ class Command(BaseCommand):
                 result = mind2web.evaluate(mind2web_records(data, split), predictions)
         except MetricsError as exc:
             raise CommandError(str(exc)) from exc
-        out = options["out"]
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"format": options["format"], "split": split, **result}, indent=2) + "\n")
+        self.write(options["out"], {"format": options["format"], "split": split, **result})
         self.print_table(options["format"], split, result)
+
+    def write(self, out: Path, result: dict) -> None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
         self.stdout.write(f"Scores written to {out}")
+
+    def turkingbench(self, data: Path, split, predictions, options) -> None:
+        from agents.offline import PredictionError, evaluate
+        from agents.turkle import Dataset
+
+        try:
+            dataset = Dataset(data)
+            result = evaluate(dataset, predictions, metric=options["metric"], split=split, progress=self.progress)
+        except (FileNotFoundError, PredictionError) as exc:
+            raise CommandError(str(exc)) from exc
+        self.write(options["out"], {"format": "turkingbench", "split": split, **result})
+        overall = result["overall"]
+        self.stdout.write(f"TurkingBench ({result['metric']} metric): {len(result['instances'])} instances")
+        width = max(len(task) for task in result["tasks"]) if result["tasks"] else 0
+        for task, table in result["tasks"].items():
+            self.stdout.write(f"  {task:<{width}}  {format_value(table['all']):>7}")
+        self.stdout.write(f"  {'overall (mean over tasks)':<{width}}  {format_value(overall):>7}")
+
+    def progress(self, done: int, total: int) -> None:
+        if done == total or done % 10 == 0:
+            self.stderr.write(f"scored {done}/{total} instances")
 
     def print_table(self, format_name: str, split: str, result: dict) -> None:
         aggregate = result["aggregate"]

@@ -1,0 +1,324 @@
+"""The TurkingBench action library, bound to a Selenium WebDriver (no Django).
+
+The official API (JHU-CLSP/turking-bench ``src/evaluation/actions.py``, spec §3) with its semantics, surprising
+ones included, because the official scorer depends on them:
+
+- ``modify_text`` types like a person (click, select all, delete, type; ``\\n``/``\\r`` become ENTER) and then
+  writes the value into the DOM: ``innerHTML`` of a textarea, the ``value`` *attribute* of an input. The scorer
+  reads those, not the ``.value`` property, so text typed any other way scores as untouched. A falsy value
+  (``""``, ``0``, ``None``), ``"nan"`` or NaN does nothing.
+- ``modify_checkbox`` *clicks* every box of the group whose value is listed (``"a|b"``): a click toggles, so a
+  listed box that was already checked ends up unchecked. Boxes not listed are left alone.
+- ``modify_radio`` turns a float into an int by truncation (``3.7`` → ``3``), retries a numeric string as an int
+  (``"3.0"`` → ``3``), does nothing for NaN, ``"nan"``, ``"None"`` and for ``""`` when no radio has that value,
+  and raises when no radio has the value.
+- ``modify_select`` raises when the value (or its int form) is not an option value.
+- ``modify_range`` sets the property and the attribute to a *number*; anything else raises (the official code
+  pastes the value into JavaScript unquoted).
+
+Every ``modify_*`` returns its canonical call string, e.g. ``self.actions.modify_radio('q1', '3')`` (the value as
+the string the official code prints; quoted with Python's ``repr`` so that any value parses back), and appends it
+to ``history``: the oracle's history is the gold action sequence. The paper's visual actions (its Table 3, absent
+from the official code) are here too: ``click(x, y)``, ``type(text)``, ``scroll(dx, dy)``, ``capture_screen()``.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import re
+import urllib.request
+
+from selenium.common.exceptions import NoSuchElementException
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+SCROLL_TO = "arguments[0].scrollIntoView({behavior: 'auto', block: 'center', inline: 'center'});"
+NUMERIC = re.compile(r"^[-+]?[0-9]*\.?[0-9]+$")  # the official "is this a number" test for radio/checkbox values
+# After typing: mirror the focused field's value where the scorer reads it (see ``type``).
+SYNC_FOCUSED = """
+const el = document.activeElement;
+if (!el) return null;
+if (el.tagName === 'TEXTAREA') { el.innerHTML = el.value; return el.name; }
+if (el.tagName === 'INPUT') { el.setAttribute('value', el.value); return el.name; }
+return null;
+"""
+
+
+class ActionError(ValueError):
+    """An action that cannot be done as asked (no such option, not a number ...)."""
+
+
+def xpath_literal(text: str) -> str:
+    """``text`` as an XPath string literal, whatever quotes it holds."""
+    if "'" not in text:
+        return f"'{text}'"
+    if '"' not in text:
+        return f'"{text}"'
+    return "concat(" + ', "\'", '.join(f"'{part}'" for part in text.split("'")) + ")"
+
+
+def call_string(method: str, *args) -> str:
+    """``self.actions.method('a', 'b')``: the official form; ``repr`` quoting so that any value parses back."""
+    return f"self.actions.{method}({', '.join(repr(arg) for arg in args)})"
+
+
+def is_nan(value) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+class Actions:
+    """What an agent may do on a task page. Fields are found by ``name`` (the first element with it)."""
+
+    def __init__(self, driver, wait_seconds: float = 10):
+        self.driver = driver
+        self.wait_seconds = wait_seconds
+        self.history: list[str] = []  # state-changing calls, in order (modify_*, click, type, scroll)
+        self.last_result = None  # what the last execute_js_command returned
+        self.last_image: bytes | None = None  # PNG of the last take_* screenshot
+
+    def _record(self, call: str) -> str:
+        self.history.append(call)
+        return call
+
+    # --- Locating --------------------------------------------------------------------------------------------
+
+    def wait_for_element(self, input_name: str) -> tuple[str, WebElement]:
+        """Wait (up to ``wait_seconds``) for the first element named ``input_name``; return it."""
+        element = WebDriverWait(self.driver, self.wait_seconds).until(
+            expected_conditions.presence_of_element_located((By.NAME, input_name))
+        )
+        return call_string("wait_for_element", input_name), element
+
+    def scroll_to_element(self, input_name: str) -> tuple[str, WebElement]:
+        """Scroll the first element named ``input_name`` to the middle of the viewport; return it."""
+        _, element = self.wait_for_element(input_name)
+        self.driver.execute_script(SCROLL_TO, element)
+        return call_string("scroll_to_element", input_name), element
+
+    def maximize_window(self) -> str:
+        self.driver.maximize_window()
+        return "self.actions.maximize_window()"
+
+    def execute_js_command(self, command: str, *args) -> str:
+        """Run JavaScript in the page; the outcome is kept in ``last_result``."""
+        self.last_result = self.driver.execute_script(command, *args)
+        return call_string("execute_js_command", command)
+
+    # --- The five field actions ------------------------------------------------------------------------------
+
+    def modify_text(self, input_name: str, input_value) -> str:
+        """Type ``input_value`` into a text input or textarea, then write it where the scorer reads it."""
+        call = call_string("modify_text", input_name, str(input_value))
+        if not input_value or input_value == "nan" or is_nan(input_value):
+            return self._record(call)
+        _, element = self.scroll_to_element(input_name)
+        chain = ActionChains(self.driver).move_to_element(element).click()
+        select_all = Keys.COMMAND if platform.system() == "Darwin" else Keys.CONTROL
+        chain.key_down(select_all).send_keys("a").key_up(select_all).send_keys(Keys.BACKSPACE)
+        for index, line in enumerate(re.split(r"[\n\r]", str(input_value))):
+            if index:
+                chain.send_keys(Keys.ENTER)
+            chain.send_keys(line)
+        chain.perform()
+        if element.tag_name == "textarea":
+            self.driver.execute_script("arguments[0].innerHTML = arguments[1]", element, input_value)
+        elif element.tag_name == "input":
+            self.driver.execute_script('arguments[0].setAttribute("value", arguments[1])', element, input_value)
+        return self._record(call)
+
+    def modify_checkbox(self, input_name: str, input_value) -> str:
+        """Click each checkbox of the group whose value is listed (``"a|b"``, or a list). Clicks toggle."""
+        if isinstance(input_value, list | tuple):
+            input_value = "|".join(str(value) for value in input_value)
+        call = call_string("modify_checkbox", input_name, str(input_value))
+        wanted = [value for value in str(input_value).split("|") if value != "nan"]
+        if not wanted:
+            return self._record(call)
+        self.scroll_to_element(input_name)
+        boxes = self.driver.find_elements(By.XPATH, f"//input[@type='checkbox' and @name={xpath_literal(input_name)}]")
+        if not self._click_boxes(boxes, wanted):
+            self._click_boxes(boxes, [str(int(float(value))) for value in wanted if NUMERIC.match(value)])
+        return self._record(call)
+
+    def _click_boxes(self, boxes: list[WebElement], wanted: list[str]) -> bool:
+        found = False
+        # The ``value`` property, as Selenium's get_attribute gives it: "on" for a box without a value attribute.
+        values = self.driver.execute_script("return arguments[0].map(box => box.value)", boxes)
+        for box, value in zip(boxes, values, strict=True):
+            if value in wanted:
+                box.click()
+                self.driver.execute_script('arguments[0].setAttribute("checked", "");', box)
+                found = True
+        return found
+
+    def modify_radio(self, input_name: str, input_value) -> str:
+        """Select the radio button of the group whose value is ``input_value``."""
+        if isinstance(input_value, float):
+            if math.isnan(input_value):
+                return self._record(call_string("modify_radio", input_name, str(input_value)))
+            input_value = int(input_value)
+        input_value = str(input_value)
+        if input_value in ("nan", "None"):
+            return self._record(call_string("modify_radio", input_name, input_value))
+        self.scroll_to_element(input_name)
+        element = self._radio(input_name, input_value)
+        if element is None:
+            if input_value == "":
+                return self._record(call_string("modify_radio", input_name, input_value))
+            if not NUMERIC.match(input_value):
+                raise ActionError(f"no radio button named {input_name!r} has the value {input_value!r}")
+            input_value = str(int(float(input_value)))
+            element = self._radio(input_name, input_value)
+            if element is None:
+                raise ActionError(f"no radio button named {input_name!r} has the value {input_value!r}")
+        if element.is_displayed():
+            ActionChains(self.driver).move_to_element(element).click().perform()
+        self.driver.execute_script('arguments[0].setAttribute("checked", "");', element)
+        return self._record(call_string("modify_radio", input_name, input_value))
+
+    def _radio(self, input_name: str, value: str) -> WebElement | None:
+        xpath = f"//input[@type='radio' and @name={xpath_literal(input_name)} and @value={xpath_literal(value)}]"
+        try:
+            return self.driver.find_element(By.XPATH, xpath)
+        except NoSuchElementException:
+            return None
+
+    def modify_select(self, input_name: str, input_value) -> str:
+        """Choose the option whose value is ``input_value`` (or its int form, ``"2.0"`` → ``"2"``)."""
+        element = self.driver.find_element(By.NAME, input_name)
+        select = Select(element)
+        options = self.driver.execute_script(
+            "return Array.from(arguments[0].options).map(option => option.value)", element
+        )
+        if not options:
+            raise ActionError(f"select {input_name!r} has no options")
+        if input_value not in options:
+            as_int = _int_string(input_value)
+            if as_int is None or as_int not in options:
+                raise ActionError(f"{input_value!r} is not among the option values {options!r} of {input_name!r}")
+            input_value = as_int
+        select.select_by_value(input_value)
+        self.driver.execute_script('arguments[0].setAttribute("selected", "");', select.first_selected_option)
+        return self._record(call_string("modify_select", input_name, str(input_value)))
+
+    def modify_range(self, input_name: str, input_value) -> str:
+        """Set a range input to a number (property and attribute, as JavaScript writes the number)."""
+        call = call_string("modify_range", input_name, str(input_value))
+        if input_value in ("nan", "None"):
+            return self._record(call)
+        literal = _js_number(input_value)
+        if literal is None:
+            raise ActionError(f"range {input_name!r} takes a number, not {input_value!r}")
+        self.scroll_to_element(input_name)
+        element = self.driver.find_element(By.XPATH, f"//input[@type='range' and @name={xpath_literal(input_name)}]")
+        self.driver.execute_script(
+            f"arguments[0].value = {literal}; arguments[0].setAttribute('value', {literal});", element
+        )
+        return self._record(call)
+
+    # --- Seeing the page -------------------------------------------------------------------------------------
+
+    def take_screenshot(self, path: str | None = None) -> str:
+        """Scroll to the bottom until the page stops growing, then a viewport screenshot (``last_image``)."""
+        height = self.driver.execute_script("return document.body.scrollHeight")
+        for _ in range(20):  # pages that load more as you scroll; bounded, unlike the official loop
+            self.driver.execute_script("window.scrollTo(0, document.body.scrollHeight);")
+            new_height = self.driver.execute_script("return document.body.scrollHeight")
+            if new_height == height:
+                break
+            height = new_height
+        self.last_image = self.driver.get_screenshot_as_png()
+        _save(self.last_image, path)
+        return "self.actions.take_screenshot()"
+
+    def take_full_screenshot(self, path: str | None = None) -> str:
+        """The whole page in one PNG (Chromium's full-page capture; the official code stitches viewports)."""
+        self.last_image = full_page_png(self.driver)
+        _save(self.last_image, path)
+        return "self.actions.take_full_screenshot()"
+
+    def take_element_screenshot(self, input_name: str, path: str | None = None) -> str:
+        """A PNG of the first element named ``input_name`` (scrolled into view)."""
+        self.last_image = self.driver.find_element(By.NAME, input_name).screenshot_as_png
+        _save(self.last_image, path)
+        return call_string("take_element_screenshot", input_name)
+
+    def get_html(self, url: str | None = None) -> str:
+        """The page's HTML as the server sends it (not the live DOM), like the official ``requests.get(url).text``."""
+        with urllib.request.urlopen(url or self.driver.current_url, timeout=30) as response:  # noqa: S310
+            return response.read().decode(response.headers.get_content_charset() or "utf-8", errors="replace")
+
+    # --- The paper's visual actions (Table 3) ----------------------------------------------------------------
+
+    def click(self, x: float, y: float) -> str:
+        """A mouse click at viewport coordinates (CSS pixels)."""
+        chain = ActionChains(self.driver)
+        chain.w3c_actions.pointer_action.move_to_location(int(x), int(y)).click()
+        chain.perform()
+        return self._record(call_string("click", x, y))
+
+    def type(self, text: str) -> str:
+        """Type ``text`` into the focused element (newlines as ENTER), then, like ``modify_text``, copy the focused
+        field's value into its ``value`` attribute / ``innerHTML`` so the official scorer sees it."""
+        chain = ActionChains(self.driver)
+        for index, line in enumerate(re.split(r"[\n\r]", str(text))):
+            if index:
+                chain.send_keys(Keys.ENTER)
+            chain.send_keys(line)
+        chain.perform()
+        self.driver.execute_script(SYNC_FOCUSED)
+        return self._record(call_string("type", str(text)))
+
+    def scroll(self, dx: float, dy: float) -> str:
+        """Scroll the page by (dx, dy) CSS pixels, at once (no smooth-scrolling animation to wait for)."""
+        self.driver.execute_script(
+            "window.scrollBy({left: arguments[0], top: arguments[1], behavior: 'instant'});", dx, dy
+        )
+        return self._record(call_string("scroll", dx, dy))
+
+    def capture_screen(self) -> bytes:
+        """A PNG of the viewport as it is now."""
+        return self.driver.get_screenshot_as_png()
+
+
+def _int_string(value) -> str | None:
+    """``str(int(float(value)))`` when ``value`` is a finite number, else None (official ``modify_select``)."""
+    try:
+        number = float(value)
+        return None if math.isnan(number) else str(int(number))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _js_number(value) -> str | None:
+    """The JavaScript literal of a finite number (``2.5``, ``-1e3``), or None when it is not one (the official
+    code pastes ``nan``/``inf`` into JavaScript, where they are undefined names, so those fail there too)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return repr(value) if math.isfinite(value) else None
+    if isinstance(value, str) and re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*", value):
+        return value.strip()
+    return None
+
+
+def full_page_png(driver) -> bytes:
+    """Chromium's full-page screenshot (DevTools ``Page.captureScreenshot`` beyond the viewport)."""
+    import base64
+
+    metrics = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})
+    size = metrics.get("cssContentSize") or metrics["contentSize"]
+    clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"captureBeyondViewport": True, "clip": clip})
+    return base64.b64decode(shot["data"])
+
+
+def _save(image: bytes, path: str | None) -> None:
+    if path:
+        with open(path, "wb") as handle:
+            handle.write(image)

@@ -1,0 +1,99 @@
+"""Headless Chromium for agents: the distribution's Chromium and ChromeDriver, a fresh profile, no downloads.
+
+``make_driver()`` starts the browser the harness and the offline evaluation use (flags as in
+``tests/e2e/browser.py`` and BROWSER-NOTES). By default the browser resolves only loopback host names: task
+pages load their CDN scripts and styles from the Internet, which benchmark runs must not depend on (and tests may
+not use), so those requests fail at once and identically every time. ``allow_network=True`` lifts that.
+``WebDriverClock`` measures the time spent inside WebDriver commands (the benchmark's ``harness_share``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+
+LOOPBACK_ONLY = "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"
+
+
+def chrome_binary() -> str:
+    for candidate in (
+        os.environ.get("CHROME_BINARY"),
+        "/usr/lib/chromium/chromium",
+        shutil.which("chromium"),
+        shutil.which("google-chrome"),
+    ):
+        if candidate and Path(candidate).exists():
+            return candidate
+    raise RuntimeError("no Chromium found: install the 'chromium' package or set CHROME_BINARY")
+
+
+def chromedriver() -> str:
+    path = os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver")
+    if not path:
+        raise RuntimeError("no ChromeDriver found: install the 'chromium-driver' package or set CHROMEDRIVER")
+    return path
+
+
+def make_driver(width: int = 1280, height: int = 943, allow_network: bool = False) -> webdriver.Chrome:
+    """A headless Chromium with a fresh ``--user-data-dir`` (deleted on ``quit()``); 1280×800 viewport."""
+    profile = tempfile.mkdtemp(prefix="agents-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chrome_binary()
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--force-device-scale-factor=1",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        f"--window-size={width},{height}",
+    ):
+        options.add_argument(flag)
+    if not allow_network:
+        options.add_argument(f"--host-resolver-rules={LOOPBACK_ONLY}")
+    try:
+        driver = webdriver.Chrome(options=options, service=Service(chromedriver()))
+    except Exception:
+        shutil.rmtree(profile, ignore_errors=True)
+        raise
+    driver.set_page_load_timeout(60)
+    original_quit = driver.quit
+
+    def quit_and_clean():
+        try:
+            original_quit()
+        finally:
+            shutil.rmtree(profile, ignore_errors=True)
+
+    driver.quit = quit_and_clean
+    return driver
+
+
+class WebDriverClock:
+    """Adds up the wall time spent in the driver's WebDriver commands (every command goes through ``execute``)."""
+
+    def __init__(self, driver):
+        self.seconds = 0.0
+        self.commands = 0
+        original = driver.execute
+
+        def timed_execute(command, params=None):
+            started = time.perf_counter()
+            try:
+                return original(command, params)
+            finally:
+                self.seconds += time.perf_counter() - started
+                self.commands += 1
+
+        driver.execute = timed_execute

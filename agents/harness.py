@@ -1,0 +1,288 @@
+"""Run a solver on TurkingBench instances in a real browser and score the pages, as the official evaluator does.
+
+Per instance (``Harness.run_instance``), following ``src/evaluation_class.py`` (spec §4.1–4.3):
+
+1. load the instance's URL (the harness never builds pages itself: the platform passes its preview URLs, tests
+   and offline runs serve a task directory with ``agents.server``);
+2. find the fields: the ``Answer.*`` names of ``batch.csv``, each the first element with that name if it is an
+   input/select/textarea, minus the excluded names; ordered by position (y, then x), visible fields first;
+3. for each field still displayed when its turn comes, call the solver with a ``FieldRequest`` (what it may use);
+   a solver that raises leaves the field as it found it (its state is restored) and the run goes on;
+4. read the values back as the official scorer does and score every field displayed at that moment.
+
+``run`` samples instances with a seeded generator and records the seed and the sample. The result is a plain
+dict (``RunResult.as_dict``) in the evaluation output format of ``docs/agents.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from . import page, scoring
+from .actions import Actions
+from .turkle import TaskDir
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Field:
+    """A form field of a task page, as found after loading it."""
+
+    name: str
+    type: str
+    x: int = 0
+    y: int = 0
+    displayed: bool = True
+
+
+@dataclass
+class FieldRequest:
+    """What a solver gets for one field. The page helpers cost a browser round trip each, so they are lazy."""
+
+    task: str
+    instance: int
+    field: Field
+    instructions: str
+    actions: Actions
+    gold: list | None = None  # the annotators' answers: given to solvers with ``uses_gold`` (the oracle) only
+
+    @property
+    def name(self) -> str:
+        return self.field.name
+
+    @property
+    def type(self) -> str:
+        return self.field.type
+
+    @property
+    def driver(self):
+        return self.actions.driver
+
+    def page_html(self) -> str:
+        return page.page_html(self.driver)
+
+    @cached_property
+    def relevant_html(self) -> str:
+        return page.relevant_html(self.driver, self.name)
+
+    def screenshot(self) -> bytes:
+        """The viewport as a PNG, with the field scrolled to its middle."""
+        self.actions.scroll_to_element(self.name)
+        return self.actions.capture_screen()
+
+
+class Solver:
+    """Fills one field at a time. Subclasses set ``name`` and implement ``solve``; ``uses_gold`` gives them the
+    gold answers (only the oracle may)."""
+
+    name = "solver"
+    uses_gold = False
+
+    def begin_instance(self, task: TaskDir, instance: int) -> None:
+        """Called after the page loaded, before its first field."""
+
+    def solve(self, request: FieldRequest) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class FieldResult:
+    task: str
+    instance: int
+    field: str
+    type: str
+    score: float | None = None  # None: not counted (see ``skipped``)
+    prediction: str | None = None
+    skipped: str | None = None  # why the field is not scored
+    error: str | None = None  # what the solver raised
+    calls: list[str] = field(default_factory=list)  # the actions the solver took on this field
+
+
+@dataclass
+class InstanceResult:
+    task: str
+    instance: int
+    url: str
+    metric: str
+    fields: list[FieldResult]
+
+    @property
+    def score(self) -> float:
+        counted = [(f.type, f.score) for f in self.fields if f.skipped is None]
+        return scoring.instance_score(self.metric, counted)
+
+
+@dataclass
+class RunResult:
+    """Everything a run produced; ``as_dict`` is the JSON written by commands and stored by jobs."""
+
+    metric: str
+    instances: list[InstanceResult] = field(default_factory=list)
+    solver: str | None = None
+    seed: int | None = None
+    sampled: dict[str, list[int]] = field(default_factory=dict)
+
+    def scored_fields(self) -> list[FieldResult]:
+        return [f for result in self.instances for f in result.fields if f.skipped is None]
+
+    def as_dict(self) -> dict:
+        rows = [
+            {"task": f.task, "instance": f.instance, "field": f.field, "type": f.type, "score": f.score}
+            for f in self.scored_fields()
+        ]
+        tasks = scoring.task_table(rows)
+        data = {
+            "metric": self.metric,
+            "fields": [{**row, "score": scoring.json_number(row["score"])} for row in rows],
+            "instances": [{"task": r.task, "instance": r.instance, "score": r.score} for r in self.instances],
+            "tasks": {task: {key: scoring.json_number(v) for key, v in table.items()} for task, table in tasks.items()},
+            "overall": scoring.overall(tasks),
+            "skipped": [
+                {"task": f.task, "instance": f.instance, "field": f.field, "type": f.type, "reason": f.skipped}
+                for r in self.instances
+                for f in r.fields
+                if f.skipped is not None
+            ],
+            "errors": [
+                {"task": f.task, "instance": f.instance, "field": f.field, "error": f.error}
+                for r in self.instances
+                for f in r.fields
+                if f.error
+            ],
+        }
+        if self.solver is not None:
+            data.update(solver=self.solver, seed=self.seed, sampled=self.sampled)
+        return data
+
+    def action_sequences(self) -> list[dict]:
+        """Per instance, the calls made on each field in order: with the oracle, TurkingBench's gold action
+        sequences (``self.actions.modify_radio('q1', '3')`` ...)."""
+        return [
+            {
+                "task": r.task,
+                "instance": r.instance,
+                "fields": [{"name": f.field, "type": f.type, "calls": f.calls} for f in r.fields if f.calls],
+            }
+            for r in self.instances
+        ]
+
+
+def order_fields(found: list[dict]) -> list[Field]:
+    """The official order: by (y, x), then visible fields first (both sorts stable)."""
+    fields = [
+        Field(item["name"], item["type"], round(item["x"]), round(item["y"]), item["displayed"])
+        for item in found
+        if item.get("found") and item["name"] not in scoring.EXCLUDED_NAMES
+    ]
+    fields.sort(key=lambda f: (f.y, f.x))
+    fields.sort(key=lambda f: f.displayed, reverse=True)
+    return fields
+
+
+def oracle_gold(field_type: str, raw: list) -> list:
+    """The gold list the official oracle receives: NaN → ``""`` for checkbox and radio (``retrieve_gold_labels``)."""
+    if field_type in ("checkbox", "radio"):
+        return ["" if scoring.is_nan(answer) else answer for answer in raw]
+    return list(raw)
+
+
+class Harness:
+    """Drives one browser through instances with one solver."""
+
+    def __init__(self, driver, solver: Solver, metric: str = scoring.OFFICIAL):
+        if metric not in scoring.METRICS:
+            raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(scoring.METRICS)}")
+        self.driver = driver
+        self.solver = solver
+        self.metric = metric
+        self.actions = Actions(driver)
+
+    def run_instance(self, task: TaskDir, instance: int, url: str) -> InstanceResult:
+        gold = task.gold(instance)
+        self.driver.get(url)
+        found = page.find_fields(self.driver, task.field_names)
+        fields = order_fields(found)
+        self.solver.begin_instance(task, instance)
+        results = {f.name: FieldResult(task.name, instance, f.name, f.type) for f in fields}
+        for item in found:  # reported, never solved nor scored (the official evaluator drops them silently)
+            if not item.get("found"):
+                results[item["name"]] = FieldResult(task.name, instance, item["name"], "", skipped="not on the page")
+            elif item["name"] in scoring.EXCLUDED_NAMES:
+                results[item["name"]] = FieldResult(task.name, instance, item["name"], item["type"], skipped="excluded")
+        instructions = task.instructions(instance)
+        for f in fields:
+            if page.is_displayed(self.driver, f.name):
+                request = FieldRequest(task.name, instance, f, instructions, self.actions)
+                if self.solver.uses_gold:
+                    request.gold = oracle_gold(f.type, gold[f.name])
+                self._solve(request, results[f.name])
+        self._score(fields, gold, results)
+        return InstanceResult(task.name, instance, url, self.metric, list(results.values()))
+
+    def _solve(self, request: FieldRequest, result: FieldResult) -> None:
+        before = page.snapshot_fields(self.driver, request.name)
+        start = len(self.actions.history)
+        try:
+            self.solver.solve(request)
+        except Exception as error:  # any failure of the solver: the field counts as untouched
+            log.info("%s on %s #%s field %s: %s", self.solver.name, request.task, request.instance, request.name, error)
+            result.error = f"{type(error).__name__}: {error}".strip()
+            page.restore_fields(self.driver, request.name, before)
+        result.calls = self.actions.history[start:]
+
+    def _score(self, fields: list[Field], gold: dict[str, list], results: dict[str, FieldResult]) -> None:
+        reads = page.read_values(self.driver, [(f.name, f.type) for f in fields], self.metric == scoring.PAPER)
+        for f, read in zip(fields, reads, strict=True):
+            result = results[f.name]
+            if f.type == "submit":
+                result.skipped = "submit"
+            elif not read["displayed"]:
+                result.skipped = "not displayed"
+            elif read["values"] is None or f.type not in scoring.SCORED_TYPES:
+                result.skipped = f"no scoring rule for type {f.type!r}"
+            else:
+                result.prediction = scoring.prediction_string(f.type, read["values"])
+                result.score = scoring.field_score(self.metric, f.type, gold[f.name], result.prediction)
+                if result.score is None:
+                    result.skipped = "no annotator answered"
+
+
+def sample_instances(tasks: list[TaskDir], per_task: int | None, seed: int) -> dict[str, list[int]]:
+    """Up to ``per_task`` instances of each task (all when None), drawn with ``random.Random(seed)``, sorted."""
+    rng = random.Random(seed)
+    sampled = {}
+    for task in tasks:
+        count = len(task) if per_task is None else min(per_task, len(task))
+        sampled[task.name] = sorted(rng.sample(range(len(task)), count))
+    return sampled
+
+
+def run(
+    driver,
+    solver: Solver,
+    tasks: list[TaskDir],
+    url_for,
+    *,
+    per_task: int | None = None,
+    seed: int = 0,
+    metric: str = scoring.OFFICIAL,
+    instances: dict[str, list[int]] | None = None,
+    progress=None,
+) -> RunResult:
+    """Run ``solver`` over ``tasks``: the given ``instances`` (task → indices) or a seeded sample of ``per_task``.
+
+    ``url_for(task_name, instance)`` gives each instance's page. ``progress(done, total)`` is called after each."""
+    harness = Harness(driver, solver, metric)
+    sampled = instances if instances is not None else sample_instances(tasks, per_task, seed)
+    result = RunResult(metric=metric, solver=solver.name, seed=seed, sampled=sampled)
+    total, by_name = sum(len(indices) for indices in sampled.values()), {task.name: task for task in tasks}
+    for name, indices in sampled.items():
+        for index in indices:
+            result.instances.append(harness.run_instance(by_name[name], index, url_for(name, index)))
+            if progress:
+                progress(len(result.instances), total)
+    return result

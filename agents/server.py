@@ -1,0 +1,73 @@
+"""A tiny HTTP server on loopback that serves the preview pages of a TurkingBench directory.
+
+For tests, benchmarks and offline evaluation: ``GET /tasks/<quoted task name>/<instance>/`` answers the page
+``TaskDir.render_page`` builds (Turkle's preview iframe). The platform points the harness at its own pages
+instead; the harness only needs a URL per instance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from .turkle import Dataset
+
+
+def instance_path(task: str, instance: int) -> str:
+    return f"/tasks/{urllib.parse.quote(task, safe='')}/{instance}/"
+
+
+class TaskPages:
+    """The running server: ``url(task, instance)`` gives an instance's page."""
+
+    def __init__(self, dataset: Dataset, server: ThreadingHTTPServer):
+        self.dataset = dataset
+        self.base_url = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def url(self, task: str, instance: int) -> str:
+        return self.base_url + instance_path(task, instance)
+
+
+def _handler(dataset: Dataset):
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the http.server hook name
+            parts = urllib.parse.urlsplit(self.path).path.strip("/").split("/")
+            if len(parts) != 3 or parts[0] != "tasks" or not parts[2].isdigit():
+                return self._send(404, "not found")
+            try:
+                page = dataset.task(urllib.parse.unquote(parts[1])).render_page(int(parts[2]))
+            except (KeyError, IndexError) as error:
+                return self._send(404, str(error))
+            return self._send(200, page, "text/html; charset=utf-8")
+
+        def _send(self, status: int, body: str, media: str = "text/plain; charset=utf-8"):
+            data = body.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", media)
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):  # quiet: one line per page would drown the test output
+            pass
+
+    return Handler
+
+
+@contextlib.contextmanager
+def serve(dataset: Dataset) -> Iterator[TaskPages]:
+    """Serve ``dataset``'s pages on a free loopback port for the duration of the block."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(dataset))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="turkingbench-pages", daemon=True)
+    thread.start()
+    try:
+        yield TaskPages(dataset, server)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -1,0 +1,99 @@
+"""Baseline solvers: ``oracle`` (gold answers through the action library), ``do-nothing``, and offline predictions.
+
+The oracle follows the official ``OracleBaseline`` (spec §4.7): text-like fields get a random non-empty gold
+(seeded here), checkboxes one annotator's answer if the group's first box is unchecked, radio and select the
+majority (ties to the first seen), range the mean; other input types raise. It skips the official
+``sleep(0.1)`` and ``maximize_window`` (the harness waits for conditions and keeps the window size).
+"""
+
+from __future__ import annotations
+
+import random
+
+from . import scoring
+from .actions import ActionError
+from .harness import FieldRequest, Solver
+
+TEXT_LIKE = ("text", "textarea", "password", "email", "number", "tel", "url")
+
+
+class DoNothing(Solver):
+    """Leaves every field as the page shows it."""
+
+    name = "do-nothing"
+
+    def solve(self, request: FieldRequest) -> None:
+        return None
+
+
+class Oracle(Solver):
+    """Fills each field with the gold answer through the action library; its calls are the gold action
+    sequences."""
+
+    name = "oracle"
+    uses_gold = True
+
+    def __init__(self, seed: int = 0):
+        self.rng = random.Random(seed)
+
+    def solve(self, request: FieldRequest) -> None:
+        actions, name = request.actions, request.name
+        _, element = actions.scroll_to_element(name)
+        answers = [answer for answer in request.gold if answer is not None and answer != "{}"]
+        if not answers:
+            return
+        if request.type in TEXT_LIKE:
+            actions.modify_text(name, self._text_answer(answers))
+        elif request.type == "checkbox":
+            answer = self.rng.choice(answers)
+            if not element.is_selected():
+                actions.modify_checkbox(name, answer)
+        elif request.type == "radio":
+            actions.modify_radio(name, str(scoring.majority(answers)))
+        elif request.type == "select":
+            actions.modify_select(name, str(scoring.majority(answers)))
+        elif request.type == "range":
+            values = [float(answer) for answer in answers]
+            actions.modify_range(name, sum(values) / len(values))
+        else:
+            raise ActionError(f"the oracle does not handle input type {request.type!r}")
+
+    def _text_answer(self, answers: list):
+        cleaned = ["" if scoring.is_nan(a) or a in scoring.EMPTY_TEXT_GOLD else a for a in answers]
+        distinct = list(dict.fromkeys(scoring.clean_values(cleaned)))  # a stable order, so the seed decides
+        non_empty = [answer for answer in distinct if answer != ""]
+        return self.rng.choice(non_empty or distinct)
+
+
+class Predictions(Solver):
+    """Applies offline predictions (``{field name: value}`` per instance) through the action library, the way
+    the official offline path executes action strings: the method follows the field's type on the page."""
+
+    name = "predictions"
+
+    def __init__(self, predictions: dict[tuple[str, int], dict]):
+        self.predictions = predictions
+        self.current: dict = {}
+
+    def begin_instance(self, task, instance: int) -> None:
+        self.current = self.predictions.get((task.name, instance), {})
+
+    def solve(self, request: FieldRequest) -> None:
+        if request.name not in self.current:
+            return  # left out: the page's default is scored
+        value, actions = self.current[request.name], request.actions
+        if request.type in TEXT_LIKE:
+            actions.modify_text(request.name, value)
+        elif request.type == "checkbox":
+            actions.modify_checkbox(request.name, value)
+        elif request.type == "radio":
+            actions.modify_radio(request.name, value)
+        elif request.type == "select":
+            actions.modify_select(request.name, value)
+        elif request.type == "range":
+            actions.modify_range(request.name, value)
+        else:
+            raise ActionError(f"no action fills an input of type {request.type!r}")
+
+
+BASELINES = {"oracle": Oracle, "do-nothing": DoNothing}

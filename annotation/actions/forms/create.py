@@ -1,0 +1,164 @@
+"""Storing a checked form batch (web upload, REST, ``import_turkingbench``): one batch and its tasks, all or nothing."""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import IntegrityError, connection, transaction
+
+from ...models import Batch, BatchKind, SplitConfig, Task
+from ..errors import ActionError, Conflict, ValidationFailed
+from .parse import ParsedBatch, check_batch_name, invalid, parse_batch
+
+BULK = 2000
+MTURK_METADATA = ("Title", "Description", "Keywords")  # HIT metadata columns; templates rarely show them
+
+
+@dataclass
+class BatchSettings:
+    """What the uploader chooses besides the files."""
+
+    assignments_per_task: int = 1
+    allotted_seconds: int = 24 * 3600
+    published: bool = True
+    active: bool = True
+    description: str = ""
+    source_name: str = ""
+    workers: tuple = ()  # users
+    worker_groups: tuple = ()
+
+    def check(self) -> None:
+        for field_name in ("assignments_per_task", "allotted_seconds"):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**31 - 1:
+                raise invalid(field_name, "must be a whole number of at least 1")
+
+
+def warnings_for(parsed: ParsedBatch) -> list[str]:
+    """Things the uploader should know that do not stop the upload."""
+    notes = []
+    if parsed.info.uses_crowd_elements:
+        notes.append(
+            "the template uses <crowd-*> elements (MTurk Crowd HTML Elements); they are not rendered, so fields "
+            "inside them cannot be answered here (nor in Turkle)"
+        )
+    used = {*parsed.info.fields, *MTURK_METADATA}
+    extra = [c for c in parsed.columns if not c.startswith("Answer.") and c not in used]
+    if extra:
+        notes.append(f"{len(extra)} CSV column(s) are not used by the template: {', '.join(extra[:10])}")
+    return notes
+
+
+def insert_tasks(pairs: list) -> None:
+    """``[(batch, parsed tasks), ...]`` in one ``COPY`` on PostgreSQL (a bulk INSERT quotes large JSON values
+    slowly), else in bulk."""
+    if connection.vendor != "postgresql":
+        rows = (Task(batch=b, index=t.index, inputs=t.inputs, gold=t.gold) for b, tasks in pairs for t in tasks)
+        Task.objects.bulk_create(rows, batch_size=BULK)
+        return
+    columns = ["batch_id", "index", "inputs", "gold", "taken", "submitted", "completed"]
+    quoted = ", ".join('"' + column + '"' for column in columns)
+    statement = f"COPY {Task._meta.db_table} ({quoted}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
+        for batch, tasks in pairs:
+            for task in tasks:
+                inputs, gold = json.dumps(task.inputs, ensure_ascii=False), json.dumps(task.gold, ensure_ascii=False)
+                copy.write_row((batch.pk, task.index, inputs, gold, 0, 0, False))
+
+
+def name_taken(project, name: str) -> Conflict:
+    return Conflict(
+        f"project {project.name!r} already has a batch named {name!r}",
+        [{"field": "name", "message": "already used in this project"}],
+    )
+
+
+def check_names_free(project, names: list) -> None:
+    """Names unique among themselves and new in the project (one query)."""
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise name_taken(project, twice[0])
+    taken = Batch.objects.filter(project=project, name__in=names).values_list("name", flat=True).first()
+    if taken is not None:
+        raise name_taken(project, taken)
+
+
+def new_batch(user, project, name: str, parsed: ParsedBatch, settings: BatchSettings) -> Batch:
+    return Batch(
+        project=project,
+        name=name,
+        kind=BatchKind.FORM,
+        description=settings.description,
+        source_name=settings.source_name,
+        html_template=parsed.template,
+        template_fields=list(parsed.info.fields),
+        has_submit_button=parsed.info.has_submit_button,
+        uses_crowd_elements=parsed.info.uses_crowd_elements,
+        csv_filename=parsed.csv_filename[:255],
+        csv_columns=parsed.columns,
+        assignments_per_task=settings.assignments_per_task,
+        allotted_seconds=settings.allotted_seconds,
+        published=settings.published,
+        active=settings.active,
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+
+
+def do_create_form_batches(user, project, items: list) -> list[Batch]:
+    """Store ``[(name, parsed, settings), ...]`` as batches with their tasks, all in one transaction and a handful
+    of queries (one INSERT of the batches, one COPY of every task); on any error nothing is stored."""
+    for name, _, settings in items:
+        check_batch_name(name)
+        settings.check()
+    check_names_free(project, [name for name, _, _ in items])
+    try:
+        with transaction.atomic():
+            batches = Batch.objects.bulk_create([new_batch(user, project, *item) for item in items])
+            for batch, (_, _, settings) in zip(batches, items, strict=True):
+                if settings.workers:
+                    batch.workers.set(settings.workers)
+                if settings.worker_groups:
+                    batch.worker_groups.set(settings.worker_groups)
+            insert_tasks([(batch, parsed.tasks) for batch, (_, parsed, _) in zip(batches, items, strict=True)])
+    except IntegrityError:  # the same name raced in from another upload
+        raise Conflict(f"project {project.name!r} already has a batch of one of these names") from None
+    return batches
+
+
+def do_create_form_batch(user, project, name: str, parsed: ParsedBatch, settings: BatchSettings) -> Batch:
+    """Store the batch and one task per instance in one transaction (nothing is stored on any error)."""
+    return do_create_form_batches(user, project, [(name, parsed, settings)])[0]
+
+
+# --- TurkingBench task directories ----------------------------------------------------------------------------
+
+
+def read_task_dir(path: Path) -> ParsedBatch:
+    """A TurkingBench task directory (``template.html`` + ``batch.csv``), checked; errors name the directory."""
+    missing = [name for name in ("template.html", "batch.csv") if not (path / name).is_file()]
+    if missing:
+        raise ValidationFailed(f"{path}: missing {', '.join(missing)}")
+    try:
+        return parse_batch((path / "template.html").read_bytes(), (path / "batch.csv").read_bytes(), "batch.csv")
+    except ActionError as error:
+        raise type(error)(f"{path.name}: {error.detail}", error.errors) from None
+
+
+def read_split_lists(folder: Path) -> dict:
+    """``{file stem: [task names]}`` from TurkingBench's ``splits/*.txt`` (one task name a line)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValidationFailed(f"{folder}: not a directory of split lists")
+    lists = {}
+    for path in sorted(folder.glob("*.txt")):
+        names = [line.strip() for line in path.read_text(encoding="utf-8-sig").splitlines()]
+        lists[path.stem] = [name for name in names if name]
+    return lists
+
+
+def do_store_split_lists(project, lists: dict) -> SplitConfig:
+    """Keep the TurkingBench split lists as the project's setting (replacing lists of the same name)."""
+    config = SplitConfig.for_project(project)
+    config.form_task_splits = {**config.form_task_splits, **lists}
+    config.save(update_fields=["form_task_splits", "updated_at"])
+    return config

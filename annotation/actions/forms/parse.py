@@ -1,0 +1,209 @@
+"""Reading an uploaded form batch: the HTML template and the CSV, checked the way Turkle checks them, with every
+problem named (field, line) and nothing stored until all of it is valid.
+
+- Template: UTF-8 (a BOM is fine), at most ``FORM_TEMPLATE_MAX_BYTES`` (413 above), at least one
+  ``input``/``select``/``textarea``. Its ``${name}`` placeholders (Turkle's ``\\$\\{(\\w+)\\}``) are the fields the
+  CSV must provide.
+- CSV: UTF-8 (a BOM is fine), at most ``FORM_CSV_MAX_BYTES``, a header of distinct, non-empty names, every row as
+  long as the header (blank lines are skipped), at least one row. ``Answer.<field>`` columns are gold answers;
+  every other column is an input (TurkingBench: Title, Description and Keywords too).
+- Instances: rows with the same input values are one task (TurkingBench's instance identity), numbered in file
+  order; each row's ``Answer.*`` cells are one gold entry of that task, ``a|b`` becoming ``["a", "b"]``.
+"""
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+
+import lxml.html
+from django.conf import settings
+from lxml.etree import ParserError
+
+from ..errors import TooLarge, ValidationFailed
+
+FIELD = re.compile(r"\$\{(\w+)\}")  # Turkle's Project.process_template
+CONTROLS = ("input", "select", "textarea")
+ANSWER = "Answer."
+MULTI = "|"  # MTurk / TurkingBench: several values of one name in one cell
+BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class TemplateInfo:
+    """What the platform needs to know about a template."""
+
+    fields: tuple  # ${name} placeholders, sorted
+    has_submit_button: bool
+    uses_crowd_elements: bool
+    control_names: frozenset  # name= of the static input/select/textarea elements
+    has_controls: bool = True
+
+
+@dataclass
+class ParsedTask:
+    index: int
+    inputs: dict
+    gold: list = field(default_factory=list)
+
+
+@dataclass
+class ParsedBatch:
+    """A template and a CSV that passed every check, ready to be stored."""
+
+    template: str
+    info: TemplateInfo
+    csv_filename: str
+    columns: list
+    tasks: list  # ParsedTask, in instance order
+    rows: int  # data rows read
+
+    @property
+    def answer_columns(self) -> list:
+        return [c for c in self.columns if c.startswith(ANSWER)]
+
+
+def invalid(field_name: str, message: str) -> ValidationFailed:
+    return ValidationFailed(f"{field_name}: {message}", [{"field": field_name, "message": message}])
+
+
+def check_size(field_name: str, data: bytes, limit: int, setting: str) -> None:
+    if len(data) > limit:
+        message = f"{len(data)} bytes is over the limit of {limit} bytes ({setting})"
+        raise TooLarge(f"{field_name}: {message}", [{"field": field_name, "message": message}])
+
+
+def decode(field_name: str, data: bytes) -> str:
+    """UTF-8 text without its BOM; a clear error naming the line of the first bad byte otherwise."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise invalid(
+            field_name, f"is not UTF-8: byte 0x{data[error.start]:02x} on line {line} cannot be decoded"
+        ) from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise invalid(field_name, f"contains a NUL character on line {line}")
+    return text
+
+
+def analyse_template(text: str) -> TemplateInfo:
+    """Placeholders, submit button (Turkle: ``input``/``button`` with ``type=submit``), crowd elements, controls."""
+    try:
+        root = lxml.html.document_fromstring(text)
+    except (ParserError, ValueError):
+        root = None
+    controls = list(root.iter(*CONTROLS)) if root is not None else []
+    submit = any(
+        (element.get("type") or "").strip().lower() == "submit"
+        for element in (root.iter("input", "button") if root is not None else ())
+    )
+    return TemplateInfo(
+        fields=tuple(sorted(set(FIELD.findall(text)))),
+        has_submit_button=submit,
+        uses_crowd_elements=bool(re.search(r"<crowd-", text, re.IGNORECASE)),
+        control_names=frozenset(c.get("name") for c in controls if c.get("name")),
+        has_controls=bool(controls),
+    )
+
+
+def parse_template(data: bytes) -> tuple[str, TemplateInfo]:
+    check_size("template", data, settings.FORM_TEMPLATE_MAX_BYTES, "FORM_TEMPLATE_MAX_BYTES")
+    text = decode("template", data)
+    info = analyse_template(text)
+    if not info.has_controls:
+        raise invalid("template", "has no input, select or textarea element: there is nothing to answer")
+    return text, info
+
+
+def check_header(header: list) -> None:
+    seen = set()
+    for number, name in enumerate(header, start=1):
+        if not name.strip():
+            raise invalid("csv", f"column {number} of the header has no name")
+        if name in seen:
+            raise invalid("csv", f"column {name!r} appears twice in the header")
+        seen.add(name)
+
+
+def csv_rows(text: str):
+    """``(line number where the row starts, cells)`` of every non-blank row after the header, and the header."""
+    csv.field_size_limit(max(settings.FORM_CSV_MAX_BYTES, 131072))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    line = 1
+    try:
+        header = next(reader, None)
+        if not header:
+            raise invalid("csv", "is empty: expected a header row")
+        rows = []
+        line = reader.line_num + 1
+        for row in reader:
+            if row:
+                rows.append((line, row))
+            line = reader.line_num + 1
+    except csv.Error as error:
+        raise invalid("csv", f"line {line}: {error}") from None
+    return header, rows
+
+
+def answer_value(cell: str):
+    return cell.split(MULTI) if MULTI in cell else cell
+
+
+def group_instances(header: list, rows: list) -> list[ParsedTask]:
+    """One task per distinct tuple of input values, in file order; each row's answers are a gold entry."""
+    inputs = [i for i, name in enumerate(header) if not name.startswith(ANSWER)]
+    answers = [(i, name[len(ANSWER) :]) for i, name in enumerate(header) if name.startswith(ANSWER)]
+    tasks: dict[tuple, ParsedTask] = {}
+    for number, (line, row) in enumerate(rows):
+        if len(row) != len(header):
+            raise invalid("csv", f"line {line} has {len(row)} fields; the header has {len(header)}")
+        key = tuple(row[i] for i in inputs)
+        task = tasks.get(key)
+        if task is None:
+            task = tasks[key] = ParsedTask(len(tasks), {header[i]: row[i] for i in inputs})
+        if answers:
+            task.gold.append({"row": number, "answers": {name: answer_value(row[i]) for i, name in answers}})
+    return list(tasks.values())
+
+
+def check_fields(info: TemplateInfo, header: list) -> None:
+    missing = [name for name in info.fields if name not in header]
+    if missing:
+        listed = ", ".join("${" + name + "}" for name in missing)
+        raise ValidationFailed(
+            f"csv: the template uses {listed}, which the CSV has no column for",
+            [
+                {"field": "csv", "message": f"missing column {name!r} (the template uses ${{{name}}})"}
+                for name in missing
+            ],
+        )
+
+
+def parse_csv(data: bytes, info: TemplateInfo) -> tuple[list, list[ParsedTask], int]:
+    check_size("csv", data, settings.FORM_CSV_MAX_BYTES, "FORM_CSV_MAX_BYTES")
+    header, rows = csv_rows(decode("csv", data))
+    check_header(header)
+    check_fields(info, header)
+    if not rows:
+        raise invalid("csv", "has a header but no rows: a batch needs at least one task")
+    return header, group_instances(header, rows), len(rows)
+
+
+def parse_batch(template: bytes, csv_data: bytes, csv_filename: str = "batch.csv") -> ParsedBatch:
+    """Check a template and a CSV together; raises ``ValidationFailed`` (400) or ``TooLarge`` (413)."""
+    text, info = parse_template(template)
+    header, tasks, rows = parse_csv(csv_data, info)
+    return ParsedBatch(text, info, csv_filename, header, tasks, rows)
+
+
+def check_batch_name(name) -> str:
+    """A batch name usable as a directory name in exports (TurkingBench task names have spaces, brackets, ...)."""
+    if not isinstance(name, str) or not name.strip():
+        raise invalid("name", "must not be empty")
+    if len(name) > 200:
+        raise invalid("name", f"is {len(name)} characters long; at most 200")
+    if BAD_NAME.search(name) or name.strip() in (".", ".."):
+        raise invalid("name", "must not contain '/', '\\' or control characters, nor be '.' or '..'")
+    return name

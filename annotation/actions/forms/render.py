@@ -1,0 +1,112 @@
+"""Serving a form task: the template filled Turkle's way inside ``mturk_form``, as the page of a task frame.
+
+Filling is Turkle's ``Task.populate_html_template``: plain ``str.replace`` of ``${column}`` by the value, for every
+input column in CSV order, with no escaping (templates rely on raw values, e.g. HTML in a cell); a placeholder
+without a column stays as it is. The page around it mirrors Turkle's iframe (what TurkingBench's agents see): no
+doctype, a ``<form name="mturk_form" id="mturk_form" method="post">`` holding the template, and Turkle's
+``#submitButton`` appended when the template has no submit button (disabled in preview and read-only views).
+"""
+
+import html
+import json
+
+from ...models import Batch, Task
+from ..errors import ValidationFailed
+
+PAGE = """<html><head>
+<title>Task</title>
+<meta http-equiv="Content-Type" content="text/html; charset=UTF-8">
+</head>
+<body>
+<form name="mturk_form" method="post" id="mturk_form" action="{action}">
+{template}
+{submit}
+</form>
+{after}</body></html>
+"""
+# ``form=`` keeps the button in our form even when a template's own ``</form>`` closed it early.
+SUBMIT = '<input type="submit" id="submitButton" form="mturk_form" value="Submit"{disabled}>'
+
+# Read-only view of submitted work: put the stored answers back into the named controls (after the template's
+# own scripts ran, so controls they create are filled too) and disable every control.
+READ_ONLY_SCRIPT = """<script id="stored-answers" type="application/json">{answers}</script>
+<script>
+window.addEventListener("load", function () {
+  var answers = JSON.parse(document.getElementById("stored-answers").textContent);
+  var form = document.getElementById("mturk_form");
+  var controls = Array.prototype.slice.call(document.querySelectorAll("input, select, textarea, button"));
+  Object.keys(answers).forEach(function (name) {
+    var values = [].concat(answers[name]).map(String);
+    var named = controls.filter(function (el) { return el.name === name; });
+    var next = 0;
+    named.forEach(function (el) {
+      var type = (el.type || "").toLowerCase();
+      if (type === "radio" || type === "checkbox") { el.checked = values.indexOf(el.value) >= 0; }
+      else if (el.tagName === "SELECT") {
+        Array.prototype.forEach.call(el.options, function (o) { o.selected = values.indexOf(o.value) >= 0; });
+      } else if (type !== "submit" && type !== "button" && next < values.length) { el.value = values[next++]; }
+    });
+  });
+  controls.forEach(function (el) { el.disabled = true; });
+  if (form) { form.addEventListener("submit", function (event) { event.preventDefault(); }); }
+});
+</script>
+"""
+
+# The page answering a submission inside the frame; it tells the assignment page (its parent), which then asks the
+# server what happened (the message itself is not trusted: the template's scripts could send one too).
+SUBMITTED = """<html><head><meta charset="utf-8"><title>{title}</title></head>
+<body style="font-family: system-ui, sans-serif; padding: 1rem">
+<p id="submit-result" data-status="{status}">{message}</p>
+<script>if (window.parent !== window) window.parent.postMessage({{type: "form-task.{status}"}}, "*");</script>
+</body></html>
+"""
+
+
+def fill_template(batch: Batch, inputs: dict) -> str:
+    """Turkle's filling: ``${column}`` → value for each input column in CSV order, raw (no escaping)."""
+    text = batch.html_template
+    for column in batch.input_columns:
+        placeholder = "${" + column + "}"
+        if placeholder in text:
+            text = text.replace(placeholder, str(inputs.get(column, "")))
+    return text
+
+
+def json_for_script(value) -> str:
+    """JSON safe inside ``<script type="application/json">`` (no ``</script>`` or ``<!--`` can close it)."""
+    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def task_page(batch: Batch, task: Task, action: str, mode: str, answers: dict | None = None) -> str:
+    """The frame page of a task: ``mode`` is ``work`` (submits to ``action``), ``preview`` or ``read_only``."""
+    submit = "" if batch.has_submit_button else SUBMIT.format(disabled="" if mode == "work" else " disabled")
+    after = READ_ONLY_SCRIPT.replace("{answers}", json_for_script(answers or {}), 1) if mode == "read_only" else ""
+    return PAGE.format(
+        action=html.escape(action, quote=True), template=fill_template(batch, task.inputs), submit=submit, after=after
+    )
+
+
+def result_page(status: str, message: str) -> str:
+    """The small page the frame shows after a submission (or a refused one)."""
+    return SUBMITTED.format(title=html.escape(message), status=html.escape(status), message=html.escape(message))
+
+
+def answers_from_post(post) -> dict:
+    """The submitted form as stored: ``{name: value}``, or ``{name: [values]}`` in form order when a name was sent
+    several times (Turkle 3.1)."""
+    answers = {}
+    for name in post:
+        values = post.getlist(name)
+        answers[name] = values if len(values) > 1 else values[0]
+    return answers
+
+
+def check_answers(answers: dict) -> None:
+    """Refuse what the database cannot store (a NUL character) with the field's name, before anything is stored."""
+    for name, value in answers.items():
+        if any("\x00" in text for text in [name, *(value if isinstance(value, list) else [value])]):
+            raise ValidationFailed(
+                f"answers: field {name!r} contains a NUL character; nothing was stored",
+                [{"field": name, "message": "contains a NUL character"}],
+            )

@@ -1,0 +1,3 @@
+"""Names of the export formats the domain accepts (pure: the worker's archive writer imports them too)."""
+
+ARCHIVE_FORMATS = ("tar.gz", "zip")

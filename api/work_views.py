@@ -1,0 +1,168 @@
+"""The work API: form batches (upload Turkle-style, settings, results CSV, statistics, tasks with preview URLs)
+and assignments. Thin: each view checks with ``annotation.actions.work`` and calls one action."""
+
+import json
+
+from django.conf import settings
+from django.db.models import Count, Q
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, renderers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+
+from annotation import work_forms
+from annotation.actions import TooLarge, work
+from annotation.actions import forms as actions
+from annotation.models import Assignment, Batch, Project
+from annotation.work_views import results_response
+
+from . import serializers as s
+from . import work_serializers as ws
+from .parsers import LimitedJSONParser
+
+ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409, 413)}
+MULTIPART_SLACK = 1024 * 1024  # form fields and part headers around the two files
+
+
+class CSVRenderer(renderers.BaseRenderer):
+    """``text/csv`` for the results download (an error under this media type is its JSON text)."""
+
+    media_type, format, charset = "text/csv", "csv", "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data.encode() if isinstance(data, str) else json.dumps(data).encode()
+
+
+def batches_for(user):
+    """Batches of projects where ``user`` sees statistics, plus the published ones they may work on."""
+    seen = Project.objects.for_user(user, work.STATS_ROLES)
+    workable = work.workable_batches(user).filter(published=True)
+    return (
+        Batch.objects.filter(Q(project__in=seen) | Q(pk__in=workable.values("pk")))
+        .select_related("project", "created_by")
+        .prefetch_related("workers", "worker_groups")
+        .annotate(tasks_total=Count("tasks"), tasks_done=Count("tasks", filter=Q(tasks__completed=True)))
+        .order_by("-created_at", "-pk")
+    )
+
+
+class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Batches of distributed work: upload one (template + CSV), change its settings, follow its progress, read its
+    results (Turkle's CSV) and its tasks."""
+
+    serializer_class = ws.BatchSerializer
+    parser_classes = [LimitedJSONParser, MultiPartParser, FormParser]
+    filterset_fields = {"project__name": ["exact"], "kind": ["exact"], "completed": ["exact"]}
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Batch.objects.none()
+        return batches_for(self.request.user)
+
+    def annotated(self, batch) -> Batch:
+        return self.get_queryset().get(pk=batch.pk)
+
+    @extend_schema(
+        request={"multipart/form-data": ws.BatchCreateSerializer},
+        responses={201: ws.BatchCreatedSerializer, **ERRORS},
+    )
+    def create(self, request):
+        """Upload a batch: ``template`` and ``csv`` files plus settings (multipart). One task per distinct row of
+        input values; ``Answer.*`` columns become gold answers. Every problem is named (400), files over the limits
+        are 413, and nothing is stored unless all of it is valid."""
+        check_body_size(request)
+        form = ws.BatchCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = dict(form.validated_data)
+        project = work.check_project_for_batches(request.user, data.pop("project"))
+        template, csv_file = data.pop("template"), data.pop("csv")
+        parsed = work_forms.parse_upload(template, csv_file)
+        name = data.pop("name", None) or (csv_file.name or "batch").removesuffix(".csv")
+        batch_settings = actions.BatchSettings(**settings_of(data))
+        batch = actions.do_create_form_batch(request.user, project, name, parsed, batch_settings)
+        body = ws.BatchCreatedSerializer(self.annotated(batch)).data
+        body["warnings"] = actions.warnings_for(parsed)
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request={"application/json": ws.BatchUpdateSerializer}, responses={200: ws.BatchSerializer, **ERRORS}
+    )
+    def partial_update(self, request, pk=None):
+        """Change a batch's settings (researchers and admins of its project)."""
+        batch = work.check_batch_manageable(request.user, self.get_object().pk)
+        form = ws.BatchUpdateSerializer(data=request.data if isinstance(request.data, dict) else {})
+        form.is_valid(raise_exception=True)
+        data = dict(form.validated_data)
+        people = {key: data.pop(key) for key in ("workers", "worker_groups") if key in data}
+        if "name" in data and data["name"] != batch.name:
+            actions.create.check_names_free(batch.project, [data["name"]])
+        batch = work.do_update_batch_settings(batch, **data)
+        for key, values in people.items():
+            getattr(batch, key).set(values)
+        return Response(self.get_serializer(self.annotated(batch)).data)
+
+    @extend_schema(
+        responses={(200, "text/csv"): OpenApiTypes.STR, 403: OpenApiResponse(s.ErrorSerializer), 404: None},
+        description="Turkle's results CSV: one row per submitted assignment, every value quoted, CRLF.",
+    )
+    @action(detail=True, methods=["get"], renderer_classes=[CSVRenderer, renderers.JSONRenderer])
+    def results(self, request, pk=None):
+        """The Turkle results CSV (columns as Turkle writes them; several values of one name joined with ``|``)."""
+        batch = work.check_batch_manageable(request.user, self.get_object().pk)
+        return results_response(batch)
+
+    @extend_schema(responses={200: ws.BatchStatsSerializer, **ERRORS})
+    @action(detail=True, methods=["get"])
+    def stats(self, request, pk=None):
+        """Progress and time: tasks done, assignments per status, per-worker counts and work time (total, median)."""
+        batch = work.check_batch_stats(request.user, self.get_object().pk)
+        return Response(work.batch_stats(batch))
+
+    @extend_schema(responses={200: ws.TaskSerializer(many=True), **ERRORS})
+    @action(detail=True, methods=["get"])
+    def tasks(self, request, pk=None):
+        """The batch's tasks in instance order, with inputs, gold answers and a signed preview URL (researchers and
+        admins)."""
+        batch = work.check_batch_manageable(request.user, self.get_object().pk)
+        page = self.paginate_queryset(batch.tasks.order_by("index"))
+        return self.get_paginated_response(ws.TaskSerializer(page, many=True, context={"request": request}).data)
+
+
+def check_body_size(request) -> None:
+    """Refuse an upload larger than both files' limits before parsing it (413)."""
+    limit = settings.FORM_TEMPLATE_MAX_BYTES + settings.FORM_CSV_MAX_BYTES + MULTIPART_SLACK
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > limit:
+        raise TooLarge(f"the upload is {length} bytes; at most {limit} (FORM_TEMPLATE_MAX_BYTES + FORM_CSV_MAX_BYTES)")
+
+
+def settings_of(data: dict) -> dict:
+    keys = ("assignments_per_task", "allotted_seconds", "published", "active", "description", "workers")
+    values = {key: data[key] for key in keys if key in data}
+    if "worker_groups" in data:
+        values["worker_groups"] = data["worker_groups"]
+    return values
+
+
+class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
+    """Assignments: your own, and every assignment of the batches you manage (researchers, admins)."""
+
+    serializer_class = ws.AssignmentSerializer
+    filterset_fields = {"task__batch": ["exact"], "status": ["exact"], "worker__username": ["exact"]}
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Assignment.objects.none()
+        user = self.request.user
+        managed = work.managed_projects(user)
+        return (
+            Assignment.objects.filter(Q(worker=user) | Q(task__batch__project__in=managed))
+            .select_related("task", "worker")
+            .order_by("-accepted_at", "-pk")
+        )

@@ -1,0 +1,108 @@
+"""Form tasks benchmark: importing the real TurkingBench tasks, and the server time of a task page and a submission.
+
+Data: the 28 tasks under ``TURKINGBENCH_DATA`` (default ``../shared/data/turkingbench``), imported again and again
+(each pass into a new project, so batch names stay unique) until at least ``rows`` CSV rows were imported. Timed:
+each pass's reading, checking and storing (``read_task_dir`` + ``do_create_form_batches`` in one transaction,
+as ``import_turkingbench`` does), in one process against a scratch database. Then, through the Django test client
+(the whole request): ``requests`` GETs of assignment task frames (``page_ms_p50``) and as many POSTs of answers
+(``submit_ms_p50``), over tasks of every batch; plus the worker's assignment page around the frame. Targets:
+import ≥ 5,000 rows/s, page ≤ 50 ms p50, submit ≤ 50 ms p50. ``--quick`` imports one pass and times a few requests.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from devtools.processes import scratch_database
+
+from .ingest import ROOT, manage, server_env
+
+FULL = {"rows": 20_000, "requests": 60}
+QUICK = {"rows": 1, "requests": 5}
+
+MEASURE = r"""
+import json, statistics, time
+from pathlib import Path
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.test import Client
+from annotation.actions import work
+from annotation.actions.forms import BatchSettings, do_create_form_batches, read_task_dir, work_url, work_frame_url
+from annotation.models import Batch, Membership, Project, Role
+
+dirs = sorted(p for p in Path({data!r}, "tasks").iterdir() if (p / "batch.csv").is_file())
+rows = passes = 0
+started = time.perf_counter()
+while rows < {rows} or passes == 0:
+    with transaction.atomic():
+        project = Project.objects.create(name=f"bench-forms-{{passes}}")
+        parsed = [(path.name, read_task_dir(path), BatchSettings(source_name=path.name)) for path in dirs]
+        do_create_form_batches(None, project, parsed)
+        rows += sum(item[1].rows for item in parsed)
+    passes += 1
+import_seconds = time.perf_counter() - started
+
+project = Project.objects.get(name="bench-forms-0")
+user = get_user_model().objects.create_user("bench-worker")
+Membership.objects.create(project=project, user=user, role=Role.ANNOTATOR)
+batches = list(Batch.objects.filter(project=project).order_by("name"))
+tasks = [task for index in range(5) for batch in batches for task in batch.tasks.filter(index=index)]
+assignments = [work.do_accept_task(user, task) for task in tasks[:{requests}]]
+frames = Client(HTTP_HOST="localhost")
+app = Client(HTTP_HOST="localhost")
+app.force_login(user)
+assert frames.get(work_frame_url(assignments[0])).status_code == 200  # warm-up
+page, app_page, submit = [], [], []
+for assignment in assignments:
+    started = time.perf_counter()
+    response = app.get(f"/work/assignments/{{assignment.pk}}/")
+    app_page.append((time.perf_counter() - started) * 1000)
+    assert response.status_code == 200
+    started = time.perf_counter()
+    response = frames.get(work_frame_url(assignment))
+    page.append((time.perf_counter() - started) * 1000)
+    assert response.status_code == 200
+for assignment in assignments:
+    answers = {{"answer": "some text", "choice": ["a", "b"], "score": "3"}}
+    started = time.perf_counter()
+    response = frames.post(work_url(assignment), answers)
+    submit.append((time.perf_counter() - started) * 1000)
+    assert response.status_code == 200, response.content[:300]
+print(json.dumps({{
+    "rows": rows, "passes": passes, "import_seconds": import_seconds, "page": statistics.median(page),
+    "app_page": statistics.median(app_page), "submit": statistics.median(submit), "requests": len(assignments),
+}}))
+"""
+
+
+def data_dir() -> Path:
+    raw = os.environ.get("TURKINGBENCH_DATA") or "../shared/data/turkingbench"
+    path = Path(raw) if Path(raw).is_absolute() else (ROOT / raw).resolve()
+    if not (path / "tasks").is_dir():
+        raise FileNotFoundError(f"no TurkingBench tasks in {path}: set TURKINGBENCH_DATA")
+    return path
+
+
+def run(quick: bool = False) -> dict:
+    size = QUICK if quick else FULL
+    work = Path(tempfile.mkdtemp(prefix="bench-forms-"))
+    try:
+        with scratch_database("bench_forms") as database_url:
+            env = server_env(work / "var", database_url)
+            manage(env, "migrate", "--noinput", "-v", "0")
+            script = MEASURE.format(data=str(data_dir()), rows=size["rows"], requests=size["requests"])
+            measured = json.loads(manage(env, "shell", "-c", script).strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {
+        "rows": measured["rows"],
+        "import_rows_per_s": round(measured["rows"] / measured["import_seconds"]),
+        "import_passes": measured["passes"],
+        "page_ms_p50": round(measured["page"], 1),
+        "app_page_ms_p50": round(measured["app_page"], 1),
+        "submit_ms_p50": round(measured["submit"], 1),
+        "requests": measured["requests"],
+        "database": "postgresql" if database_url else "sqlite",
+    }

@@ -1,0 +1,145 @@
+"""Bodies are refused before they are read: the real ASGI server (uvicorn, as `make run` starts it) answers 413 for a
+declared length over the limit and 401 for an API write without credentials before the client has sent the body,
+and stops a chunked body as soon as it passes the limit. Raw sockets, so the test sees what the server really read.
+"""
+
+import socket
+import threading
+import time
+
+import pytest
+from django.db import connection
+from rest_framework.authtoken.models import Token
+
+from annotation.models import Blob
+from devtools.processes import asgi_server, database_url
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+LIMIT = 1024 * 1024  # the server's INGEST_MAX_BLOB_BYTES in these tests
+SHA = "ab" * 32
+
+
+@pytest.fixture
+def server(media_storage, tmp_path):
+    env = {
+        "DATABASE_URL": database_url(connection.settings_dict),
+        "MEDIA_ROOT": str(media_storage),
+        "INGEST_MAX_BLOB_BYTES": str(LIMIT),
+    }
+    with asgi_server(env, tmp_path / "server.log") as url:
+        yield int(url.rsplit(":", 1)[1])
+
+
+@pytest.fixture
+def token(owner):
+    return Token.objects.create(user=owner).key
+
+
+class Upload:
+    """A raw HTTP request whose body a thread keeps sending (up to ``total`` bytes) while the test reads the answer;
+    ``sent`` says how much of the body had left when the answer was complete."""
+
+    def __init__(self, port: int, head: str, total: int, chunked: bool = False):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
+        self.sock.sendall(head.encode() + b"\r\n")
+        self.total, self.chunked, self.sent, self.stopped = total, chunked, 0, threading.Event()
+        self.thread = threading.Thread(target=self.send_body, daemon=True)
+        self.thread.start()
+
+    def send_body(self):
+        piece = b"x" * 65536
+        frame = f"{len(piece):x}\r\n".encode() + piece + b"\r\n" if self.chunked else piece
+        try:
+            while self.sent < self.total and not self.stopped.is_set():
+                self.sock.sendall(frame)
+                self.sent += len(piece)
+        except OSError:  # the server closed the connection: it read no more
+            pass
+
+    def answer(self) -> tuple[int, bytes, int]:
+        """``(status, body, bytes of the body sent by then)``."""
+        data = b""
+        while b"\r\n\r\n" not in data or len(data) < data.index(b"\r\n\r\n") + 4 + content_length(data):
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        sent = self.sent
+        self.stopped.set()
+        self.sock.close()
+        self.thread.join(timeout=30)
+        head, _, body = data.partition(b"\r\n\r\n")
+        return int(head.split()[1]), body, sent
+
+
+def content_length(data: bytes) -> int:
+    for line in data.split(b"\r\n\r\n")[0].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0
+
+
+def put_head(length: str, token: str | None = None) -> str:
+    lines = [f"PUT /api/blobs/{SHA} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: image/png", length]
+    if token:
+        lines.append(f"Authorization: Token {token}")
+    return "\r\n".join(lines) + "\r\n"
+
+
+def test_a_declared_length_over_the_limit_is_a_413_before_the_body_is_sent(server, token):
+    upload = Upload(server, put_head(f"Content-Length: {2**30}", token), total=2**30)
+
+    status, body, sent = upload.answer()
+
+    assert status == 413
+    assert b"INGEST_MAX_BLOB_BYTES" in body
+    assert sent < 64 * 1024 * 1024  # of a GiB: the server answered from the header
+    assert not Blob.objects.exists()
+
+
+def test_an_unauthenticated_upload_is_a_401_before_its_body_is_received(server):
+    total = 300 * 1024 * 1024
+    upload = Upload(server, put_head(f"Content-Length: {total}"), total=total)
+
+    status, body, sent = upload.answer()
+
+    assert status == 401
+    assert b"not_authenticated" in body
+    assert sent < 64 * 1024 * 1024  # of 300 MB
+
+
+@pytest.mark.parametrize("credentials", ["Token not-a-token", None])
+def test_a_chunked_upload_with_bad_or_no_credentials_is_a_401_at_once(server, credentials):
+    head = put_head("Transfer-Encoding: chunked") + (f"Authorization: {credentials}\r\n" if credentials else "")
+    status, _, sent = Upload(server, head, total=300 * 1024 * 1024, chunked=True).answer()
+
+    assert status == 401
+    assert sent < 64 * 1024 * 1024
+
+
+def test_a_chunked_body_is_stopped_with_413_as_soon_as_it_passes_the_limit(server, token):
+    total = 256 * 1024 * 1024
+    upload = Upload(server, put_head("Transfer-Encoding: chunked", token), total=total, chunked=True)
+
+    status, body, sent = upload.answer()
+
+    assert status == 413
+    assert b"INGEST_MAX_BLOB_BYTES" in body
+    # The server stopped reading at the limit: the client got no further than what the socket buffers hold.
+    assert sent < LIMIT + 48 * 1024 * 1024
+    assert not Blob.objects.exists()
+
+
+def test_a_body_within_the_limit_still_reaches_the_view(server, token):
+    head = put_head("Content-Length: 5", token)
+    sock = socket.create_connection(("127.0.0.1", server), timeout=30)
+    sock.sendall(head.encode() + b"\r\nhello")
+    deadline, data = time.monotonic() + 30, b""
+    while b"\r\n\r\n" not in data and time.monotonic() < deadline:
+        data += sock.recv(65536)
+    sock.close()
+
+    assert data.split()[1] == b"400"  # the view's own answer: the body does not hash to the address
