@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -88,8 +89,14 @@ def make_driver(
 
 
 def wait_for(driver, condition, timeout=20):
-    """Wait until ``condition(driver)`` is truthy; returns its value."""
-    return WebDriverWait(driver, timeout).until(lambda d: condition(d))
+    """Wait until ``condition(driver)`` is truthy; returns its value.
+
+    A condition finds its elements afresh on every poll, so an element that goes stale between the find and the read
+    (the page was replaced under it, e.g. by a form submission) means "not yet", not a failure.
+    """
+    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: condition(d)
+    )
 
 
 def sign_in_form(driver, base_url: str, username: str, password: str) -> None:

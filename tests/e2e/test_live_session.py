@@ -11,6 +11,7 @@ import urllib.request
 
 import pytest
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
 
 from tests import payloads
 from tests.e2e.browser import make_driver, sign_in_form, wait_for
@@ -72,7 +73,7 @@ def upload_browser_turn(server, demo: str, client_id: str, timestamp: float, see
     blobs = payloads.state_blobs(seed)
     for blob in blobs.values():
         request = urllib.request.Request(
-            f"{server.url}/api/blobs/{blob.sha256}",
+            f"{server.url}/api/blobs/{blob.sha256}?project=live",
             data=blob.data,
             method="PUT",
             headers={"Authorization": f"Token {server.token}", "Content-Type": blob.media_type},
@@ -189,6 +190,31 @@ def test_a_no_vision_instructor_page_never_receives_the_screen(server, drivers):
     assert navigator.execute_async_script(fetch_status, f"/sessions/{demo}/screenshots/{sha}") == 200
 
 
+def test_the_navigator_page_revokes_its_link_and_the_old_one_says_so(server, drivers):
+    navigator, instructor = drivers
+    demo = api(server.platform, "/api/recordings/", server.token, {"client_id": "live-e2e-revoke", "project": "live"})
+    sign_in(navigator, server.url, "livenav")
+    navigator.get(f"{server.url}/sessions/{demo['name']}/navigate")
+    old_field = navigator.find_element(By.ID, "invite-url")
+    old = old_field.get_attribute("value")
+
+    navigator.find_element(By.ID, "revoke-invite").click()  # a form post: the page is replaced
+    wait_for(navigator, EC.staleness_of(old_field))
+    new = wait_for(navigator, lambda d: d.find_element(By.ID, "invite-url").get_attribute("value"))
+    assert new != old
+
+    sign_in(instructor, server.url, "liveins")
+    instructor.get(old)
+    assert "revoked" in instructor.find_element(By.ID, "join-error").text
+    assert instructor.find_elements(By.ID, "join-button") == []
+    instructor.get(new)
+    instructor.find_element(By.ID, "join-button").click()
+    wait_for(instructor, lambda d: d.current_url.endswith(f"/sessions/{demo['name']}/instruct"))
+    instructor.get(new)  # following it again as the instructor: back to the instructor's page
+    wait_for(instructor, lambda d: d.current_url.endswith(f"/sessions/{demo['name']}/instruct"))
+    wait_for(navigator, lambda d: not d.find_element(By.ID, "invitation").is_displayed())  # used: the link goes
+
+
 def start_session(server, navigator, instructor, client_id: str) -> str:
     """A chat-mode demonstration with the navigator's page and the instructor's (joined by invitation) live."""
     demo = api(server.platform, "/api/recordings/", server.token, {"client_id": client_id, "project": "live"})["name"]
@@ -264,6 +290,10 @@ def panel_messages(recorder: Recorder) -> list[str]:
     )
 
 
+def panel_invite(recorder: Recorder) -> str:
+    return recorder.evaluate("document.getElementById('live-invite').value")
+
+
 def panel_text(recorder: Recorder, element_id: str) -> str:
     return recorder.evaluate(f"document.getElementById({element_id!r}).textContent")
 
@@ -276,8 +306,13 @@ def chat_recording(server, instructor, task: str):
         recorder.start(task_description=task, mode="chat")
         demo = wait_until(lambda: (recorder.status().get("session") or {}).get("demoName"), 60, message="demo")
         wait_until(lambda: panel_text(recorder, "live-state") == "connected", 30, message="panel joined")
-        invite = wait_until(lambda: recorder.evaluate("document.getElementById('live-invite').value"), 10)
+        first = wait_until(lambda: recorder.evaluate("document.getElementById('live-invite').value"), 10)
+        # The panel's "Revoke link": the server answers with a new link, and the first one stops working.
+        recorder.evaluate("document.getElementById('live-revoke-invite').click()")
+        invite = wait_until(lambda: (value := panel_invite(recorder)) != first and value, 10, message="new link")
         sign_in(instructor, server.url, "liveins")
+        instructor.get(first)
+        assert "revoked" in instructor.find_element(By.ID, "join-error").text
         instructor.get(invite)
         instructor.find_element(By.ID, "join-button").click()
         wait_for(instructor, lambda d: d.find_element(By.ID, "connection").get_attribute("data-state") == "live")
