@@ -101,7 +101,8 @@ def wait_http_ok(url: str, timeout: float, process: subprocess.Popen, log: Path)
     raise TimeoutError(f"{url} not up after {timeout}s:\n{log.read_text()[-4000:]}")
 
 
-def start_platform(var_dir: Path, database_url: str | None, port: int, *extra) -> Platform:
+def start_platform(var_dir: Path, database_url: str | None, port: int, *extra, sigint_ignored=False) -> Platform:
+    """``runplatform`` in its own var dir; ``sigint_ignored`` starts it as a background job of a script would be."""
     env = {
         **os.environ,
         "VAR_DIR": str(var_dir),
@@ -121,6 +122,7 @@ def start_platform(var_dir: Path, database_url: str | None, port: int, *extra) -
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None,
         )
     platform = Platform(f"http://127.0.0.1:{port}", env, var_dir, process, log)
     wait_http_ok(platform.url + "/healthz", 240, process, log)

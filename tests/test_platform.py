@@ -80,7 +80,8 @@ def test_ctrl_c_stops_everything_and_a_second_run_keeps_the_first_runs_data(tmp_
         assert stop_platform(first) == 0
         assert not any(is_running(pid) for pid in children)
 
-        second = start_platform(tmp_path, database_url, free_port(), "--sample-demos", "1")
+        # Started the way a script's background job is (SIGINT ignored, inherited): Ctrl-C must still stop it.
+        second = start_platform(tmp_path, database_url, free_port(), "--sample-demos", "1", sigint_ignored=True)
         try:
             assert second.credentials() == credentials
             assert key_file.read_text() == key  # kept: sessions and signed values survive a restart

@@ -124,6 +124,8 @@ class Command(BaseCommand):
             )
         )
         signal.signal(signal.SIGTERM, interrupt)
+        # Python leaves SIGINT ignored when it started ignored (a background job of a script): Ctrl-C must still work.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             exited = wait_any(children)
             self.stderr.write(f"The {exited} process stopped (exit {children[exited].returncode}); stopping the rest.")
