@@ -9,7 +9,8 @@ and working on form tasks, and the pay those earn under the project's ``PayRates
 - Form tasks: submitted assignments' ``work_seconds`` (accepted → submitted) on the day of submission; summed in
   the database.
 
-Every function takes ``only``: None for everyone in the project, or one user id (a person sees their own).
+Every function takes ``only``: None for everyone in the project, or one user id (a person sees their own), and
+``period``: ``(first day, last day)``, either None for no bound (a pay period).
 """
 
 import datetime as dt
@@ -40,17 +41,23 @@ class Day:
         return sum(self.seconds.values()) / 3600
 
 
-def mine(queryset, person_field: str, only):
+def mine(queryset, person_field: str, only, time_field: str, period=(None, None)):
+    """``queryset`` narrowed to one person (unless ``only`` is None) and to the days of ``period``."""
+    first, last = period
+    if first is not None:
+        queryset = queryset.filter(**{f"{time_field}__date__gte": first})
+    if last is not None:
+        queryset = queryset.filter(**{f"{time_field}__date__lte": last})
     return queryset if only is None else queryset.filter(**{person_field: only})
 
 
-def recording_days(project, only, person_field: str):
+def recording_days(project, only, person_field: str, period):
     """``(person, day, seconds, validated demos)`` of the recordings ``person_field`` took part in."""
     duration = ExpressionWrapper(F("recording_end") - F("recording_start"), output_field=DurationField())
     demos = Demonstration.objects.filter(project=project, recording_end__isnull=False, **{
         f"{person_field}__isnull": False}).exclude(status=DemoStatus.RECORDING)  # fmt: skip
     grouped = (
-        mine(demos, person_field, only)
+        mine(demos, person_field, only, "recording_start", period)
         .order_by()
         .values(person_field, day=TruncDate("recording_start"))
         .annotate(spent=Sum(duration), validated=Count("pk", filter=Q(status=DemoStatus.VALIDATED)))
@@ -58,9 +65,9 @@ def recording_days(project, only, person_field: str):
     return [(row[person_field], row["day"], row["spent"].total_seconds(), row["validated"]) for row in grouped]
 
 
-def review_days(project, only, idle_gap: float):
+def review_days(project, only, idle_gap: float, period):
     """``{(person, day): seconds}`` of review sessions: consecutive edits at most ``idle_gap`` seconds apart."""
-    edits = mine(Edit.objects.filter(demonstration__project=project), "author_id", only)
+    edits = mine(Edit.objects.filter(demonstration__project=project), "author_id", only, "created_at", period)
     spent = defaultdict(float)
     previous_author, previous_time = None, None
     for author, created in edits.order_by("author_id", "created_at").values_list("author_id", "created_at"):
@@ -72,10 +79,11 @@ def review_days(project, only, idle_gap: float):
     return spent
 
 
-def form_days(project, only):
+def form_days(project, only, period):
     """``(person, day, seconds, submitted)`` of submitted form-task assignments."""
+    submitted = Assignment.objects.filter(task__batch__project=project, status=AssignmentStatus.SUBMITTED)
     grouped = (
-        mine(Assignment.objects.filter(task__batch__project=project, status=AssignmentStatus.SUBMITTED), "worker", only)
+        mine(submitted, "worker", only, "submitted_at", period)
         .order_by()
         .values("worker", day=TruncDate("submitted_at"))
         .annotate(spent=Sum("work_seconds"), submitted=Count("pk"))
@@ -83,17 +91,17 @@ def form_days(project, only):
     return [(row["worker"], row["day"], row["spent"] or 0.0, row["submitted"]) for row in grouped]
 
 
-def activity(project, only, rates: PayRates) -> dict:
+def activity(project, only, rates: PayRates, period=(None, None)) -> dict:
     """``{username: {day: Day}}`` for the project (everyone, or the one user ``only``); constant queries."""
     days = defaultdict(lambda: defaultdict(Day))
     for person_field in ("navigator", "instructor"):
-        for person, day, seconds, validated in recording_days(project, only, person_field):
+        for person, day, seconds, validated in recording_days(project, only, person_field, period):
             days[person][day].seconds["recording"] += seconds
             if person_field == "navigator":
                 days[person][day].validated_demos += validated
-    for (person, day), seconds in review_days(project, only, rates.idle_gap_minutes * 60).items():
+    for (person, day), seconds in review_days(project, only, rates.idle_gap_minutes * 60, period).items():
         days[person][day].seconds["review"] += seconds
-    for person, day, seconds, submitted in form_days(project, only):
+    for person, day, seconds, submitted in form_days(project, only, period):
         days[person][day].seconds["form_task"] += seconds
         days[person][day].submitted_assignments += submitted
     names = dict(get_user_model().objects.filter(pk__in=list(days)).values_list("pk", "username"))
@@ -153,6 +161,5 @@ def day_rows(people: dict) -> list[dict]:
 
 
 def last_day(people: dict, today: dt.date) -> dt.date:
-    """The heatmaps end with today, or with the last day of work when that is later (clock skew, tests)."""
-    days = [day for by_day in people.values() for day in by_day]
-    return max([today, *days])
+    """The heatmaps end with the last day of work shown (the year up to it), or today when there is none."""
+    return max((day for by_day in people.values() for day in by_day), default=today)

@@ -2,6 +2,8 @@
 ``activity`` and a template or a download."""
 
 import csv
+import datetime as dt
+import functools
 import io
 
 from django import forms
@@ -88,18 +90,48 @@ def stats_table(request, name: str, key: str, fmt: str):
 # --- Activity and pay -------------------------------------------------------------------------------------
 
 
+class BadPeriod(Exception):
+    pass
+
+
+def period_day(request, field: str):
+    raw = request.GET.get(field, "").strip()
+    if not raw:
+        return None
+    try:
+        return dt.date.fromisoformat(raw)
+    except ValueError:
+        raise BadPeriod(f"{field}: not a date (YYYY-MM-DD): {raw[:40]!r}") from None
+
+
 def activity_scope(request, name: str):
-    """The project, its rates, and whose activity the user may see: everyone's for a project admin, else own."""
+    """The project, its rates, whose activity the user may see (everyone's for a project admin, else their own)
+    and the period asked for (``?from=YYYY-MM-DD&to=YYYY-MM-DD``, either optional)."""
     project = project_for(request, name, cannot="see activity")
     only = None if project.has_role(request.user, (Role.ADMIN,)) else request.user.pk
-    return project, PayRates.for_project(project), only
+    period = (period_day(request, "from"), period_day(request, "to"))
+    return project, PayRates.for_project(project), only, period
+
+
+def bad_period(view):
+    """A malformed ``from``/``to`` answers 400 naming the field."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except BadPeriod as error:
+            return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
+
+    return wrapped
 
 
 @require_GET
 @login_required
+@bad_period
 def activity_page(request, name: str):
-    project, rates, only = activity_scope(request, name)
-    people = activity.activity(project, only, rates)
+    project, rates, only, period = activity_scope(request, name)
+    people = activity.activity(project, only, rates, period)
     end = activity.last_day(people, timezone.localdate())
     heatmaps = [
         (person, charts.heatmap({day: work.hours for day, work in by_day.items()}, end))
@@ -108,6 +140,8 @@ def activity_page(request, name: str):
     context = {
         "project": project,
         "rates": rates,
+        "period": {"from": request.GET.get("from", ""), "to": request.GET.get("to", "")},
+        "query": request.GET.urlencode(),
         "everyone": only is None,
         "heatmaps": heatmaps,
         "days": activity.day_rows(people),
@@ -118,17 +152,19 @@ def activity_page(request, name: str):
 
 @require_GET
 @login_required
+@bad_period
 def activity_csv(request, name: str):
-    project, rates, only = activity_scope(request, name)
-    rows = activity.day_rows(activity.activity(project, only, rates))
+    project, rates, only, period = activity_scope(request, name)
+    rows = activity.day_rows(activity.activity(project, only, rates, period))
     return download(f"{project.name}-activity.csv", activity.DAY_COLUMNS, rows)
 
 
 @require_GET
 @login_required
+@bad_period
 def pay_csv(request, name: str):
-    project, rates, only = activity_scope(request, name)
-    rows = activity.pay_report(activity.activity(project, only, rates), rates)
+    project, rates, only, period = activity_scope(request, name)
+    rows = activity.pay_report(activity.activity(project, only, rates, period), rates)
     return download(f"{project.name}-pay.csv", activity.PAY_COLUMNS, rows)
 
 

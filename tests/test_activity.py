@@ -125,3 +125,15 @@ def test_the_activity_page_makes_the_same_queries_however_much_data(client, proj
     bulk_corpus(project, make_user("navigator2", project, Role.ANNOTATOR), demos=30, turns=300, seed=5)
     bulk_corpus(project, owner, demos=20, turns=200, seed=6)
     assert activity_queries(client) == before
+
+
+def test_a_pay_period_keeps_only_its_days_and_a_bad_date_names_its_field(client, project, admin):
+    client.force_login(admin)
+    rows = read_csv(client.get("/projects/alpha/activity.csv?from=2026-03-03&to=2026-03-03"))
+    assert [(row["person"], row["day"], row["recording_hours"]) for row in rows] == [("owner", "2026-03-03", "0.25")]
+    pay = read_csv(client.get("/projects/alpha/pay.csv?from=2026-03-04"))
+    assert [(row["person"], row["pay"]) for row in pay] == [("teammate", "9.25")]
+    response = client.get("/projects/alpha/pay.csv?to=March")
+    assert response.status_code == 400 and "to: not a date" in response.content.decode()
+    page = client.get("/projects/alpha/activity/?from=2026-03-04").content.decode()
+    assert 'href="/projects/alpha/pay.csv?from=2026-03-04"' in page
