@@ -105,7 +105,10 @@ def activity(project, only, rates: PayRates, period=(None, None)) -> dict:
         days[person][day].seconds["form_task"] += seconds
         days[person][day].submitted_assignments += submitted
     names = dict(get_user_model().objects.filter(pk__in=list(days)).values_list("pk", "username"))
-    return {names[person]: dict(sorted(by_day.items())) for person, by_day in sorted(days.items(), key=lambda i: names[i[0]])}
+    return {
+        names[person]: dict(sorted(by_day.items()))
+        for person, by_day in sorted(days.items(), key=lambda i: names[i[0]])
+    }
 
 
 def money(value) -> Decimal:

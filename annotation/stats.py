@@ -147,16 +147,31 @@ def fact_table(rows, fact: str, key: str, title: str) -> Table:
 def weblinx_tables(rows, rules) -> list[Table]:
     turn_counts = [row["turn_count"] for row in rows]
     return [
-        split_table(rows, rules, "weblinx", "weblinx_splits", "Demos and turns per split (WebLINX scheme)",
-                    "WebLINX", "turns", "turn_count"),  # fmt: skip
+        split_table(
+            rows,
+            rules,
+            "weblinx",
+            "weblinx_splits",
+            "Demos and turns per split (WebLINX scheme)",
+            "WebLINX",
+            "turns",
+            "turn_count",
+        ),  # fmt: skip
         fact_table(rows, "category", "categories", "Demos and turns per category"),
         fact_table(rows, "subcategory", "subcategories", "Demos and turns per subcategory"),
         fact_table(rows, "websites", "websites", "Demos and turns per website"),
         fact_table(rows, "region", "regions", "Demos and turns per region"),
-        Table("turns_per_demo", "Turns per demo", "WebLINX", ["turns", "demos"],
-              histogram(turn_counts, TURN_BINS), chart="demos"),  # fmt: skip
-        Table("turns_per_demo_summary", "Turns per demo: summary", "WebLINX", ["statistic", "value"],
-              summary(turn_counts)),  # fmt: skip
+        Table(
+            "turns_per_demo",
+            "Turns per demo",
+            "WebLINX",
+            ["turns", "demos"],
+            histogram(turn_counts, TURN_BINS),
+            chart="demos",
+        ),  # fmt: skip
+        Table(
+            "turns_per_demo_summary", "Turns per demo: summary", "WebLINX", ["statistic", "value"], summary(turn_counts)
+        ),  # fmt: skip
     ]
 
 
@@ -168,14 +183,40 @@ def mind2web_tables(rows, rules) -> list[Table]:
     step_counts = [row["step_count"] for row in rows]
     note = "Steps: browser turns acting on an element (the export may also drop a change that repeats a TYPE)."
     return [
-        split_table(rows, rules, "mind2web", "mind2web_splits", "Tasks and steps per split (Mind2Web scheme)",
-                    "Mind2Web", "steps", "step_count"),  # fmt: skip
-        Table("tasks_per_website", "Tasks per website (first website of each demo)", "Mind2Web",
-              ["website", "tasks", "steps"], count_rows(tasks, steps), chart="tasks"),  # fmt: skip
-        Table("steps_per_task", "Steps per task", "Mind2Web", ["steps", "tasks"], histogram(step_counts, STEP_BINS),
-              chart="tasks", note=note),  # fmt: skip
-        Table("steps_per_task_summary", "Steps per task: summary", "Mind2Web", ["statistic", "value"],
-              summary(step_counts)),  # fmt: skip
+        split_table(
+            rows,
+            rules,
+            "mind2web",
+            "mind2web_splits",
+            "Tasks and steps per split (Mind2Web scheme)",
+            "Mind2Web",
+            "steps",
+            "step_count",
+        ),  # fmt: skip
+        Table(
+            "tasks_per_website",
+            "Tasks per website (first website of each demo)",
+            "Mind2Web",
+            ["website", "tasks", "steps"],
+            count_rows(tasks, steps),
+            chart="tasks",
+        ),  # fmt: skip
+        Table(
+            "steps_per_task",
+            "Steps per task",
+            "Mind2Web",
+            ["steps", "tasks"],
+            histogram(step_counts, STEP_BINS),
+            chart="tasks",
+            note=note,
+        ),  # fmt: skip
+        Table(
+            "steps_per_task_summary",
+            "Steps per task: summary",
+            "Mind2Web",
+            ["statistic", "value"],
+            summary(step_counts),
+        ),  # fmt: skip
     ]
 
 
@@ -220,10 +261,22 @@ def utterance_tables(project) -> list[Table]:
     buckets = dict(chats.values(bucket=utterance_bucket()).annotate(n=Count("pk")).values_list("bucket", "n"))
     lengths = [[bin_label(UTTERANCE_BINS, index), buckets.get(index, 0)] for index in range(len(UTTERANCE_BINS))]
     return [
-        Table("utterances_per_speaker", "Chat turns and utterance length (characters) per speaker", "WebLINX",
-              ["speaker", "turns", "mean length", "longest"], speakers, chart="turns"),  # fmt: skip
-        Table("utterance_lengths", "Utterance lengths (characters)", "WebLINX", ["characters", "utterances"],
-              lengths, chart="utterances"),  # fmt: skip
+        Table(
+            "utterances_per_speaker",
+            "Chat turns and utterance length (characters) per speaker",
+            "WebLINX",
+            ["speaker", "turns", "mean length", "longest"],
+            speakers,
+            chart="turns",
+        ),  # fmt: skip
+        Table(
+            "utterance_lengths",
+            "Utterance lengths (characters)",
+            "WebLINX",
+            ["characters", "utterances"],
+            lengths,
+            chart="utterances",
+        ),  # fmt: skip
     ]
 
 
@@ -246,10 +299,16 @@ def operation_table(project) -> Table:
         .order_by()
         .values(
             "intent",
-            tag=Case(When(changed, then=Lower(KT("arguments__element__tagName"))), default=Value(""),
-                     output_field=CharField()),  # fmt: skip
-            input_type=Case(When(changed, then=Lower(KT("arguments__element__attributes__type"))), default=Value(""),
-                            output_field=CharField()),  # fmt: skip
+            tag=Case(
+                When(changed, then=Lower(KT("arguments__element__tagName"))),
+                default=Value(""),
+                output_field=CharField(),
+            ),  # fmt: skip
+            input_type=Case(
+                When(changed, then=Lower(KT("arguments__element__attributes__type"))),
+                default=Value(""),
+                output_field=CharField(),
+            ),  # fmt: skip
         )
         .annotate(n=Count("pk"))
     )
@@ -295,15 +354,38 @@ def form_tables(project) -> list[Table]:
             batches_with[kind] += 1
     statuses = [status.value for status in AssignmentStatus]
     return [
-        Table("field_types", "Form field types", "TurkingBench", ["type", "fields", "batches"],
-              count_rows(fields, batches_with), chart="fields"),  # fmt: skip
-        Table("instances_per_task", "Instances per task (batch)", "TurkingBench", ["batch", "instances"],
-              [[batch["name"], batch["tasks"]] for batch in batches], chart="instances"),  # fmt: skip
-        Table("instances_histogram", "Tasks by number of instances", "TurkingBench", ["instances", "tasks"],
-              histogram([batch["tasks"] for batch in batches], INSTANCE_BINS), chart="tasks"),  # fmt: skip
-        Table("assignments_done", "Assignments per batch and status", "TurkingBench", ["batch", *statuses],
-              [[batch["name"], *(done[batch["pk"]][s] for s in statuses)] for batch in batches],
-              chart="submitted"),  # fmt: skip
+        Table(
+            "field_types",
+            "Form field types",
+            "TurkingBench",
+            ["type", "fields", "batches"],
+            count_rows(fields, batches_with),
+            chart="fields",
+        ),  # fmt: skip
+        Table(
+            "instances_per_task",
+            "Instances per task (batch)",
+            "TurkingBench",
+            ["batch", "instances"],
+            [[batch["name"], batch["tasks"]] for batch in batches],
+            chart="instances",
+        ),  # fmt: skip
+        Table(
+            "instances_histogram",
+            "Tasks by number of instances",
+            "TurkingBench",
+            ["instances", "tasks"],
+            histogram([batch["tasks"] for batch in batches], INSTANCE_BINS),
+            chart="tasks",
+        ),  # fmt: skip
+        Table(
+            "assignments_done",
+            "Assignments per batch and status",
+            "TurkingBench",
+            ["batch", *statuses],
+            [[batch["name"], *(done[batch["pk"]][s] for s in statuses)] for batch in batches],
+            chart="submitted",
+        ),  # fmt: skip
     ]
 
 

@@ -59,7 +59,9 @@ def stats_page(request, name: str):
     project = project_for(request, name)
     tables = stats.project_stats(project)
     for table in tables:
-        table.plot = charts.bar_chart(table.column(table.columns[0]), table.column(table.chart)) if table.chart else None
+        table.plot = (
+            charts.bar_chart(table.column(table.columns[0]), table.column(table.chart)) if table.chart else None
+        )
     groups = {}
     for table in tables:
         groups.setdefault(table.group, []).append(table)

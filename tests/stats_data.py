@@ -64,7 +64,8 @@ def build(project, owner, instructor, reviewer, teammate) -> dict:
                   act("textInput", "input", "text"), act("change", "select"), act("change", "input", "checkbox"),
                   act("scroll")])  # fmt: skip
     b = demo(project, owner, "demob", at(3, 9), 15, status=DemoStatus.RECORDED, instructor_sees_screen=False,
-             websites=["www.booking.com", "www.bbc.com"], category="travel", subcategory="hotels", region="Asia")  # fmt: skip
+             websites=["www.booking.com", "www.bbc.com"], category="travel", subcategory="hotels",
+             region="Asia")  # fmt: skip
     add_turns(b, [chat("instructor", "Book a room in Kyoto please"), act("click", "a"), act("load")])
     c = demo(project, owner, "democ", at(5, 9), 0, websites=["www.x.com"], category="news")
     add_turns(c, [act("click", "a")])

@@ -33,7 +33,8 @@ def admin(alpha):
 
 
 def read_csv(response) -> list[dict]:
-    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
     return list(csv.DictReader(io.StringIO(response.content.decode())))
 
 
@@ -49,7 +50,8 @@ def test_hours_per_person_per_day_come_from_recordings_edits_and_assignments(pro
     # 12:00, 12:05, 12:09, then a 51-minute pause (over the 10-minute idle gap), 13:00, 13:02.
     assert people["reviewer"][dt.date(2026, 3, 2)].seconds["review"] == 660.0
     teammate = people["teammate"][dt.date(2026, 3, 4)]
-    assert teammate.seconds["form_task"] == 2700.0 and teammate.submitted_assignments == 2
+    assert teammate.seconds["form_task"] == 2700.0
+    assert teammate.submitted_assignments == 2
 
 
 def test_a_longer_idle_gap_counts_the_pause_as_review(project):
@@ -73,8 +75,9 @@ def test_admins_download_everyones_pay_and_days(client, project, admin):
     client.force_login(admin)
     pay = read_csv(client.get("/projects/alpha/pay.csv"))
     assert [row["person"] for row in pay] == ["instructor", "owner", "reviewer", "teammate"]
-    assert pay[1] == {"person": "owner", "recording_hours": "0.75", "review_hours": "0.0", "form_task_hours": "0.0",
-                      "validated_demos": "1", "submitted_assignments": "0", "pay": "10.18", "currency": "USD"}  # fmt: skip
+    assert pay[1] == {"person": "owner", "recording_hours": "0.75", "review_hours": "0.0",
+                      "form_task_hours": "0.0", "validated_demos": "1", "submitted_assignments": "0", "pay": "10.18",
+                      "currency": "USD"}  # fmt: skip
     days = read_csv(client.get("/projects/alpha/activity.csv"))
     assert [(row["person"], row["day"]) for row in days] == [
         ("instructor", "2026-03-02"), ("owner", "2026-03-02"), ("owner", "2026-03-03"), ("reviewer", "2026-03-02"),
@@ -86,7 +89,8 @@ def test_a_member_sees_only_their_own_activity(client, project, owner, teammate)
     assert [row["person"] for row in read_csv(client.get("/projects/alpha/pay.csv"))] == ["owner"]
     assert {row["person"] for row in read_csv(client.get("/projects/alpha/activity.csv"))} == {"owner"}
     page = client.get("/projects/alpha/activity/").content.decode()
-    assert 'data-person="owner"' in page and 'data-person="teammate"' not in page
+    assert 'data-person="owner"' in page
+    assert 'data-person="teammate"' not in page
     assert 'data-day="2026-03-02" data-hours="0.5"' in page
 
 
@@ -108,7 +112,8 @@ def test_an_admin_sets_the_rates_and_a_bad_value_names_its_field(client, project
     assert "per_validated_demo" in response.content.decode()
     assert PayRates.objects.get(project=project).currency == "USD"
     response = client.post("/projects/alpha/pay/rates/", {**form, "per_validated_demo": "0.80"})
-    assert response.status_code == 302 and response["Location"] == "/projects/alpha/activity/"
+    assert response.status_code == 302
+    assert response["Location"] == "/projects/alpha/activity/"
     rates = PayRates.objects.get(project=project)
     assert (rates.currency, rates.idle_gap_minutes) == ("EUR", 15)
 
@@ -134,6 +139,7 @@ def test_a_pay_period_keeps_only_its_days_and_a_bad_date_names_its_field(client,
     pay = read_csv(client.get("/projects/alpha/pay.csv?from=2026-03-04"))
     assert [(row["person"], row["pay"]) for row in pay] == [("teammate", "9.25")]
     response = client.get("/projects/alpha/pay.csv?to=March")
-    assert response.status_code == 400 and "to: not a date" in response.content.decode()
+    assert response.status_code == 400
+    assert "to: not a date" in response.content.decode()
     page = client.get("/projects/alpha/activity/?from=2026-03-04").content.decode()
     assert 'href="/projects/alpha/pay.csv?from=2026-03-04"' in page

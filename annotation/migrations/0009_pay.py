@@ -7,29 +7,111 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0008_form_tasks'),
+        ("annotation", "0008_form_tasks"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PayRates',
+            name="PayRates",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('currency', models.CharField(default='USD', max_length=8)),
-                ('recording_per_hour', models.DecimalField(decimal_places=2, default=Decimal('0'), max_digits=10, validators=[django.core.validators.MinValueValidator(Decimal('0')), django.core.validators.MaxValueValidator(Decimal('100000'))])),
-                ('review_per_hour', models.DecimalField(decimal_places=2, default=Decimal('0'), max_digits=10, validators=[django.core.validators.MinValueValidator(Decimal('0')), django.core.validators.MaxValueValidator(Decimal('100000'))])),
-                ('form_task_per_hour', models.DecimalField(decimal_places=2, default=Decimal('0'), max_digits=10, validators=[django.core.validators.MinValueValidator(Decimal('0')), django.core.validators.MaxValueValidator(Decimal('100000'))])),
-                ('overhead_per_hour', models.DecimalField(decimal_places=2, default=Decimal('0'), help_text='Added for every hour of any activity.', max_digits=10, validators=[django.core.validators.MinValueValidator(Decimal('0')), django.core.validators.MaxValueValidator(Decimal('100000'))])),
-                ('per_validated_demo', models.DecimalField(decimal_places=2, default=Decimal('0'), help_text='Paid to the navigator of each validated demonstration.', max_digits=10, validators=[django.core.validators.MinValueValidator(Decimal('0')), django.core.validators.MaxValueValidator(Decimal('100000'))])),
-                ('per_submitted_assignment', models.DecimalField(decimal_places=2, default=Decimal('0'), help_text='Paid for each submitted form-task assignment.', max_digits=10, validators=[django.core.validators.MinValueValidator(Decimal('0')), django.core.validators.MaxValueValidator(Decimal('100000'))])),
-                ('idle_gap_minutes', models.PositiveIntegerField(default=10, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(1440)])),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('project', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='pay_rates', to='annotation.project')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("currency", models.CharField(default="USD", max_length=8)),
+                (
+                    "recording_per_hour",
+                    models.DecimalField(
+                        decimal_places=2,
+                        default=Decimal("0"),
+                        max_digits=10,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0")),
+                            django.core.validators.MaxValueValidator(Decimal("100000")),
+                        ],
+                    ),
+                ),
+                (
+                    "review_per_hour",
+                    models.DecimalField(
+                        decimal_places=2,
+                        default=Decimal("0"),
+                        max_digits=10,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0")),
+                            django.core.validators.MaxValueValidator(Decimal("100000")),
+                        ],
+                    ),
+                ),
+                (
+                    "form_task_per_hour",
+                    models.DecimalField(
+                        decimal_places=2,
+                        default=Decimal("0"),
+                        max_digits=10,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0")),
+                            django.core.validators.MaxValueValidator(Decimal("100000")),
+                        ],
+                    ),
+                ),
+                (
+                    "overhead_per_hour",
+                    models.DecimalField(
+                        decimal_places=2,
+                        default=Decimal("0"),
+                        help_text="Added for every hour of any activity.",
+                        max_digits=10,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0")),
+                            django.core.validators.MaxValueValidator(Decimal("100000")),
+                        ],
+                    ),
+                ),
+                (
+                    "per_validated_demo",
+                    models.DecimalField(
+                        decimal_places=2,
+                        default=Decimal("0"),
+                        help_text="Paid to the navigator of each validated demonstration.",
+                        max_digits=10,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0")),
+                            django.core.validators.MaxValueValidator(Decimal("100000")),
+                        ],
+                    ),
+                ),
+                (
+                    "per_submitted_assignment",
+                    models.DecimalField(
+                        decimal_places=2,
+                        default=Decimal("0"),
+                        help_text="Paid for each submitted form-task assignment.",
+                        max_digits=10,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0")),
+                            django.core.validators.MaxValueValidator(Decimal("100000")),
+                        ],
+                    ),
+                ),
+                (
+                    "idle_gap_minutes",
+                    models.PositiveIntegerField(
+                        default=10,
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(1440),
+                        ],
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "project",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="pay_rates", to="annotation.project"
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'pay rates',
+                "verbose_name_plural": "pay rates",
             },
         ),
     ]

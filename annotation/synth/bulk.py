@@ -35,7 +35,9 @@ def make_turn(rng, demo, seq: int) -> Turn:
     timestamp = seq * 3.0
     if seq % 3 == 0:
         speaker = "instructor" if seq % 6 == 0 else "navigator"
-        words = " ".join(rng.choice(("find", "the", "next", "page", "please", "ok", "done")) for _ in range(rng.randrange(1, 30)))
+        words = " ".join(
+            rng.choice(("find", "the", "next", "page", "please", "ok", "done")) for _ in range(rng.randrange(1, 30))
+        )
         return Turn(demonstration=demo, client_id=f"t{seq}", seq=seq, type=TurnType.CHAT, timestamp=timestamp,
                     speaker=speaker, utterance=words, content_sha256="0" * 64)  # fmt: skip
     intent = rng.choice(INTENTS)
@@ -79,8 +81,12 @@ def bulk_corpus(project, navigator, demos: int, turns: int, seed: int = 0, edits
                 pending = []
         Turn.objects.bulk_create(pending)
         edits = [
-            Edit(demonstration=demo, author=navigator, kind=EditKind.SET_VALIDITY if n else EditKind.SET_STATUS,
-                 revision=n + 1)  # fmt: skip
+            Edit(
+                demonstration=demo,
+                author=navigator,
+                kind=EditKind.SET_VALIDITY if n else EditKind.SET_STATUS,
+                revision=n + 1,
+            )  # fmt: skip
             for demo in rows
             for n in range(edits_per_demo)
         ]

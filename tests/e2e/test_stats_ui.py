@@ -38,7 +38,8 @@ def test_the_stats_page_draws_a_bar_per_row_of_its_tables(driver, platform):
     assert float(statuses["recorded"].get_attribute("width")) == 380  # the sample's two demos are recorded
     assert float(statuses["validated"].get_attribute("width")) == 0
     widths = [float(bar.get_attribute("width")) for bar in bars(driver, "intents")]
-    assert max(widths) == 380 and all(width > 0 for width in widths)
+    assert max(widths) == 380
+    assert all(width > 0 for width in widths)
     assert statuses["recorded"].rect["width"] > 100  # drawn on screen, not only in the markup
     assert driver.execute_script("return document.querySelectorAll('svg.chart').length") >= 10
 
