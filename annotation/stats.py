@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from statistics import mean, median
 
-from django.db.models import Avg, Case, CharField, Count, IntegerField, Max, Q, Value, When
+from django.db.models import Case, CharField, Count, IntegerField, Max, Q, Sum, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Length, Lower
 from lxml import html as lxml_html
@@ -97,17 +97,29 @@ def count_rows(counter: Counter, *more: Counter) -> list[list]:
 
 
 def demo_rows(project) -> list[dict]:
-    """One row per demo of the project with its facts and its turn, chat and step counts (one query)."""
-    return list(
+    """One row per demo of the project with its facts and its turn, chat and step counts (two queries: the demos,
+    then the turns grouped by demo on one column, which is much cheaper than grouping by every demo field)."""
+    demos = list(
         Demonstration.objects.filter(project=project)
         .order_by()
         .values("pk", "name", "status", "websites", "category", "subcategory", "region", "instructor_sees_screen")
-        .annotate(
-            turn_count=Count("turns"),
-            chat_count=Count("turns", filter=Q(turns__type=TurnType.CHAT)),
-            step_count=Count("turns", filter=Q(turns__type=TurnType.BROWSER, turns__intent__in=STEP_INTENTS)),
-        )
     )
+    counts = {
+        row["demonstration_id"]: row
+        for row in Turn.objects.filter(demonstration__project=project)
+        .order_by()
+        .values("demonstration_id")
+        .annotate(
+            turn_count=Count("pk"),
+            chat_count=Count("pk", filter=Q(type=TurnType.CHAT)),
+            step_count=Count("pk", filter=Q(type=TurnType.BROWSER, intent__in=STEP_INTENTS)),
+        )
+    }
+    empty = {"turn_count": 0, "chat_count": 0, "step_count": 0}
+    for demo in demos:
+        found = counts.get(demo["pk"], empty)
+        demo.update(turn_count=found["turn_count"], chat_count=found["chat_count"], step_count=found["step_count"])
+    return demos
 
 
 def facts(row: dict) -> split_rules.DemoFacts:
@@ -227,39 +239,65 @@ def review_outcome_table(rows) -> Table:
                  table_rows, chart="demos")  # fmt: skip
 
 
-# --- Per-turn aggregates (in the database) -------------------------------------------------------------------
+# --- Per-turn aggregates (in the database, one scan of the project's turns) ---------------------------------
 
 
 def project_turns(project):
     return Turn.objects.filter(demonstration__project=project).exclude(demonstration__status=DemoStatus.RECORDING)
 
 
-def intent_table(project) -> Table:
-    grouped = (
+def utterance_bucket():
+    """The ``UTTERANCE_BINS`` index of a chat turn's length; -1 for browser turns."""
+    whens = [When(length__gte=edge, then=Value(index)) for index, edge in reversed(list(enumerate(UTTERANCE_BINS)))]
+    chat = Q(type=TurnType.CHAT)
+    return Case(When(~chat, then=Value(-1)), *whens, default=Value(0), output_field=IntegerField())
+
+
+def changed_element(path: str):
+    """The acted element's ``path`` (lower case) for a change turn, where it decides the operation; else ''."""
+    return Case(When(intent="change", then=Lower(KT(path))), default=Value(""), output_field=CharField())
+
+
+def turn_profile(project) -> list[dict]:
+    """The project's turns grouped by type, intent, speaker, utterance-length bin and (for changes) the element's
+    tag and input type, with count, total and longest utterance length: a few dozen rows, from which the intent,
+    utterance and operation tables are all read."""
+    return list(
         project_turns(project)
-        .filter(type=TurnType.BROWSER)
+        .alias(length=Length("utterance"))
         .order_by()
-        .values("intent")
-        .annotate(turns=Count("pk"), demos=Count("demonstration", distinct=True))
-        .order_by("-turns", "intent")
+        .values(
+            "type",
+            "intent",
+            "speaker",
+            bucket=utterance_bucket(),
+            tag=changed_element("arguments__element__tagName"),
+            input_type=changed_element("arguments__element__attributes__type"),
+        )
+        .annotate(n=Count("pk"), characters=Sum("length"), longest=Max("length"))
     )
-    rows = [[row["intent"] or "(none)", row["turns"], row["demos"]] for row in grouped]
-    return Table("intents", "Browser actions per intent", "WebLINX", ["intent", "turns", "demos"], rows,
+
+
+def intent_table(profile) -> Table:
+    turns = Counter()
+    for row in profile:
+        if row["type"] == TurnType.BROWSER:
+            turns[row["intent"]] += row["n"]
+    return Table("intents", "Browser actions per intent", "WebLINX", ["intent", "turns"], count_rows(turns),
                  chart="turns")  # fmt: skip
 
 
-def utterance_bucket():
-    whens = [When(length__gte=edge, then=Value(index)) for index, edge in reversed(list(enumerate(UTTERANCE_BINS)))]
-    return Case(*whens, default=Value(0), output_field=IntegerField())
-
-
-def utterance_tables(project) -> list[Table]:
-    chats = project_turns(project).filter(type=TurnType.CHAT).annotate(length=Length("utterance")).order_by()
-    per_speaker = chats.values("speaker").annotate(turns=Count("pk"), mean=Avg("length"), longest=Max("length"))
-    speakers = [[row["speaker"] or "(none)", row["turns"], round(row["mean"] or 0, 1), row["longest"] or 0]
-                for row in per_speaker.order_by("speaker")]  # fmt: skip
-    buckets = dict(chats.values(bucket=utterance_bucket()).annotate(n=Count("pk")).values_list("bucket", "n"))
-    lengths = [[bin_label(UTTERANCE_BINS, index), buckets.get(index, 0)] for index in range(len(UTTERANCE_BINS))]
+def utterance_tables(profile) -> list[Table]:
+    turns, characters, longest, buckets = Counter(), Counter(), Counter(), Counter()
+    for row in profile:
+        if row["type"] == TurnType.CHAT:
+            turns[row["speaker"]] += row["n"]
+            characters[row["speaker"]] += row["characters"] or 0
+            longest[row["speaker"]] = max(longest[row["speaker"]], row["longest"] or 0)
+            buckets[row["bucket"]] += row["n"]
+    speakers = [[speaker or "(none)", turns[speaker], round(characters[speaker] / turns[speaker], 1), longest[speaker]]
+                for speaker in sorted(turns)]  # fmt: skip
+    lengths = [[bin_label(UTTERANCE_BINS, index), buckets[index]] for index in range(len(UTTERANCE_BINS))]
     return [
         Table(
             "utterances_per_speaker",
@@ -290,31 +328,12 @@ def operation_of(intent: str, tag: str, input_type: str) -> str:
     return "CLICK" if tag == "input" and input_type in TOGGLE_TYPES else "TYPE"
 
 
-def operation_table(project) -> Table:
-    """Mind2Web operations: the intents, with a change told apart by its element's tag and type (in SQL)."""
-    changed = Q(intent="change")
-    grouped = (
-        project_turns(project)
-        .filter(type=TurnType.BROWSER, intent__in=STEP_INTENTS)
-        .order_by()
-        .values(
-            "intent",
-            tag=Case(
-                When(changed, then=Lower(KT("arguments__element__tagName"))),
-                default=Value(""),
-                output_field=CharField(),
-            ),  # fmt: skip
-            input_type=Case(
-                When(changed, then=Lower(KT("arguments__element__attributes__type"))),
-                default=Value(""),
-                output_field=CharField(),
-            ),  # fmt: skip
-        )
-        .annotate(n=Count("pk"))
-    )
+def operation_table(profile) -> Table:
+    """Mind2Web operations: the step intents, a change told apart by its element's tag and type."""
     operations = Counter()
-    for row in grouped:
-        operations[operation_of(row["intent"], row["tag"] or "", row["input_type"] or "")] += row["n"]
+    for row in profile:
+        if row["type"] == TurnType.BROWSER and row["intent"] in STEP_INTENTS:
+            operations[operation_of(row["intent"], row["tag"] or "", row["input_type"] or "")] += row["n"]
     rows = [[name, operations[name]] for name in ("CLICK", "TYPE", "SELECT")]
     return Table("operations", "Operations", "Mind2Web", ["operation", "steps"], rows, chart="steps")
 
@@ -406,12 +425,13 @@ def project_stats(project) -> list[Table]:
     rows = demo_rows(project)
     recorded = [row for row in rows if row["status"] != DemoStatus.RECORDING]
     rules = SplitConfig.for_project(project).rules()
+    profile = turn_profile(project)
     return [
         *weblinx_tables(recorded, rules),
-        intent_table(project),
-        *utterance_tables(project),
+        intent_table(profile),
+        *utterance_tables(profile),
         *mind2web_tables(recorded, rules),
-        operation_table(project),
+        operation_table(profile),
         *form_tables(project),
         review_outcome_table(rows),
         edit_table(project),
