@@ -54,8 +54,9 @@ def mine(queryset, person_field: str, only, time_field: str, period=(None, None)
 def recording_days(project, only, person_field: str, period):
     """``(person, day, seconds, validated demos)`` of the recordings ``person_field`` took part in."""
     duration = ExpressionWrapper(F("recording_end") - F("recording_start"), output_field=DurationField())
-    demos = Demonstration.objects.filter(project=project, recording_end__isnull=False, **{
-        f"{person_field}__isnull": False}).exclude(status=DemoStatus.RECORDING)  # fmt: skip
+    demos = Demonstration.objects.filter(
+        project=project, recording_end__isnull=False, **{f"{person_field}__isnull": False}
+    ).exclude(status=DemoStatus.RECORDING)
     grouped = (
         mine(demos, person_field, only, "recording_start", period)
         .order_by()
@@ -138,10 +139,25 @@ def pay_row(person: str, by_day: dict, rates: PayRates) -> dict:
     }
 
 
-PAY_COLUMNS = ("person", "recording_hours", "review_hours", "form_task_hours", "validated_demos",
-               "submitted_assignments", "pay", "currency")  # fmt: skip
-DAY_COLUMNS = ("person", "day", "recording_hours", "review_hours", "form_task_hours", "validated_demos",
-               "submitted_assignments")  # fmt: skip
+PAY_COLUMNS = (
+    "person",
+    "recording_hours",
+    "review_hours",
+    "form_task_hours",
+    "validated_demos",
+    "submitted_assignments",
+    "pay",
+    "currency",
+)
+DAY_COLUMNS = (
+    "person",
+    "day",
+    "recording_hours",
+    "review_hours",
+    "form_task_hours",
+    "validated_demos",
+    "submitted_assignments",
+)
 
 
 def pay_report(people: dict, rates: PayRates) -> list[dict]:

@@ -211,5 +211,13 @@ class AssignmentAdmin(ReadOnlyAdmin):
 
 @admin.register(PayRates)
 class PayRatesAdmin(admin.ModelAdmin):
-    list_display = ["project", "currency", "recording_per_hour", "review_per_hour", "form_task_per_hour",
-                    "overhead_per_hour", "per_validated_demo", "per_submitted_assignment"]  # fmt: skip
+    list_display = [
+        "project",
+        "currency",
+        "recording_per_hour",
+        "review_per_hour",
+        "form_task_per_hour",
+        "overhead_per_hour",
+        "per_validated_demo",
+        "per_submitted_assignment",
+    ]

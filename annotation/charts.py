@@ -41,8 +41,14 @@ def bar_chart(labels, values) -> BarChart:
         width = round(BAR_SPACE * value / largest) if value > 0 else 0
         bars.append(Bar(str(label)[:28], value, y, max(width, 1 if value > 0 else 0), y + BAR_HEIGHT - 4))
     height = max(len(bars) * (BAR_HEIGHT + BAR_GAP), BAR_HEIGHT)
-    return BarChart(bars, LABEL_WIDTH + BAR_SPACE + VALUE_WIDTH, height, LABEL_WIDTH,
-                    LABEL_WIDTH + BAR_SPACE + 6, max(len(labels) - MAX_BARS, 0))  # fmt: skip
+    return BarChart(
+        bars,
+        LABEL_WIDTH + BAR_SPACE + VALUE_WIDTH,
+        height,
+        LABEL_WIDTH,
+        LABEL_WIDTH + BAR_SPACE + 6,
+        max(len(labels) - MAX_BARS, 0),
+    )
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,14 @@ class Table:
     note: str = ""
 
     def as_dict(self) -> dict:
-        return {"key": self.key, "title": self.title, "group": self.group, "columns": self.columns,
-                "rows": self.rows, "note": self.note}  # fmt: skip
+        return {
+            "key": self.key,
+            "title": self.title,
+            "group": self.group,
+            "columns": self.columns,
+            "rows": self.rows,
+            "note": self.note,
+        }
 
     def column(self, name: str) -> list:
         index = self.columns.index(name)
@@ -83,8 +89,13 @@ def summary(values) -> list[list]:
     values = list(values)
     if not values:
         return [["count", 0], ["min", 0], ["median", 0], ["mean", 0], ["max", 0]]
-    return [["count", len(values)], ["min", min(values)], ["median", median(values)],
-            ["mean", round(mean(values), 2)], ["max", max(values)]]  # fmt: skip
+    return [
+        ["count", len(values)],
+        ["min", min(values)],
+        ["median", median(values)],
+        ["mean", round(mean(values), 2)],
+        ["max", max(values)],
+    ]
 
 
 def count_rows(counter: Counter, *more: Counter) -> list[list]:
@@ -152,8 +163,14 @@ def fact_table(rows, fact: str, key: str, title: str) -> Table:
             demos[value] += 1
             turns[value] += row["turn_count"]
             chat[value] += row["chat_count"]
-    return Table(key, title, "WebLINX", [fact.removesuffix("s"), "demos", "turns", "chat turns"],
-                 count_rows(demos, turns, chat), chart="demos")  # fmt: skip
+    return Table(
+        key,
+        title,
+        "WebLINX",
+        [fact.removesuffix("s"), "demos", "turns", "chat turns"],
+        count_rows(demos, turns, chat),
+        chart="demos",
+    )
 
 
 def weblinx_tables(rows, rules) -> list[Table]:
@@ -168,7 +185,7 @@ def weblinx_tables(rows, rules) -> list[Table]:
             "WebLINX",
             "turns",
             "turn_count",
-        ),  # fmt: skip
+        ),
         fact_table(rows, "category", "categories", "Demos and turns per category"),
         fact_table(rows, "subcategory", "subcategories", "Demos and turns per subcategory"),
         fact_table(rows, "websites", "websites", "Demos and turns per website"),
@@ -180,10 +197,10 @@ def weblinx_tables(rows, rules) -> list[Table]:
             ["turns", "demos"],
             histogram(turn_counts, TURN_BINS),
             chart="demos",
-        ),  # fmt: skip
+        ),
         Table(
             "turns_per_demo_summary", "Turns per demo: summary", "WebLINX", ["statistic", "value"], summary(turn_counts)
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -204,7 +221,7 @@ def mind2web_tables(rows, rules) -> list[Table]:
             "Mind2Web",
             "steps",
             "step_count",
-        ),  # fmt: skip
+        ),
         Table(
             "tasks_per_website",
             "Tasks per website (first website of each demo)",
@@ -212,7 +229,7 @@ def mind2web_tables(rows, rules) -> list[Table]:
             ["website", "tasks", "steps"],
             count_rows(tasks, steps),
             chart="tasks",
-        ),  # fmt: skip
+        ),
         Table(
             "steps_per_task",
             "Steps per task",
@@ -221,22 +238,28 @@ def mind2web_tables(rows, rules) -> list[Table]:
             histogram(step_counts, STEP_BINS),
             chart="tasks",
             note=note,
-        ),  # fmt: skip
+        ),
         Table(
             "steps_per_task_summary",
             "Steps per task: summary",
             "Mind2Web",
             ["statistic", "value"],
             summary(step_counts),
-        ),  # fmt: skip
+        ),
     ]
 
 
 def review_outcome_table(rows) -> Table:
     by_status = Counter(row["status"] for row in rows)
     table_rows = [[status.value, by_status[status.value]] for status in DemoStatus]
-    return Table("review_outcomes", "Review outcomes (demos per status)", "Review", ["status", "demos"],
-                 table_rows, chart="demos")  # fmt: skip
+    return Table(
+        "review_outcomes",
+        "Review outcomes (demos per status)",
+        "Review",
+        ["status", "demos"],
+        table_rows,
+        chart="demos",
+    )
 
 
 # --- Per-turn aggregates (in the database, one scan of the project's turns) ---------------------------------
@@ -283,8 +306,9 @@ def intent_table(profile) -> Table:
     for row in profile:
         if row["type"] == TurnType.BROWSER:
             turns[row["intent"]] += row["n"]
-    return Table("intents", "Browser actions per intent", "WebLINX", ["intent", "turns"], count_rows(turns),
-                 chart="turns")  # fmt: skip
+    return Table(
+        "intents", "Browser actions per intent", "WebLINX", ["intent", "turns"], count_rows(turns), chart="turns"
+    )
 
 
 def utterance_tables(profile) -> list[Table]:
@@ -295,8 +319,10 @@ def utterance_tables(profile) -> list[Table]:
             characters[row["speaker"]] += row["characters"] or 0
             longest[row["speaker"]] = max(longest[row["speaker"]], row["longest"] or 0)
             buckets[row["bucket"]] += row["n"]
-    speakers = [[speaker or "(none)", turns[speaker], round(characters[speaker] / turns[speaker], 1), longest[speaker]]
-                for speaker in sorted(turns)]  # fmt: skip
+    speakers = [
+        [speaker or "(none)", turns[speaker], round(characters[speaker] / turns[speaker], 1), longest[speaker]]
+        for speaker in sorted(turns)
+    ]
     lengths = [[bin_label(UTTERANCE_BINS, index), buckets[index]] for index in range(len(UTTERANCE_BINS))]
     return [
         Table(
@@ -306,7 +332,7 @@ def utterance_tables(profile) -> list[Table]:
             ["speaker", "turns", "mean length", "longest"],
             speakers,
             chart="turns",
-        ),  # fmt: skip
+        ),
         Table(
             "utterance_lengths",
             "Utterance lengths (characters)",
@@ -314,7 +340,7 @@ def utterance_tables(profile) -> list[Table]:
             ["characters", "utterances"],
             lengths,
             chart="utterances",
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -380,7 +406,7 @@ def form_tables(project) -> list[Table]:
             ["type", "fields", "batches"],
             count_rows(fields, batches_with),
             chart="fields",
-        ),  # fmt: skip
+        ),
         Table(
             "instances_per_task",
             "Instances per task (batch)",
@@ -388,7 +414,7 @@ def form_tables(project) -> list[Table]:
             ["batch", "instances"],
             [[batch["name"], batch["tasks"]] for batch in batches],
             chart="instances",
-        ),  # fmt: skip
+        ),
         Table(
             "instances_histogram",
             "Tasks by number of instances",
@@ -396,7 +422,7 @@ def form_tables(project) -> list[Table]:
             ["instances", "tasks"],
             histogram([batch["tasks"] for batch in batches], INSTANCE_BINS),
             chart="tasks",
-        ),  # fmt: skip
+        ),
         Table(
             "assignments_done",
             "Assignments per batch and status",
@@ -404,7 +430,7 @@ def form_tables(project) -> list[Table]:
             ["batch", *statuses],
             [[batch["name"], *(done[batch["pk"]][s] for s in statuses)] for batch in batches],
             chart="submitted",
-        ),  # fmt: skip
+        ),
     ]
 
 

@@ -173,8 +173,16 @@ def pay_csv(request, name: str):
 class PayRatesForm(forms.ModelForm):
     class Meta:
         model = PayRates
-        fields = ["currency", "recording_per_hour", "review_per_hour", "form_task_per_hour", "overhead_per_hour",
-                  "per_validated_demo", "per_submitted_assignment", "idle_gap_minutes"]  # fmt: skip
+        fields = [
+            "currency",
+            "recording_per_hour",
+            "review_per_hour",
+            "form_task_per_hour",
+            "overhead_per_hour",
+            "per_validated_demo",
+            "per_submitted_assignment",
+            "idle_gap_minutes",
+        ]
 
 
 @require_http_methods(["GET", "POST"])

@@ -35,9 +35,14 @@ def at(day: int, hour: int, minute: int = 0) -> dt.datetime:
 
 def demo(project, navigator, name, start, minutes, **facts) -> Demonstration:
     return Demonstration.objects.create(
-        project=project, name=name, client_id=name, navigator=navigator, recording_start=start,
-        recording_end=start + dt.timedelta(minutes=minutes) if minutes else None, **facts,
-    )  # fmt: skip
+        project=project,
+        name=name,
+        client_id=name,
+        navigator=navigator,
+        recording_start=start,
+        recording_end=start + dt.timedelta(minutes=minutes) if minutes else None,
+        **facts,
+    )
 
 
 def chat(speaker, text):
@@ -58,14 +63,44 @@ def add_turns(demonstration, turns) -> None:
 
 def build(project, owner, instructor, reviewer, teammate) -> dict:
     SplitConfig.objects.create(project=project, held_out_websites=["www.bbc.com"], held_out_domains=["travel"])
-    a = demo(project, owner, "demoa", at(2, 10), 30, instructor=instructor, status=DemoStatus.VALIDATED,
-             websites=["www.bbc.com"], category="news", subcategory="world", region="Europe")  # fmt: skip
-    add_turns(a, [chat("instructor", "Hello there"), chat("navigator", "ok"), act("click", "button"),
-                  act("textInput", "input", "text"), act("change", "select"), act("change", "input", "checkbox"),
-                  act("scroll")])  # fmt: skip
-    b = demo(project, owner, "demob", at(3, 9), 15, status=DemoStatus.RECORDED, instructor_sees_screen=False,
-             websites=["www.booking.com", "www.bbc.com"], category="travel", subcategory="hotels",
-             region="Asia")  # fmt: skip
+    a = demo(
+        project,
+        owner,
+        "demoa",
+        at(2, 10),
+        30,
+        instructor=instructor,
+        status=DemoStatus.VALIDATED,
+        websites=["www.bbc.com"],
+        category="news",
+        subcategory="world",
+        region="Europe",
+    )
+    add_turns(
+        a,
+        [
+            chat("instructor", "Hello there"),
+            chat("navigator", "ok"),
+            act("click", "button"),
+            act("textInput", "input", "text"),
+            act("change", "select"),
+            act("change", "input", "checkbox"),
+            act("scroll"),
+        ],
+    )
+    b = demo(
+        project,
+        owner,
+        "demob",
+        at(3, 9),
+        15,
+        status=DemoStatus.RECORDED,
+        instructor_sees_screen=False,
+        websites=["www.booking.com", "www.bbc.com"],
+        category="travel",
+        subcategory="hotels",
+        region="Asia",
+    )
     add_turns(b, [chat("instructor", "Book a room in Kyoto please"), act("click", "a"), act("load")])
     c = demo(project, owner, "democ", at(5, 9), 0, websites=["www.x.com"], category="news")
     add_turns(c, [act("click", "a")])
@@ -75,11 +110,21 @@ def build(project, owner, instructor, reviewer, teammate) -> dict:
         edit(b, reviewer, EditKind.COMMENT, at(2, 13, minute))
     batch = Batch.objects.create(project=project, name="b1", html_template=TEMPLATE)
     tasks = [Task.objects.create(batch=batch, index=index, inputs={"question": str(index)}) for index in range(3)]
-    for task, status, seconds in ((tasks[0], AssignmentStatus.SUBMITTED, 1800), (tasks[1], AssignmentStatus.SUBMITTED,
-                                  900), (tasks[2], AssignmentStatus.RETURNED, None)):  # fmt: skip
+    for task, status, seconds in (
+        (tasks[0], AssignmentStatus.SUBMITTED, 1800),
+        (tasks[1], AssignmentStatus.SUBMITTED, 900),
+        (tasks[2], AssignmentStatus.RETURNED, None),
+    ):
         submitted = at(4, 15) if seconds else None
-        Assignment.objects.create(task=task, worker=teammate, status=status, accepted_at=at(4, 14),
-                                  expires_at=at(5, 14), submitted_at=submitted, work_seconds=seconds)  # fmt: skip
+        Assignment.objects.create(
+            task=task,
+            worker=teammate,
+            status=status,
+            accepted_at=at(4, 14),
+            expires_at=at(5, 14),
+            submitted_at=submitted,
+            work_seconds=seconds,
+        )
     return {"a": a, "b": b, "c": c, "batch": batch}
 
 

@@ -16,8 +16,14 @@ from annotation.synth.bulk import bulk_corpus
 from tests import stats_data
 from tests.conftest import make_user
 
-RATES = {"recording_per_hour": "7.50", "overhead_per_hour": "5.00", "review_per_hour": "10.00",
-         "form_task_per_hour": "6.00", "per_validated_demo": "0.80", "per_submitted_assignment": "0.50"}  # fmt: skip
+RATES = {
+    "recording_per_hour": "7.50",
+    "overhead_per_hour": "5.00",
+    "review_per_hour": "10.00",
+    "form_task_per_hour": "6.00",
+    "per_validated_demo": "0.80",
+    "per_submitted_assignment": "0.50",
+}
 
 
 @pytest.fixture
@@ -75,13 +81,24 @@ def test_admins_download_everyones_pay_and_days(client, project, admin):
     client.force_login(admin)
     pay = read_csv(client.get("/projects/alpha/pay.csv"))
     assert [row["person"] for row in pay] == ["instructor", "owner", "reviewer", "teammate"]
-    assert pay[1] == {"person": "owner", "recording_hours": "0.75", "review_hours": "0.0",
-                      "form_task_hours": "0.0", "validated_demos": "1", "submitted_assignments": "0", "pay": "10.18",
-                      "currency": "USD"}  # fmt: skip
+    assert pay[1] == {
+        "person": "owner",
+        "recording_hours": "0.75",
+        "review_hours": "0.0",
+        "form_task_hours": "0.0",
+        "validated_demos": "1",
+        "submitted_assignments": "0",
+        "pay": "10.18",
+        "currency": "USD",
+    }
     days = read_csv(client.get("/projects/alpha/activity.csv"))
     assert [(row["person"], row["day"]) for row in days] == [
-        ("instructor", "2026-03-02"), ("owner", "2026-03-02"), ("owner", "2026-03-03"), ("reviewer", "2026-03-02"),
-        ("teammate", "2026-03-04")]  # fmt: skip
+        ("instructor", "2026-03-02"),
+        ("owner", "2026-03-02"),
+        ("owner", "2026-03-03"),
+        ("reviewer", "2026-03-02"),
+        ("teammate", "2026-03-04"),
+    ]
 
 
 def test_a_member_sees_only_their_own_activity(client, project, owner, teammate):

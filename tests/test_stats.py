@@ -29,8 +29,15 @@ def tables(project):
 
 def test_splits_count_demos_and_turns_per_split_of_each_scheme(tables):
     weblinx = {row[0]: row[1:] for row in tables["weblinx_splits"].rows}
-    assert weblinx == {"train": [0, 0], "valid": [0, 0], "test_iid": [0, 0], "test_web": [1, 7], "test_cat": [0, 0],
-                       "test_geo": [0, 0], "test_vis": [1, 3]}  # fmt: skip
+    assert weblinx == {
+        "train": [0, 0],
+        "valid": [0, 0],
+        "test_iid": [0, 0],
+        "test_web": [1, 7],
+        "test_cat": [0, 0],
+        "test_geo": [0, 0],
+        "test_vis": [1, 3],
+    }
     mind2web = {row[0]: row[1:] for row in tables["mind2web_splits"].rows}
     assert mind2web == {"train": [0, 0], "test_task": [0, 0], "test_website": [1, 4], "test_domain": [1, 1]}
 
@@ -87,8 +94,12 @@ def test_every_table_downloads_as_csv_and_json(client, project, reviewer):
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
     assert response["Content-Disposition"] == 'attachment; filename="alpha-operations.csv"'
-    assert list(csv.reader(io.StringIO(response.content.decode()))) == [["operation", "steps"], ["CLICK", "3"],
-                                                                     ["TYPE", "1"], ["SELECT", "1"]]  # fmt: skip
+    assert list(csv.reader(io.StringIO(response.content.decode()))) == [
+        ["operation", "steps"],
+        ["CLICK", "3"],
+        ["TYPE", "1"],
+        ["SELECT", "1"],
+    ]
     table = client.get("/projects/alpha/stats/field_types.json").json()
     assert table["columns"] == ["type", "fields", "batches"]
     assert table["rows"][0] == ["radio", 2, 1]

@@ -18,8 +18,14 @@ from .sites import SITES
 INTENTS = ("click", "textInput", "scroll", "load", "change", "submit", "hover", "tabcreate")
 ELEMENTS = (("button", ""), ("input", "text"), ("select", ""), ("input", "checkbox"), ("a", ""))
 REGIONS = ("North America", "Europe", "Asia", "Africa", "Oceania")
-STATUSES = (DemoStatus.RECORDED, DemoStatus.IN_REVIEW, DemoStatus.VALIDATED, DemoStatus.VALIDATED,
-            DemoStatus.REJECTED, DemoStatus.RETURNED)  # fmt: skip
+STATUSES = (
+    DemoStatus.RECORDED,
+    DemoStatus.IN_REVIEW,
+    DemoStatus.VALIDATED,
+    DemoStatus.VALIDATED,
+    DemoStatus.REJECTED,
+    DemoStatus.RETURNED,
+)
 BATCH = 5000
 
 
@@ -38,11 +44,27 @@ def make_turn(rng, demo, seq: int) -> Turn:
         words = " ".join(
             rng.choice(("find", "the", "next", "page", "please", "ok", "done")) for _ in range(rng.randrange(1, 30))
         )
-        return Turn(demonstration=demo, client_id=f"t{seq}", seq=seq, type=TurnType.CHAT, timestamp=timestamp,
-                    speaker=speaker, utterance=words, content_sha256="0" * 64)  # fmt: skip
+        return Turn(
+            demonstration=demo,
+            client_id=f"t{seq}",
+            seq=seq,
+            type=TurnType.CHAT,
+            timestamp=timestamp,
+            speaker=speaker,
+            utterance=words,
+            content_sha256="0" * 64,
+        )
     intent = rng.choice(INTENTS)
-    return Turn(demonstration=demo, client_id=f"t{seq}", seq=seq, type=TurnType.BROWSER, timestamp=timestamp,
-                intent=intent, arguments=browser_arguments(rng, intent), content_sha256="0" * 64)  # fmt: skip
+    return Turn(
+        demonstration=demo,
+        client_id=f"t{seq}",
+        seq=seq,
+        type=TurnType.BROWSER,
+        timestamp=timestamp,
+        intent=intent,
+        arguments=browser_arguments(rng, intent),
+        content_sha256="0" * 64,
+    )
 
 
 def make_demo(rng, project, navigator, index: int, start: dt.datetime) -> Demonstration:
@@ -86,7 +108,7 @@ def bulk_corpus(project, navigator, demos: int, turns: int, seed: int = 0, edits
                 author=navigator,
                 kind=EditKind.SET_VALIDITY if n else EditKind.SET_STATUS,
                 revision=n + 1,
-            )  # fmt: skip
+            )
             for demo in rows
             for n in range(edits_per_demo)
         ]
