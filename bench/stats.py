@@ -3,8 +3,8 @@ WebLINX's size (2,337 demos, 100,000 turns), against a project a tenth of its si
 
 The projects are bulk-inserted (``annotation.synth.bulk``: demos, turns and review edits, no pages) in a scratch
 database and analysed (as autovacuum would), untimed. Timed: ``REQUESTS`` GETs of each project's stats page
-through the Django test client (the whole request: middleware, queries, template) after one warm-up. Target: p50 <= 300 ms for the large project and the
-same query count for both. ``--quick`` uses tiny projects.
+through the Django test client (the whole request: middleware, queries, template) after one warm-up. Target:
+p50 <= 300 ms for the large project and the same query count for both. ``--quick`` uses tiny projects.
 """
 
 import json
