@@ -190,7 +190,7 @@ class PayRatesForm(forms.ModelForm):
 def pay_rates(request, name: str):
     """Project admins set the pay rates; a bad value re-shows the form with the field's error (400)."""
     project = project_for(request, name, roles=(Role.ADMIN,), cannot="change pay rates")
-    form = PayRatesForm(request.POST or None, instance=PayRates.for_project(project))
+    form = PayRatesForm(request.POST if request.method == "POST" else None, instance=PayRates.for_project(project))
     if request.method == "POST":
         if form.is_valid():
             form.save()
