@@ -6,6 +6,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from tests.e2e.browser import make_driver, sign_in_form, wait_for
+from tests.e2e.test_web_pages import RECORD_CSP_VIOLATIONS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -13,6 +14,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def driver(platform):
     started = make_driver(width=1400, height=1000)
+    started.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORD_CSP_VIOLATIONS})
     credentials = platform.credentials()
     sign_in_form(started, platform.url, credentials["username"], credentials["password"])
     yield started
@@ -42,6 +44,7 @@ def test_the_stats_page_draws_a_bar_per_row_of_its_tables(driver, platform):
     assert all(width > 0 for width in widths)
     assert statuses["recorded"].rect["width"] > 100  # drawn on screen, not only in the markup
     assert driver.execute_script("return document.querySelectorAll('svg.chart').length") >= 10
+    assert driver.execute_script("return window.__cspViolations") == []
 
 
 def test_the_activity_page_draws_the_calendar_heatmap(driver, platform):
@@ -50,3 +53,4 @@ def test_the_activity_page_draws_the_calendar_heatmap(driver, platform):
     assert len(cells) >= 52 * 7
     assert any(cell.get_attribute("class") != "day l0" for cell in cells)  # the sample's recordings
     assert driver.find_element(By.ID, "pay").is_displayed()
+    assert driver.execute_script("return window.__cspViolations") == []
