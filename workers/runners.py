@@ -17,7 +17,7 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 
 from annotation.actions.jobs import beat, claim_job, finish_job, reap_stale_jobs
-from annotation.models import Evaluation, ExportJob, JobStatus
+from annotation.models import AgentRun, Evaluation, ExportJob, JobStatus
 
 from . import dataset
 from .archive import file_sha256, write_archive
@@ -46,7 +46,7 @@ class Progress:
                 raise JobStopped(f"job {self.job.pk} is no longer running")
 
 
-JOB_MODELS = {model.__name__.lower(): model for model in (ExportJob, Evaluation)}
+JOB_MODELS = {model.__name__.lower(): model for model in (ExportJob, Evaluation, AgentRun)}
 
 
 def workdir_for(job) -> Path:

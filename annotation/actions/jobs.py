@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from ..formats import ARCHIVE_FORMATS
 from ..models import EXPORTABLE_STATUSES, ExportFormat, Project, Role, SplitConfig
+from ..models.agents import AgentRun
 from ..models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
 from ..splits import SPLITS
 from . import queue
@@ -145,7 +146,7 @@ def finish_job(job, status, **fields) -> bool:
 
 def reap_stale_jobs(model=None) -> int:
     """Mark running jobs whose worker stopped beating (killed, crashed, machine lost) as failed."""
-    models = [model] if model else [ExportJob, Evaluation]
+    models = [model] if model else [ExportJob, Evaluation, AgentRun]
     reaped = 0
     for job_model in models:
         for job in job_model.objects.filter(status=JobStatus.RUNNING):

@@ -1,0 +1,105 @@
+"""Agent runs on form tasks: checking a request, creating the run and enqueueing it (the worker runs it).
+
+Splits come from the project's TurkingBench split lists (``SplitConfig.form_task_splits``, filled by
+``import_turkingbench --splits``): ``test_easy``, ``test_hard``, ``subjective_test`` name the official lists,
+``train`` is every form batch no official list names, ``all`` every form batch; another stored list is a split
+under its own name. Solvers: ``oracle``, ``do-nothing``, or ``python:module:Class`` (a subclass of
+``agents.harness.Solver``); through the API only modules under ``settings.AGENT_SOLVER_MODULES`` (code the
+worker already has installed), from the command line any.
+"""
+
+from django.conf import settings
+from django.db import transaction
+
+from agents.turkle import SPLIT_FILES
+
+from ..models import AgentMetric, AgentRun, Batch, BatchKind, SplitConfig
+from . import queue
+from .errors import ValidationFailed
+from .jobs import enqueue
+
+BASELINE_SOLVERS = ("oracle", "do-nothing")
+OFFICIAL_LISTS = {split: file.removesuffix(".txt") for split, file in SPLIT_FILES.items()}
+MAX_INSTANCES_PER_TASK = 100_000
+
+
+def invalid(field: str, message: str) -> ValidationFailed:
+    return ValidationFailed(f"{field}: {message}", [{"field": field, "message": message}])
+
+
+def split_names(project) -> list[str]:
+    """The splits a run may take in ``project``."""
+    lists = SplitConfig.for_project(project).form_task_splits or {}
+    own = {stem: split for split, stem in OFFICIAL_LISTS.items()}
+    return sorted({own.get(stem, stem) for stem in lists} | {"train", "all"})
+
+
+def split_tasks(project, split: str) -> list[str]:
+    """The names of the project's form batches in ``split`` (list order; ``train``/``all`` sorted by name)."""
+    batches = list(
+        Batch.objects.filter(project=project, kind=BatchKind.FORM).order_by("name").values_list("name", flat=True)
+    )
+    lists = SplitConfig.for_project(project).form_task_splits or {}
+    if split == "all":
+        return batches
+    if split == "train":
+        listed = {name for stem in OFFICIAL_LISTS.values() for name in lists.get(stem, [])}
+        return [name for name in batches if name not in listed]
+    stem = OFFICIAL_LISTS.get(split, split)
+    if stem not in lists:
+        raise invalid("split", f"unknown split {split!r}; this project has: {', '.join(split_names(project))}")
+    present = set(batches)
+    return [name for name in lists[stem] if name in present]
+
+
+def check_solver(solver, from_api: bool) -> None:
+    if not isinstance(solver, str) or not solver:
+        raise invalid("solver", "expected oracle, do-nothing or python:module:Class")
+    if solver in BASELINE_SOLVERS:
+        return
+    kind, _, rest = solver.partition(":")
+    module, _, cls = rest.partition(":")
+    if kind != "python" or not module or not cls:
+        raise invalid("solver", f"unknown solver {solver!r}; expected oracle, do-nothing or python:module:Class")
+    if from_api:
+        allowed = settings.AGENT_SOLVER_MODULES
+        if not any(module == prefix or module.startswith(prefix + ".") for prefix in allowed):
+            shown = ", ".join(allowed) or "none"
+            raise invalid("solver", f"module {module!r} is not among the solver modules this platform allows ({shown})")
+
+
+def check_agent_run(project, split, solver, instances_per_task, seed, metric, from_api=True) -> list[str]:
+    """Validate a run request; returns the split's task names."""
+    check_solver(solver, from_api)
+    if metric not in AgentMetric.values:
+        raise invalid("metric", f"expected one of: {', '.join(AgentMetric.values)}")
+    if instances_per_task is not None and not (
+        isinstance(instances_per_task, int) and 1 <= instances_per_task <= MAX_INSTANCES_PER_TASK
+    ):
+        raise invalid("instances", f"expected a whole number from 1 to {MAX_INSTANCES_PER_TASK}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise invalid("seed", "expected a whole number")
+    tasks = split_tasks(project, split)
+    if not tasks:
+        raise invalid("split", f"split {split!r} has no form batches in project {project.name!r}")
+    return tasks
+
+
+def do_create_agent_run(
+    user, project, split, solver, instances_per_task=None, seed=0, metric="official", from_api=True, send=True
+) -> AgentRun:
+    """Create a run; with ``send`` it is enqueued for a worker (``manage.py run_agent`` runs it in-process)."""
+    check_agent_run(project, split, solver, instances_per_task, seed, metric, from_api)
+    with transaction.atomic():
+        run = AgentRun.objects.create(
+            project=project,
+            owner=user,
+            split=split,
+            solver=solver,
+            instances_per_task=instances_per_task,
+            seed=seed,
+            metric=metric,
+        )
+        if send:
+            enqueue(queue.AGENT_RUN, run)
+    return run
