@@ -139,6 +139,7 @@ def execute(run: AgentRun, workdir: Path) -> None:
                     instance = harness.run_instance(task, index, server.url(name, index))
                     if beating.stopped:
                         raise JobStopped(f"run {run.pk} is no longer running")
+                    progress.beat(force=True)  # a cancel during the instance: nothing of it is stored
                     store_instance(run, rows.get((name, index)), instance, task.gold(index), full_page_png(driver))
                     result.instances.append(instance)
                     progress.done += 1

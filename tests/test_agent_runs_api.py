@@ -1,0 +1,72 @@
+"""The agent-run API without a worker: bad requests answer 400 naming the field and store nothing; per-project
+roles decide who may start, see and cancel runs. (Runs on a real worker: ``test_agent_runs_worker.py``.)"""
+
+import pytest
+
+from annotation.models import AgentRun, JobStatus, SplitConfig
+from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS
+from tests.form_data import make_batch
+from tests.test_agent_runs_worker import csv_text
+
+pytestmark = pytest.mark.django_db
+RUNS = "/api/agent-runs/"
+
+
+@pytest.fixture
+def form_batch(alpha):
+    config = SplitConfig.for_project(alpha)
+    config.form_task_splits = {"evaluation_tasks_easy": ["Form task", "Missing task"]}
+    config.save()
+    return make_batch(alpha, template=FORM, csv_text=csv_text(FORM_HEADER, FORM_ROWS), name="Form task")
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "message"),
+    [
+        ({"split": "test_hard"}, "split", "unknown split 'test_hard'; this project has: all, test_easy, train"),
+        ({"split": "train"}, "split", "split 'train' has no form batches in project 'alpha'"),
+        ({"solver": "gpt"}, "solver", "unknown solver 'gpt'; expected oracle, do-nothing or python:module:Class"),
+        ({"solver": "python:os:System"}, "solver", "module 'os' is not among the solver modules"),
+        ({"instances": 0}, "instances", "greater than or equal to 1"),
+        ({"metric": "bleu"}, "metric", "not a valid choice"),
+        ({"seed": "x"}, "seed", "valid integer"),
+    ],
+)
+def test_a_bad_request_is_a_400_naming_the_field_and_stores_nothing(
+    researcher, api_for, form_batch, body, field, message
+):
+    response = api_for(researcher).post(RUNS, {"project": "alpha", "solver": "oracle", **body}, format="json")
+
+    assert response.status_code == 400, response.json()
+    text = str(response.json())
+    assert field in text and message in text
+    assert not AgentRun.objects.exists()
+
+
+def test_a_run_is_created_queued_with_its_settings(researcher, api_for, form_batch, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        response = api_for(researcher).post(
+            RUNS, {"project": "alpha", "solver": "do-nothing", "instances": 1, "seed": 4}, format="json"
+        )
+
+    assert response.status_code == 202
+    body = response.json()
+    assert body["status"] == "queued" and body["split"] == "test_easy" and body["instances"] == 1
+    assert body["seed"] == 4 and body["metric"] == "official" and body["results"] == {}
+    assert body["results_page"].endswith(f"/agents/runs/{body['id']}/")
+
+
+@pytest.mark.parametrize(("who", "status"), [("outsider", 404), ("owner", 403), ("reviewer", 403)])
+def test_only_researchers_and_admins_of_the_project_start_see_or_cancel_runs(
+    request, researcher, api_for, form_batch, who, status, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False):
+        run_id = api_for(researcher).post(RUNS, {"project": "alpha", "solver": "oracle"}, format="json").json()["id"]
+    other = api_for(request.getfixturevalue(who))
+
+    assert other.post(RUNS, {"project": "alpha", "solver": "oracle"}, format="json").status_code == status
+    assert other.get(f"{RUNS}{run_id}/").status_code == 404
+    assert other.get(f"{RUNS}{run_id}/fields/").status_code == 404
+    assert other.post(f"{RUNS}{run_id}/cancel/").status_code == 404
+    assert other.get(RUNS).json()["results"] == []
+    assert AgentRun.objects.get().status == JobStatus.QUEUED

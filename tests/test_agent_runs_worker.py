@@ -1,0 +1,150 @@
+"""Agent runs end to end through the REST API, on a real Celery worker with its own headless Chromium: the oracle
+on real TurkingBench tasks, a solver that raises, and a cancel."""
+
+import time
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from annotation.models import AgentFieldResult, AgentRun, AgentRunInstance, JobStatus
+from devtools.processes import celery_worker, database_url
+from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS
+from tests.form_data import make_batch, task_dir, turkingbench_root
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+RUNS = "/api/agent-runs/"
+REAL_TASKS = ("Formalize sentence", "Event effect")  # both in test_easy
+
+
+def csv_text(header, rows) -> str:
+    import csv
+    import io
+
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([header, *rows])
+    return out.getvalue()
+
+
+@pytest.fixture
+def gate(tmp_path):
+    folder = tmp_path / "gate"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def worker(media_storage, tmp_path, settings, gate):
+    settings.EXPORT_TMP_DIR = tmp_path / "tmp"
+    settings.AGENT_SOLVER_MODULES = ["agents", "tests.agent_solvers"]
+    env = {
+        "DATABASE_URL": database_url(connection.settings_dict),
+        "MEDIA_ROOT": str(media_storage),
+        "EXPORT_TMP_DIR": str(settings.EXPORT_TMP_DIR),
+        "AGENT_SOLVER_MODULES": "agents,tests.agent_solvers",
+        "AGENT_TEST_GATE": str(gate),
+    }
+    with celery_worker(env, tmp_path / "worker.log") as process:
+        yield process
+
+
+@pytest.fixture
+def client(researcher, api_for):
+    return api_for(researcher)
+
+
+@pytest.fixture
+def form_batch(alpha):
+    return make_batch(alpha, template=FORM, csv_text=csv_text(FORM_HEADER, FORM_ROWS), name="Form task")
+
+
+def poll(client, run_id, until, timeout=240):
+    seen, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        seen.append(client.get(f"{RUNS}{run_id}/").json())
+        if until(seen[-1]):
+            return seen
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} never reached the expected state: {seen[-1]}")
+
+
+def ended(body):
+    return body["status"] in ("done", "failed", "cancelled")
+
+
+def start(client, **body):
+    response = client.post(RUNS, {"project": "alpha", **body}, format="json")
+    assert response.status_code == 202, response.json()
+    return response.json()["id"]
+
+
+def test_the_oracle_through_the_api_scores_every_real_instance_above_099_with_rising_progress(client, worker, alpha):
+    root = turkingbench_root()
+    dirs = [str(task_dir(name)) for name in REAL_TASKS]
+    call_command("import_turkingbench", *dirs, project="alpha", splits=str(root / "splits"), stdout=None)
+
+    run_id = start(client, split="test_easy", solver="oracle", instances=2, seed=3)
+    seen = poll(client, run_id, ended)
+
+    final = seen[-1]
+    assert final["status"] == "done", final["error"]
+    assert [body["progress"] for body in seen] == sorted(body["progress"] for body in seen)
+    assert final["progress"] == 1.0
+    assert sorted(final["sampled"]) == sorted(REAL_TASKS)
+    assert all(len(indices) == 2 for indices in final["sampled"].values())
+    results = final["results"]
+    assert results["metric"] == "official" and results["solver"] == "oracle" and results["seed"] == 3
+    assert len(results["instances"]) == 4
+    assert all(instance["score"] > 0.99 for instance in results["instances"]), results["instances"]
+    assert set(results["tasks"]) == set(REAL_TASKS) and results["overall"] > 0.99
+    rows = AgentRunInstance.objects.filter(run_id=run_id)
+    assert rows.count() == 4
+    for row in rows:
+        assert row.task is not None and row.task.index == row.instance and row.task.batch.name == row.task_name
+        assert row.screenshot.read()[:8] == b"\x89PNG\r\n\x1a\n"
+    scored = AgentFieldResult.objects.filter(row__run_id=run_id, skipped="")
+    assert scored.count() == len(results["fields"]) > 0
+    assert all(field.gold and field.calls for field in scored)
+    page = client.get(f"{RUNS}{run_id}/fields/", {"page_size": 3}).json()
+    assert page["count"] == AgentFieldResult.objects.filter(row__run_id=run_id).count()
+    assert len(page["results"]) == 3
+    assert {"task", "instance", "name", "type", "value", "gold", "score", "calls"} <= set(page["results"][0])
+
+
+def test_a_solver_that_raises_scores_its_field_untouched_and_the_run_goes_on(client, worker, form_batch):
+    run_id = start(client, split="all", solver="python:tests.agent_solvers:RaisesOnRadio", seed=0)
+    final = poll(client, run_id, ended)[-1]
+
+    assert final["status"] == "done", final["error"]
+    results = final["results"]
+    assert [(i["task"], i["instance"]) for i in results["instances"]] == [("Form task", 0), ("Form task", 1)]
+    assert {(e["instance"], e["field"], e["error"]) for e in results["errors"]} == {
+        (instance, radio, "RuntimeError: model timed out") for instance in (0, 1) for radio in ("grade", "scripted")
+    }
+    grade = AgentFieldResult.objects.get(row__run_id=run_id, row__instance=0, name="grade")
+    assert grade.value == "" and grade.score == 0.0 and grade.error == "RuntimeError: model timed out"
+    assert grade.gold == [-1, -1]
+    colour = AgentFieldResult.objects.get(row__run_id=run_id, row__instance=0, name="colour")
+    assert colour.value == "red" and colour.score == 1.0 and colour.error == ""
+
+
+def test_a_cancelled_run_stops_on_the_worker_and_stores_no_more_instances(client, worker, form_batch, gate):
+    run_id = start(client, split="all", solver="python:tests.agent_solvers:Gate")
+    deadline = time.monotonic() + 120
+    while not (gate / "entered").exists():
+        assert time.monotonic() < deadline, "the gate solver never ran"
+        time.sleep(0.02)
+
+    cancelled = client.post(f"{RUNS}{run_id}/cancel/")
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    (gate / "release").write_text("1")
+    # The solo worker runs one task at a time: once the next run is done, the cancelled one has stopped.
+    after = start(client, split="all", solver="do-nothing", instances=1)
+    assert poll(client, after, ended)[-1]["status"] == "done"
+
+    run = AgentRun.objects.get(pk=run_id)
+    assert run.status == JobStatus.CANCELLED and run.results == {}
+    assert run.progress < 1.0
+    assert not AgentRunInstance.objects.filter(run_id=run_id).exists()
+    again = client.post(f"{RUNS}{run_id}/cancel/")
+    assert again.status_code == 409
