@@ -39,7 +39,8 @@ def test_a_bad_request_is_a_400_naming_the_field_and_stores_nothing(
 
     assert response.status_code == 400, response.json()
     text = str(response.json())
-    assert field in text and message in text
+    assert field in text
+    assert message in text
     assert not AgentRun.objects.exists()
 
 
@@ -51,8 +52,12 @@ def test_a_run_is_created_queued_with_its_settings(researcher, api_for, form_bat
 
     assert response.status_code == 202
     body = response.json()
-    assert body["status"] == "queued" and body["split"] == "test_easy" and body["instances"] == 1
-    assert body["seed"] == 4 and body["metric"] == "official" and body["results"] == {}
+    assert body["status"] == "queued"
+    assert body["split"] == "test_easy"
+    assert body["instances"] == 1
+    assert body["seed"] == 4
+    assert body["metric"] == "official"
+    assert body["results"] == {}
     assert body["results_page"].endswith(f"/agents/runs/{body['id']}/")
 
 

@@ -93,14 +93,19 @@ def test_the_oracle_through_the_api_scores_every_real_instance_above_099_with_ri
     assert sorted(final["sampled"]) == sorted(REAL_TASKS)
     assert all(len(indices) == 2 for indices in final["sampled"].values())
     results = final["results"]
-    assert results["metric"] == "official" and results["solver"] == "oracle" and results["seed"] == 3
+    assert results["metric"] == "official"
+    assert results["solver"] == "oracle"
+    assert results["seed"] == 3
     assert len(results["instances"]) == 4
     assert all(instance["score"] > 0.99 for instance in results["instances"]), results["instances"]
-    assert set(results["tasks"]) == set(REAL_TASKS) and results["overall"] > 0.99
+    assert set(results["tasks"]) == set(REAL_TASKS)
+    assert results["overall"] > 0.99
     rows = AgentRunInstance.objects.filter(run_id=run_id)
     assert rows.count() == 4
     for row in rows:
-        assert row.task is not None and row.task.index == row.instance and row.task.batch.name == row.task_name
+        assert row.task is not None
+        assert row.task.index == row.instance
+        assert row.task.batch.name == row.task_name
         assert row.screenshot.read()[:8] == b"\x89PNG\r\n\x1a\n"
     scored = AgentFieldResult.objects.filter(row__run_id=run_id, skipped="")
     assert scored.count() == len(results["fields"]) > 0
@@ -122,10 +127,14 @@ def test_a_solver_that_raises_scores_its_field_untouched_and_the_run_goes_on(cli
         (instance, radio, "RuntimeError: model timed out") for instance in (0, 1) for radio in ("grade", "scripted")
     }
     grade = AgentFieldResult.objects.get(row__run_id=run_id, row__instance=0, name="grade")
-    assert grade.value == "" and grade.score == 0.0 and grade.error == "RuntimeError: model timed out"
+    assert grade.value == ""
+    assert grade.score == 0.0
+    assert grade.error == "RuntimeError: model timed out"
     assert grade.gold == [-1, -1]
     colour = AgentFieldResult.objects.get(row__run_id=run_id, row__instance=0, name="colour")
-    assert colour.value == "red" and colour.score == 1.0 and colour.error == ""
+    assert colour.value == "red"
+    assert colour.score == 1.0
+    assert colour.error == ""
 
 
 def test_a_cancelled_run_stops_on_the_worker_and_stores_no_more_instances(client, worker, form_batch, gate):
@@ -136,14 +145,16 @@ def test_a_cancelled_run_stops_on_the_worker_and_stores_no_more_instances(client
         time.sleep(0.02)
 
     cancelled = client.post(f"{RUNS}{run_id}/cancel/")
-    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert cancelled.status_code == 200
+    assert cancelled.json()["status"] == "cancelled"
     (gate / "release").write_text("1")
     # The solo worker runs one task at a time: once the next run is done, the cancelled one has stopped.
     after = start(client, split="all", solver="do-nothing", instances=1)
     assert poll(client, after, ended)[-1]["status"] == "done"
 
     run = AgentRun.objects.get(pk=run_id)
-    assert run.status == JobStatus.CANCELLED and run.results == {}
+    assert run.status == JobStatus.CANCELLED
+    assert run.results == {}
     assert run.progress < 1.0
     assert not AgentRunInstance.objects.filter(run_id=run_id).exists()
     again = client.post(f"{RUNS}{run_id}/cancel/")
