@@ -3,7 +3,7 @@ roles decide who may start, see and cancel runs. (Runs on a real worker: ``test_
 
 import pytest
 
-from annotation.models import AgentRun, JobStatus, SplitConfig
+from annotation.models import AgentRun, Evaluation, JobStatus, SplitConfig
 from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS
 from tests.form_data import make_batch
 from tests.test_agent_runs_worker import csv_text
@@ -75,3 +75,43 @@ def test_only_researchers_and_admins_of_the_project_start_see_or_cancel_runs(
     assert other.post(f"{RUNS}{run_id}/cancel/").status_code == 404
     assert other.get(RUNS).json()["results"] == []
     assert AgentRun.objects.get().status == JobStatus.QUEUED
+
+
+EVALUATIONS = "/api/evaluations/"
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "message"),
+    [
+        ({"task": "Nope", "instance": 0, "fields": {}}, "predictions[1].task", "unknown task 'Nope'"),
+        ({"task": "Form task", "instance": 2, "fields": {}}, "predictions[1].instance", "instance out of range"),
+        ({"task": "Form task", "instance": 1, "fields": {"zzz": "a"}}, "predictions[1].fields.zzz", "unknown field"),
+        ({"task": "Form task", "instance": 1, "fields": {"grade": ["a"]}}, "predictions[1].fields.grade", "a list"),
+        ({"task": "Form task", "instance": 1, "fields": {"level": "high"}}, "predictions[1].fields.level", "a range"),
+        ({"task": "Form task", "instance": 1, "fields": {"name": None}}, "predictions[1].fields.name", "wrong value"),
+    ],
+)
+def test_bad_turkingbench_predictions_are_a_400_naming_the_entry_and_store_nothing(
+    researcher, api_for, form_batch, entry, field, message
+):
+    good = {"task": "Form task", "instance": 0, "fields": {"grade": "-1", "tags": ["a", "b"]}}
+    body = {"project": "alpha", "format": "turkingbench", "predictions": [good, entry]}
+
+    response = api_for(researcher).post(EVALUATIONS, body, format="json")
+
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert [error["field"] for error in errors] == [field]
+    assert message in errors[0]["message"]
+    assert message in response.json()["detail"]
+    assert not Evaluation.objects.exists()
+
+
+def test_turkingbench_predictions_outside_the_named_split_are_refused(researcher, api_for, form_batch):
+    entry = {"task": "Form task", "instance": 0, "fields": {}}
+    body = {"project": "alpha", "format": "turkingbench", "split": "train", "predictions": [entry]}
+
+    response = api_for(researcher).post(EVALUATIONS, body, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["field"] == "predictions[0].task"

@@ -159,3 +159,29 @@ def test_a_cancelled_run_stops_on_the_worker_and_stores_no_more_instances(client
     assert not AgentRunInstance.objects.filter(run_id=run_id).exists()
     again = client.post(f"{RUNS}{run_id}/cancel/")
     assert again.status_code == 409
+
+
+def test_turkingbench_predictions_through_the_evaluations_api_are_scored_on_the_worker(client, worker, form_batch):
+    predictions = [
+        {"task": "Form task", "instance": 0, "fields": {"name": "Ann", "grade": "-1", "colour": "red"}},
+        {"task": "Form task", "instance": 1, "fields": {"colour": "red"}},
+    ]
+    body = {"project": "alpha", "format": "turkingbench", "predictions": predictions}
+    response = client.post("/api/evaluations/", body, format="json")
+    assert response.status_code == 202, response.json()
+    evaluation_id = response.json()["id"]
+
+    deadline = time.monotonic() + 240
+    while (final := client.get(f"/api/evaluations/{evaluation_id}/").json())["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, final
+        time.sleep(0.05)
+
+    assert final["status"] == "done", final["error"]
+    results = final["results"]
+    assert results["metric"] == "official"
+    scores = {(f["instance"], f["field"]): f["score"] for f in results["fields"]}
+    assert scores[(0, "name")] == 1.0
+    assert scores[(0, "grade")] == 1.0
+    assert scores[(0, "colour")] == 1.0
+    assert scores[(1, "colour")] == 0.0  # the gold is "2"
+    assert [i["instance"] for i in results["instances"]] == [0, 1]

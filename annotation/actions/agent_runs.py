@@ -8,6 +8,8 @@ under its own name. Solvers: ``oracle``, ``do-nothing``, or ``python:module:Clas
 worker already has installed), from the command line any.
 """
 
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.db import transaction
 
@@ -50,6 +52,53 @@ def split_tasks(project, split: str) -> list[str]:
         raise invalid("split", f"unknown split {split!r}; this project has: {', '.join(split_names(project))}")
     present = set(batches)
     return [name for name in lists[stem] if name in present]
+
+
+@dataclass
+class FormTaskShape:
+    """What checking predictions needs of a form batch (the ``agents.turkle.TaskDir`` attributes it reads)."""
+
+    name: str
+    template: str
+    field_names: list
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+
+class ProjectFormTasks:
+    """A project's form batches seen as an ``agents.turkle.Dataset`` by ``agents.offline.check_predictions``:
+    task names, splits and each task's template, answer fields and instance count, from the database."""
+
+    def __init__(self, project):
+        self.project = project
+
+    def task_names(self) -> list[str]:
+        return split_tasks(self.project, "all")
+
+    def split(self, split: str) -> list[str]:
+        try:
+            return split_tasks(self.project, split)
+        except ValidationFailed as error:
+            raise KeyError(error.errors[0]["message"]) from error
+
+    def task(self, name: str) -> FormTaskShape:
+        batch = Batch.objects.filter(project=self.project, kind=BatchKind.FORM, name=name).first()
+        if batch is None:
+            raise KeyError(f"unknown task {name!r}")
+        fields = [column.removeprefix("Answer.") for column in batch.answer_columns]
+        return FormTaskShape(batch.name, batch.html_template, fields, batch.tasks.count())
+
+
+def check_turkingbench_predictions(project, predictions, split: str | None) -> None:
+    """Every bad entry at once, by path (``predictions[3].fields.q1: unknown field``): a 400 before any job."""
+    from agents.offline import PredictionError, check_predictions
+
+    try:
+        check_predictions(predictions, ProjectFormTasks(project), split or None)
+    except PredictionError as error:
+        raise ValidationFailed(f"predictions: {error}", error.errors) from error
 
 
 def check_solver(solver, from_api: bool) -> None:

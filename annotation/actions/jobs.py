@@ -84,9 +84,15 @@ def do_create_export(
 
 
 def do_create_evaluation(user, project, eval_format, split, predictions) -> Evaluation:
-    """Create an evaluation of ``predictions`` on ``split`` and enqueue it."""
-    check_choice("format", eval_format, tuple(SPLITS))  # TurkingBench scoring comes with the agent evaluation
-    check_choice("split", split, SPLITS[eval_format])
+    """Create an evaluation of ``predictions`` on ``split`` and enqueue it. TurkingBench: ``split`` is optional
+    (empty: every form batch) and the predictions are checked against the project's form tasks first."""
+    check_choice("format", eval_format, (*SPLITS, ExportFormat.TURKINGBENCH))
+    if eval_format == ExportFormat.TURKINGBENCH:
+        from .agent_runs import check_turkingbench_predictions
+
+        check_turkingbench_predictions(project, predictions, split)
+    else:
+        check_choice("split", split, SPLITS[eval_format])
     if not isinstance(predictions, list) or not predictions:
         raise ValidationFailed(
             "predictions must be a non-empty list",
