@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import frame_views, review_views, session_views, views, work_views
+from . import agent_views, frame_views, review_views, session_views, views, work_views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -30,6 +30,16 @@ urlpatterns = [
     path("forms/tasks/<int:task_id>/iframe/", frame_views.preview_frame, name="form-preview-frame"),
     path("forms/assignments/<int:assignment_id>/view/", frame_views.view_frame, name="form-view-frame"),
     path("forms/assignments/<int:assignment_id>/<str:token>/", frame_views.work_frame, name="form-work-frame"),
+    # Agent runs on form tasks (TurkingBench): results, drill-down, comparison.
+    path("agents/runs/", agent_views.run_list, name="agent-runs"),
+    path("agents/runs/<int:run_id>/", agent_views.run_detail, name="agent-run"),
+    path("agents/runs/<int:run_id>/instances/<int:row_id>/", agent_views.instance_detail, name="agent-run-instance"),
+    path(
+        "agents/runs/<int:run_id>/instances/<int:row_id>/screenshot.png",
+        agent_views.instance_screenshot,
+        name="agent-run-screenshot",
+    ),
+    path("agents/compare/", agent_views.compare, name="agent-runs-compare"),
     path("sessions/join/<str:code>", session_views.join, name="session-join"),
     path("sessions/<slug:name>/instruct", session_views.instruct, name="session-instruct"),
     path("sessions/<slug:name>/navigate", session_views.navigate, name="session-navigate"),

@@ -15,10 +15,10 @@ from django.db import transaction
 
 from agents.turkle import SPLIT_FILES
 
-from ..models import AgentMetric, AgentRun, Batch, BatchKind, SplitConfig
+from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, Batch, BatchKind, Project, SplitConfig
 from . import queue
-from .errors import ValidationFailed
-from .jobs import enqueue
+from .errors import NotFound, ValidationFailed
+from .jobs import EXPORT_ROLES, enqueue
 
 BASELINE_SOLVERS = ("oracle", "do-nothing")
 OFFICIAL_LISTS = {split: file.removesuffix(".txt") for split, file in SPLIT_FILES.items()}
@@ -152,3 +152,67 @@ def do_create_agent_run(
         if send:
             enqueue(queue.AGENT_RUN, run)
     return run
+
+
+# --- Reading results (the web app's pages) ---------------------------------------------------------------
+
+
+def runs_readable_by(user):
+    """Runs of the projects where ``user`` is a researcher or admin (who may start them)."""
+    return AgentRun.objects.filter(project__in=Project.objects.for_user(user, EXPORT_ROLES)).select_related(
+        "project", "owner"
+    )
+
+
+def check_run_readable(user, run_id) -> AgentRun:
+    """The run, or NotFound for anyone who is not a researcher or admin of its project (nothing is revealed)."""
+    run = runs_readable_by(user).filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"no agent run {run_id} among yours")
+    return run
+
+
+def check_instance_readable(user, run_id, row_id) -> AgentRunInstance:
+    run = check_run_readable(user, run_id)
+    row = AgentRunInstance.objects.filter(run=run, pk=row_id).select_related("run", "task").first()
+    if row is None:
+        raise NotFound(f"no instance {row_id} in agent run {run_id}")
+    return row
+
+
+def score_table(run: AgentRun) -> dict:
+    """The run's scores from its stored fields (so a running or cancelled run shows what it has):
+    ``{"types": [...], "tasks": {task: {"all": x, type: y}}, "rows": [{"task", "cells": [all, *types]}],
+    "overall": z, "instances": n}``."""
+    from agents import scoring
+
+    rows = [
+        {"task": task, "type": kind, "score": float("nan") if score is None else score}
+        for task, kind, score in AgentFieldResult.objects.filter(row__run=run, skipped="").values_list(
+            "row__task_name", "type", "score"
+        )
+    ]
+    tasks = scoring.task_table(rows)
+    types = sorted({row["type"] for row in rows})
+    tables = {name: {k: scoring.json_number(v) for k, v in table.items()} for name, table in sorted(tasks.items())}
+    return {
+        "types": types,
+        "tasks": tables,
+        "rows": [{"task": name, "cells": [table.get(k) for k in ["all", *types]]} for name, table in tables.items()],
+        "overall": scoring.overall(tasks),
+        "instances": run.instances.count(),
+    }
+
+
+def compare_tables(first: dict, second: dict) -> dict:
+    """Two score tables side by side: per task and column (``all`` then the types), both values and the change."""
+    types = sorted(set(first["types"]) | set(second["types"]))
+    rows = []
+    for task in sorted(set(first["tasks"]) | set(second["tasks"])):
+        a, b = first["tasks"].get(task, {}), second["tasks"].get(task, {})
+        rows.append({"task": task, "cells": [pair(a.get(key), b.get(key)) for key in ["all", *types]]})
+    return {"columns": ["all", *types], "rows": rows, "overall": pair(first["overall"], second["overall"])}
+
+
+def pair(a, b) -> dict:
+    return {"a": a, "b": b, "change": None if a is None or b is None else b - a}
