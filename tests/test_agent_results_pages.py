@@ -7,10 +7,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import AgentRun, AgentRunInstance, JobStatus, Role
-from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS
+from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.conftest import make_user
 from tests.form_data import make_batch
-from tests.test_agent_runs_worker import csv_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 

@@ -4,9 +4,8 @@ roles decide who may start, see and cancel runs. (Runs on a real worker: ``test_
 import pytest
 
 from annotation.models import AgentRun, Evaluation, JobStatus, SplitConfig
-from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS
+from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.form_data import make_batch
-from tests.test_agent_runs_worker import csv_text
 
 pytestmark = pytest.mark.django_db
 RUNS = "/api/agent-runs/"

@@ -9,21 +9,14 @@ from django.db import connection
 
 from annotation.models import AgentFieldResult, AgentRun, AgentRunInstance, JobStatus
 from devtools.processes import celery_worker, database_url
-from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS
+from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
+from tests.conftest import job_ended as ended
+from tests.conftest import poll_job
 from tests.form_data import make_batch, task_dir, turkingbench_root
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 RUNS = "/api/agent-runs/"
 REAL_TASKS = ("Formalize sentence", "Event effect")  # both in test_easy
-
-
-def csv_text(header, rows) -> str:
-    import csv
-    import io
-
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows([header, *rows])
-    return out.getvalue()
 
 
 @pytest.fixture
@@ -58,18 +51,8 @@ def form_batch(alpha):
     return make_batch(alpha, template=FORM, csv_text=csv_text(FORM_HEADER, FORM_ROWS), name="Form task")
 
 
-def poll(client, run_id, until, timeout=240):
-    seen, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        seen.append(client.get(f"{RUNS}{run_id}/").json())
-        if until(seen[-1]):
-            return seen
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} never reached the expected state: {seen[-1]}")
-
-
-def ended(body):
-    return body["status"] in ("done", "failed", "cancelled")
+def poll(client, run_id, until=ended, timeout=240):
+    return poll_job(client, f"{RUNS}{run_id}/", until, timeout)
 
 
 def start(client, **body):
@@ -171,10 +154,7 @@ def test_turkingbench_predictions_through_the_evaluations_api_are_scored_on_the_
     assert response.status_code == 202, response.json()
     evaluation_id = response.json()["id"]
 
-    deadline = time.monotonic() + 240
-    while (final := client.get(f"/api/evaluations/{evaluation_id}/").json())["status"] in ("queued", "running"):
-        assert time.monotonic() < deadline, final
-        time.sleep(0.05)
+    final = poll_job(client, f"/api/evaluations/{evaluation_id}/", timeout=240)[-1]
 
     assert final["status"] == "done", final["error"]
     results = final["results"]
