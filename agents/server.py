@@ -1,8 +1,8 @@
 """A tiny HTTP server on loopback that serves the preview pages of a TurkingBench directory.
 
 For tests, benchmarks and offline evaluation: ``GET /tasks/<quoted task name>/<instance>/`` answers the page
-``TaskDir.render_page`` builds (Turkle's preview iframe). The platform points the harness at its own pages
-instead; the harness only needs a URL per instance.
+``TaskDir.render_page`` builds (Turkle's preview iframe). ``serve_pages`` serves any page function: the platform's
+agent runs serve its own preview pages of form tasks with it. The harness only needs a URL per instance.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .turkle import Dataset
@@ -23,22 +23,22 @@ def instance_path(task: str, instance: int) -> str:
 class TaskPages:
     """The running server: ``url(task, instance)`` gives an instance's page."""
 
-    def __init__(self, dataset: Dataset, server: ThreadingHTTPServer):
-        self.dataset = dataset
+    def __init__(self, server: ThreadingHTTPServer, dataset: Dataset | None = None):
+        self.dataset = dataset  # what ``serve`` serves (None for ``serve_pages``)
         self.base_url = f"http://127.0.0.1:{server.server_address[1]}"
 
     def url(self, task: str, instance: int) -> str:
         return self.base_url + instance_path(task, instance)
 
 
-def _handler(dataset: Dataset):
+def _handler(page_for: Callable[[str, int], str]):
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - the http.server hook name
             parts = urllib.parse.urlsplit(self.path).path.strip("/").split("/")
             if len(parts) != 3 or parts[0] != "tasks" or not parts[2].isdigit():
                 return self._send(404, "not found")
             try:
-                page = dataset.task(urllib.parse.unquote(parts[1])).render_page(int(parts[2]))
+                page = page_for(urllib.parse.unquote(parts[1]), int(parts[2]))
             except (KeyError, IndexError) as error:
                 return self._send(404, str(error))
             return self._send(200, page, "text/html; charset=utf-8")
@@ -58,15 +58,20 @@ def _handler(dataset: Dataset):
     return Handler
 
 
-@contextlib.contextmanager
-def serve(dataset: Dataset) -> Iterator[TaskPages]:
+def serve(dataset: Dataset):
     """Serve ``dataset``'s pages on a free loopback port for the duration of the block."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(dataset))
+    return serve_pages(lambda task, instance: dataset.task(task).render_page(instance), dataset)
+
+
+@contextlib.contextmanager
+def serve_pages(page_for: Callable[[str, int], str], dataset: Dataset | None = None) -> Iterator[TaskPages]:
+    """Serve ``page_for(task, instance)`` (KeyError/IndexError → 404) on a free loopback port for the block."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(page_for))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="turkingbench-pages", daemon=True)
     thread.start()
     try:
-        yield TaskPages(dataset, server)
+        yield TaskPages(server, dataset)
     finally:
         server.shutdown()
         server.server_close()

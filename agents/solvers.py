@@ -8,6 +8,7 @@ majority (ties to the first seen), range the mean; other input types raise. It s
 
 from __future__ import annotations
 
+import importlib
 import random
 
 from . import scoring
@@ -97,3 +98,30 @@ class Predictions(Solver):
 
 
 BASELINES = {"oracle": Oracle, "do-nothing": DoNothing}
+
+
+class SolverSpecError(ValueError):
+    """A solver name that names no usable solver."""
+
+
+def load_solver(spec: str, seed: int = 0) -> Solver:
+    """``oracle`` (seeded), ``do-nothing`` or ``python:module:Class`` (a ``Solver`` subclass made with no
+    arguments, or with ``seed=`` when it takes one)."""
+    if spec == "oracle":
+        return Oracle(seed)
+    if spec in BASELINES:
+        return BASELINES[spec]()
+    kind, _, rest = spec.partition(":")
+    module_name, _, class_name = rest.partition(":")
+    if kind != "python" or not module_name or not class_name:
+        raise SolverSpecError(f"unknown solver {spec!r}; expected oracle, do-nothing or python:module:Class")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as error:
+        raise SolverSpecError(f"cannot load solver {spec!r}: {error}") from error
+    if not (isinstance(cls, type) and issubclass(cls, Solver)):
+        raise SolverSpecError(f"{spec!r} is not a subclass of agents.harness.Solver")
+    try:
+        return cls(seed=seed)
+    except TypeError:
+        return cls()

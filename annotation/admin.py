@@ -4,6 +4,7 @@ from django.contrib import admin
 
 from .actions import work
 from .models import (
+    AgentRun,
     Assignment,
     Batch,
     Blob,
@@ -135,6 +136,13 @@ class EvaluationAdmin(ReadOnlyAdmin):
     list_display = ["pk", "project", "format", "split", "status", "owner", "created_at"]
     list_filter = ["status", "format", "project"]
     exclude = ["predictions"]
+
+
+@admin.register(AgentRun)
+class AgentRunAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "project", "solver", "split", "metric", "status", "progress", "owner", "created_at"]
+    list_filter = ["status", "split", "project"]
+    exclude = ["results"]
 
 
 @admin.register(VideoChunk)

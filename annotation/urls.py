@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from . import frame_views, review_views, session_views, stats_views, views, work_views
+from . import agent_views, frame_views, review_views, session_views, stats_views, views, work_views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -42,6 +42,16 @@ urlpatterns = [
     path("projects/<slug:name>/activity.csv", stats_views.activity_csv, name="project-activity-csv"),
     path("projects/<slug:name>/pay.csv", stats_views.pay_csv, name="project-pay-csv"),
     path("projects/<slug:name>/pay/rates/", stats_views.pay_rates, name="project-pay-rates"),
+    # Agent runs on form tasks (TurkingBench): results, drill-down, comparison.
+    path("agents/runs/", agent_views.run_list, name="agent-runs"),
+    path("agents/runs/<int:run_id>/", agent_views.run_detail, name="agent-run"),
+    path("agents/runs/<int:run_id>/instances/<int:row_id>/", agent_views.instance_detail, name="agent-run-instance"),
+    path(
+        "agents/runs/<int:run_id>/instances/<int:row_id>/screenshot.png",
+        agent_views.instance_screenshot,
+        name="agent-run-screenshot",
+    ),
+    path("agents/compare/", agent_views.compare, name="agent-runs-compare"),
     path("sessions/join/<str:code>", session_views.join, name="session-join"),
     path("sessions/<slug:name>/instruct", session_views.instruct, name="session-instruct"),
     path("sessions/<slug:name>/navigate", session_views.navigate, name="session-navigate"),

@@ -353,9 +353,16 @@ class EvaluationSerializer(JobFieldsMixin, serializers.ModelSerializer):
 
 class EvaluationCreateSerializer(serializers.Serializer):
     project = serializers.SlugField()
-    format = serializers.CharField(help_text="weblinx or mind2web.")
-    split = serializers.CharField()
+    format = serializers.CharField(help_text="weblinx, mind2web or turkingbench (the project's form tasks).")
+    split = serializers.CharField(
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Required for weblinx and mind2web; optional for "
+        "turkingbench (test_easy, test_hard, ... restricts the tasks predictions may name).",
+    )
     predictions = serializers.JSONField(
         help_text='WebLINX: [{"demo_name", "turn_index", "output_predicted"}]; Mind2Web: [{"annotation_id", '
-        '"action_index", "backend_node_id", "operation": {"op", "value"}}].'
+        '"action_index", "backend_node_id", "operation": {"op", "value"}}]; TurkingBench: [{"task", "instance", '
+        '"fields": {name: value or [values]}}] (docs/agents.md).'
     )

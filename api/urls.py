@@ -4,7 +4,7 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from . import views, work_views
+from . import agent_views, views, work_views
 
 router = DefaultRouter()
 router.register("projects", views.ProjectViewSet, basename="project")
@@ -12,6 +12,7 @@ router.register("recordings", views.RecordingViewSet, basename="recording")
 router.register("demonstrations", views.DemonstrationViewSet, basename="demonstration")
 router.register("exports", views.ExportJobViewSet, basename="export")
 router.register("evaluations", views.EvaluationViewSet, basename="evaluation")
+router.register("agent-runs", agent_views.AgentRunViewSet, basename="agent-run")
 router.register("batches", work_views.BatchViewSet, basename="batch")
 router.register("assignments", work_views.AssignmentViewSet, basename="assignment")
 

@@ -278,6 +278,9 @@ EXPORT_TMP_DIR = Path(env_str("EXPORT_TMP_DIR", str(VAR_DIR / "tmp" / "exports")
 # How often Celery beat sweeps EXPORT_TMP_DIR: work folders of jobs no longer running (a killed worker never ran its
 # cleanup) are removed, after stale jobs are reaped.
 EXPORT_SWEEP_SECONDS = env_int("EXPORT_SWEEP_SECONDS", 300)
+# Agent runs (docs/agents.md): python:module:Class solvers the API may start, by module prefix (the code must be
+# installed on the workers). `manage.py run_agent` may load any module.
+AGENT_SOLVER_MODULES = env_list("AGENT_SOLVER_MODULES", ["agents"])
 # Every periodic task, in one place (`make run` starts beat beside the worker).
 CELERY_BEAT_SCHEDULE = {
     "sweep-export-folders": {"task": "workers.sweep_export_folders", "schedule": EXPORT_SWEEP_SECONDS},

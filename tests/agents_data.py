@@ -1,12 +1,11 @@
 """Task directories built by the tests, and the real TurkingBench data (``TURKINGBENCH_DATA``) when it is set."""
 
 import csv
-import os
+import io
 from pathlib import Path
 
-import pytest
-
 from agents.turkle import Dataset
+from tests.form_data import turkingbench_root
 
 
 def write_task(root: Path, name: str, template: str, header: list[str], rows: list[list[str]]) -> Path:
@@ -23,10 +22,14 @@ def write_task(root: Path, name: str, template: str, header: list[str], rows: li
 
 def real_data() -> Dataset:
     """The real tasks; the test is skipped, naming the variable, when ``TURKINGBENCH_DATA`` is unset."""
-    path = os.environ.get("TURKINGBENCH_DATA")
-    if not path:
-        pytest.skip("TURKINGBENCH_DATA is not set: it names the directory of real TurkingBench tasks")
-    return Dataset(path)
+    return Dataset(turkingbench_root())
+
+
+def csv_text(header: list[str], rows: list[list[str]]) -> str:
+    """A batch CSV as text (for uploads through the platform's own parser)."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([header, *rows])
+    return out.getvalue()
 
 
 # A form with one field of each type the scorer knows, and the state a person leaves it in per instance.

@@ -4,6 +4,8 @@ Actors in project ``alpha``: ``owner`` (annotator who records), ``teammate`` (an
 ``researcher``. ``outsider`` is an annotator of project ``beta`` only.
 """
 
+import time
+
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
@@ -124,3 +126,18 @@ def platform(tmp_path_factory):
 
     with running_platform(tmp_path_factory.mktemp("platform-var"), "--sample-demos", "2") as running:
         yield running
+
+
+def job_ended(body) -> bool:
+    return body["status"] in ("done", "failed", "cancelled")
+
+
+def poll_job(client, url, until=job_ended, timeout=180) -> list:
+    """GET a background job's ``url`` until ``until(body)`` (a condition, never a fixed wait); every body seen."""
+    seen, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        seen.append(client.get(url).json())
+        if until(seen[-1]):
+            return seen
+        time.sleep(0.05)
+    raise AssertionError(f"{url} never reached the expected state: {seen[-1]}")

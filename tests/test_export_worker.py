@@ -13,6 +13,8 @@ from django.db import connection
 
 from annotation.models import ExportJob, JobStatus
 from devtools.processes import celery_beat, celery_worker, database_url
+from tests.conftest import job_ended as ended
+from tests.conftest import poll_job
 from tests.corpus import ingest_corpus
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -42,18 +44,8 @@ def client(researcher, api_for):
 
 
 def poll(client, job_id, until, timeout=180):
-    """GET the job until ``until(body)``; returns every body seen."""
-    seen, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        seen.append(client.get(f"{EXPORTS}{job_id}/").json())
-        if until(seen[-1]):
-            return seen
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} never reached the expected state: {seen[-1]}")
-
-
-def ended(body):
-    return body["status"] in ("done", "failed", "cancelled")
+    """GET the export until ``until(body)``; returns every body seen."""
+    return poll_job(client, f"{EXPORTS}{job_id}/", until, timeout)
 
 
 def running_midway(body):
@@ -213,10 +205,4 @@ def test_an_evaluation_is_scored_on_the_worker_and_bad_predictions_fail_with_a_r
 
 
 def poll_evaluation(client, evaluation_id, timeout=120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        body = client.get(f"/api/evaluations/{evaluation_id}/").json()
-        if ended(body):
-            return body
-        time.sleep(0.1)
-    raise AssertionError(f"evaluation {evaluation_id} did not end: {body}")
+    return poll_job(client, f"/api/evaluations/{evaluation_id}/", ended, timeout)[-1]

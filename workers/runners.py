@@ -17,7 +17,7 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 
 from annotation.actions.jobs import beat, claim_job, finish_job, reap_stale_jobs
-from annotation.models import Evaluation, ExportJob, JobStatus
+from annotation.models import AgentRun, Evaluation, ExportJob, JobStatus
 
 from . import dataset
 from .archive import file_sha256, write_archive
@@ -46,7 +46,7 @@ class Progress:
                 raise JobStopped(f"job {self.job.pk} is no longer running")
 
 
-JOB_MODELS = {model.__name__.lower(): model for model in (ExportJob, Evaluation)}
+JOB_MODELS = {model.__name__.lower(): model for model in (ExportJob, Evaluation, AgentRun)}
 
 
 def workdir_for(job) -> Path:
@@ -181,6 +181,9 @@ def evaluate(evaluation: Evaluation, workdir: Path) -> None:
     """Export the evaluated split with the same exporter researchers download, then score it."""
     from .metrics import mind2web, weblinx
 
+    if evaluation.format == "turkingbench":
+        return evaluate_form_tasks(evaluation, workdir)
+
     out, splits, statuses = workdir / "data", [evaluation.split], dataset.DEFAULT_STATUSES
     total = count_demos(evaluation.project, evaluation.format, statuses, splits)
     exporting = Progress(evaluation, 0, 0.5)
@@ -191,4 +194,24 @@ def evaluate(evaluation: Evaluation, workdir: Path) -> None:
     else:
         records = json.loads((out / f"{evaluation.split}.json").read_text())
         results = mind2web.evaluate(records, evaluation.predictions)
+    finish_job(evaluation, JobStatus.DONE, results=results)
+
+
+def evaluate_form_tasks(evaluation: Evaluation, workdir: Path) -> None:
+    """TurkingBench predictions: the form batches' gold rows written as a TurkingBench directory, the predictions
+    applied on its pages in this worker's headless Chromium and scored by the official scorer (``agents``)."""
+    from agents.offline import evaluate as score_predictions
+    from annotation.actions.agent_runs import split_tasks
+    from annotation.models import Batch, BatchKind
+
+    from .agent_runs import gold_directory
+
+    names = {entry["task"] for entry in evaluation.predictions}
+    batches = Batch.objects.filter(project=evaluation.project, kind=BatchKind.FORM, name__in=names).order_by("name")
+    if evaluation.split:  # checked when created; checked again in case the split lists changed since
+        allowed = set(split_tasks(evaluation.project, evaluation.split))
+        batches = [batch for batch in batches if batch.name in allowed]
+    data = gold_directory(list(batches), workdir / "data")
+    scoring = Progress(evaluation, 0, 1)
+    results = score_predictions(data, evaluation.predictions, progress=lambda done, total: scoring(done / total))
     finish_job(evaluation, JobStatus.DONE, results=results)

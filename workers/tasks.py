@@ -17,6 +17,14 @@ def run_evaluation(evaluation_id: int) -> None:
     runners.run_evaluation(evaluation_id)
 
 
+@shared_task(name="workers.run_agent", acks_late=True)
+def run_agent(run_id: int) -> None:
+    """Run agent run ``run_id`` in this worker's own headless Chromium (see ``agent_runs.execute``)."""
+    from .agent_runs import run_agent as run
+
+    run(run_id)
+
+
 @shared_task(name="workers.sweep_export_folders")
 def sweep_export_folders() -> None:
     """Periodic (beat): reap stale jobs and remove the work folders of jobs no longer running."""

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from ..formats import ARCHIVE_FORMATS
 from ..models import EXPORTABLE_STATUSES, ExportFormat, Project, Role, SplitConfig
+from ..models.agents import AgentRun
 from ..models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
 from ..splits import SPLITS
 from . import queue
@@ -83,9 +84,15 @@ def do_create_export(
 
 
 def do_create_evaluation(user, project, eval_format, split, predictions) -> Evaluation:
-    """Create an evaluation of ``predictions`` on ``split`` and enqueue it."""
-    check_choice("format", eval_format, tuple(SPLITS))  # TurkingBench scoring comes with the agent evaluation
-    check_choice("split", split, SPLITS[eval_format])
+    """Create an evaluation of ``predictions`` on ``split`` and enqueue it. TurkingBench: ``split`` is optional
+    (empty: every form batch) and the predictions are checked against the project's form tasks first."""
+    check_choice("format", eval_format, (*SPLITS, ExportFormat.TURKINGBENCH))
+    if eval_format == ExportFormat.TURKINGBENCH:
+        from .agent_runs import check_turkingbench_predictions
+
+        check_turkingbench_predictions(project, predictions, split)
+    else:
+        check_choice("split", split, SPLITS[eval_format])
     if not isinstance(predictions, list) or not predictions:
         raise ValidationFailed(
             "predictions must be a non-empty list",
@@ -145,7 +152,7 @@ def finish_job(job, status, **fields) -> bool:
 
 def reap_stale_jobs(model=None) -> int:
     """Mark running jobs whose worker stopped beating (killed, crashed, machine lost) as failed."""
-    models = [model] if model else [ExportJob, Evaluation]
+    models = [model] if model else [ExportJob, Evaluation, AgentRun]
     reaped = 0
     for job_model in models:
         for job in job_model.objects.filter(status=JobStatus.RUNNING):

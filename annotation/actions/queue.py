@@ -17,7 +17,8 @@ EXPORT = "workers.run_export_job"
 EVALUATION = "workers.run_evaluation"
 THUMBNAILS = "workers.make_thumbnails"
 REALIGN = "workers.realign_demo"
-TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN)
+AGENT_RUN = "workers.run_agent"
+TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN, AGENT_RUN)
 
 
 def check_plain_args(args: tuple) -> None:

@@ -1,6 +1,8 @@
 """The domain model, one module per area: ``capture`` (projects, recordings, turns, blobs), ``curation``,
-``exports`` (split configuration, export jobs, evaluations) and ``work`` (batches, tasks, assignments)."""
+``exports`` (split configuration, export jobs, evaluations), ``agents`` (agent runs) and ``work`` (batches, tasks,
+assignments)."""
 
+from .agents import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance
 from .capture import (
     EXPORTABLE_STATUSES,
     READ_ROLES,
@@ -28,6 +30,10 @@ from .pay import PayRates
 from .work import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
 
 __all__ = [
+    "AgentFieldResult",
+    "AgentMetric",
+    "AgentRun",
+    "AgentRunInstance",
     "HOLDING_STATUSES",
     "Assignment",
     "AssignmentStatus",

@@ -20,9 +20,10 @@ import lxml.html
 from django.conf import settings
 from lxml.etree import ParserError
 
+from agents.turkle import PLACEHOLDER as FIELD  # Turkle's Project.process_template: one regex for both
+
 from ..errors import TooLarge, ValidationFailed
 
-FIELD = re.compile(r"\$\{(\w+)\}")  # Turkle's Project.process_template
 CONTROLS = ("input", "select", "textarea")
 ANSWER = "Answer."
 MULTI = "|"  # MTurk / TurkingBench: several values of one name in one cell

@@ -10,6 +10,8 @@ doctype, a ``<form name="mturk_form" id="mturk_form" method="post">`` holding th
 import html
 import json
 
+from agents import turkle
+
 from ...models import Batch, Task
 from ..errors import ValidationFailed
 
@@ -64,13 +66,10 @@ SUBMITTED = """<html><head><meta charset="utf-8"><title>{title}</title></head>
 
 
 def fill_template(batch: Batch, inputs: dict) -> str:
-    """Turkle's filling: ``${column}`` → value for each input column in CSV order, raw (no escaping)."""
-    text = batch.html_template
-    for column in batch.input_columns:
-        placeholder = "${" + column + "}"
-        if placeholder in text:
-            text = text.replace(placeholder, str(inputs.get(column, "")))
-    return text
+    """Turkle's filling: ``${column}`` → value for each input column in CSV order, raw (no escaping); the same
+    code fills the agents' pages (``agents.turkle.fill_template``)."""
+    values = {column: str(inputs.get(column, "")) for column in batch.input_columns}
+    return turkle.fill_template(batch.html_template, values)
 
 
 def json_for_script(value) -> str:

@@ -1,0 +1,218 @@
+"""Agent runs on form tasks: checking a request, creating the run and enqueueing it (the worker runs it).
+
+Splits come from the project's TurkingBench split lists (``SplitConfig.form_task_splits``, filled by
+``import_turkingbench --splits``): ``test_easy``, ``test_hard``, ``subjective_test`` name the official lists,
+``train`` is every form batch no official list names, ``all`` every form batch; another stored list is a split
+under its own name. Solvers: ``oracle``, ``do-nothing``, or ``python:module:Class`` (a subclass of
+``agents.harness.Solver``); through the API only modules under ``settings.AGENT_SOLVER_MODULES`` (code the
+worker already has installed), from the command line any.
+"""
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+
+from agents.turkle import SPLIT_FILES
+
+from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, Batch, BatchKind, Project, SplitConfig
+from . import queue
+from .errors import NotFound, ValidationFailed
+from .jobs import EXPORT_ROLES, enqueue
+
+BASELINE_SOLVERS = ("oracle", "do-nothing")
+OFFICIAL_LISTS = {split: file.removesuffix(".txt") for split, file in SPLIT_FILES.items()}
+MAX_INSTANCES_PER_TASK = 100_000
+
+
+def invalid(field: str, message: str) -> ValidationFailed:
+    return ValidationFailed(f"{field}: {message}", [{"field": field, "message": message}])
+
+
+def split_names(project) -> list[str]:
+    """The splits a run may take in ``project``."""
+    lists = SplitConfig.for_project(project).form_task_splits or {}
+    own = {stem: split for split, stem in OFFICIAL_LISTS.items()}
+    return sorted({own.get(stem, stem) for stem in lists} | {"train", "all"})
+
+
+def split_tasks(project, split: str) -> list[str]:
+    """The names of the project's form batches in ``split`` (list order; ``train``/``all`` sorted by name)."""
+    batches = list(
+        Batch.objects.filter(project=project, kind=BatchKind.FORM).order_by("name").values_list("name", flat=True)
+    )
+    lists = SplitConfig.for_project(project).form_task_splits or {}
+    if split == "all":
+        return batches
+    if split == "train":
+        listed = {name for stem in OFFICIAL_LISTS.values() for name in lists.get(stem, [])}
+        return [name for name in batches if name not in listed]
+    stem = OFFICIAL_LISTS.get(split, split)
+    if stem not in lists:
+        raise invalid("split", f"unknown split {split!r}; this project has: {', '.join(split_names(project))}")
+    present = set(batches)
+    return [name for name in lists[stem] if name in present]
+
+
+@dataclass
+class FormTaskShape:
+    """What checking predictions needs of a form batch (the ``agents.turkle.TaskDir`` attributes it reads)."""
+
+    name: str
+    template: str
+    field_names: list
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+
+class ProjectFormTasks:
+    """A project's form batches seen as an ``agents.turkle.Dataset`` by ``agents.offline.check_predictions``:
+    task names, splits and each task's template, answer fields and instance count, from the database."""
+
+    def __init__(self, project):
+        self.project = project
+
+    def task_names(self) -> list[str]:
+        return split_tasks(self.project, "all")
+
+    def split(self, split: str) -> list[str]:
+        try:
+            return split_tasks(self.project, split)
+        except ValidationFailed as error:
+            raise KeyError(error.errors[0]["message"]) from error
+
+    def task(self, name: str) -> FormTaskShape:
+        batch = Batch.objects.filter(project=self.project, kind=BatchKind.FORM, name=name).first()
+        if batch is None:
+            raise KeyError(f"unknown task {name!r}")
+        fields = [column.removeprefix("Answer.") for column in batch.answer_columns]
+        return FormTaskShape(batch.name, batch.html_template, fields, batch.tasks.count())
+
+
+def check_turkingbench_predictions(project, predictions, split: str | None) -> None:
+    """Every bad entry at once, by path (``predictions[3].fields.q1: unknown field``): a 400 before any job."""
+    from agents.offline import PredictionError, check_predictions
+
+    try:
+        check_predictions(predictions, ProjectFormTasks(project), split or None)
+    except PredictionError as error:
+        raise ValidationFailed(f"predictions: {error}", error.errors) from error
+
+
+def check_solver(solver, from_api: bool) -> None:
+    if not isinstance(solver, str) or not solver:
+        raise invalid("solver", "expected oracle, do-nothing or python:module:Class")
+    if solver in BASELINE_SOLVERS:
+        return
+    kind, _, rest = solver.partition(":")
+    module, _, cls = rest.partition(":")
+    if kind != "python" or not module or not cls:
+        raise invalid("solver", f"unknown solver {solver!r}; expected oracle, do-nothing or python:module:Class")
+    if from_api:
+        allowed = settings.AGENT_SOLVER_MODULES
+        if not any(module == prefix or module.startswith(prefix + ".") for prefix in allowed):
+            shown = ", ".join(allowed) or "none"
+            raise invalid("solver", f"module {module!r} is not among the solver modules this platform allows ({shown})")
+
+
+def check_agent_run(project, split, solver, instances_per_task, seed, metric, from_api=True) -> list[str]:
+    """Validate a run request; returns the split's task names."""
+    check_solver(solver, from_api)
+    if metric not in AgentMetric.values:
+        raise invalid("metric", f"expected one of: {', '.join(AgentMetric.values)}")
+    if instances_per_task is not None and not (
+        isinstance(instances_per_task, int) and 1 <= instances_per_task <= MAX_INSTANCES_PER_TASK
+    ):
+        raise invalid("instances", f"expected a whole number from 1 to {MAX_INSTANCES_PER_TASK}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise invalid("seed", "expected a whole number")
+    tasks = split_tasks(project, split)
+    if not tasks:
+        raise invalid("split", f"split {split!r} has no form batches in project {project.name!r}")
+    return tasks
+
+
+def do_create_agent_run(
+    user, project, split, solver, instances_per_task=None, seed=0, metric="official", from_api=True, send=True
+) -> AgentRun:
+    """Create a run; with ``send`` it is enqueued for a worker (``manage.py run_agent`` runs it in-process)."""
+    check_agent_run(project, split, solver, instances_per_task, seed, metric, from_api)
+    with transaction.atomic():
+        run = AgentRun.objects.create(
+            project=project,
+            owner=user,
+            split=split,
+            solver=solver,
+            instances_per_task=instances_per_task,
+            seed=seed,
+            metric=metric,
+        )
+        if send:
+            enqueue(queue.AGENT_RUN, run)
+    return run
+
+
+# --- Reading results (the web app's pages) ---------------------------------------------------------------
+
+
+def runs_readable_by(user):
+    """Runs of the projects where ``user`` is a researcher or admin (who may start them)."""
+    return AgentRun.objects.filter(project__in=Project.objects.for_user(user, EXPORT_ROLES)).select_related(
+        "project", "owner"
+    )
+
+
+def check_run_readable(user, run_id) -> AgentRun:
+    """The run, or NotFound for anyone who is not a researcher or admin of its project (nothing is revealed)."""
+    run = runs_readable_by(user).filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"no agent run {run_id} among yours")
+    return run
+
+
+def check_instance_readable(user, run_id, row_id) -> AgentRunInstance:
+    run = check_run_readable(user, run_id)
+    row = AgentRunInstance.objects.filter(run=run, pk=row_id).select_related("run", "task").first()
+    if row is None:
+        raise NotFound(f"no instance {row_id} in agent run {run_id}")
+    return row
+
+
+def score_table(run: AgentRun) -> dict:
+    """The run's scores from its stored fields (so a running or cancelled run shows what it has):
+    ``{"types": [...], "tasks": {task: {"all": x, type: y}}, "rows": [{"task", "cells": [all, *types]}],
+    "overall": z, "instances": n}``."""
+    from agents import scoring
+
+    rows = [
+        {"task": task, "type": kind, "score": float("nan") if score is None else score}
+        for task, kind, score in AgentFieldResult.objects.filter(row__run=run, skipped="").values_list(
+            "row__task_name", "type", "score"
+        )
+    ]
+    tasks = scoring.task_table(rows)
+    types = sorted({row["type"] for row in rows})
+    tables = {name: {k: scoring.json_number(v) for k, v in table.items()} for name, table in sorted(tasks.items())}
+    return {
+        "types": types,
+        "tasks": tables,
+        "rows": [{"task": name, "cells": [table.get(k) for k in ["all", *types]]} for name, table in tables.items()],
+        "overall": scoring.overall(tasks),
+        "instances": run.instances.count(),
+    }
+
+
+def compare_tables(first: dict, second: dict) -> dict:
+    """Two score tables side by side: per task and column (``all`` then the types), both values and the change."""
+    types = sorted(set(first["types"]) | set(second["types"]))
+    rows = []
+    for task in sorted(set(first["tasks"]) | set(second["tasks"])):
+        a, b = first["tasks"].get(task, {}), second["tasks"].get(task, {})
+        rows.append({"task": task, "cells": [pair(a.get(key), b.get(key)) for key in ["all", *types]]})
+    return {"columns": ["all", *types], "rows": rows, "overall": pair(first["overall"], second["overall"])}
+
+
+def pair(a, b) -> dict:
+    return {"a": a, "b": b, "change": None if a is None or b is None else b - a}

@@ -1,0 +1,70 @@
+"""The results of agent runs in the web app (session): the runs you may read, one run's score table (task × field
+type, ``all``, overall), one instance's fields with the page screenshot and the gold answers, and two runs side by
+side. Researchers and admins of the run's project only; anyone else gets a 404. Thin: ``actions.agent_runs``."""
+
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from .actions import NotFound
+from .actions import agent_runs as actions
+
+RUNS_SHOWN = 100
+
+
+def or_404(check, *args):
+    try:
+        return check(*args)
+    except NotFound as error:
+        raise Http404(error.detail) from None
+
+
+@login_required
+@require_GET
+def run_list(request):
+    runs = actions.runs_readable_by(request.user).order_by("-created_at")[:RUNS_SHOWN]
+    return render(request, "agents/runs.html", {"runs": runs})
+
+
+@login_required
+@require_GET
+def run_detail(request, run_id: int):
+    run = or_404(actions.check_run_readable, request.user, run_id)
+    others = actions.runs_readable_by(request.user).filter(project=run.project).exclude(pk=run.pk)[:RUNS_SHOWN]
+    context = {
+        "run": run,
+        "table": actions.score_table(run),
+        "instances": run.instances.order_by("pk"),
+        "others": others,
+    }
+    return render(request, "agents/run.html", context)
+
+
+@login_required
+@require_GET
+def instance_detail(request, run_id: int, row_id: int):
+    row = or_404(actions.check_instance_readable, request.user, run_id, row_id)
+    return render(request, "agents/instance.html", {"run": row.run, "row": row, "fields": row.fields.order_by("pk")})
+
+
+@login_required
+@require_GET
+def instance_screenshot(request, run_id: int, row_id: int):
+    row = or_404(actions.check_instance_readable, request.user, run_id, row_id)
+    if not row.screenshot:
+        raise Http404("this instance has no screenshot")
+    response = FileResponse(row.screenshot.open("rb"), content_type="image/png")
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+@login_required
+@require_GET
+def compare(request):
+    ids = [request.GET.get("a", ""), request.GET.get("b", "")]
+    if not all(value.isdigit() for value in ids):
+        raise Http404("compare takes two run ids: ?a=<run>&b=<run>")
+    first, second = (or_404(actions.check_run_readable, request.user, int(value)) for value in ids)
+    table = actions.compare_tables(actions.score_table(first), actions.score_table(second))
+    return render(request, "agents/compare.html", {"a": first, "b": second, "table": table})
