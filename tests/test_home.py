@@ -216,12 +216,13 @@ def test_a_researcher_sees_the_api_docs_splits_and_recent_exports(alpha, beta, r
     other = ExportJob.objects.create(project=beta, owner=outsider, format="weblinx", status=JobStatus.DONE)
     html = block(home_of(researcher), "research")
     assert 'href="/api/docs/"' in html
-    assert 'href="/api/projects/alpha/splits/"' in html
+    assert 'href="/projects/alpha/splits/"' in html  # the splits page, not the API browser
+    assert 'href="/projects/alpha/exports/"' in html
     assert f'href="/api/exports/{done.pk}/download/"' in html
     assert f"/api/exports/{failed.pk}/download/" not in html
     assert "no validated demos" in html
     assert f"/api/exports/{other.pk}/" not in html
-    assert client_for(researcher).get("/api/projects/alpha/splits/", HTTP_ACCEPT="application/json").status_code == 200
+    assert client_for(researcher).get("/projects/alpha/splits/").status_code == 200
 
 
 def test_a_researcher_without_exports_sees_the_empty_state(researcher):
