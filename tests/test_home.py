@@ -81,7 +81,8 @@ def test_an_annotator_sees_their_recording_with_open_session_and_the_invitation(
 def test_the_invitation_on_the_home_page_lets_a_teammate_join(owner, alpha, teammate):
     demo = start_demo(owner, alpha, mode="chat")
     html = block(home_of(owner), "my-recordings")
-    invite = html.split('class="invite-url" type="text" readonly value="', 1)[1].split('"', 1)[0]
+    invite = html.split('class="invite-url"', 1)[1].split('value="', 1)[1].split('"', 1)[0]
+    assert f'data-copy="invite-{demo.name}"' in html  # the copy button
     path = invite.split("://", 1)[1].split("/", 1)[1]
     assert client_for(teammate).get("/" + path).status_code == 200
     assert client_for(teammate).post("/" + path).url == f"/sessions/{demo.name}/instruct"
