@@ -13,6 +13,7 @@ from .models import (
     ExportJob,
     Invitation,
     Membership,
+    PayRates,
     Project,
     SplitConfig,
     Task,
@@ -206,3 +207,17 @@ class AssignmentAdmin(ReadOnlyAdmin):
     search_fields = ["worker__username", "task__batch__name"]
     list_select_related = ["task__batch", "worker"]
     exclude = ["token_nonce"]
+
+
+@admin.register(PayRates)
+class PayRatesAdmin(admin.ModelAdmin):
+    list_display = [
+        "project",
+        "currency",
+        "recording_per_hour",
+        "review_per_hour",
+        "form_task_per_hour",
+        "overhead_per_hour",
+        "per_validated_demo",
+        "per_submitted_assignment",
+    ]

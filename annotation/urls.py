@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from . import frame_views, manage_views, research_views, review_views, session_views, views, work_views
+from . import frame_views, manage_views, research_views, review_views, session_views, stats_views, views, work_views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -55,6 +55,18 @@ urlpatterns = [
     path("forms/tasks/<int:task_id>/iframe/", frame_views.preview_frame, name="form-preview-frame"),
     path("forms/assignments/<int:assignment_id>/view/", frame_views.view_frame, name="form-view-frame"),
     path("forms/assignments/<int:assignment_id>/<str:token>/", frame_views.work_frame, name="form-work-frame"),
+    # Statistics, activity and pay of a project (docs/stats.md).
+    path("projects/<slug:name>/stats/", stats_views.stats_page, name="project-stats"),
+    path("projects/<slug:name>/stats.json", stats_views.stats_all, name="project-stats-all"),
+    re_path(
+        r"^projects/(?P<name>[-\w]+)/stats/(?P<key>\w+)\.(?P<fmt>csv|json)$",
+        stats_views.stats_table,
+        name="project-stats-table",
+    ),  # fmt: skip
+    path("projects/<slug:name>/activity/", stats_views.activity_page, name="project-activity"),
+    path("projects/<slug:name>/activity.csv", stats_views.activity_csv, name="project-activity-csv"),
+    path("projects/<slug:name>/pay.csv", stats_views.pay_csv, name="project-pay-csv"),
+    path("projects/<slug:name>/pay/rates/", stats_views.pay_rates, name="project-pay-rates"),
     path("sessions/join/<str:code>", session_views.join, name="session-join"),
     path("sessions/<slug:name>/instruct", session_views.instruct, name="session-instruct"),
     path("sessions/<slug:name>/navigate", session_views.navigate, name="session-navigate"),

@@ -23,6 +23,7 @@ SECTIONS = {
     "live_chat": "bench.live_chat",
     "form_tasks": "bench.form_tasks",
     "agent_eval": "bench.agent_eval",
+    "stats": "bench.stats",
 }
 
 

@@ -127,3 +127,13 @@ def test_quick_agent_eval_bench_runs_both_baselines_on_real_tasks(tmp_path):
     assert figures["instances"] == 4  # two tasks, one instance, two solvers
     assert figures["oracle_score"] > figures["do_nothing_score"]
     assert 0 <= figures["harness_share"] < 1
+
+
+@pytest.mark.slow
+def test_quick_stats_bench_times_the_stats_page_with_a_constant_query_count(tmp_path):
+    figures = quick_figures("stats", tmp_path)
+    assert {"demos", "turns", "stats_ms_p50", "queries"} <= set(figures)
+    assert (figures["demos"], figures["turns"]) == (40, 1000)
+    assert figures["stats_ms_p50"] > 0
+    assert figures["stats_ms_p50_small"] > 0
+    assert figures["queries"] == figures["queries_small"]

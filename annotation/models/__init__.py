@@ -24,6 +24,7 @@ from .capture import (
 from .curation import Comment, DemoReview, Edit, EditKind, TurnCuration, curated_turns
 from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
 from .invitations import Invitation, code_digest
+from .pay import PayRates
 from .work import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "RECORDING_ROLES",
     "Blob",
     "Invitation",
+    "PayRates",
     "code_digest",
     "ProjectBlob",
     "Comment",

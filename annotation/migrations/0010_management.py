@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0008_form_tasks'),
+        ('annotation', '0009_pay'),
     ]
 
     operations = [
