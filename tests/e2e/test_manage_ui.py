@@ -12,6 +12,7 @@ from selenium.webdriver.support.ui import Select
 
 from tests.e2e.browser import click_and_confirm, make_driver, sign_in_form, wait_for
 from tests.e2e.recorder_harness import api, live_platform
+from tests.e2e.test_web_pages import RECORD_CSP_VIOLATIONS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -40,8 +41,13 @@ def server(tmp_path_factory):
 @pytest.fixture
 def driver():
     started = make_driver(width=1300, height=900)
+    started.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORD_CSP_VIOLATIONS})
     yield started
     started.quit()
+
+
+def no_csp_violation(driver) -> None:
+    assert driver.execute_script("return window.__cspViolations") == [], driver.current_url
 
 
 def api_status(server, token: str) -> int:
@@ -75,6 +81,7 @@ def test_an_admin_adds_a_member_and_changes_their_role(server, driver):
     wait_for(driver, lambda d: "is now Researcher" in d.find_element(By.ID, "messages").text)
     row = member_row(driver, "mgnew")
     assert Select(row.find_element(By.NAME, "role")).first_selected_option.text == "Researcher"
+    no_csp_violation(driver)
 
 
 def test_a_token_is_created_copied_and_rotated(server, driver):
@@ -97,6 +104,7 @@ def test_a_token_is_created_copied_and_rotated(server, driver):
     driver.get(server.url + "/account/token/")  # shown once
     assert not driver.find_elements(By.ID, "token-key")
     assert second[-4:] in driver.find_element(By.ID, "token-state").text
+    no_csp_violation(driver)
 
 
 def recorded_demo(server) -> str:
@@ -146,6 +154,7 @@ def test_an_export_started_from_the_page_shows_progress_to_done_and_downloads(se
     status, size, disposition = driver.execute_async_script(DOWNLOAD, link.get_attribute("href"))
     assert (status, size) == (200, job["size"])
     assert f"mgmt-weblinx-{job_id}.tar.gz" in disposition
+    no_csp_violation(driver)
 
 
 def admin_token(server) -> str:
