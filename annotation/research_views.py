@@ -4,6 +4,7 @@ progress is polled from the API's job JSON (``static/js/app.js``) and archives d
 
 import json
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
@@ -16,7 +17,6 @@ from .manage_views import form_error, page_check
 from .models import READ_ROLES, Evaluation, ExportJob, SplitConfig
 
 PAGE_JOBS = 50
-MAX_PREDICTIONS_BYTES = 50 * 1024 * 1024
 
 
 def project_page(request, name: str, roles=READ_ROLES, cannot="read this project"):
@@ -124,8 +124,9 @@ def job_cancel(request, name: str, kind: str, job_id):
 def read_predictions(form) -> list | None:
     """The uploaded predictions file as JSON, or None with the error put on the form."""
     upload = form.cleaned_data["predictions"]
-    if upload.size > MAX_PREDICTIONS_BYTES:
-        form.add_error("predictions", f"over the limit of {MAX_PREDICTIONS_BYTES} bytes")
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE  # as for the API's JSON body (and the body guard before it)
+    if upload.size > limit:
+        form.add_error("predictions", f"over the limit of {limit} bytes (INGEST_MAX_BATCH_BYTES)")
         return None
     try:
         return json.loads(upload.read().decode("utf-8"))

@@ -197,3 +197,13 @@ def test_a_finished_evaluation_shows_its_scores_coverage_and_data_version(resear
     assert '<tr data-metric="overall"><td>overall</td><td class="num">0.5000</td></tr>' in html
     assert 'id="cancel-job"' in html
     assert 'data-status="done"' in html
+
+
+def test_predictions_over_the_body_limit_are_refused_on_the_form(researcher, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    rows = [{"demo_name": "abcdefg", "turn_index": index, "output_predicted": 'click(uid="u")'} for index in range(9)]
+    form = {"format": "weblinx", "split": "test_iid", "predictions": predictions_file(rows)}
+    response = client_for(researcher).post("/projects/alpha/evaluations/", form)
+    assert response.status_code == 400
+    assert "over the limit of 100 bytes" in response.text
+    assert not Evaluation.objects.exists()
