@@ -2,11 +2,46 @@
 
 from django.urls import path, re_path
 
-from . import agent_views, frame_views, review_views, session_views, stats_views, views, work_views
+from . import (
+    agent_views,
+    frame_views,
+    manage_views,
+    research_views,
+    review_views,
+    session_views,
+    stats_views,
+    views,
+    work_views,
+)
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    # Management: projects, members and roles, your API token (manage_views); research pages (research_views).
+    path("projects/", manage_views.projects, name="manage-projects"),
+    path("projects/<slug:name>/settings/", manage_views.project_settings, name="manage-settings"),
+    path("projects/<slug:name>/members/", manage_views.members, name="manage-members"),
+    path("projects/<slug:name>/members/add", manage_views.member_add, name="manage-member-add"),
+    path("projects/<slug:name>/members/<int:membership_id>/role", manage_views.member_role, name="manage-member-role"),
+    path(
+        "projects/<slug:name>/members/<int:membership_id>/remove",
+        manage_views.member_remove,
+        name="manage-member-remove",
+    ),
+    path("account/token/", manage_views.token, name="manage-tokens"),
+    re_path(r"^account/token/(?P<change>create|rotate|revoke)$", manage_views.token_change, name="manage-token-change"),
+    path("projects/<slug:name>/splits/", research_views.splits_page, name="research-splits"),
+    path("projects/<slug:name>/exports/", research_views.exports, name="research-exports"),
+    path("projects/<slug:name>/exports/<int:job_id>/", research_views.export_detail, name="research-export"),
+    path("projects/<slug:name>/evaluations/", research_views.evaluations, name="research-evaluations"),
+    path(
+        "projects/<slug:name>/evaluations/<int:job_id>/", research_views.evaluation_detail, name="research-evaluation"
+    ),
+    re_path(
+        r"^projects/(?P<name>[-\w]+)/(?P<kind>exports|evaluations)/(?P<job_id>[0-9]+)/cancel$",
+        research_views.job_cancel,
+        name="research-job-cancel",
+    ),
     path("review/", review_views.review_list, name="review-list"),
     path("review/thumbs/<str:sha256>", review_views.review_thumbnail, name="review-thumbnail"),
     path("review/<str:name>/", review_views.review_demo, name="review-demo"),

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from annotation import schema
+from annotation.actions.splits import split_config_errors
 from annotation.models import (
     Assignment,
     DemoMode,
@@ -26,7 +27,16 @@ class ProjectSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Project
-        fields = ["name", "title", "description", "role", "created_at"]
+        fields = [
+            "name",
+            "title",
+            "description",
+            "role",
+            "category_choices",
+            "subcategory_choices",
+            "region_choices",
+            "created_at",
+        ]
 
     def get_role(self, project) -> str | None:
         return project.role_of(self.context["request"].user)
@@ -227,17 +237,9 @@ class SplitConfigSerializer(serializers.ModelSerializer):
         read_only_fields = ["updated_at"]
 
     def validate(self, data):
-        for field in ("valid_fraction", "test_iid_fraction", "test_task_fraction"):
-            if field in data and not 0 <= data[field] <= 1:
-                raise serializers.ValidationError({field: "expected a fraction between 0 and 1"})
-        valid = data.get("valid_fraction", getattr(self.instance, "valid_fraction", 0))
-        test_iid = data.get("test_iid_fraction", getattr(self.instance, "test_iid_fraction", 0))
-        if valid + test_iid > 1:
-            raise serializers.ValidationError({"test_iid_fraction": "valid_fraction + test_iid_fraction exceed 1"})
-        for field in ("held_out_websites", "held_out_subcategories", "held_out_regions", "held_out_domains"):
-            value = data.get(field)
-            if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-                raise serializers.ValidationError({field: "expected a list of strings"})
+        errors = split_config_errors(data, self.instance)
+        if errors:
+            raise serializers.ValidationError(errors)
         return data
 
 
@@ -343,6 +345,7 @@ class EvaluationSerializer(JobFieldsMixin, serializers.ModelSerializer):
             "progress",
             "error",
             "results",
+            "data_version",
             "owner",
             "created_at",
             "started_at",

@@ -14,9 +14,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import actions, schema
+from annotation.actions import splits as split_actions
 from annotation.actions.signin import check_sign_in_allowed, client_address
 from annotation.models import Demonstration, Evaluation, ExportJob, Project, Role, SplitConfig
-from workers import dataset
+from annotation.splits import SPLITS
 
 from . import serializers as s
 from .downloads import file_download
@@ -66,7 +67,7 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
             {
                 "config": s.SplitConfigSerializer(config).data,
                 "statuses": statuses,
-                **dataset.split_reports(project, statuses),
+                **split_actions.split_reports(project, statuses),
             }
         )
 
@@ -122,10 +123,12 @@ class DemonstrationViewSet(viewsets.ReadOnlyModelViewSet):
         scheme = self.request.query_params.get("scheme") or "weblinx"
         actions.check_choice("scheme", scheme, ("weblinx", "mind2web"))
         wanted_split, website = self.request.query_params.get("split"), self.request.query_params.get("website")
+        if wanted_split:
+            actions.check_choice("split", wanted_split, SPLITS[scheme])
         split_of, result = {}, []
         for demo in demos:
             if demo.project_id not in split_of:
-                split_of[demo.project_id] = dataset.split_of(demo.project, scheme)
+                split_of[demo.project_id] = split_actions.split_of(demo.project, scheme)
             demo.split = split_of[demo.project_id](demo)
             if (not wanted_split or demo.split == wanted_split) and (not website or website in demo.websites):
                 result.append(demo)

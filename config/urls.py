@@ -14,3 +14,7 @@ urlpatterns = [
     path("api/", include("api.urls")),
     path("", include("annotation.urls")),
 ]
+
+handler403 = "annotation.error_views.permission_denied"
+handler404 = "annotation.error_views.page_not_found"
+handler500 = "annotation.error_views.server_error"

@@ -87,6 +87,13 @@ def page_urls(chat_demo, reviewed, invitation) -> list[tuple[str, str]]:
         ("root", "/admin/annotation/invitation/"),
         ("root", f"/admin/annotation/demonstration/{reviewed.pk}/change/"),
         ("root", "/api/docs/"),
+        ("root", "/projects/"),
+        ("root", f"/projects/{chat_demo.project.name}/settings/"),
+        ("root", f"/projects/{chat_demo.project.name}/members/"),
+        ("root", f"/projects/{chat_demo.project.name}/splits/"),
+        ("root", f"/projects/{chat_demo.project.name}/exports/"),
+        ("root", f"/projects/{chat_demo.project.name}/evaluations/"),
+        ("owner", "/account/token/"),
     ]
 
 
@@ -129,3 +136,13 @@ def test_recorded_pages_and_blobs_keep_their_own_stricter_policy(client, reviewe
 
     assert page["Content-Security-Policy"] == RECORDED_PAGE_POLICY
     assert blob["Content-Security-Policy"] == "sandbox; default-src 'none'"
+
+
+def test_error_pages_are_styled_and_strict(client, owner):
+    client.force_login(owner)
+    response = client.get("/no/such/page/")
+    assert response.status_code == 404
+    assert 'id="error-page"' in response.text
+    assert "/static/css/app.css" in response.text
+    assert_strict_policy(response)
+    assert blocked_markup(response.text) == []

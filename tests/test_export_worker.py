@@ -199,9 +199,35 @@ def test_an_evaluation_is_scored_on_the_worker_and_bad_predictions_fail_with_a_r
     assert aggregate["element_group"] == 1.0
     assert aggregate["overall"] == 1.0
     assert len(good_result["results"]["per_turn"]) <= len(predictions)
+    listed = client.get("/api/demonstrations/", {"project__name": "alpha", "split": split, "status": "validated"})
+    split_turns = sum(demo["turn_count"] for demo in listed.json()["results"])
+    assert good_result["results"]["coverage"] == {"turns": split_turns, "predicted": len(predictions)}
+    assert len(good_result["data_version"]) == 64
+    assert bad_result["data_version"] == ""  # nothing was scored
     assert bad_result["status"] == "failed"
     assert "prediction 0" in bad_result["error"]
     assert "zzzzzzz" in bad_result["error"]
+
+
+def test_an_evaluation_records_the_data_version_it_scored(client, worker, alpha):
+    demos = ingest_corpus(project="alpha", demos=3, turns=12, elements=30, seed=4)
+    split, predictions = gold_clicks(client, demos)
+    body = {"project": "alpha", "format": "weblinx", "split": split}
+
+    first_id = client.post("/api/evaluations/", {**body, "predictions": predictions}, format="json").json()["id"]
+    first = poll_evaluation(client, first_id)
+    again = client.post("/api/evaluations/", {**body, "predictions": predictions[:1]}, format="json").json()["id"]
+    same_data = poll_evaluation(client, again)
+    edited = [d for d in demos if any(p["demo_name"] == d.name for p in predictions)][0]
+    type(edited).objects.filter(pk=edited.pk).update(task_description="A changed task")
+    changed = poll_evaluation(
+        client, client.post("/api/evaluations/", {**body, "predictions": predictions}, format="json").json()["id"]
+    )
+
+    assert first["status"] == same_data["status"] == changed["status"] == "done"
+    assert same_data["data_version"] == first["data_version"]
+    assert same_data["results"]["coverage"]["predicted"] == 1
+    assert changed["data_version"] != first["data_version"]
 
 
 def poll_evaluation(client, evaluation_id, timeout=120):

@@ -81,7 +81,8 @@ def test_an_annotator_sees_their_recording_with_open_session_and_the_invitation(
 def test_the_invitation_on_the_home_page_lets_a_teammate_join(owner, alpha, teammate):
     demo = start_demo(owner, alpha, mode="chat")
     html = block(home_of(owner), "my-recordings")
-    invite = html.split('class="invite-url" type="text" readonly value="', 1)[1].split('"', 1)[0]
+    invite = html.split('class="invite-url"', 1)[1].split('value="', 1)[1].split('"', 1)[0]
+    assert f'data-copy="invite-{demo.name}"' in html  # the copy button
     path = invite.split("://", 1)[1].split("/", 1)[1]
     assert client_for(teammate).get("/" + path).status_code == 200
     assert client_for(teammate).post("/" + path).url == f"/sessions/{demo.name}/instruct"
@@ -216,12 +217,13 @@ def test_a_researcher_sees_the_api_docs_splits_and_recent_exports(alpha, beta, r
     other = ExportJob.objects.create(project=beta, owner=outsider, format="weblinx", status=JobStatus.DONE)
     html = block(home_of(researcher), "research")
     assert 'href="/api/docs/"' in html
-    assert 'href="/api/projects/alpha/splits/"' in html
+    assert 'href="/projects/alpha/splits/"' in html  # the splits page, not the API browser
+    assert 'href="/projects/alpha/exports/"' in html
     assert f'href="/api/exports/{done.pk}/download/"' in html
     assert f"/api/exports/{failed.pk}/download/" not in html
     assert "no validated demos" in html
     assert f"/api/exports/{other.pk}/" not in html
-    assert client_for(researcher).get("/api/projects/alpha/splits/", HTTP_ACCEPT="application/json").status_code == 200
+    assert client_for(researcher).get("/projects/alpha/splits/").status_code == 200
 
 
 def test_a_researcher_without_exports_sees_the_empty_state(researcher):

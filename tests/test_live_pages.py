@@ -183,3 +183,16 @@ def test_only_the_shared_live_client_of_the_extension_is_served(client):
     )
     for other in ("recorder.js", "store.js", "uploader.js", "../manifest.json"):
         assert client.get(f"/static/recorder_lib/{other}").status_code == 404, other
+
+
+def test_the_navigator_page_has_a_copy_button_for_the_invitation_and_none_once_ended(owner, alpha):
+    demo = start_demo(owner, alpha)
+    html = browser(owner).get(f"/sessions/{demo.name}/navigate").content.decode()
+    assert 'data-copy="invite-url"' in html
+    assert 'id="revoke-invite"' in html
+    assert "data-confirm=" in html  # revoking asks first
+    live.do_end_session(owner, demo)
+    ended = browser(owner).get(f"/sessions/{demo.name}/navigate")
+    assert ended.status_code == 200
+    assert 'id="chat-form"' in ended.text
+    assert 'id="invite-url"' not in ended.text

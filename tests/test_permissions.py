@@ -148,8 +148,12 @@ def test_the_recordings_list_shows_only_demos_of_the_callers_projects(
     assert listed_names(api_for(outsider)) == {beta_demo.name}
 
 
-def test_filtering_the_list_by_another_project_shows_nothing(owner, api_for, demo, beta_demo):
-    assert listed_names(api_for(owner), "/api/recordings/?project__name=beta") == set()
+def test_filtering_the_list_by_another_project_is_refused_as_if_it_did_not_exist(owner, api_for, demo, beta_demo):
+    other = api_for(owner).get("/api/recordings/?project__name=beta")
+    missing = api_for(owner).get("/api/recordings/?project__name=gamma")
+    assert other.status_code == missing.status_code == 400
+    assert other.json()["errors"][0]["message"] == "no project 'beta' among yours"
+    assert missing.json()["errors"][0]["message"] == "no project 'gamma' among yours"
 
 
 def test_the_projects_list_shows_only_own_projects_with_the_callers_role(owner, reviewer, outsider, api_for):

@@ -10,12 +10,12 @@ from pathlib import Path
 from django.core.files.storage import default_storage
 from django.db.models import Prefetch
 
-from annotation import splits as split_rules
+# The demo selection and split assignment live with the domain (the splits page uses them too).
+from annotation.actions.splits import DEFAULT_STATUSES, selected_demos, split_of
 from annotation.models import (
     Demonstration,
     DemoReview,
     DemoStatus,
-    SplitConfig,
     Turn,
     TurnType,
     curated_turns,
@@ -24,19 +24,6 @@ from annotation.models import (
 from annotation.shapes import as_dict
 
 from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn
-
-DEFAULT_STATUSES = (DemoStatus.VALIDATED,)
-
-
-def facts(demo: Demonstration) -> split_rules.DemoFacts:
-    return split_rules.DemoFacts(
-        name=demo.name,
-        websites=tuple(demo.websites or ()),
-        category=demo.category,
-        subcategory=demo.subcategory,
-        region=demo.region,
-        instructor_sees_screen=demo.instructor_sees_screen,
-    )
 
 
 def export_timeline(demo: Demonstration) -> list[ExportTurn]:
@@ -110,21 +97,6 @@ def to_export_demo(demo: Demonstration, split: str) -> ExportDemo:
     )
 
 
-def selected_demos(project, statuses=DEFAULT_STATUSES):
-    """The project's demonstrations with these statuses, ordered by name."""
-    return (
-        Demonstration.objects.filter(project=project, status__in=list(statuses))
-        .select_related("project", "navigator", "instructor", "review")
-        .order_by("name")
-    )
-
-
-def split_of(project, scheme: str):
-    """A function demo → split name under the project's current split configuration."""
-    rules, assign = SplitConfig.for_project(project).rules(), split_rules.ASSIGN[scheme]
-    return lambda demo: assign(facts(demo), rules)
-
-
 def export_demos(project, scheme: str, statuses=DEFAULT_STATUSES, splits=None, chunk=20) -> Iterator[ExportDemo]:
     """The project's demos as export values, one at a time (turns fetched ``chunk`` demos per query)."""
     split = split_of(project, scheme)
@@ -156,10 +128,3 @@ class RemoteStorageBlobs:
         with default_storage.open(sha256_path(sha256), "rb") as handle, destination.open("wb") as out:
             while chunk := handle.read(1024 * 1024):
                 out.write(chunk)
-
-
-def split_reports(project, statuses=DEFAULT_STATUSES) -> dict:
-    """``{"weblinx": report, "mind2web": report}``: per-split counts and the leakage report of each scheme."""
-    rules = SplitConfig.for_project(project).rules()
-    demo_facts = [facts(demo) for demo in selected_demos(project, statuses)]
-    return {scheme: split_rules.leakage_report(demo_facts, rules, scheme) for scheme in split_rules.SPLITS}

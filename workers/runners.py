@@ -4,6 +4,7 @@ Exports are written into a private temporary folder, archived there, and only th
 marked done in one conditional update; a failed, cancelled or killed job never leaves a downloadable file.
 """
 
+import hashlib
 import json
 import logging
 import os
@@ -191,10 +192,26 @@ def evaluate(evaluation: Evaluation, workdir: Path) -> None:
     get_exporter(evaluation.format).export(demos, out, dataset.storage_blobs(), lambda done: exporting(done / total))
     if evaluation.format == "weblinx":
         results = weblinx.evaluate(out, evaluation.split, evaluation.predictions)
+        turns = sum(
+            len(weblinx.load_replay(out / "demonstrations" / name).get("data") or [])
+            for name in weblinx.split_names(out, evaluation.split)
+        )
     else:
         records = json.loads((out / f"{evaluation.split}.json").read_text())
         results = mind2web.evaluate(records, evaluation.predictions)
-    finish_job(evaluation, JobStatus.DONE, results=results)
+        turns = len(results["per_step"])
+    # The evaluators refuse repeated or unknown turns, so every prediction names a distinct turn of the split.
+    results["coverage"] = {"turns": turns, "predicted": len(evaluation.predictions)}
+    finish_job(evaluation, JobStatus.DONE, results=results, data_version=tree_sha256(out))
+
+
+def tree_sha256(root: Path) -> str:
+    """The data version of an export folder: sha256 over its files' relative paths and contents' sha256, in path
+    order, so the same demos exported again give the same value and any change to them gives another."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(f"{path.relative_to(root).as_posix()}\0{file_sha256(path)}\n".encode())
+    return digest.hexdigest()
 
 
 def evaluate_form_tasks(evaluation: Evaluation, workdir: Path) -> None:
@@ -214,4 +231,4 @@ def evaluate_form_tasks(evaluation: Evaluation, workdir: Path) -> None:
     data = gold_directory(list(batches), workdir / "data")
     scoring = Progress(evaluation, 0, 1)
     results = score_predictions(data, evaluation.predictions, progress=lambda done, total: scoring(done / total))
-    finish_job(evaluation, JobStatus.DONE, results=results)
+    finish_job(evaluation, JobStatus.DONE, results=results, data_version=tree_sha256(data))

@@ -43,6 +43,11 @@ class Project(models.Model):
     name = models.SlugField(max_length=64, unique=True, help_text="Short identifier used in URLs and the API.")
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
+    # Suggestions offered (as a datalist) where a demo's category, subcategory or region is entered; free text stays
+    # allowed, so a list can grow without breaking older recordings.
+    category_choices = models.JSONField(default=list, blank=True, help_text="Suggested categories.")
+    subcategory_choices = models.JSONField(default=list, blank=True, help_text="Suggested subcategories.")
+    region_choices = models.JSONField(default=list, blank=True, help_text="Suggested regions.")
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
 

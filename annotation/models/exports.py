@@ -149,6 +149,9 @@ class Evaluation(Job):
     split = models.CharField(max_length=32)
     predictions = models.JSONField(help_text="The uploaded predictions, as sent.")
     results = models.JSONField(default=dict, blank=True, help_text='{"per_turn": [...], "aggregate": {...}}')
+    data_version = models.CharField(
+        max_length=64, blank=True, help_text="sha256 over the exported demos it scored (paths and file hashes)."
+    )
 
     def __str__(self):
         return f"evaluation {self.pk} of {self.project} {self.split} ({self.status})"

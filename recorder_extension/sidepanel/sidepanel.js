@@ -83,6 +83,15 @@
     $("project-role").textContent = project
       ? `Your role: ${project.role}${selectDisabled(project) ? " (cannot record here)" : ""}`
       : "";
+    renderChoices(project);
+  }
+
+  /** The project's suggested categories, subcategories and regions (its settings page), as datalists. */
+  function renderChoices(project) {
+    for (const field of ["category", "subcategory", "region"]) {
+      const values = (project && project[`${field}_choices`]) || [];
+      $(`${field}-choices`).replaceChildren(...values.map((value) => new Option(value)));
+    }
   }
 
   // --- Recording -----------------------------------------------------------------------------------------

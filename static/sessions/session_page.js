@@ -59,6 +59,7 @@
 
   function showEnded() {
     $("ended").hidden = false;
+    if ($("invitation")) $("invitation").hidden = true; // nobody can join an ended demonstration
     for (const control of document.querySelectorAll("#chat-form input, #chat-form button, #end-button")) {
       control.disabled = true;
     }
@@ -127,6 +128,10 @@
     input.value = "";
     $("error").hidden = true;
   });
-  if ($("end-button")) $("end-button").addEventListener("click", () => session.end());
+  if ($("end-button")) {
+    $("end-button").addEventListener("click", () => {
+      if (window.confirm("End this demonstration? Nobody can add to it afterwards.")) session.end();
+    });
+  }
   session.start();
 })();

@@ -120,3 +120,12 @@ def use_session(driver, base_url: str, user) -> None:
     driver.get(base_url + "/healthz")
     driver.delete_all_cookies()
     driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
+
+
+def click_and_confirm(driver, element, timeout=20) -> str:
+    """Click a control that asks ``window.confirm`` first (destructive actions) and accept; returns the question."""
+    element.click()
+    alert = WebDriverWait(driver, timeout).until(EC.alert_is_present())
+    question = alert.text
+    alert.accept()
+    return question

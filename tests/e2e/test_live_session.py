@@ -14,7 +14,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 
 from tests import payloads
-from tests.e2e.browser import make_driver, sign_in_form, wait_for
+from tests.e2e.browser import click_and_confirm, make_driver, sign_in_form, wait_for
 from tests.e2e.recorder_harness import (
     Recorder,
     api,
@@ -140,7 +140,7 @@ def test_instructor_and_navigator_chat_and_the_instructor_watches_the_screen(ser
     send(instructor, "Thanks, that's all")
     wait_for(navigator, lambda d: len(messages(d)) == 3)
 
-    instructor.find_element(By.ID, "end-button").click()
+    click_and_confirm(instructor, instructor.find_element(By.ID, "end-button"))
     for driver in drivers:
         wait_for(driver, lambda d: d.find_element(By.ID, "ended").is_displayed())
 
@@ -198,7 +198,7 @@ def test_the_navigator_page_revokes_its_link_and_the_old_one_says_so(server, dri
     old_field = navigator.find_element(By.ID, "invite-url")
     old = old_field.get_attribute("value")
 
-    navigator.find_element(By.ID, "revoke-invite").click()  # a form post: the page is replaced
+    click_and_confirm(navigator, navigator.find_element(By.ID, "revoke-invite"))  # a form post: the page is replaced
     wait_for(navigator, EC.staleness_of(old_field))
     new = wait_for(navigator, lambda d: d.find_element(By.ID, "invite-url").get_attribute("value"))
     assert new != old
@@ -354,7 +354,7 @@ def test_the_side_panel_chats_with_the_instructor_over_the_session(server, drive
         now = recorder.evaluate("Date.now()")
         assert 0 <= (now - started_at) / 1000 - ping["clock"] < 20
 
-        instructor.find_element(By.ID, "end-button").click()
+        click_and_confirm(instructor, instructor.find_element(By.ID, "end-button"))
         wait_for(instructor, lambda d: d.find_element(By.ID, "ended").is_displayed())
         wait_until(lambda: not recorder.status().get("state", {}).get("recording"), 30, message="recording stopped")
         chat = [t for t in stored_turns(server.platform, server.token, demo) if t["type"] == "chat"]
@@ -383,7 +383,7 @@ def test_ending_from_the_instructor_page_keeps_the_recorders_queued_turns(server
         wait_until(lambda: recorder.status()["counters"]["queued"] >= 1, 20, message="a queued turn")
         time.sleep(0.5)
 
-        instructor.find_element(By.ID, "end-button").click()
+        click_and_confirm(instructor, instructor.find_element(By.ID, "end-button"))
         wait_until(lambda: not recorder.status().get("state", {}).get("recording"), 30, message="recording stopped")
         assert stored_turns(server.platform, server.token, demo) == []  # still held by the recorder
         cdp.send("Network.setBlockedURLs", {"urls": []}, session_id=worker_session)

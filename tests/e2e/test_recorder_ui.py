@@ -161,7 +161,12 @@ def test_a_person_signs_in_starts_pauses_and_stops_in_the_side_panel(browser, li
     assert "token" in result.lower(), result  # the server's reason ("Invalid token."), not just a status code
     assert not driver.find_element(By.ID, "project").is_enabled()
 
-    # The right token: the project list.
+    # The right token: the project list, with the project's suggested categories and regions (its settings page).
+    choices = f"from annotation.models import Project; Project.objects.filter(name={PROJECT!r}).update("
+    done = live.platform.manage(
+        "shell", "-c", choices + "category_choices=['Testing', 'Shopping'], region_choices=['Europe'])"
+    )
+    assert done.returncode == 0, done.stderr
     type_into(driver.find_element(By.ID, "token"), live.token)
     driver.find_element(By.CSS_SELECTOR, "#signin-form button[type=submit]").click()
     WebDriverWait(driver, 30).until(lambda d: "Signed in" in d.find_element(By.ID, "signin-result").text)
@@ -169,6 +174,9 @@ def test_a_person_signs_in_starts_pauses_and_stops_in_the_side_panel(browser, li
     assert project.is_enabled()
     Select(project).select_by_value(PROJECT)
     WebDriverWait(driver, 10).until(lambda d: "annotator" in d.find_element(By.ID, "project-role").text)
+    suggested = driver.find_elements(By.CSS_SELECTOR, "#category-choices option")
+    assert [option.get_attribute("value") for option in suggested] == ["Testing", "Shopping"]
+    assert driver.find_element(By.ID, "region").get_attribute("list") == "region-choices"
 
     # The task fields, then Start.
     driver.find_element(By.ID, "task-description").send_keys(TASK)

@@ -1,0 +1,173 @@
+"""Management pages: projects (create, settings, choice lists), members and roles, and your API token. Thin: each
+checks with ``annotation.actions.manage`` and calls its ``do_*``; project admins manage their project, a superuser
+every project."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from . import manage_forms
+from .actions import ActionError, Forbidden, NotFound, manage
+from .models import Project, Role
+
+
+def page_check(check, *args):
+    """Run a ``check_*``; its 404 and 403 become the app's 404 and 403 pages."""
+    try:
+        return check(*args)
+    except NotFound as error:
+        raise Http404(error.detail) from None
+    except Forbidden as error:
+        raise PermissionDenied(error.detail) from None
+
+
+def form_error(form, error: ActionError) -> None:
+    """Show an action's refusal on the form: on the field it names, else above the form."""
+    for entry in error.errors or [{"field": None, "message": error.detail}]:
+        field, message = entry.get("field") or "", entry.get("message") or error.detail
+        base = field.split("[")[0]  # statuses[1] is shown on the statuses field
+        if base != field or base not in form.fields:
+            message = f"{error.detail} ({message})" if message != error.detail else message
+        form.add_error(base if base in form.fields else None, message)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def projects(request):
+    """Your projects with your role, links to what you may manage, and (with the permission) a new project."""
+    form = manage_forms.ProjectCreateForm(request.POST or None)
+    if request.method == "POST":
+        if not manage.can_create_projects(request.user):
+            raise PermissionDenied("creating projects needs the annotation.add_project permission")
+        if form.is_valid():
+            try:
+                project = manage.do_create_project(request.user, **form.cleaned_data)
+            except ActionError as error:
+                form_error(form, error)
+            else:
+                messages.success(request, f"Project {project.name} created; you are its admin.")
+                return redirect("manage-members", name=project.name)
+    rows = Project.objects.for_user(request.user).annotate(member_count=Count("memberships", distinct=True))
+    roles = dict(request.user.memberships.values_list("project_id", "role"))
+    listed = [(project, Role.ADMIN if request.user.is_superuser else roles.get(project.pk)) for project in rows]
+    context = {"projects": listed, "form": form, "can_create": manage.can_create_projects(request.user)}
+    return render(request, "manage/projects.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_settings(request, name: str):
+    """Title, description and the category / subcategory / region suggestions (project admins)."""
+    project = page_check(manage.check_project_admin, request.user, name)
+    form = manage_forms.ProjectSettingsForm(request.POST or None) if request.method == "POST" else None
+    if form is not None and form.is_valid():
+        try:
+            data = form.cleaned_data
+            manage.do_update_project(project, data["title"], data["description"], form.choices())
+        except ActionError as error:
+            form_error(form, error)
+        else:
+            messages.success(request, "Settings saved.")
+            return redirect("manage-settings", name=project.name)
+    form = form or manage_forms.ProjectSettingsForm.for_project(project)
+    context = {"project": project, "form": form, "tab": "settings", "project_role": Role.ADMIN}
+    return render(request, "manage/settings.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_GET
+def members(request, name: str):
+    """The members and their roles, with forms to add, change and remove (project admins)."""
+    project = page_check(manage.check_project_admin, request.user, name)
+    return render_members(request, project, manage_forms.MemberAddForm())
+
+
+def render_members(request, project, form, status=200):
+    rows = project.memberships.select_related("user").order_by("user__username")
+    context = {
+        "project": project,
+        "memberships": rows,
+        "form": form,
+        "roles": Role.choices,
+        "tab": "members",
+        "project_role": Role.ADMIN,
+    }
+    return render(request, "manage/members.html", context, status=status)
+
+
+@login_required
+@require_POST
+def member_add(request, name: str):
+    project = page_check(manage.check_project_admin, request.user, name)
+    form = manage_forms.MemberAddForm(request.POST)
+    if form.is_valid():
+        try:
+            membership = manage.do_add_member(project, form.cleaned_data["username"], form.cleaned_data["role"])
+        except ActionError as error:
+            form_error(form, error)
+        else:
+            messages.success(request, f"{membership.user.username} is now {membership.get_role_display()}.")
+            return redirect("manage-members", name=project.name)
+    return render_members(request, project, form, status=400)
+
+
+@login_required
+@require_POST
+def member_role(request, name: str, membership_id: int):
+    project = page_check(manage.check_project_admin, request.user, name)
+    return member_change(
+        request, project, lambda: manage.do_change_role(project, membership_id, request.POST.get("role"))
+    )
+
+
+@login_required
+@require_POST
+def member_remove(request, name: str, membership_id: int):
+    project = page_check(manage.check_project_admin, request.user, name)
+    return member_change(request, project, lambda: manage.do_remove_member(project, membership_id))
+
+
+def member_change(request, project, change):
+    try:
+        membership = change()
+    except ActionError as error:
+        messages.error(request, error.detail)
+        return render_members(request, project, manage_forms.MemberAddForm(), status=error.status)
+    if membership.pk is None:
+        messages.success(request, f"{membership.user.username} removed from {project.name}.")
+    else:
+        messages.success(request, f"{membership.user.username} is now {membership.get_role_display()}.")
+    return redirect("manage-members", name=project.name)
+
+
+# --- Your API token -------------------------------------------------------------------------------------------
+
+NEW_KEY = "manage_new_token_key"  # session key: the key shown once after it was made
+
+
+@login_required
+@require_GET
+def token(request):
+    """Your API token: whether you have one and since when; a new key is shown once, right after it is made."""
+    context = {"token": manage.token_of(request.user), "new_key": request.session.pop(NEW_KEY, None)}
+    return render(request, "manage/token.html", context)
+
+
+@login_required
+@require_POST
+def token_change(request, change: str):
+    """``create``, ``rotate`` or ``revoke`` your token, then back to the token page."""
+    try:
+        if change == "create":
+            request.session[NEW_KEY] = manage.do_create_token(request.user).key
+        elif change == "rotate":
+            request.session[NEW_KEY] = manage.do_rotate_token(request.user).key
+        elif change == "revoke" and manage.do_revoke_token(request.user):
+            messages.success(request, "Token revoked: it no longer works anywhere.")
+    except ActionError as error:
+        messages.error(request, error.detail)
+    return redirect("manage-tokens")

@@ -1,0 +1,70 @@
+"""Errors that tell the caller what to do: another Authorization scheme than ``Token``, filter values that can
+match nothing (a typo), and the app's styled 403 / 404 / 500 pages (JSON under /api/)."""
+
+import pytest
+from django.test import Client, RequestFactory
+from rest_framework.test import APIClient
+
+from annotation import error_views
+from annotation.models import ExportJob
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("header", ["Bearer abc123", "Basic b3duZXI6cHc=", "token-without-scheme"])
+def test_another_authorization_scheme_is_a_401_naming_the_right_one(owner, header):
+    response = APIClient(HTTP_AUTHORIZATION=header).get("/api/projects/")
+    assert response.status_code == 401
+    assert "use `Authorization: Token <key>`" in response.json()["detail"]
+    assert response["WWW-Authenticate"] == "Token"
+
+
+def test_a_wrong_token_still_says_the_token_is_invalid(owner):
+    response = APIClient(HTTP_AUTHORIZATION="Token nope").get("/api/projects/")
+    assert response.status_code == 401
+    assert response.json()["detail"] == "Invalid token."
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/api/demonstrations/?split=tset", "split"),
+        ("/api/demonstrations/?scheme=mind2web&split=valid", "split"),  # a WebLINX split under Mind2Web
+        ("/api/demonstrations/?project__name=sampel", "project__name"),
+        ("/api/recordings/?project__name=sampel", "project__name"),
+        ("/api/exports/?project__name=beta", "project__name"),  # exists, but not one of yours
+        ("/api/demonstrations/?status=bogus", "status"),
+        ("/api/recordings/?status=bogus", "status"),
+        ("/api/exports/?status=bogus", "status"),
+    ],
+)
+def test_unknown_filter_values_are_a_400_naming_the_parameter(researcher, beta, api_for, path, field):
+    response = api_for(researcher).get(path)
+    assert response.status_code == 400, response.content
+    assert [error["field"] for error in response.json()["errors"]] == [field]
+
+
+def test_known_filter_values_still_filter(researcher, alpha, api_for):
+    ExportJob.objects.create(project=alpha, owner=researcher, format="weblinx", statuses=["validated"])
+    listed = api_for(researcher).get("/api/exports/?project__name=alpha&status=queued")
+    assert listed.status_code == 200
+    assert listed.json()["count"] == 1
+    assert api_for(researcher).get("/api/demonstrations/?split=train").status_code == 200
+
+
+def test_a_403_page_is_the_apps_styled_page(owner, alpha):
+    client = Client()
+    client.force_login(owner)
+    response = client.get("/projects/alpha/members/")
+    assert response.status_code == 403
+    assert 'data-status="403"' in response.text
+    assert "needs admin" in response.text
+
+
+def test_the_500_page_renders_without_a_request_context():
+    request = RequestFactory().get("/review/")
+    response = error_views.server_error(request)
+    assert response.status_code == 500
+    assert 'data-status="500"' in response.content.decode()
+    api = error_views.server_error(RequestFactory().get("/api/projects/"))
+    assert (api.status_code, api["Content-Type"]) == (500, "application/json")
