@@ -14,10 +14,13 @@ from .models import (
     Invitation,
     Membership,
     Project,
+    ProposedTask,
+    SeedTask,
     SplitConfig,
     Task,
     Turn,
     VideoChunk,
+    Website,
 )
 
 
@@ -206,3 +209,25 @@ class AssignmentAdmin(ReadOnlyAdmin):
     search_fields = ["worker__username", "task__batch__name"]
     list_select_related = ["task__batch", "worker"]
     exclude = ["token_nonce"]
+
+
+class SeedTaskInline(admin.TabularInline):
+    model = SeedTask
+    fields = ["text", "source"]
+    extra = 1
+
+
+@admin.register(Website)
+class WebsiteAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "domain", "subdomain", "target_tasks", "created_at"]
+    list_filter = ["project", "domain"]
+    search_fields = ["name", "url", "domain", "subdomain"]
+    inlines = [SeedTaskInline]
+
+
+@admin.register(ProposedTask)
+class ProposedTaskAdmin(admin.ModelAdmin):
+    list_display = ["text", "website", "proposer", "status", "reviewer", "created_at"]
+    list_filter = ["status", "website__project"]
+    search_fields = ["text", "final_text", "website__name", "proposer__username"]
+    readonly_fields = ["round", "website", "proposer", "text", "similar_to", "demo_task", "created_at"]
