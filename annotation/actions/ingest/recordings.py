@@ -67,4 +67,9 @@ def do_finish_recording(demo: Demonstration, recording_end=None) -> Demonstratio
             demo.recording_end = recording_end or timezone.now()
             demo.save(update_fields=["status", "recording_end", "updated_at"])
             on_commit_send(demo.name, {"type": "session.ended", "status": demo.status})
+            if demo.assignment_id is not None:
+                # Imported here: the Mind2Web actions start recordings through this module.
+                from ..mind2web.demonstrations import do_finish_demonstration
+
+                do_finish_demonstration(demo)
     return demo
