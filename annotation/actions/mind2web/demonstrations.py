@@ -2,6 +2,7 @@
 starting the recording of one (task, website, domain and subdomain filled in, linked to the task's assignment).
 A demonstration's assignment is submitted when its recording finishes (``do_finish_demonstration``)."""
 
+import contextlib
 from urllib.parse import urlsplit
 
 from django.utils import timezone
@@ -75,7 +76,6 @@ def do_finish_demonstration(demo) -> None:
         return
     if assignment.task.batch.kind != BatchKind.DEMONSTRATION:
         return
-    try:
+    # Too late: the assignment is marked expired and its task goes back to the queue; the recording is kept.
+    with contextlib.suppress(AssignmentExpired):
         do_submit(assignment.pk, {"recording": demo.name})
-    except AssignmentExpired:
-        pass  # too late: marked expired, the task goes back to the queue; the recording itself is kept
