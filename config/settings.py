@@ -331,6 +331,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "DemoStatusEnum": "annotation.models.capture.DemoStatus",
         "JobStatusEnum": "annotation.models.exports.JobStatus",
+        "AssignmentStatusEnum": "annotation.models.work.AssignmentStatus",
+        "ProposalStatusEnum": "annotation.models.mind2web.ProposalStatus",
     },
 }
 
