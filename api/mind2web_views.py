@@ -46,6 +46,7 @@ class WebsiteViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.
     """Websites of your projects with their target, accepted tasks and seed tasks (researchers and admins manage
     them; every member reads them)."""
 
+    lookup_value_regex = "[0-9]+"
     serializer_class = ms.WebsiteSerializer
     parser_classes = [LimitedJSONParser, MultiPartParser, FormParser]
     filterset_fields = {"project__name": ["exact"], "domain": ["exact"]}
@@ -133,6 +134,7 @@ class ProposalRoundViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSe
     """Your proposal rounds: start one on an offered website (10 seed tasks drawn for it), then submit up to 5
     tasks, each screened against the website's seed and accepted tasks."""
 
+    lookup_value_regex = "[0-9]+"
     serializer_class = ms.RoundSerializer
 
     def get_queryset(self):
@@ -166,6 +168,7 @@ class ProposalViewSet(viewsets.ReadOnlyModelViewSet):
     """Proposed tasks: yours, and those of the projects you review (filter ``status``, ``website``,
     ``project``); reviewers and admins accept (possibly edited) or reject them."""
 
+    lookup_value_regex = "[0-9]+"
     serializer_class = ms.ProposalSerializer
     filterset_fields = {"status": ["exact"], "website": ["exact"], "website__project__name": ["exact"]}
 
@@ -194,6 +197,7 @@ class DemonstrationTaskViewSet(viewsets.ReadOnlyModelViewSet):
     """Your assigned demonstration tasks (accepted proposals), as the recorder's side panel lists them; ``start``
     one to begin its recording."""
 
+    lookup_value_regex = "[0-9]+"
     serializer_class = ms.DemonstrationTaskSerializer
     pagination_class = None
     filterset_fields = {"task__batch__project__name": ["exact"]}

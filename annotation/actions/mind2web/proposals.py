@@ -39,13 +39,20 @@ SIMILAR_LISTED = 3
 REVIEW_ROLES = (Role.REVIEWER, Role.ADMIN)
 BATCH_NAMES = {BatchKind.PROPOSAL: "mind2web-proposals", BatchKind.DEMONSTRATION: "mind2web-demonstrations"}
 PROPOSAL_SECONDS = 24 * 3600
+PROPOSAL_SLOTS = 1_000_000
 DEMONSTRATION_SECONDS = 30 * 24 * 3600  # an assigned demonstration waits for its proposer for a month
 
 
 def mind2web_batch(project, kind) -> Batch:
     """The project's proposal or demonstration batch, created on first use."""
-    seconds = PROPOSAL_SECONDS if kind == BatchKind.PROPOSAL else DEMONSTRATION_SECONDS
-    defaults = {"html_template": "", "allotted_seconds": seconds, "description": BatchKind(kind).label}
+    proposing = kind == BatchKind.PROPOSAL
+    defaults = {
+        "html_template": "",
+        "allotted_seconds": PROPOSAL_SECONDS if proposing else DEMONSTRATION_SECONDS,
+        "description": BatchKind(kind).label,
+        # A website's task takes rounds until the website reaches its target, which the proposal code checks.
+        "assignments_per_task": PROPOSAL_SLOTS if proposing else 1,
+    }
     try:
         batch, _ = Batch.objects.get_or_create(project=project, kind=kind, name=BATCH_NAMES[kind], defaults=defaults)
     except IntegrityError:
