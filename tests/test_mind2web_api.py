@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from annotation.actions import mind2web
+from annotation.actions import Conflict, mind2web
 from annotation.models import (
     AssignmentStatus,
     BatchKind,
@@ -214,7 +214,7 @@ def test_seed_tasks_are_generated_through_an_openai_compatible_endpoint(site, st
 
 def test_generation_is_off_unless_configured(site, settings):
     settings.SEED_TASKS_LLM_URL = ""
-    with pytest.raises(mind2web.Conflict if hasattr(mind2web, "Conflict") else Exception, match="off"):
+    with pytest.raises(Conflict, match="off"):
         mind2web.do_generate_seed_tasks(site)
 
 
@@ -455,3 +455,14 @@ def test_proposal_statuses_are_counted_per_website(api_for, site, owner, reviewe
     review(api_for(reviewer), body["proposals"][0]["id"], "accept")
     assert site.proposed_tasks.filter(status=ProposalStatus.ACCEPTED).count() == 1
     assert api_for(owner).get(f"/api/websites/{site.pk}/").json()["accepted"] == 1
+
+
+def test_the_command_generates_seed_tasks_for_the_project_websites(site, stand_in_model):
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("generate_seed_tasks", "--project", "alpha", "--count", "7", stdout=out)
+    assert out.getvalue().strip() == "exploretock: 7 new seed tasks"
+    assert site.seed_tasks.filter(source=SeedSource.GENERATED).count() == 7
