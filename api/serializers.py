@@ -190,6 +190,12 @@ class IngestResultSerializer(serializers.Serializer):
 
 class FinishSerializer(serializers.Serializer):
     recording_end = serializers.DateTimeField(required=False, help_text="Defaults to the time of the request.")
+    task_description = serializers.CharField(
+        required=False,
+        max_length=2000,
+        help_text="The task as the annotator confirmed or edited it at the end (Mind2Web step mode); "
+        "omitted = unchanged. Ignored when the recording was already finished.",
+    )
 
 
 class ErrorSerializer(serializers.Serializer):

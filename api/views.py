@@ -216,7 +216,8 @@ class RecordingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         demo = actions.check_demo_writable(request.user, name)
         data = s.FinishSerializer(data=request.data if isinstance(request.data, dict) else {})
         data.is_valid(raise_exception=True)
-        actions.do_finish_recording(demo, data.validated_data.get("recording_end"))
+        fields = data.validated_data
+        actions.do_finish_recording(demo, fields.get("recording_end"), fields.get("task_description"))
         return Response(self.get_serializer(self.get_queryset().get(pk=demo.pk)).data)
 
 

@@ -419,6 +419,15 @@ def test_finishing_the_recording_completes_the_task(api_for, owner, assigned):
     assert Demonstration.objects.get(name=demo["name"]).assignment.status == AssignmentStatus.SUBMITTED
 
 
+def test_the_annotator_confirms_an_edited_description_when_finishing(api_for, owner, assigned):
+    client = api_for(owner)
+    demo = client.post(f"/api/demonstration-tasks/{assigned['id']}/start/", {"client_id": "r2"}, format="json").json()
+    url = f"/api/recordings/{demo['name']}/finish/"
+    assert client.post(url, {"task_description": "x" * 2001}, format="json").status_code == 400
+    response = client.post(url, {"task_description": " Track yesterday's order of shoes "}, format="json")
+    assert response.json()["task_description"] == "Track yesterday's order of shoes"
+
+
 def test_nobody_else_starts_your_demonstration_task(api_for, teammate, outsider, assigned):
     for user in (teammate, outsider):
         url = f"/api/demonstration-tasks/{assigned['id']}/start/"
