@@ -5,6 +5,8 @@ from rest_framework import serializers
 
 from annotation.models import Assignment, ProposalRound, ProposedTask, SeedTask, Website
 
+from .serializers import RecorderClientSerializer
+
 
 class WebsiteSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="name", read_only=True)
@@ -172,14 +174,8 @@ class DemonstrationTakeSerializer(serializers.Serializer):
     project = serializers.CharField()
 
 
-class DemonstrationStartSerializer(serializers.Serializer):
-    client_id = serializers.CharField(
-        max_length=64, help_text="Recorder-chosen unique id; re-sending it returns the same recording."
-    )
-    recording_start = serializers.DateTimeField(required=False)
-    timezone_offset_minutes = serializers.IntegerField(required=False, default=0, min_value=-840, max_value=840)
-    user_agent = serializers.CharField(max_length=500, allow_blank=True, required=False, default="")
-    recorder_version = serializers.CharField(max_length=32, allow_blank=True, required=False, default="")
+class DemonstrationStartSerializer(RecorderClientSerializer):
+    """What the side panel sends to start a demonstration task (the task fills in the rest)."""
 
 
 class VerificationCountsSerializer(serializers.Serializer):
