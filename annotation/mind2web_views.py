@@ -46,7 +46,7 @@ def project_page(request, project):
     review queue's size and the verification counts, as your role allows."""
     project = member_project(request.user, project)
     role = project.role_of(request.user)
-    websites = Website.objects.filter(project=project).with_accepted().order_by("name")
+    websites = Website.objects.filter(project=project).with_counts().order_by("name")
     context = {
         "project": project,
         "role": role,

@@ -2,7 +2,7 @@
 demonstration tasks the recorder's side panel lists and starts. Thin: each view calls
 ``annotation.actions.mind2web``; every input check names its field there."""
 
-from django.db.models import Count, Q
+from django.db.models import Q
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from annotation.actions import ValidationFailed
 from annotation.actions import mind2web as m2w
-from annotation.models import Assignment, Project, ProposalRound, ProposalStatus, ProposedTask, Website
+from annotation.models import Assignment, Project, ProposalRound, ProposedTask, Website
 
 from . import mind2web_serializers as ms
 from . import serializers as s
@@ -56,12 +56,7 @@ class WebsiteViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.
         return (
             Website.objects.filter(project__in=Project.objects.for_user(self.request.user))
             .select_related("project")
-            .annotate(
-                accepted=Count(
-                    "proposed_tasks", filter=Q(proposed_tasks__status=ProposalStatus.ACCEPTED), distinct=True
-                ),
-                seed_count=Count("seed_tasks", distinct=True),
-            )
+            .with_counts()
             .order_by("project__name", "name")
         )
 

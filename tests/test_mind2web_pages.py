@@ -125,3 +125,21 @@ def test_annotators_do_not_review(client, api_for, site, owner, teammate):
     client.post(f"/mind2web/proposals/{proposal.pk}/review", {"decision": "accept"})
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.PENDING
+
+
+def test_the_project_page_makes_the_same_number_of_queries_however_many_websites(client, alpha, researcher):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(researcher)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/mind2web/projects/alpha/").status_code == 200
+        return len(captured)
+
+    website(alpha, "one", seeds=SEEDS[:2])
+    few = queries()
+    for name in ("two", "three", "four"):
+        website(alpha, name, seeds=SEEDS[:3])
+    assert queries() == few

@@ -19,9 +19,12 @@ from .work import Assignment, Task
 class WebsiteQuerySet(models.QuerySet):
     def with_accepted(self):
         """Annotated with ``accepted``: how many of its proposed tasks were accepted."""
-        return self.annotate(
-            accepted=models.Count("proposed_tasks", filter=Q(proposed_tasks__status=ProposalStatus.ACCEPTED))
-        )
+        accepted = Q(proposed_tasks__status=ProposalStatus.ACCEPTED)
+        return self.annotate(accepted=models.Count("proposed_tasks", filter=accepted, distinct=True))
+
+    def with_counts(self):
+        """``with_accepted`` plus ``seed_count``: how many seed tasks it has."""
+        return self.with_accepted().annotate(seed_count=models.Count("seed_tasks", distinct=True))
 
     def under_target(self):
         """Websites still taking proposals: accepted tasks below their target (the corpus stays balanced)."""
