@@ -81,6 +81,18 @@ def test_members_read_the_websites_of_their_projects_only(api_for, site, owner, 
     assert api_for(outsider).get(f"/api/websites/{site.pk}/").status_code == 404
 
 
+def test_a_null_is_blank_and_a_wrong_type_is_named_when_changing_a_website(api_for, site, researcher):
+    client = api_for(researcher)
+    response = client.patch(f"/api/websites/{site.pk}/", {"subdomain": None, "target_tasks": 0}, format="json")
+    assert response.status_code == 400
+    assert [e["field"] for e in response.json()["errors"]] == ["target_tasks"]
+    response = client.patch(f"/api/websites/{site.pk}/", {"subdomain": None, "domain": 5}, format="json")
+    assert response.status_code == 400
+    assert [e["field"] for e in response.json()["errors"]] == ["domain"]
+    response = client.patch(f"/api/websites/{site.pk}/", {"subdomain": None}, format="json")
+    assert response.json()["subdomain"] == ""
+
+
 def test_a_researcher_changes_a_website(api_for, site, researcher, owner):
     response = api_for(researcher).patch(f"/api/websites/{site.pk}/", {"target_tasks": 3}, format="json")
     assert response.status_code == 200

@@ -74,8 +74,8 @@ def clean_website(row, where: str) -> tuple[dict, list]:
     errors = [{"field": f"{where}.{key}", "message": "unknown field"} for key in row if key not in WEBSITE_FIELDS]
     values = {}
     for name in WEBSITE_FIELDS[:-1]:
-        value = row.get(name, "")
-        problem = text_problem(name, "" if value is None else value)
+        value = "" if row.get(name) is None else row[name]  # null = blank, as an absent key
+        problem = text_problem(name, value)
         if problem:
             errors.append({"field": f"{where}.{name}", "message": problem})
         else:
