@@ -31,6 +31,15 @@ class WebsiteSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class RoundWebsiteSerializer(serializers.ModelSerializer):
+    """The website of a proposal round, as the proposer sees it."""
+
+    class Meta:
+        model = Website
+        fields = ["id", "name", "url", "domain", "subdomain", "description", "target_tasks"]
+        read_only_fields = fields
+
+
 class WebsiteInSerializer(serializers.Serializer):
     """A website to create (``project`` required) or change (PATCH, any subset)."""
 
@@ -104,7 +113,7 @@ class ProposalSerializer(serializers.ModelSerializer):
 
 
 class RoundSerializer(serializers.ModelSerializer):
-    website = WebsiteSerializer(read_only=True)
+    website = RoundWebsiteSerializer(read_only=True)
     seed_draw = serializers.JSONField(read_only=True, help_text='The seed tasks shown: [{"id", "text"}].')
     assignment = serializers.IntegerField(source="assignment_id", read_only=True)
     expires_at = serializers.DateTimeField(source="assignment.expires_at", read_only=True)

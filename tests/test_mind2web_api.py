@@ -247,6 +247,7 @@ def test_a_round_shows_ten_seed_tasks_drawn_with_a_stored_seed(api_for, site, ow
     response = start_round(api_for(owner), site)
     assert response.status_code == 201, response.content
     body = response.json()
+    assert body["website"]["name"] == "exploretock"
     assert len(body["seed_draw"]) == 10
     assert {s["text"] for s in body["seed_draw"]} <= set(SEEDS)
     assert body["seed_draw"] == mind2web.draw_seeds(site, body["draw_seed"])

@@ -54,8 +54,10 @@ def config(url: str, token: str) -> str:
         token,
         {"project": "sample", "name": "schema-run", "url": "https://example.com/", "domain": "Info"},
     )["id"]
+    proposal_round = get_json(f"{url}/api/proposal-rounds/", token, {"website": website})["id"]
     groups = [
         ("^/api/websites/", {"id": website, "project": "sample"}),
+        ("^/api/proposal-rounds/", {"id": proposal_round}),
         ("^/api/projects/", {"name": "sample"}),
         ("^/api/(recordings|demonstrations)/", {"name": demo}),
         ("^/api/(exports|evaluations)/", {"id": export}),
