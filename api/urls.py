@@ -4,7 +4,7 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from . import agent_views, views, work_views
+from . import agent_views, mind2web_views, views, work_views
 
 router = DefaultRouter()
 router.register("projects", views.ProjectViewSet, basename="project")
@@ -15,6 +15,10 @@ router.register("evaluations", views.EvaluationViewSet, basename="evaluation")
 router.register("agent-runs", agent_views.AgentRunViewSet, basename="agent-run")
 router.register("batches", work_views.BatchViewSet, basename="batch")
 router.register("assignments", work_views.AssignmentViewSet, basename="assignment")
+router.register("websites", mind2web_views.WebsiteViewSet, basename="website")
+router.register("proposal-rounds", mind2web_views.ProposalRoundViewSet, basename="proposal-round")
+router.register("proposals", mind2web_views.ProposalViewSet, basename="proposal")
+router.register("demonstration-tasks", mind2web_views.DemonstrationTaskViewSet, basename="demonstration-task")
 
 urlpatterns = [
     path("blobs/missing/", views.MissingBlobsView.as_view(), name="blobs-missing"),

@@ -94,7 +94,17 @@ def to_export_demo(demo: Demonstration, split: str) -> ExportDemo:
         upload_date=demo.created_at,
         turns=tuple(export_timeline(demo)),
         rejected=demo.status == DemoStatus.REJECTED,
+        discarded=demo.discarded,
+        refined_task=demo.refined_task,
+        website=proposed_website(demo),
     )
+
+
+def proposed_website(demo: Demonstration) -> str:
+    """The name of the Mind2Web website whose proposed task the demo demonstrates ("" for other demos)."""
+    task = demo.assignment.task if demo.assignment else None
+    proposal = getattr(task, "proposal", None) if task else None
+    return proposal.website.name if proposal else ""
 
 
 def export_demos(project, scheme: str, statuses=DEFAULT_STATUSES, splits=None, chunk=20) -> Iterator[ExportDemo]:

@@ -28,7 +28,7 @@ def selected_demos(project, statuses=DEFAULT_STATUSES):
     """The project's demonstrations with these statuses, ordered by name."""
     return (
         Demonstration.objects.filter(project=project, status__in=list(statuses))
-        .select_related("project", "navigator", "instructor", "review")
+        .select_related("project", "navigator", "instructor", "review", "assignment__task__proposal__website")
         .order_by("name")
     )
 

@@ -1,6 +1,6 @@
 """The domain model, one module per area: ``capture`` (projects, recordings, turns, blobs), ``curation``,
-``exports`` (split configuration, export jobs, evaluations), ``agents`` (agent runs) and ``work`` (batches, tasks,
-assignments)."""
+``exports`` (split configuration, export jobs, evaluations), ``agents`` (agent runs), ``work`` (batches, tasks,
+assignments), ``mind2web`` (websites, seed tasks, proposals) and ``pay`` (pay rates)."""
 
 from .agents import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance
 from .capture import (
@@ -26,6 +26,7 @@ from .capture import (
 from .curation import Comment, DemoReview, Edit, EditKind, TurnCuration, curated_turns
 from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
 from .invitations import Invitation, code_digest
+from .mind2web import ProposalRound, ProposalStatus, ProposedTask, SeedSource, SeedTask, Website
 from .pay import PayRates
 from .work import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
 
@@ -34,6 +35,12 @@ __all__ = [
     "AgentMetric",
     "AgentRun",
     "AgentRunInstance",
+    "ProposalRound",
+    "ProposalStatus",
+    "ProposedTask",
+    "SeedSource",
+    "SeedTask",
+    "Website",
     "HOLDING_STATUSES",
     "Assignment",
     "AssignmentStatus",
