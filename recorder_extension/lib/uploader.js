@@ -194,7 +194,9 @@
     }
 
     async createRecording(session) {
-      const { status, body } = await this.request(session, "POST", "/api/recordings/", sessions.recordingBody(session));
+      const { status, body } = session.demonstrationTask
+        ? await this.request(session, "POST", `/api/demonstration-tasks/${session.demonstrationTask}/start/`, sessions.demonstrationStartBody(session))
+        : await this.request(session, "POST", "/api/recordings/", sessions.recordingBody(session));
       if (status >= 400) throw new SessionError(`starting the recording failed: ${describe(status, body)}`);
       if (!body || !body.name) throw new RetryableError("the server answered without a recording name");
       this.d.log.info && this.d.log.info(`recording ${body.name} for ${session.clientId}`);
@@ -354,7 +356,7 @@
     }
 
     async finish(session) {
-      const end = { recording_end: clock.isoFromMs(session.stoppedAt || this.d.now()) };
+      const end = sessions.finishBody(session, session.stoppedAt || this.d.now());
       const { status, body } = await this.request(session, "POST", `/api/recordings/${session.demoName}/finish/`, end);
       if (status >= 400) throw new SessionError(`finishing the recording failed: ${describe(status, body)}`);
       await sessions.dropFromOutbox(this.d.kv, session.clientId);
