@@ -15,10 +15,13 @@ from .models import (
     Membership,
     PayRates,
     Project,
+    ProposedTask,
+    SeedTask,
     SplitConfig,
     Task,
     Turn,
     VideoChunk,
+    Website,
 )
 
 
@@ -221,3 +224,25 @@ class PayRatesAdmin(admin.ModelAdmin):
         "per_validated_demo",
         "per_submitted_assignment",
     ]
+
+
+class SeedTaskInline(admin.TabularInline):
+    model = SeedTask
+    fields = ["text", "source"]
+    extra = 1
+
+
+@admin.register(Website)
+class WebsiteAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "domain", "subdomain", "target_tasks", "created_at"]
+    list_filter = ["project", "domain"]
+    search_fields = ["name", "url", "domain", "subdomain"]
+    inlines = [SeedTaskInline]
+
+
+@admin.register(ProposedTask)
+class ProposedTaskAdmin(admin.ModelAdmin):
+    list_display = ["text", "website", "proposer", "status", "reviewer", "created_at"]
+    list_filter = ["status", "website__project"]
+    search_fields = ["text", "final_text", "website__name", "proposer__username"]
+    readonly_fields = ["round", "website", "proposer", "text", "similar_to", "demo_task", "created_at"]

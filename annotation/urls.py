@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from . import frame_views, review_views, session_views, stats_views, views, work_views
+from . import frame_views, mind2web_views, review_views, session_views, stats_views, views, work_views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -42,6 +42,22 @@ urlpatterns = [
     path("projects/<slug:name>/activity.csv", stats_views.activity_csv, name="project-activity-csv"),
     path("projects/<slug:name>/pay.csv", stats_views.pay_csv, name="project-pay-csv"),
     path("projects/<slug:name>/pay/rates/", stats_views.pay_rates, name="project-pay-rates"),
+    # Mind2Web collection: websites and seed tasks, proposing, the proposal review queue.
+    path("mind2web/", mind2web_views.index, name="mind2web-index"),
+    path("mind2web/projects/<slug:project>/", mind2web_views.project_page, name="mind2web-project"),
+    path("mind2web/projects/<slug:project>/websites/add", mind2web_views.website_add, name="mind2web-website-add"),
+    path(
+        "mind2web/projects/<slug:project>/websites/import",
+        mind2web_views.website_import,
+        name="mind2web-website-import",
+    ),
+    path("mind2web/projects/<slug:project>/review/", mind2web_views.review_queue, name="mind2web-review"),
+    path("mind2web/websites/<int:website_id>/seeds", mind2web_views.seeds_import, name="mind2web-seeds"),
+    path("mind2web/websites/<int:website_id>/propose", mind2web_views.round_start, name="mind2web-propose"),
+    path("mind2web/rounds/<int:round_id>/", mind2web_views.round_page, name="mind2web-round"),
+    path(
+        "mind2web/proposals/<int:proposal_id>/review", mind2web_views.proposal_review, name="mind2web-proposal-review"
+    ),
     path("sessions/join/<str:code>", session_views.join, name="session-join"),
     path("sessions/<slug:name>/instruct", session_views.instruct, name="session-instruct"),
     path("sessions/<slug:name>/navigate", session_views.navigate, name="session-navigate"),

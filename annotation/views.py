@@ -12,6 +12,8 @@ from .actions.review import EDITABLE_STATUSES, VIEW_ALL_ROLES
 from .models import (
     Assignment,
     AssignmentStatus,
+    Batch,
+    BatchKind,
     DemoMode,
     Demonstration,
     DemoReview,
@@ -148,9 +150,12 @@ def research_block(roles: dict) -> dict:
 
 def form_work_block(user) -> dict:
     """Form batches with work for ``user`` (how many tasks each) and their assignments in progress; three queries."""
-    batches = work.open_for_work(work.workable_batches(user)).select_related("project").order_by("-created_at")
+    batches = work.open_for_work(work.workable_batches(user, Batch.objects.forms()))
+    batches = batches.select_related("project").order_by("-created_at")
     counts = work.available_counts(user, batches)
-    active = Assignment.objects.filter(worker=user, status=AssignmentStatus.ACTIVE, expires_at__gt=timezone.now())
+    active = Assignment.objects.filter(
+        worker=user, status=AssignmentStatus.ACTIVE, expires_at__gt=timezone.now(), task__batch__kind=BatchKind.FORM
+    )
     with_work = list(batches.filter(pk__in=list(counts))[:HOME_LIMIT])
     return {"form_batches": [(b, counts[b.pk]) for b in with_work], "form_active": active.count()}
 

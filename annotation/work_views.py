@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from . import work_forms
 from .actions import ActionError, NotFound, work
 from .actions import forms as actions
-from .models import Assignment, AssignmentStatus, Batch
+from .models import Assignment, AssignmentStatus, Batch, BatchKind
 
 HISTORY_PAGE = 50
 
@@ -57,9 +57,11 @@ def work_index(request):
 
 def index_context(user, page=None) -> dict:
     now = timezone.now()
-    workable = work.open_for_work(work.workable_batches(user)).select_related("project")
+    workable = work.open_for_work(work.workable_batches(user, Batch.objects.forms())).select_related("project")
     counts = work.available_counts(user, workable)
-    mine = Assignment.objects.filter(worker=user).select_related("task__batch__project")
+    mine = Assignment.objects.filter(worker=user, task__batch__kind=BatchKind.FORM).select_related(
+        "task__batch__project"
+    )
     submitted = mine.filter(status=AssignmentStatus.SUBMITTED).order_by("-submitted_at", "-pk")
     return {
         "active": list(mine.filter(status=AssignmentStatus.ACTIVE, expires_at__gt=now).order_by("expires_at")),
@@ -72,7 +74,8 @@ def index_context(user, page=None) -> dict:
 def managed_batches(user) -> list:
     projects = work.managed_projects(user)
     return list(
-        Batch.objects.filter(project__in=projects)
+        Batch.objects.forms()
+        .filter(project__in=projects)
         .select_related("project")
         .annotate(task_count=Count("tasks"), done=Count("tasks", filter=Q(tasks__completed=True)))
         .order_by("-created_at")[:100]

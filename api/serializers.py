@@ -32,13 +32,22 @@ class ProjectSerializer(serializers.ModelSerializer):
         return project.role_of(self.context["request"].user)
 
 
-class RecordingStartSerializer(serializers.Serializer):
-    """What the recorder sends to start a demonstration."""
+class RecorderClientSerializer(serializers.Serializer):
+    """What the recorder says about itself when it starts any recording (a demonstration task's too)."""
 
-    project = serializers.SlugField(help_text="Name of a project in which you are an annotator or admin.")
     client_id = serializers.CharField(
         max_length=64, help_text="Recorder-chosen unique id (e.g. a UUID); re-sending it returns the same recording."
     )
+    recording_start = serializers.DateTimeField(required=False, help_text="Defaults to the time of the request.")
+    timezone_offset_minutes = serializers.IntegerField(required=False, default=0, min_value=-840, max_value=840)
+    user_agent = serializers.CharField(max_length=500, allow_blank=True, required=False, default="")
+    recorder_version = serializers.CharField(max_length=32, allow_blank=True, required=False, default="")
+
+
+class RecordingStartSerializer(RecorderClientSerializer):
+    """What the recorder sends to start a demonstration."""
+
+    project = serializers.SlugField(help_text="Name of a project in which you are an annotator or admin.")
     mode = serializers.ChoiceField(choices=DemoMode.choices, default=DemoMode.CHAT)
     task_description = serializers.CharField(allow_blank=True, required=False, default="")
     websites = serializers.ListField(child=serializers.CharField(max_length=253), required=False, default=list)
@@ -46,10 +55,6 @@ class RecordingStartSerializer(serializers.Serializer):
     subcategory = serializers.CharField(max_length=100, allow_blank=True, required=False, default="")
     region = serializers.CharField(max_length=100, allow_blank=True, required=False, default="")
     instructor_sees_screen = serializers.BooleanField(required=False, default=True)
-    recording_start = serializers.DateTimeField(required=False, help_text="Defaults to the time of the request.")
-    timezone_offset_minutes = serializers.IntegerField(required=False, default=0, min_value=-840, max_value=840)
-    user_agent = serializers.CharField(max_length=500, allow_blank=True, required=False, default="")
-    recorder_version = serializers.CharField(max_length=32, allow_blank=True, required=False, default="")
     instructor = serializers.SlugRelatedField(
         slug_field="username",
         queryset=get_user_model().objects.all(),
@@ -190,6 +195,12 @@ class IngestResultSerializer(serializers.Serializer):
 
 class FinishSerializer(serializers.Serializer):
     recording_end = serializers.DateTimeField(required=False, help_text="Defaults to the time of the request.")
+    task_description = serializers.CharField(
+        required=False,
+        max_length=2000,
+        help_text="The task as the annotator confirmed or edited it at the end (Mind2Web step mode); "
+        "omitted = unchanged. Ignored when the recording was already finished.",
+    )
 
 
 class ErrorSerializer(serializers.Serializer):

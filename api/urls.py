@@ -4,7 +4,7 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from . import views, work_views
+from . import mind2web_views, views, work_views
 
 router = DefaultRouter()
 router.register("projects", views.ProjectViewSet, basename="project")
@@ -14,6 +14,10 @@ router.register("exports", views.ExportJobViewSet, basename="export")
 router.register("evaluations", views.EvaluationViewSet, basename="evaluation")
 router.register("batches", work_views.BatchViewSet, basename="batch")
 router.register("assignments", work_views.AssignmentViewSet, basename="assignment")
+router.register("websites", mind2web_views.WebsiteViewSet, basename="website")
+router.register("proposal-rounds", mind2web_views.ProposalRoundViewSet, basename="proposal-round")
+router.register("proposals", mind2web_views.ProposalViewSet, basename="proposal")
+router.register("demonstration-tasks", mind2web_views.DemonstrationTaskViewSet, basename="demonstration-task")
 
 urlpatterns = [
     path("blobs/missing/", views.MissingBlobsView.as_view(), name="blobs-missing"),

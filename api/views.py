@@ -14,12 +14,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import actions, schema
+from annotation.actions import mind2web
 from annotation.actions.signin import check_sign_in_allowed, client_address
 from annotation.models import Demonstration, Evaluation, ExportJob, Project, Role, SplitConfig
 from workers import dataset
 
 from . import serializers as s
 from .downloads import file_download
+from .mind2web_serializers import VerificationCountsSerializer
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409, 413)}
 ARCHIVE_MEDIA_TYPES = {"tar.gz": "application/gzip", "zip": "application/zip"}
@@ -69,6 +71,16 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
                 **dataset.split_reports(project, statuses),
             }
         )
+
+    @extend_schema(responses={200: VerificationCountsSerializer, **ERRORS})
+    @action(detail=True, methods=["get"])
+    def verification(self, request, name=None):
+        """Mind2Web verification counts: tasks, tasks discarded, descriptions refined, tasks with steps discarded
+        (reviewers, researchers and admins)."""
+        project = self.get_object()
+        if not project.has_role(request.user, (Role.REVIEWER, Role.RESEARCHER, Role.ADMIN)):
+            raise actions.Forbidden("your role cannot see the verification counts")
+        return Response(mind2web.verification_counts(project))
 
 
 def split_statuses(request) -> list[str]:
@@ -204,7 +216,8 @@ class RecordingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         demo = actions.check_demo_writable(request.user, name)
         data = s.FinishSerializer(data=request.data if isinstance(request.data, dict) else {})
         data.is_valid(raise_exception=True)
-        actions.do_finish_recording(demo, data.validated_data.get("recording_end"))
+        fields = data.validated_data
+        actions.do_finish_recording(demo, fields.get("recording_end"), fields.get("task_description"))
         return Response(self.get_serializer(self.get_queryset().get(pk=demo.pk)).data)
 
 

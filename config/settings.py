@@ -271,6 +271,13 @@ FORM_EXPIRY_SWEEP_SECONDS = env_int("FORM_EXPIRY_SWEEP_SECONDS", 60)
 # Submit & next (accept the batch's next task after a submission) is on unless the worker switches it off.
 FORM_AUTO_ACCEPT_DEFAULT = env_bool("FORM_AUTO_ACCEPT_DEFAULT", True)
 
+# Mind2Web collection (docs/mind2web.md). Seed-task generation is off unless an OpenAI-compatible base URL is set.
+SEED_TASKS_LLM_URL = env_str("SEED_TASKS_LLM_URL")
+SEED_TASKS_LLM_MODEL = env_str("SEED_TASKS_LLM_MODEL", "gpt-4o-mini")
+SEED_TASKS_LLM_KEY = env_str("SEED_TASKS_LLM_KEY")
+SEED_TASKS_LLM_TIMEOUT_SECONDS = env_int("SEED_TASKS_LLM_TIMEOUT_SECONDS", 120)
+SEED_TASKS_PER_WEBSITE = env_int("SEED_TASKS_PER_WEBSITE", 50)
+
 # --- Background jobs ------------------------------------------------------------------------------------------
 # A running job whose worker has not reported for this long is marked failed (its worker was killed or crashed).
 JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 120)
@@ -324,6 +331,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "DemoStatusEnum": "annotation.models.capture.DemoStatus",
         "JobStatusEnum": "annotation.models.exports.JobStatus",
+        "AssignmentStatusEnum": "annotation.models.work.AssignmentStatus",
+        "ProposalStatusEnum": "annotation.models.mind2web.ProposalStatus",
     },
 }
 

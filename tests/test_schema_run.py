@@ -49,7 +49,13 @@ def config(url: str, token: str) -> str:
     turns = get_json(f"{url}/api/recordings/{demo}/turns/", token)
     screenshot = next(turn["screenshot"] for turn in turns if turn["screenshot"])
     export = finished_export(url, token)
+    website = get_json(
+        f"{url}/api/websites/",
+        token,
+        {"project": "sample", "name": "schema-run", "url": "https://example.com/", "domain": "Info"},
+    )["id"]
     groups = [
+        ("^/api/websites/", {"id": website, "project": "sample"}),
         ("^/api/projects/", {"name": "sample"}),
         ("^/api/(recordings|demonstrations)/", {"name": demo}),
         ("^/api/(exports|evaluations)/", {"id": export}),

@@ -107,14 +107,24 @@ def to_export_demo(demo: Demonstration, split: str) -> ExportDemo:
         upload_date=demo.created_at,
         turns=tuple(export_timeline(demo)),
         rejected=demo.status == DemoStatus.REJECTED,
+        discarded=demo.discarded,
+        refined_task=demo.refined_task,
+        website=proposed_website(demo),
     )
+
+
+def proposed_website(demo: Demonstration) -> str:
+    """The name of the Mind2Web website whose proposed task the demo demonstrates ("" for other demos)."""
+    task = demo.assignment.task if demo.assignment else None
+    proposal = getattr(task, "proposal", None) if task else None
+    return proposal.website.name if proposal else ""
 
 
 def selected_demos(project, statuses=DEFAULT_STATUSES):
     """The project's demonstrations with these statuses, ordered by name."""
     return (
         Demonstration.objects.filter(project=project, status__in=list(statuses))
-        .select_related("project", "navigator", "instructor", "review")
+        .select_related("project", "navigator", "instructor", "review", "assignment__task__proposal__website")
         .order_by("name")
     )
 

@@ -1,5 +1,6 @@
 """The domain model, one module per area: ``capture`` (projects, recordings, turns, blobs), ``curation``,
-``exports`` (split configuration, export jobs, evaluations) and ``work`` (batches, tasks, assignments)."""
+``exports`` (split configuration, export jobs, evaluations) ``work`` (batches, tasks, assignments)
+and ``mind2web`` (websites, seed tasks, proposals)."""
 
 from .capture import (
     EXPORTABLE_STATUSES,
@@ -24,10 +25,17 @@ from .capture import (
 from .curation import Comment, DemoReview, Edit, EditKind, TurnCuration, curated_turns
 from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
 from .invitations import Invitation, code_digest
+from .mind2web import ProposalRound, ProposalStatus, ProposedTask, SeedSource, SeedTask, Website
 from .pay import PayRates
 from .work import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
 
 __all__ = [
+    "ProposalRound",
+    "ProposalStatus",
+    "ProposedTask",
+    "SeedSource",
+    "SeedTask",
+    "Website",
     "HOLDING_STATUSES",
     "Assignment",
     "AssignmentStatus",

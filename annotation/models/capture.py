@@ -9,6 +9,7 @@ import secrets
 import string
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -45,6 +46,16 @@ class Project(models.Model):
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
+    proposal_similarity_threshold = models.PositiveSmallIntegerField(
+        default=85,
+        validators=[MaxValueValidator(100)],
+        help_text="Mind2Web screening: a proposed task whose token-set ratio with a seed or accepted task of its "
+        "website reaches this (0-100) is marked too similar.",
+    )
+    demonstrations_to_pool = models.BooleanField(
+        default=False,
+        help_text="Mind2Web: an accepted proposal goes to the pool of annotators instead of to its proposer.",
+    )
 
     objects = ProjectQuerySet.as_manager()
 
@@ -206,6 +217,13 @@ class Demonstration(models.Model):
         blank=True,
         related_name="recordings",
         help_text="The form-task assignment this recording was made on (a person's form filling as a demonstration).",
+    )
+    discarded = models.BooleanField(
+        default=False, help_text="Mind2Web verification: the task is discarded (left out of the Mind2Web export)."
+    )
+    refined_task = models.TextField(
+        blank=True,
+        help_text="Mind2Web verification: the reviewer's task description; the recorded one is kept as it was.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -25,12 +25,18 @@ class BatchKind(models.TextChoices):
     """What a batch's tasks are. Later kinds (proposals, demonstrations) reuse the same queue."""
 
     FORM = "form", "Form (HTML template, Turkle/MTurk style)"
+    PROPOSAL = "proposal", "Mind2Web task proposal (one task per website)"
+    DEMONSTRATION = "demonstration", "Mind2Web task demonstration (one task per accepted proposal)"
 
 
 class BatchQuerySet(models.QuerySet):
     def in_projects_of(self, user):
         """Batches of the projects where ``user`` has any role."""
         return self.filter(project__in=Project.objects.for_user(user))
+
+    def forms(self):
+        """Form batches only: the work pages serve these; Mind2Web batches have their own pages and API."""
+        return self.filter(kind=BatchKind.FORM)
 
 
 class Batch(models.Model):

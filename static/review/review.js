@@ -402,6 +402,13 @@
       e.preventDefault();
       send("edit_metadata", { fields: metadataFields(e.target) });
     });
+    bind("verification-form", "submit", (e) => {
+      e.preventDefault();
+      const form = e.target;
+      send("edit_metadata", {
+        fields: { refined_task: form.elements.refined_task.value.trim(), discarded: form.elements.discarded.checked },
+      });
+    });
     bind("comment-form", "submit", (e) => {
       e.preventDefault();
       const pin = $("comment-pin").checked && turns[selected];

@@ -63,6 +63,9 @@ class ExportDemo:
     upload_date: dt.datetime
     turns: tuple = ()
     rejected: bool = False  # rejected in review: WebLINX marks it with invalid.json
+    discarded: bool = False  # Mind2Web verification: the task is discarded (left out of the Mind2Web export)
+    refined_task: str = ""  # Mind2Web verification: the reviewer's task description (blank = the recorded one)
+    website: str = ""  # the Mind2Web website the demo's task was proposed for (blank = from its URLs)
 
 
 @dataclass

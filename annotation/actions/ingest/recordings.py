@@ -58,13 +58,21 @@ def do_start_recording(user, project: Project, client_id: str, **fields) -> tupl
     return demo, True
 
 
-def do_finish_recording(demo: Demonstration, recording_end=None) -> Demonstration:
-    """Mark a recording as recorded. Finishing again changes nothing (the recorder may retry)."""
+def do_finish_recording(demo: Demonstration, recording_end=None, task_description=None) -> Demonstration:
+    """Mark a recording as recorded, with the task description as confirmed at the end when one is given.
+    Finishing again changes nothing (the recorder may retry)."""
     with transaction.atomic():
         demo = Demonstration.objects.select_for_update().get(pk=demo.pk)
         if demo.status == DemoStatus.RECORDING:
             demo.status = DemoStatus.RECORDED
             demo.recording_end = recording_end or timezone.now()
-            demo.save(update_fields=["status", "recording_end", "updated_at"])
+            if task_description is not None:
+                demo.task_description = task_description.strip()
+            demo.save(update_fields=["status", "recording_end", "task_description", "updated_at"])
             on_commit_send(demo.name, {"type": "session.ended", "status": demo.status})
+            if demo.assignment_id is not None:
+                # Imported here: the Mind2Web actions start recordings through this module.
+                from ..mind2web.demonstrations import do_finish_demonstration
+
+                do_finish_demonstration(demo)
     return demo

@@ -14,8 +14,20 @@ from .access import check_can_curate, check_turn
 from .revisions import locked_review, record
 from .workflow import start_review_if_needed
 
-METADATA_FIELDS = ("task_description", "websites", "category", "subcategory", "region", "instructor_sees_screen")
-TEXT_METADATA = ("task_description", "category", "subcategory", "region")
+# ``discarded`` and ``refined_task``: Mind2Web verification (discard the task; refine its description, the recorded
+# ``task_description`` kept as it was).
+METADATA_FIELDS = (
+    "task_description",
+    "websites",
+    "category",
+    "subcategory",
+    "region",
+    "instructor_sees_screen",
+    "discarded",
+    "refined_task",
+)
+TEXT_METADATA = ("task_description", "category", "subcategory", "region", "refined_task")
+BOOLEAN_METADATA = ("instructor_sees_screen", "discarded")
 MAX_WEBSITE = 253  # a DNS name has at most 253 characters (as when a recording starts)
 
 # --- Turn state -----------------------------------------------------------------------------------------
@@ -166,7 +178,7 @@ def check_metadata(fields) -> dict:
             errors.append({"field": name, "message": "expected a list of domains"})
         elif name == "websites" and any(len(v) > MAX_WEBSITE for v in value):
             errors.append({"field": name, "message": f"domains of at most {MAX_WEBSITE} characters"})
-        elif name == "instructor_sees_screen" and not isinstance(value, bool):
+        elif name in BOOLEAN_METADATA and not isinstance(value, bool):
             errors.append({"field": name, "message": "expected a boolean"})
         elif name in TEXT_METADATA and not isinstance(value, str):
             errors.append({"field": name, "message": "expected a string"})

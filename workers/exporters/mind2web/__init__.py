@@ -24,9 +24,11 @@ Where the spec leaves a choice, this module decides:
 - ``annotation_id`` is uuid5 of the demo name and ``action_uid`` uuid5 of the name and the turn's stable key (the
   recorder's client id; the turn index for values built without one): the same demo exports with the same ids
   every time, however curation reorders or removes its turns.
-- Rejected demos are left out: Mind2Web has no marker for invalid tasks (WebLINX has ``invalid.json``).
-- ``website`` is the first website's registrable name (``www.booking.com`` → ``booking``); ``confirmed_task`` is
-  the task description, or for a chat demo without one the instructor's first utterance.
+- Rejected demos and tasks discarded in verification are left out: Mind2Web has no marker for invalid tasks
+  (WebLINX has ``invalid.json``); steps discarded in verification are deleted turns, absent from ``demo.turns``.
+- ``website`` is the name of the website the task was proposed for, else the first website's registrable name
+  (``www.booking.com`` → ``booking``); ``confirmed_task`` is the description refined in verification, else the
+  recorded one, or for a chat demo without one the instructor's first utterance.
 - ``ExportCounts.turns`` counts the steps (actions) written.
 """
 
@@ -110,11 +112,15 @@ def first_url(demo: ExportDemo) -> str:
 
 
 def website(demo: ExportDemo) -> str:
+    if demo.website:
+        return demo.website
     return website_name(demo.websites[0] if demo.websites else first_url(demo))
 
 
 def confirmed_task(demo: ExportDemo) -> str:
-    """The task description; a chat demo without one is about what its instructor asked first."""
+    """The refined or recorded task description; a chat demo without one is about what its instructor asked first."""
+    if demo.refined_task.strip():
+        return demo.refined_task.strip()
     if demo.task_description.strip():
         return demo.task_description.strip()
     asked = (t.utterance for t in demo.turns if t.type == "chat" and t.speaker == "instructor" and t.utterance)
@@ -302,7 +308,7 @@ class Mind2WebExporter:
             files = SplitFiles(out, self.splits, stack)
             for done, demo in enumerate(demos, start=1):
                 files.check(demo)
-                if demo.rejected:
+                if demo.rejected or demo.discarded:
                     progress(done)
                     continue
                 record = task_record(demo, blobs)

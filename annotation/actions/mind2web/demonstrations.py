@@ -1,0 +1,81 @@
+"""Demonstrating accepted tasks: the annotator's assigned demonstration tasks, taking one from the pool, and
+starting the recording of one (task, website, domain and subdomain filled in, linked to the task's assignment).
+A demonstration's assignment is submitted when its recording finishes (``do_finish_demonstration``)."""
+
+import contextlib
+from urllib.parse import urlsplit
+
+from django.utils import timezone
+
+from ...models import Assignment, AssignmentStatus, BatchKind, DemoMode, Project
+from ..errors import Conflict, NotFound
+from ..ingest.recordings import do_start_recording
+from ..projects import check_project_role
+from ..work import WORK_ROLES
+from ..work.queue import AssignmentExpired, do_accept_next, do_submit
+from .proposals import mind2web_batch
+
+
+def assigned_demonstrations(user, project=None):
+    """``user``'s active, unexpired demonstration assignments (in ``project`` when given), oldest first."""
+    found = Assignment.objects.filter(
+        worker=user,
+        status=AssignmentStatus.ACTIVE,
+        expires_at__gt=timezone.now(),
+        task__batch__kind=BatchKind.DEMONSTRATION,
+        task__batch__project__in=Project.objects.for_user(user, WORK_ROLES),
+    )
+    if project is not None:
+        found = found.filter(task__batch__project=project)
+    return found.select_related("task__batch__project").order_by("accepted_at", "pk")
+
+
+def check_project_for_demonstrating(user, project_name) -> Project:
+    return check_project_role(user, project_name, WORK_ROLES, "demonstrate tasks (needs annotator or admin)")
+
+
+def do_take_from_pool(user, project) -> Assignment:
+    """The next demonstration task of the pool for ``user`` (or their oldest assigned one); 409 when none."""
+    assignment = do_accept_next(user, mind2web_batch(project, BatchKind.DEMONSTRATION))
+    if assignment is None:
+        raise Conflict(f"no demonstration task left in {project.name!r}")
+    return assignment
+
+
+def check_demonstration_of(user, assignment_id) -> Assignment:
+    found = assigned_demonstrations(user).filter(pk=assignment_id).first()
+    if found is None:
+        raise NotFound(f"no active demonstration task {assignment_id} of yours")
+    return found
+
+
+def do_start_demonstration(user, assignment_id, client_id: str, **recorder_fields):
+    """Start (or, with the same ``client_id``, return) the task-mode recording of an assigned demonstration task.
+
+    Returns ``(demonstration, created)``; the task text, the website's host, domain and subdomain are filled in
+    from the task, and the recording is linked to the assignment."""
+    assignment = check_demonstration_of(user, assignment_id)
+    inputs = assignment.task.inputs
+    host = urlsplit(inputs.get("url", "")).hostname or inputs.get("website", "")
+    fields = {
+        **recorder_fields,
+        "mode": DemoMode.TASK,
+        "task_description": inputs.get("task", ""),
+        "websites": [host],
+        "category": inputs.get("domain", ""),
+        "subcategory": inputs.get("subdomain", ""),
+        "assignment": assignment,
+    }
+    return do_start_recording(user, assignment.task.batch.project, client_id, **fields)
+
+
+def do_finish_demonstration(demo) -> None:
+    """A finished recording of a demonstration task submits its assignment (the task is done)."""
+    assignment = demo.assignment
+    if assignment is None or assignment.status != AssignmentStatus.ACTIVE:
+        return
+    if assignment.task.batch.kind != BatchKind.DEMONSTRATION:
+        return
+    # Too late: the assignment is marked expired and its task goes back to the queue; the recording is kept.
+    with contextlib.suppress(AssignmentExpired):
+        do_submit(assignment.pk, {"recording": demo.name})

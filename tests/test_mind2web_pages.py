@@ -1,0 +1,145 @@
+"""The Mind2Web pages: a project's websites and counts, adding and importing websites and seed tasks, proposing
+(the seeded draw shown, the screening result after submission), the reviewers' queue, and who sees what."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from annotation.models import ProposalRound, ProposalStatus, ProposedTask, Website
+from tests.mind2web_data import SEEDS, propose, website
+
+
+@pytest.fixture
+def site(alpha):
+    return website(alpha)
+
+
+def page(client, user, url):
+    client.force_login(user)
+    response = client.get(url)
+    return response.status_code, response.content.decode()
+
+
+def test_the_project_page_shows_websites_to_members_only(client, site, owner, outsider):
+    status, html = page(client, owner, "/mind2web/projects/alpha/")
+    assert status == 200
+    assert "exploretock" in html
+    assert 'id="offered-websites"' in html
+    assert 'id="website-form"' not in html  # annotators do not add websites
+    assert 'id="verification-counts"' not in html
+    assert page(client, outsider, "/mind2web/projects/alpha/")[0] == 404
+
+
+def test_researchers_see_the_forms_and_the_counts(client, site, researcher):
+    status, html = page(client, researcher, "/mind2web/projects/alpha/")
+    assert 'id="website-form"' in html
+    assert 'id="count-discarded"' in html
+    assert 'id="offered-websites"' not in html
+
+
+def test_a_researcher_adds_and_imports_websites_and_seed_tasks(client, alpha, researcher):
+    client.force_login(researcher)
+    form = {"name": "carmax", "url": "https://www.carmax.com/", "domain": "Shopping", "target_tasks": "5"}
+    assert client.post("/mind2web/projects/alpha/websites/add", form).status_code == 302
+    assert Website.objects.get(name="carmax").target_tasks == 5
+    csv = SimpleUploadedFile("s.csv", b"name,url,domain\nunited,https://www.united.com/,Travel\n")
+    client.post("/mind2web/projects/alpha/websites/import", {"file": csv})
+    united = Website.objects.get(name="united")
+    client.post(f"/mind2web/websites/{united.pk}/seeds", {"tasks": "Find a flight\nCheck a booking\n"})
+    assert united.seed_tasks.count() == 2
+
+
+def test_a_bad_website_form_names_the_field_and_stores_nothing(client, researcher, alpha):
+    client.force_login(researcher)
+    response = client.post(
+        "/mind2web/projects/alpha/websites/add", {"name": "x", "url": "nope", "domain": "D"}, follow=True
+    )
+    assert "url: not an http(s) URL" in response.content.decode()
+    assert not Website.objects.exists()
+    bad = SimpleUploadedFile("s.csv", b"name,url,domain\nunited,https://www.united.com/,\n")
+    response = client.post("/mind2web/projects/alpha/websites/import", {"file": bad}, follow=True)
+    assert "rows[1].domain" in response.content.decode()
+
+
+def test_annotators_cannot_add_websites(client, owner, alpha):
+    client.force_login(owner)
+    form = {"name": "carmax", "url": "https://www.carmax.com/", "domain": "Shopping"}
+    response = client.post("/mind2web/projects/alpha/websites/add", form, follow=True)
+    assert "cannot manage websites" in response.content.decode()
+    assert not Website.objects.exists()
+
+
+def test_proposing_shows_the_stored_draw_then_the_screening(client, site, owner):
+    client.force_login(owner)
+    response = client.post(f"/mind2web/websites/{site.pk}/propose")
+    round_ = ProposalRound.objects.get()
+    assert response["Location"] == f"/mind2web/rounds/{round_.pk}/"
+    html = client.get(response["Location"]).content.decode()
+    assert all(seed["text"] in html for seed in round_.seed_draw)
+    assert len(round_.seed_draw) == 10
+    near_copy = SEEDS[3] + " today"
+    client.post(response["Location"], {"task": [near_copy, "Track my order", "", "", ""]})
+    html = client.get(response["Location"]).content.decode()
+    assert "too similar to: “" + SEEDS[3] in html
+    assert ProposedTask.objects.count() == 2
+
+
+def test_the_proposal_form_refuses_an_over_long_task(client, site, owner):
+    client.force_login(owner)
+    location = client.post(f"/mind2web/websites/{site.pk}/propose")["Location"]
+    html = client.post(location, {"task": ["x" * 501]}, follow=True).content.decode()
+    assert "tasks[0]" in html
+    assert not ProposedTask.objects.exists()
+
+
+def test_nobody_else_opens_your_round(client, site, owner, teammate):
+    client.force_login(owner)
+    location = client.post(f"/mind2web/websites/{site.pk}/propose")["Location"]
+    assert page(client, teammate, location)[0] == 404
+
+
+def test_the_review_queue_flags_near_copies_and_reviews_from_the_page(client, api_for, site, owner, reviewer):
+    propose(api_for(owner), site, [SEEDS[0] + " please", "Track my order"])
+    status, html = page(client, reviewer, "/mind2web/projects/alpha/review/")
+    assert status == 200
+    assert html.count('class="proposal too-similar"') == 1
+    assert "too similar to: “" + SEEDS[0] in html
+    assert "mind2web/review.js" in html
+    flagged, fresh = ProposedTask.objects.order_by("pk")
+    client.post(f"/mind2web/proposals/{fresh.pk}/review", {"decision": "accept", "text": "Track yesterday's order"})
+    client.post(f"/mind2web/proposals/{flagged.pk}/review", {"decision": "reject"})
+    fresh.refresh_from_db()
+    flagged.refresh_from_db()
+    assert (fresh.status, fresh.final_text) == (ProposalStatus.ACCEPTED, "Track yesterday's order")
+    assert flagged.status == ProposalStatus.REJECTED
+    assert 'id="queue-empty"' in client.get("/mind2web/projects/alpha/review/").content.decode()
+    status, html = page(client, owner, "/mind2web/projects/alpha/")
+    assert "Track yesterday&#x27;s order" in html
+
+
+def test_annotators_do_not_review(client, api_for, site, owner, teammate):
+    propose(api_for(owner), site, ["Track my order"])
+    proposal = ProposedTask.objects.get()
+    client.force_login(teammate)
+    response = client.get("/mind2web/projects/alpha/review/", follow=True)
+    assert "cannot review proposals" in response.content.decode()
+    client.post(f"/mind2web/proposals/{proposal.pk}/review", {"decision": "accept"})
+    proposal.refresh_from_db()
+    assert proposal.status == ProposalStatus.PENDING
+
+
+def test_the_project_page_makes_the_same_number_of_queries_however_many_websites(client, alpha, researcher):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(researcher)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/mind2web/projects/alpha/").status_code == 200
+        return len(captured)
+
+    website(alpha, "one", seeds=SEEDS[:2])
+    few = queries()
+    for name in ("two", "three", "four"):
+        website(alpha, name, seeds=SEEDS[:3])
+    assert queries() == few
