@@ -20,7 +20,7 @@ def client(owner, api_for):
 # The start of what Chrome's pageCapture.saveAsMHTML writes.
 MHTML = (
     b"From: <Saved by Blink>\r\nSnapshot-Content-Location: http://127.0.0.1/\r\nSubject: Page\r\n"
-    b"MIME-Version: 1.0\r\nContent-Type: multipart/related;\r\n\ttype=\"text/html\";\r\n"
+    b'MIME-Version: 1.0\r\nContent-Type: multipart/related;\r\n\ttype="text/html";\r\n'
     b'\tboundary="----MultipartBoundary--x----"\r\n\r\n------MultipartBoundary--x----\r\n'
     b"Content-Type: text/html\r\n\r\n<html></html>\r\n------MultipartBoundary--x------\r\n"
 )
