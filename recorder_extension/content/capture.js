@@ -802,7 +802,9 @@
 
   /** Automation: the page posts {type: PAGE_BRIDGE, id?, request}; the reply comes back as {type, id, reply}. */
   function bridge(data) {
-    const reply = (body) => window.postMessage(Object.assign({ type: C.MSG.PAGE_BRIDGE, id: data.id, reply: null }, body), "*");
+    // `content`: this frame's script's own view of the recording (automation waits for it before acting).
+    const content = { recording: state.recording, paused: state.paused, step: !!state.step };
+    const reply = (body) => window.postMessage(Object.assign({ type: C.MSG.PAGE_BRIDGE, id: data.id, reply: null, content }, body), "*");
     const request = data.request && typeof data.request === "object" ? data.request : {};
     if (request.type === C.MSG.CAPTURE) {
       reply({ error: "a page cannot send captures" });
