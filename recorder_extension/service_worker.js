@@ -216,7 +216,7 @@ async function maskedShotLater(tab, deadline, priority) {
 
 // --- Step mode (lib/step.js) ---------------------------------------------------------------------------------
 
-// The selected step's screenshot and MHTML (bytes), by the selection's client_id: the worker is kept alive while
+// The selected step's screenshot (bytes), by the selection's client_id: the worker is kept alive while
 // recording; if it was restarted in between, the turn gets the tab's last screenshot instead (recordAction).
 const stepBlobs = new Map();
 
@@ -228,7 +228,6 @@ async function onStepSelect(message, sender, first) {
   const tab = { tabId: sender.tab.id, windowId: sender.tab.windowId, url: sender.tab.url };
   const png = await shots.resolve(first, tab);
   const screenshot = png && (await shots.mask(png, message.privateRects, message.viewport).catch(() => null));
-  const mhtml = session.mhtml ? await saveMhtml(tab.tabId) : null;
   const { type, target, options, label, ...capture } = message;
   const selection = {
     tabId: tab.tabId, frameId: sender.frameId || 0, tabUrl: tab.url, capture: { ...capture, type: C.MSG.CAPTURE },
@@ -246,23 +245,17 @@ async function onStepSelect(message, sender, first) {
   });
   if (error) return { ok: false, error };
   stepBlobs.clear();
-  stepBlobs.set(selection.clientId, { screenshot, mhtml });
+  stepBlobs.set(selection.clientId, { screenshot });
   notifyPanel();
   return { ok: true };
 }
 
-async function saveMhtml(tabId) {
-  try {
-    const blob = await chrome.pageCapture.saveAsMHTML({ tabId });
-    return blob ? await blob.arrayBuffer() : null;
-  } catch (error) {
-    console.warn("no MHTML snapshot", error);
-    return null;
-  }
-}
-
-/** The side panel chose the operation: record the turn (the page before it), then perform it with trusted input. */
-async function onStepOperate(recorder, { op, value }) {
+/**
+ * The side panel chose the operation: record the turn (the page before it), then perform it with trusted input.
+ * `mhtml` (base64): the page's MHTML snapshot, taken by the panel (a service worker cannot read the file-backed
+ * Blob chrome.pageCapture gives it: NotFoundError) after hiding the highlight, before the operation.
+ */
+async function onStepOperate(recorder, { op, value, mhtml }) {
   const session = await recorder.recording();
   if (!session || !session.step) return { ok: false, error: "not recording in step mode" };
   const current = (await tabsKv.get(C.STORAGE.STEP)) || W.step.IDLE;
@@ -280,7 +273,7 @@ async function onStepOperate(recorder, { op, value }) {
     const zoomLevel = await chrome.tabs.getZoom(selection.tabId).catch(() => undefined);
     const turn = await recorder.recordAction(session, capture, {
       tabId: selection.tabId, screenshot: blobs.screenshot || null, zoomLevel, tabUrl: selection.tabUrl,
-      mhtml: blobs.mhtml || null,
+      mhtml: session.mhtml && typeof mhtml === "string" && mhtml ? base64Bytes(mhtml) : null,
     });
     if (W.step.executes(op)) await performStep(selection, frame, op, value);
     return { ok: true, client_id: turn.client_id };
@@ -310,13 +303,20 @@ async function performStep(selection, frame, op, value) {
   }
 }
 
+function base64Bytes(text) {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
+  return bytes.buffer;
+}
+
 /** The step state the side panel shows (no page, boxes or bytes). */
 function publicStep(state) {
   const s = state || W.step.IDLE;
   const sel = s.selection;
   return {
     phase: s.phase, op: s.op || null,
-    selection: sel && { label: sel.label, options: sel.options, tagName: sel.capture.turn.arguments.element && sel.capture.turn.arguments.element.tagName },
+    selection: sel && { tabId: sel.tabId, frameId: sel.frameId, label: sel.label, options: sel.options, tagName: sel.capture.turn.arguments.element && sel.capture.turn.arguments.element.tagName },
   };
 }
 

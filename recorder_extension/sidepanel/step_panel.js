@@ -98,15 +98,40 @@
 
   // --- Step mode -----------------------------------------------------------------------------------------
 
+  let current = null; // the last STATUS: {session, step}
+
   async function operate(op, value) {
-    const result = await P.send(C.MSG.STEP_OPERATE, { op, value });
+    const mhtml = current && current.session && current.session.mhtml && op !== "ignore" ? await snapshot() : null;
+    const result = await P.send(C.MSG.STEP_OPERATE, { op, value, mhtml });
     if (!result || !result.ok) P.showError(`Step not done: ${(result && result.error) || "no answer"}`);
     else P.showError("");
     P.refresh();
   }
 
+  /**
+   * The MHTML of the selected element's tab, base64, without the highlight (chrome.pageCapture: an extension page
+   * can read its Blob, the service worker cannot). null when it fails: the step is recorded without it.
+   */
+  async function snapshot() {
+    const selection = current.step && current.step.selection;
+    if (!selection) return null;
+    try {
+      const hide = { target: C.TARGET.CONTENT, type: C.MSG.STEP_DONE, clear: true };
+      await chrome.tabs.sendMessage(selection.tabId, hide, { frameId: selection.frameId }).catch(() => null);
+      const blob = await chrome.pageCapture.saveAsMHTML({ tabId: selection.tabId });
+      const bytes = new Uint8Array(await blob.arrayBuffer());
+      let binary = "";
+      for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      return btoa(binary);
+    } catch (error) {
+      P.showError(`No MHTML snapshot: ${error.message}`);
+      return null;
+    }
+  }
+
   /** Render from the worker's STATUS answer (sidepanel.js calls it on every refresh). */
   function render(status, config) {
+    current = status;
     const { state, session, step } = status;
     const stepping = Boolean(state.recording && session && session.step);
     $("tasks").hidden = state.recording;

@@ -148,7 +148,8 @@ def test_a_step_mode_demonstration_of_an_assigned_task(live):
             60,
             message="started",
         )
-        assert status["session"]["step"] is True and status["session"]["mhtml"] is True
+        assert status["session"]["step"] is True
+        assert status["session"]["mhtml"] is True
         name = status["session"]["demoName"]
         demo = api(live.platform, f"/api/recordings/{name}/", live.token)
         assert (demo["assignment"], demo["mode"], demo["task_description"]) == (task_id, "task", TASK)
@@ -240,13 +241,15 @@ def test_a_step_mode_demonstration_of_an_assigned_task(live):
     assert by_element["delete"]["arguments"]["properties"]["fakeClick"] is True
     assert not by_element["counter"]["arguments"]["properties"].get("fakeClick")
     for turn in turns:
-        assert turn["screenshot"] and turn["page"] and turn["bboxes"], turn
+        assert all(turn[field] for field in ("screenshot", "page", "bboxes")), turn
         page = blob_bytes(live.platform, live.token, turn["page"]).decode()
         uid = turn["arguments"]["element"]["attributes"]["data-webtasks-id"]
         assert f'data-webtasks-id="{uid}"' in page
         assert "data-webtasks-highlight" not in page, "the page before the step, without the highlight"
         mhtml = blob_bytes(live.platform, live.token, turn["arguments"]["properties"]["mhtml"])
-        assert b"multipart/related" in mhtml[:2000] and b"Step mode fixture" in mhtml
+        assert b"multipart/related" in mhtml[:2000]
+        assert b"Step mode fixture" in mhtml
+        assert b"data-webtasks-highlight" not in mhtml
     # The page before the Type step still had the old text (the turn is the state BEFORE the operation).
     query_page = blob_bytes(live.platform, live.token, by_element["query"]["page"]).decode()
     assert "blue shoes" not in query_page
