@@ -39,11 +39,18 @@
     return `HTTP ${status} ${body.detail || ""}${where}`.trim();
   }
 
-  /** The sha256 of every blob a turn refers to (screenshot, page, bboxes, frames). */
+  /** The sha256 of every blob a turn refers to (screenshot, page, bboxes, frames, a step's MHTML). */
   function blobRefs(turn) {
     const refs = ["screenshot", "page", "bboxes"].map((k) => turn[k]).filter(Boolean);
     for (const frame of turn.frames || []) if (frame && frame.screenshot) refs.push(frame.screenshot);
+    if (mhtmlOf(turn)) refs.push(mhtmlOf(turn));
     return refs;
+  }
+
+  /** Step mode's MHTML snapshot (lib/step.js): referenced from arguments.properties.mhtml. */
+  function mhtmlOf(turn) {
+    const properties = turn.arguments && turn.arguments.properties;
+    return properties && typeof properties.mhtml === "string" ? properties.mhtml : null;
   }
 
   /** The turn without references to `gone` blobs (a page needs its bboxes, and the reverse). */
@@ -54,6 +61,10 @@
     if (gone.has(next.page) || gone.has(next.bboxes)) {
       delete next.page;
       delete next.bboxes;
+    }
+    if (gone.has(mhtmlOf(next))) {
+      const { mhtml, ...properties } = next.arguments.properties;
+      next.arguments = { ...next.arguments, properties };
     }
     if (next.frames) {
       next.frames = next.frames.filter((f) => !gone.has(f.screenshot));
