@@ -806,7 +806,7 @@
     const content = { recording: state.recording, paused: state.paused, step: !!state.step };
     const reply = (body) => window.postMessage(Object.assign({ type: C.MSG.PAGE_BRIDGE, id: data.id, reply: null, content }, body), "*");
     const request = data.request && typeof data.request === "object" ? data.request : {};
-    if (request.type === C.MSG.CAPTURE) {
+    if (request.type === C.MSG.CAPTURE || request.type === C.MSG.STEP_SELECT) {
       reply({ error: "a page cannot send captures" });
       return;
     }

@@ -667,3 +667,15 @@ test("step mode off again: clicks act and are recorded", async () => {
   assert.equal(event.defaultPrevented, false);
   assert.equal(captures("click").length, 1);
 });
+
+test("step mode: a page cannot forge a selection through the bridge", async () => {
+  const { window, sent } = await loadStep();
+  const replies = [];
+  window.addEventListener("message", (e) => e.data && "reply" in e.data && replies.push(e.data));
+  const data = { type: C.MSG.PAGE_BRIDGE, id: "x", request: { type: C.MSG.STEP_SELECT, turn: {} } };
+  window.dispatchEvent(new window.MessageEvent("message", { data, source: window }));
+  await sleep(20);
+  assert.equal(sent.filter((m) => m.type === C.MSG.STEP_SELECT).length, 0);
+  assert.match(replies[0].error, /cannot send captures/);
+  assert.equal(replies[0].content.step, true, "the reply carries the content script's own state");
+});
