@@ -13,6 +13,7 @@
  *       PAUSE, RESUME, STATUS → {state, counters, session, outbox, upload, video, screenshots},
  *       CHAT {speaker, utterance}, UPLOAD_NOW; the same through the page bridge only with config.automation;
  *     from the offscreen document: VIDEO_CHUNK, VIDEO_STATUS.
+ *     step mode (lib/step.js): STEP_SELECT from content scripts; STEP_OPERATE {op, value?} from the side panel.
  *   storage: C.STORAGE.COMMAND {action, config?, nonce} → C.STORAGE.COMMAND_RESULT {nonce, ok, error?, demoName?};
  *     C.STORAGE.PENDING_CAPTURE + client_id: captures a page left behind (stored once, then removed).
  */
@@ -28,6 +29,7 @@ importScripts(
   "lib/recorder.js",
   "lib/shots.js",
   "lib/video.js",
+  "lib/step.js",
 );
 
 const W = self.WebTasks;
@@ -38,7 +40,9 @@ const STATE_SHOT_DEADLINE_MS = 8000; // a load's or tab switch's screenshot (the
 const STATE = W.shots.PRIORITY.STATE;
 // Messages a web page may send through the content script's page bridge only when automation is enabled
 // (config.automation): without that, any site could start, stop or redirect a recording.
-const AUTOMATION_TYPES = new Set([C.MSG.START, C.MSG.STOP, C.MSG.PAUSE, C.MSG.RESUME, C.MSG.STATUS, C.MSG.CHAT, C.MSG.UPLOAD_NOW]);
+const AUTOMATION_TYPES = new Set([
+  C.MSG.START, C.MSG.STOP, C.MSG.PAUSE, C.MSG.RESUME, C.MSG.STATUS, C.MSG.CHAT, C.MSG.UPLOAD_NOW, C.MSG.STEP_OPERATE,
+]);
 
 const kv = new W.sessions.Kv(chrome.storage.local);
 const tabsKv = new W.sessions.Kv(chrome.storage.session);
@@ -73,6 +77,13 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
     reply(onCapture(message, sender, first), sendResponse);
     return true;
   }
+  if (message.type === C.MSG.STEP_SELECT) {
+    if (!sender.tab) return false;
+    const first = shots.captureNow(sender.tab.windowId); // the page before the step, under the click's gesture
+    first.catch(() => {});
+    reply(onStepSelect(message, sender, first), sendResponse);
+    return true;
+  }
   reply(route(message, sender), sendResponse);
   return true;
 });
@@ -99,15 +110,22 @@ async function route(message, sender) {
         frameId: sender.frameId,
       };
     case C.MSG.START:
+      await tabsKv.set(C.STORAGE.STEP, W.step.IDLE);
       return recorder.command("start", message.config || {});
     case C.MSG.STOP:
-      return recorder.command("stop");
+      await tabsKv.set(C.STORAGE.STEP, W.step.IDLE);
+      return recorder.command("stop", { taskDescription: message.taskDescription });
+    case C.MSG.STEP_OPERATE:
+      return onStepOperate(recorder, message);
     case C.MSG.PAUSE:
       return recorder.command("pause");
     case C.MSG.RESUME:
       return recorder.command("resume");
     case C.MSG.STATUS:
-      return { ok: true, ...(await recorder.status()), screenshots: { ...shots.stats, ...recorder.shotStats } };
+      return {
+        ok: true, ...(await recorder.status()), screenshots: { ...shots.stats, ...recorder.shotStats },
+        step: publicStep(await tabsKv.get(C.STORAGE.STEP)),
+      };
     case C.MSG.CHAT:
       return onChat(recorder, message);
     case C.MSG.UPLOAD_NOW:
@@ -194,6 +212,112 @@ async function maskedShotLater(tab, deadline, priority) {
   if (!png) return null;
   const masked = await shots.mask(png, rects, viewport).catch(() => null);
   return masked && { png: masked, at: png.capturedAt || Date.now(), url: png.capturedUrl || null };
+}
+
+// --- Step mode (lib/step.js) ---------------------------------------------------------------------------------
+
+// The selected step's screenshot (bytes), by the selection's client_id: the worker is kept alive while
+// recording; if it was restarted in between, the turn gets the tab's last screenshot instead (recordAction).
+const stepBlobs = new Map();
+
+/** The annotator clicked an element in step mode: keep the page before the step, ask the panel for the operation. */
+async function onStepSelect(message, sender, first) {
+  const { recorder } = await ready;
+  const session = await recorder.recording();
+  if (!session || !session.step) return { ok: false, error: "not recording in step mode" };
+  const tab = { tabId: sender.tab.id, windowId: sender.tab.windowId, url: sender.tab.url };
+  const png = await shots.resolve(first, tab);
+  const screenshot = png && (await shots.mask(png, message.privateRects, message.viewport).catch(() => null));
+  const { type, target, options, label, ...capture } = message;
+  const selection = {
+    tabId: tab.tabId, frameId: sender.frameId || 0, tabUrl: tab.url, capture: { ...capture, type: C.MSG.CAPTURE },
+    options: Array.isArray(options) ? options : null, label: String(label || ""),
+    clientId: capture.turn && capture.turn.client_id,
+  };
+  let error = null;
+  await tabsKv.mutate(C.STORAGE.STEP, (current) => {
+    const next = W.step.reduce(current, { type: "select", selection });
+    if (next.error) {
+      error = next.error;
+      return current;
+    }
+    return next;
+  });
+  if (error) return { ok: false, error };
+  stepBlobs.clear();
+  stepBlobs.set(selection.clientId, { screenshot });
+  notifyPanel();
+  return { ok: true };
+}
+
+/**
+ * The side panel chose the operation: record the turn (the page before it), then perform it with trusted input.
+ * `mhtml` (base64): the page's MHTML snapshot, taken by the panel (a service worker cannot read the file-backed
+ * Blob chrome.pageCapture gives it: NotFoundError) after hiding the highlight, before the operation.
+ */
+async function onStepOperate(recorder, { op, value, mhtml }) {
+  const session = await recorder.recording();
+  if (!session || !session.step) return { ok: false, error: "not recording in step mode" };
+  const current = (await tabsKv.get(C.STORAGE.STEP)) || W.step.IDLE;
+  const problem = current.phase === "selected" ? W.step.checkOperation(current.selection, op, value) : null;
+  const next = W.step.reduce(current, { type: "operate", op });
+  if (next.error || problem) return { ok: false, error: next.error || problem };
+  const selection = current.selection;
+  const frame = { frameId: selection.frameId };
+  await tabsKv.set(C.STORAGE.STEP, next);
+  notifyPanel();
+  try {
+    if (op === "ignore") return { ok: true };
+    const capture = W.step.stepCapture(selection.capture, op, value, selection.options || []);
+    const blobs = stepBlobs.get(selection.clientId) || {};
+    const zoomLevel = await chrome.tabs.getZoom(selection.tabId).catch(() => undefined);
+    const turn = await recorder.recordAction(session, capture, {
+      tabId: selection.tabId, screenshot: blobs.screenshot || null, zoomLevel, tabUrl: selection.tabUrl,
+      mhtml: session.mhtml && typeof mhtml === "string" && mhtml ? base64Bytes(mhtml) : null,
+    });
+    if (W.step.executes(op)) await performStep(selection, frame, op, value);
+    return { ok: true, client_id: turn.client_id };
+  } catch (error) {
+    await recorder.note(`step not performed: ${(error && error.message) || error}`);
+    return { ok: false, error: String((error && error.message) || error) };
+  } finally {
+    stepBlobs.delete(selection.clientId);
+    await tabsKv.set(C.STORAGE.STEP, W.step.reduce(next, { type: "done" }));
+    const done = { target: C.TARGET.CONTENT, type: C.MSG.STEP_DONE, clear: true };
+    await chrome.tabs.sendMessage(selection.tabId, done, frame).catch(() => {}); // a click may have left the page
+    notifyPanel();
+  }
+}
+
+/** Attach the debugger (the bar it may show moves the page first), let the content script place the element, act. */
+async function performStep(selection, frame, op, value) {
+  const target = { tabId: selection.tabId };
+  await chrome.debugger.attach(target, "1.3");
+  try {
+    const exec = { target: C.TARGET.CONTENT, type: C.MSG.STEP_EXEC, op, value };
+    const placed = await chrome.tabs.sendMessage(selection.tabId, exec, frame);
+    if (!placed || !placed.ok) throw new Error((placed && placed.error) || "the page did not answer");
+    await W.step.performInput((method, params) => chrome.debugger.sendCommand(target, method, params), op, value, placed);
+  } finally {
+    await chrome.debugger.detach(target).catch(() => {});
+  }
+}
+
+function base64Bytes(text) {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
+  return bytes.buffer;
+}
+
+/** The step state the side panel shows (no page, boxes or bytes). */
+function publicStep(state) {
+  const s = state || W.step.IDLE;
+  const sel = s.selection;
+  return {
+    phase: s.phase, op: s.op || null,
+    selection: sel && { tabId: sel.tabId, frameId: sel.frameId, label: sel.label, options: sel.options, tagName: sel.capture.turn.arguments.element && sel.capture.turn.arguments.element.tagName },
+  };
 }
 
 // --- Navigations and tabs -------------------------------------------------------------------------------------

@@ -17,6 +17,15 @@ def client(owner, api_for):
     return api_for(owner)
 
 
+# The start of what Chrome's pageCapture.saveAsMHTML writes.
+MHTML = (
+    b"From: <Saved by Blink>\r\nSnapshot-Content-Location: http://127.0.0.1/\r\nSubject: Page\r\n"
+    b'MIME-Version: 1.0\r\nContent-Type: multipart/related;\r\n\ttype="text/html";\r\n'
+    b'\tboundary="----MultipartBoundary--x----"\r\n\r\n------MultipartBoundary--x----\r\n'
+    b"Content-Type: text/html\r\n\r\n<html></html>\r\n------MultipartBoundary--x------\r\n"
+)
+
+
 def webp_bytes() -> bytes:
     from PIL import Image
 
@@ -54,6 +63,7 @@ def test_head_says_404_before_upload_and_200_with_size_and_type_after(client):
         pytest.param(bboxes_json(), "application/json", id="json"),
         pytest.param(os.urandom(64), "video/webm", id="webm"),
         pytest.param(os.urandom(64), "video/mp4", id="mp4"),
+        pytest.param(MHTML, "multipart/related", id="mhtml"),
     ],
 )
 def test_each_accepted_media_type_is_stored_with_its_bytes(client, media_storage, data, media_type):
@@ -117,6 +127,7 @@ def test_a_body_that_does_not_hash_to_its_address_is_refused(client, media_stora
         pytest.param(b"<html></html>", "application/json", "body is not valid JSON", id="html-as-json"),
         pytest.param(b'{"a": "\xff"}', "application/json", "body is not valid JSON", id="json-not-utf8"),
         pytest.param(b"<html>\xff\xfe</html>", "text/html", "HTML must be UTF-8", id="html-not-utf8"),
+        pytest.param(page_html(), "multipart/related", "not an MHTML archive", id="html-as-mhtml"),
     ],
 )
 def test_a_body_that_is_not_what_its_content_type_says_is_refused(client, media_storage, data, media_type, fragment):

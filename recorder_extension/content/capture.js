@@ -24,6 +24,10 @@
  *              properties {target: "element", uid, scrollLeft, scrollTop}. Scrolls inside text fields ignored.
  *   copy       selected = the selected text; paste: pasted = the clipboard's text/plain.
  * Private fields (lib/privacy.js): values, copied and pasted text are masked ("********" or "").
+ * Step mode (state.step, lib/step.js): none of the above; a left click selects its element instead (all its
+ *   pointer/mouse/click events are stopped in the capture phase, the page never sees them) and sends
+ *   {type: STEP_SELECT, turn, page, …, options?, label}: the page before the step. The worker then asks
+ *   (STEP_EXEC) for the element's part of the operation and performs the rest with CDP input, let through.
  *
  * Frames: the page captured is the topmost same-origin document (a same-origin iframe's actions are
  * captured with the whole page and top-level boxes). A cross-origin frame captures its own document; its
@@ -58,6 +62,9 @@
   let pointer = null; // last pointer position: {x, y} in this frame's viewport
   let lastKey = null; // {el, at}: the last Enter/Space keydown
   let swallowing = false; // the rest of a fake click's events
+  let stepSelected = null; // step mode: the element the annotator selected
+  let stepPass = false; // step mode: a step is being performed; its input reaches the page
+  let highlight = null;
   let pastedInto = null;
   let received = null; // {x, y, viewportWidth, viewportHeight} from the parent, in a cross-origin frame
   let lastOffsetRequest = 0;
@@ -80,7 +87,12 @@
   // --- State ---------------------------------------------------------------------------------------------
 
   function active() {
-    return alive && state.recording && !state.paused;
+    return alive && state.recording && !state.paused && !state.step;
+  }
+
+  /** Step mode: the annotator's clicks select elements instead of acting (except while a step is performed). */
+  function stepping() {
+    return alive && state.recording && !state.paused && state.step && !stepPass;
   }
 
   function applyState(next) {
@@ -89,6 +101,8 @@
     state.recording = !!next.recording;
     state.paused = !!next.paused;
     state.mode = next.mode === "task" ? "task" : "chat";
+    state.step = !!next.step;
+    if (!state.step || !state.recording) unhighlight();
     const selectors = next.privateSelectors || (next.config && next.config.privateSelectors) || [];
     state.privateSelectors = Array.isArray(selectors) ? selectors : String(selectors).split(/\n/);
     // What was typed while recording is still sent; the service worker decides whether to keep it.
@@ -101,6 +115,12 @@
       case C.MSG.STATE:
         applyState(message.state);
         break;
+      case C.MSG.STEP_EXEC:
+        return stepExec(message);
+      case C.MSG.STEP_DONE:
+        stepPass = false;
+        if (message.clear) unhighlight();
+        return { ok: true };
       default:
         console.warn("[webtasks] content script: unknown message type", message.type);
     }
@@ -284,6 +304,14 @@
   }
 
   function send(intent, element, args, at) {
+    const message = captureMessage(intent, element, args, at);
+    unanswered.set(message.turn.client_id, message);
+    deliver(message, 0);
+    return message;
+  }
+
+  /** The CAPTURE message of an action on `element`: the turn, the page (DOM with uids, boxes) as it is now. */
+  function captureMessage(intent, element, args, at) {
     const opts = domOptions();
     let page = null;
     let privateRects = [];
@@ -309,8 +337,6 @@
       mouse: m, frame: frameInfo(),
     };
     if (page) message.page = page;
-    unanswered.set(turn.client_id, message);
-    deliver(message, 0);
     return message;
   }
 
@@ -700,13 +726,87 @@
     }
   }
 
+  // --- Step mode ---------------------------------------------------------------------------------------
+
+  const STEP_BLOCKED = ["pointerdown", "mousedown", "pointerup", "mouseup", "click", "auxclick", "dblclick", "contextmenu"];
+
+  /** A click in step mode selects its element; none of its events reach the page. */
+  function onStepPointer(event) {
+    if (!stepping() || !trusted(event)) return;
+    stopEvent(event);
+    if (event.type !== "pointerdown" || event.button !== 0) return;
+    const el = targetOf(event);
+    if (!el || el.nodeType !== 1) return;
+    unhighlight();
+    const p = toTop(event.clientX, event.clientY);
+    const message = captureMessage("click", el, {
+      properties: { x: p.x, y: p.y, clientX: p.x, clientY: p.y, button: 0, buttons: 1, pointerType: event.pointerType || "mouse" },
+    });
+    message.type = C.MSG.STEP_SELECT;
+    if (el.localName === "select") {
+      message.options = Array.from(el.options, (o) => ({ value: o.value, text: o.text.trim(), selected: o.selected }));
+    }
+    message.label = stepLabel(el);
+    stepSelected = el;
+    sendToWorker(message, (reply) => {
+      if (reply && reply.ok && stepSelected === el) showHighlight(el);
+    });
+  }
+
+  function stepLabel(el) {
+    const text = (el.getAttribute("aria-label") || el.value || el.textContent || el.getAttribute("placeholder") || "").trim();
+    const id = el.id ? `#${el.id}` : "";
+    return `<${el.localName}${id}> ${text.replace(/\s+/g, " ").slice(0, 80)}`.trim();
+  }
+
+  function showHighlight(el) {
+    unhighlight();
+    const box = el.getBoundingClientRect();
+    highlight = document.createElement("div");
+    highlight.setAttribute("data-webtasks-highlight", "");
+    highlight.style.cssText = `position:fixed;left:${box.left - 2}px;top:${box.top - 2}px;width:${box.width + 4}px;`
+      + `height:${box.height + 4}px;outline:3px solid #e5484d;pointer-events:none;z-index:2147483647;`;
+    (document.body || document.documentElement).appendChild(highlight);
+  }
+
+  function unhighlight() {
+    if (highlight) highlight.remove();
+    highlight = null;
+  }
+
+  /**
+   * The worker performs a step: let its input through, bring the element into view and do the element's part
+   * (focus for Type and Press Enter, the option for Select); answer with its centre in the tab's viewport.
+   */
+  function stepExec(message) {
+    const el = stepSelected;
+    unhighlight();
+    if (!el || !el.isConnected) return { ok: false, error: "the selected element is no longer on the page" };
+    stepPass = true;
+    el.scrollIntoView({ block: "nearest", inline: "nearest" });
+    if (message.op === "type" || message.op === "enter") {
+      el.focus();
+      if (message.op === "type" && typeof el.select === "function" && isTextField(el)) el.select(); // typing replaces
+    }
+    if (message.op === "select") {
+      el.value = message.value;
+      el.dispatchEvent(new Event("input", { bubbles: true }));
+      el.dispatchEvent(new Event("change", { bubbles: true }));
+    }
+    const box = el.getBoundingClientRect();
+    const p = toTop(box.left + box.width / 2, box.top + box.height / 2);
+    return { ok: true, x: p.x, y: p.y };
+  }
+
   // --- Page bridge and frame offsets (window.postMessage) ------------------------------------------------
 
   /** Automation: the page posts {type: PAGE_BRIDGE, id?, request}; the reply comes back as {type, id, reply}. */
   function bridge(data) {
-    const reply = (body) => window.postMessage(Object.assign({ type: C.MSG.PAGE_BRIDGE, id: data.id, reply: null }, body), "*");
+    // `content`: this frame's script's own view of the recording (automation waits for it before acting).
+    const content = { recording: state.recording, paused: state.paused, step: !!state.step };
+    const reply = (body) => window.postMessage(Object.assign({ type: C.MSG.PAGE_BRIDGE, id: data.id, reply: null, content }, body), "*");
     const request = data.request && typeof data.request === "object" ? data.request : {};
-    if (request.type === C.MSG.CAPTURE) {
+    if (request.type === C.MSG.CAPTURE || request.type === C.MSG.STEP_SELECT) {
       reply({ error: "a page cannot send captures" });
       return;
     }
@@ -745,6 +845,8 @@
 
   const CAPTURE = { capture: true };
   const PASSIVE = { capture: true, passive: true };
+  // Step mode first: its stopImmediatePropagation also keeps the recording listeners below from seeing the click.
+  for (const type of STEP_BLOCKED) listen(window, type, onStepPointer, CAPTURE);
   listen(window, "pointerdown", onPointerDown, CAPTURE);
   for (const type of ["mousedown", "pointerup", "mouseup", "auxclick", "dblclick"]) listen(window, type, onSwallowed, CAPTURE);
   listen(window, "click", onClick, CAPTURE);
@@ -766,10 +868,16 @@
   listen(window, "paste", onPaste, CAPTURE);
   listen(window, "pagehide", onPageHide, CAPTURE);
   listen(window, "message", onWindowMessage, false);
-  if (chromeApi && chromeApi.runtime && chromeApi.runtime.onMessage) chromeApi.runtime.onMessage.addListener(onRuntimeMessage);
+  if (chromeApi && chromeApi.runtime && chromeApi.runtime.onMessage) {
+    chromeApi.runtime.onMessage.addListener((message, sender, sendResponse) => {
+      const answer = onRuntimeMessage(message);
+      if (answer !== undefined) sendResponse(answer);
+      return false;
+    });
+  }
 
   W.capture = {
-    state, applyState, send, coalescer: co, received: () => received, frameInfo, unanswered, saveUnanswered,
+    state, applyState, send, captureMessage, coalescer: co, received: () => received, frameInfo, unanswered, saveUnanswered,
     flushPending: () => co.flushPending(),
   };
   requestOffset(true);

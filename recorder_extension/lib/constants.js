@@ -38,6 +38,13 @@
       VIDEO_CHUNK: "video-chunk", // {index, bytes (base64), startedAt}
       VIDEO_STOP: "video-stop",
       VIDEO_STATUS: "video-status", // offscreen → service worker: {recording, error?} (recorder started/stopped/failed)
+      // step mode (lib/step.js): content → worker: the annotator clicked an element (blocked) {capture, options?};
+      // panel → worker: the operation {op, value?}; worker → content: perform the element's part of it {op, value}
+      // (→ {ok, x, y}: the element's centre in the tab's viewport), then STEP_DONE (stop letting input through)
+      STEP_SELECT: "step-select",
+      STEP_OPERATE: "step-operate",
+      STEP_EXEC: "step-exec",
+      STEP_DONE: "step-done",
       // side panel → service worker (added by the service-worker helper)
       UPLOAD_NOW: "upload-now", // retry uploading at once, ignoring the backoff
       // page ↔ content script (window.postMessage), for automation and tests
@@ -59,6 +66,7 @@
       LAST_TAB: "webtasks.lastActiveTab", // {tabId, windowId}: origin of the next tabswitch
       VIDEO: "webtasks.video", // {session, recording, startedAt, nextIndex, error?}: the tab video recorder
       LIVE_UNACKED: "webtasks.live.unacked", // side panel: live-session messages not yet acknowledged {url, unacked}
+      STEP: "webtasks.step", // chrome.storage.session: the step-mode state {phase, selection, op?} (lib/step.js)
       TABS: "webtasks.tabs", // chrome.storage.session: {[tabId]: {url, docUrl, burst, lastShot: {sha256, timestamp, session}, load}}
       // Key PREFIX (+ turn.client_id): a CAPTURE the worker may never have received (the page unloaded while the
       // worker was starting). A content script writes {message, tabId (from the HELLO reply), at (ms)} for each

@@ -79,7 +79,7 @@
       try {
         switch (action) {
           case "start": return await this.start(config || {});
-          case "stop": return await this.stop();
+          case "stop": return await this.stop(config || {});
           case "pause": return await this.setPaused(true);
           case "resume": return await this.setPaused(false);
           case "status": return { ok: true, ...(await this.status()) };
@@ -120,9 +120,13 @@
       return { ok: true, clientId: session.clientId, demoName: (now && now.demoName) || null };
     }
 
-    async stop() {
+    /** `taskDescription`: the task as the annotator confirmed or edited it (step mode), sent at finish. */
+    async stop({ taskDescription } = {}) {
       const active = await this.session();
       if (!active) return { ok: false, error: "no demonstration is being recorded" };
+      if (typeof taskDescription === "string" && taskDescription.trim()) {
+        await sessions.updateSession(this.d.kv, active.clientId, (s) => ({ ...s, confirmedTask: taskDescription.trim() }));
+      }
       if (this.d.video) await withTimeout(this.d.video.stop().catch(() => null), 5000);
       const stopped = await sessions.stopActive(this.d.kv, this.d.now());
       await this.settleWaiting(stopped);
@@ -198,7 +202,7 @@
      * and is recent (BEFORE_FRAME_MAX_AGE_S, lib/standins.js): it is the state the action was taken in. Resolves with the
      * stored turn (held back for its "after" frame).
      */
-    async recordAction(session, message, { tabId, screenshot, zoomLevel, tabUrl }) {
+    async recordAction(session, message, { tabId, screenshot, zoomLevel, tabUrl, mhtml }) {
       const sent = message.turn || {};
       const timestamp = this.timestamp(session, sent.eventTime);
       const blobs = [];
@@ -216,6 +220,12 @@
       const shas = Object.fromEntries(Object.entries(refs).map(([k, b]) => [k, b.sha256]));
       if (standIn) shas.screenshot = standIn.sha256; // its blob is stored (or uploaded) already
       const turn = buildActionTurn(sent, { clientId: this.d.uuid(), timestamp, tabId, zoomLevel, frames, refs: shas });
+      if (mhtml) {
+        // Step mode's raw snapshot of the page before the action (chrome.pageCapture), referenced by sha256.
+        const raw = await makeBlob(mhtml, "multipart/related");
+        blobs.push(raw);
+        turn.arguments.properties = { ...(turn.arguments.properties || {}), mhtml: raw.sha256 };
+      }
       if (standIn) this.shotStats.standIn += 1;
       else if (!refs.screenshot) {
         this.shotStats.missing += 1;

@@ -134,6 +134,11 @@
       recorderVersion: C.VERSION,
       paused: false,
       video: Boolean(config.video),
+      step: Boolean(config.step), // step mode (lib/step.js): select an element, then pick the operation
+      mhtml: Boolean(config.step && config.mhtml), // step mode: an MHTML snapshot of the page before each step
+      // a Mind2Web demonstration task (docs/mind2web.md): the recording is started through it
+      demonstrationTask: Number(config.demonstration_task) > 0 ? Number(config.demonstration_task) : null,
+      confirmedTask: null, // the task description as confirmed at the end (sent with finish)
       finishing: false,
       stoppedAt: null,
       noFrames: false,
@@ -169,12 +174,27 @@
     return body;
   }
 
+  /** The body of POST /api/demonstration-tasks/<id>/start/: the server fills the task, website and mode. */
+  function demonstrationStartBody(session) {
+    const body = recordingBody(session);
+    const keys = ["client_id", "recording_start", "timezone_offset_minutes", "user_agent", "recorder_version"];
+    return Object.fromEntries(keys.map((key) => [key, body[key]]));
+  }
+
+  /** The body of POST /api/recordings/<name>/finish/. */
+  function finishBody(session, endMs) {
+    const body = { recording_end: new Date(endMs).toISOString() };
+    if (session.confirmedTask) body.task_description = session.confirmedTask;
+    return body;
+  }
+
   /** The recording state content scripts and the panel see. */
   function publicState(session, config) {
     return {
       recording: Boolean(session),
       paused: Boolean(session && session.paused),
       mode: session ? session.mode : null,
+      step: Boolean(session && session.step),
       demoName: session ? session.demoName : null,
       privateSelectors: (config && config.privateSelectors) || [],
     };
@@ -202,7 +222,7 @@
 
   const api = {
     Kv, MemoryArea, EMPTY_COUNTERS, allSessions, updateSession, stopActive, dropFromOutbox, newSession,
-    recordingBody, publicState, bumpCounters, redacted, listOf,
+    recordingBody, demonstrationStartBody, finishBody, publicState, bumpCounters, redacted, listOf,
   };
   root.WebTasks = root.WebTasks || {};
   root.WebTasks.sessions = api;

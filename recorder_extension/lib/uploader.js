@@ -39,11 +39,18 @@
     return `HTTP ${status} ${body.detail || ""}${where}`.trim();
   }
 
-  /** The sha256 of every blob a turn refers to (screenshot, page, bboxes, frames). */
+  /** The sha256 of every blob a turn refers to (screenshot, page, bboxes, frames, a step's MHTML). */
   function blobRefs(turn) {
     const refs = ["screenshot", "page", "bboxes"].map((k) => turn[k]).filter(Boolean);
     for (const frame of turn.frames || []) if (frame && frame.screenshot) refs.push(frame.screenshot);
+    if (mhtmlOf(turn)) refs.push(mhtmlOf(turn));
     return refs;
+  }
+
+  /** Step mode's MHTML snapshot (lib/step.js): referenced from arguments.properties.mhtml. */
+  function mhtmlOf(turn) {
+    const properties = turn.arguments && turn.arguments.properties;
+    return properties && typeof properties.mhtml === "string" ? properties.mhtml : null;
   }
 
   /** The turn without references to `gone` blobs (a page needs its bboxes, and the reverse). */
@@ -54,6 +61,10 @@
     if (gone.has(next.page) || gone.has(next.bboxes)) {
       delete next.page;
       delete next.bboxes;
+    }
+    if (gone.has(mhtmlOf(next))) {
+      const { mhtml, ...properties } = next.arguments.properties;
+      next.arguments = { ...next.arguments, properties };
     }
     if (next.frames) {
       next.frames = next.frames.filter((f) => !gone.has(f.screenshot));
@@ -194,7 +205,9 @@
     }
 
     async createRecording(session) {
-      const { status, body } = await this.request(session, "POST", "/api/recordings/", sessions.recordingBody(session));
+      const { status, body } = session.demonstrationTask
+        ? await this.request(session, "POST", `/api/demonstration-tasks/${session.demonstrationTask}/start/`, sessions.demonstrationStartBody(session))
+        : await this.request(session, "POST", "/api/recordings/", sessions.recordingBody(session));
       if (status >= 400) throw new SessionError(`starting the recording failed: ${describe(status, body)}`);
       if (!body || !body.name) throw new RetryableError("the server answered without a recording name");
       this.d.log.info && this.d.log.info(`recording ${body.name} for ${session.clientId}`);
@@ -354,7 +367,7 @@
     }
 
     async finish(session) {
-      const end = { recording_end: clock.isoFromMs(session.stoppedAt || this.d.now()) };
+      const end = sessions.finishBody(session, session.stoppedAt || this.d.now());
       const { status, body } = await this.request(session, "POST", `/api/recordings/${session.demoName}/finish/`, end);
       if (status >= 400) throw new SessionError(`finishing the recording failed: ${describe(status, body)}`);
       await sessions.dropFromOutbox(this.d.kv, session.clientId);

@@ -107,6 +107,7 @@
       assignment: String(data.get("assignment") || "").trim(),
       instructor_sees_screen: $("instructor-sees-screen").checked,
       mode: data.get("mode") === "task" ? "task" : "chat",
+      step: $("step-mode").checked,
       video: $("video").checked,
       project: $("project").value,
     };
@@ -136,7 +137,8 @@
   async function stop() {
     $("stop-button").disabled = true;
     try {
-      const result = await send(C.MSG.STOP);
+      const extra = globalThis.WebTasksPanelStep.stopExtra();
+      const result = await send(C.MSG.STOP, extra);
       if (!result || !result.ok) showError(`Could not stop: ${(result && result.error) || "no answer"}`);
     } finally {
       $("stop-button").disabled = false;
@@ -185,6 +187,7 @@
     const config = await getConfig();
     const server = (session && session.serverUrl) || config.serverUrl;
     Live.sync(state, server, config.token, () => send(C.MSG.STOP), session && session.startedAt);
+    globalThis.WebTasksPanelStep.render(status, config);
     $("count-captured").textContent = counters.captured;
     $("count-queued").textContent = counters.queued;
     $("count-uploaded").textContent = counters.uploaded;
@@ -256,6 +259,9 @@
     });
     refresh();
   }
+
+  // For step_panel.js (loaded after this file).
+  globalThis.WebTasksPanel = { send, getConfig, showError, refresh };
 
   init();
 })();

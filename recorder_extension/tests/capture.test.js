@@ -618,3 +618,64 @@ test("captures the worker has not confirmed are saved for it when the page goes 
   assert.equal(keys[0], C.STORAGE.PENDING_CAPTURE + pending.message.turn.client_id);
   assert.ok(pending.at > 0);
 });
+
+// --- Step mode -------------------------------------------------------------------------------------------
+
+async function loadStep(html) {
+  const page = await load(html ? { html } : {});
+  page.broadcast({ target: C.TARGET.CONTENT, type: C.MSG.STATE, state: { ...RECORDING, mode: "task", step: true } });
+  return page;
+}
+
+test("step mode: a click selects its element, none of its events reach the page, nothing else is recorded", async () => {
+  const { window, doc, sent, captures } = await loadStep();
+  const link = doc.getElementById("link");
+  const reached = [];
+  for (const type of ["pointerdown", "mousedown", "pointerup", "mouseup", "click"]) link.addEventListener(type, () => reached.push(type));
+  const down = pointerDown(window, link);
+  for (const type of ["mousedown", "pointerup", "mouseup"]) link.dispatchEvent(new window.MouseEvent(type, { bubbles: true, cancelable: true }));
+  const clickEvent = click(window, link);
+  assert.deepEqual(reached, [], "the page never sees the click");
+  assert.ok(down.defaultPrevented && clickEvent.defaultPrevented);
+  assert.equal(captures().length, 0, "no ordinary capture in step mode");
+  const selects = sent.filter((m) => m.type === C.MSG.STEP_SELECT);
+  assert.equal(selects.length, 1);
+  const [selected] = selects;
+  assert.equal(selected.turn.intent, "click");
+  assert.equal(selected.turn.arguments.element.tagName, "A");
+  assert.ok(selected.page.html.includes(selected.turn.arguments.element.attributes[C.UID_ATTRIBUTE]));
+  assert.match(selected.label, /<a#link> Next/);
+  assert.equal(selected.options, undefined);
+  // Typing on the page is not recorded either (only operations chosen in the panel make turns).
+  const input = doc.getElementById("name");
+  type(window, input, "abc");
+  await sleep(50);
+  assert.equal(captures().length, 0);
+});
+
+test("step mode: a select's options are sent with the selection", async () => {
+  const { window, doc, sent } = await loadStep();
+  pointerDown(window, doc.getElementById("secret-select"));
+  const [selected] = sent.filter((m) => m.type === C.MSG.STEP_SELECT);
+  assert.deepEqual(selected.options.map((o) => o.value), ["SELECTOR-SECRET-99", "other"]);
+});
+
+test("step mode off again: clicks act and are recorded", async () => {
+  const { window, doc, captures, broadcast } = await loadStep();
+  broadcast({ target: C.TARGET.CONTENT, type: C.MSG.STATE, state: { ...RECORDING, mode: "task", step: false } });
+  const event = pointerDown(window, doc.getElementById("link"));
+  assert.equal(event.defaultPrevented, false);
+  assert.equal(captures("click").length, 1);
+});
+
+test("step mode: a page cannot forge a selection through the bridge", async () => {
+  const { window, sent } = await loadStep();
+  const replies = [];
+  window.addEventListener("message", (e) => e.data && "reply" in e.data && replies.push(e.data));
+  const data = { type: C.MSG.PAGE_BRIDGE, id: "x", request: { type: C.MSG.STEP_SELECT, turn: {} } };
+  window.dispatchEvent(new window.MessageEvent("message", { data, source: window }));
+  await sleep(20);
+  assert.equal(sent.filter((m) => m.type === C.MSG.STEP_SELECT).length, 0);
+  assert.match(replies[0].error, /cannot send captures/);
+  assert.equal(replies[0].content.step, true, "the reply carries the content script's own state");
+});

@@ -84,6 +84,9 @@ class FakeServer {
   route({ method, path, body, json, headers, project }) {
     let m;
     if (method === "POST" && path === "/api/recordings/") return this.start(json);
+    if (method === "POST" && (m = /^\/api\/demonstration-tasks\/(\d+)\/start\/$/.exec(path))) {
+      return this.start({ project: "alpha", ...json, demonstration_task: Number(m[1]) }); // the task's project
+    }
     if (method === "POST" && path === "/api/blobs/missing/") {
       if (!json.project) return projectRequired();
       return response(200, { missing: json.sha256.filter((sha) => !this.has(sha, json.project)) });
@@ -98,6 +101,7 @@ class FakeServer {
       if (!demo) return response(404, { detail: "not found", code: "not_found", errors: [] });
       demo.finished = true;
       demo.recordingEnd = json && json.recording_end;
+      demo.finishBody = json;
       return response(200, { name: m[1], status: "recorded" });
     }
     return response(404, { detail: `no route ${method} ${path}`, code: "not_found", errors: [] });

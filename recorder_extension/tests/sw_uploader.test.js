@@ -351,3 +351,24 @@ test("kick coalesces concurrent calls into one more pass", async () => {
   assert.equal(ctx.server.requests("POST", /^\/api\/recordings\/$/).length, 1);
   assert.equal((await counters(ctx)).uploaded, 1);
 });
+
+test("a demonstration task's recording is started through the task, its MHTML uploaded, its description confirmed", async () => {
+  const ctx = await setup({ session: { demonstrationTask: 42, mode: "task", step: true } });
+  const turn = await addTurn(ctx, { blobs: { screenshot: "png" } });
+  const mhtml = Buffer.from("MIME-Version: 1.0\r\nContent-Type: multipart/related\r\n\r\n");
+  const raw = { sha256: sha256(mhtml), bytes: new Uint8Array(mhtml).buffer, mediaType: "multipart/related" };
+  await ctx.store.putBlobs([raw]);
+  await ctx.store.updateTurn(turn.client_id, (r) => ({
+    ...r, turn: { ...r.turn, arguments: { ...r.turn.arguments, properties: { stepOp: "CLICK", mhtml: raw.sha256 } } },
+  }));
+  await sessions.updateSession(ctx.kv, ctx.session.clientId, (s) => ({ ...s, confirmedTask: "Edited task" }));
+  await stop(ctx);
+  await ctx.uploader.pump();
+  assert.equal(ctx.server.requests("POST", /^\/api\/recordings\/$/).length, 0);
+  const [started] = ctx.server.requests("POST", /^\/api\/demonstration-tasks\/42\/start\/$/);
+  assert.deepEqual(Object.keys(started.json).sort(), ["client_id", "recorder_version", "recording_start", "timezone_offset_minutes", "user_agent"]);
+  assert.equal(ctx.server.blobs.get(raw.sha256).mediaType, "multipart/related");
+  const demo = [...ctx.server.recordings.values()][0];
+  assert.equal(JSON.parse(demo.turns.get(turn.client_id)).arguments.properties.mhtml, raw.sha256);
+  assert.equal(demo.finishBody.task_description, "Edited task");
+});

@@ -28,6 +28,7 @@ BLOB_MEDIA_TYPES = (
     "application/json",
     "video/webm",
     "video/mp4",
+    "multipart/related",  # MHTML: a raw snapshot of a page before a step-mode action (docs/recorder.md)
 )
 PILLOW_FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/webp": "WEBP"}
 CHUNK = 1024 * 1024
@@ -78,12 +79,24 @@ def check_blob_content(spool, media_type: str) -> None:
         except jsonsafe.JSONProblem as problem:
             raise ValidationFailed(f"body is not valid JSON: {problem}", [problem_error(problem)]) from None
         check_bboxes(value)
+    elif media_type == "multipart/related":
+        check_mhtml(spool.read(16384))
     elif media_type == "text/html":
         try:
             spool.read().decode("utf-8")
         except UnicodeDecodeError as error:
             raise ValidationFailed(f"HTML must be UTF-8: {error}") from None
     spool.seek(0)
+
+
+def check_mhtml(head: bytes) -> None:
+    """An MHTML archive (Chrome's pageCapture) starts with MIME headers declaring a multipart/related body."""
+    headers = head.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0].lower()
+    if b"mime-version:" not in headers or b"multipart/related" not in headers:
+        raise ValidationFailed(
+            "body is not an MHTML archive",
+            [{"field": "body", "message": "expected MIME headers with Content-Type: multipart/related"}],
+        )
 
 
 def problem_error(problem) -> dict:

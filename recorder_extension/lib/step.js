@@ -1,0 +1,121 @@
+/*
+ * Step mode (Mind2Web's tool), the pure part: the state machine of one step and the turn an operation makes.
+ *
+ * A step: the annotator clicks an element (the click is blocked by the content script, the page is unchanged)
+ * → "selected" (the capture of the page BEFORE the step, taken at that click, waits here) → the side panel picks
+ * the operation → "executing" (the worker records the turn, then performs the operation with trusted CDP input)
+ * → "idle". Clicking another element while "selected" replaces the selection; nothing is selected while a step
+ * is executing. Ignore drops the selection without a turn.
+ *
+ * Operation → turn (the contract of docs/mind2web.md "Step-mode turns"): click → click; type → textInput with
+ * `text`; hover → hover; enter → submit on the element; select → change with the option's `value`; fake → click
+ * with properties.fakeClick; ignore → no turn. Every turn keeps properties.stepOp, the annotator's operation.
+ */
+(function (root) {
+  "use strict";
+
+  const OPS = Object.freeze(["click", "type", "hover", "enter", "select", "fake", "ignore"]);
+  const INTENT = Object.freeze({ click: "click", type: "textInput", hover: "hover", enter: "submit", select: "change", fake: "click" });
+  const ORIGINAL_OP = Object.freeze({ click: "CLICK", type: "TYPE", hover: "HOVER", enter: "ENTER", select: "SELECT", fake: "CLICK" });
+  const MAX_TEXT = 10000;
+
+  const IDLE = Object.freeze({ phase: "idle", selection: null });
+
+  /**
+   * The next step state, or {error} when the event is not allowed now. States: {phase: "idle" | "selected" |
+   * "executing", selection}. Events: {type: "select", selection} | {type: "operate", op} | {type: "done"} |
+   * {type: "reset"} (recording stopped, page gone).
+   */
+  function reduce(state, event) {
+    const current = state && state.phase ? state : IDLE;
+    switch (event && event.type) {
+      case "select":
+        if (current.phase === "executing") return { error: "a step is being performed; wait for it" };
+        if (!event.selection) return { error: "nothing selected" };
+        return { phase: "selected", selection: event.selection };
+      case "operate":
+        if (current.phase !== "selected") return { error: "select an element on the page first" };
+        if (event.op === "ignore") return IDLE;
+        return { phase: "executing", selection: current.selection, op: event.op };
+      case "done":
+      case "reset":
+        return IDLE;
+      default:
+        return { error: `unknown step event ${JSON.stringify(event && event.type)}` };
+    }
+  }
+
+  /** Why `op` with `value` cannot be applied to `selection` ({element: {tagName}, options?}), or null. */
+  function checkOperation(selection, op, value) {
+    if (!OPS.includes(op)) return `op: expected one of ${OPS.join(", ")}`;
+    if (!selection) return "select an element on the page first";
+    if (op === "type") {
+      if (typeof value !== "string" || !value.length) return "value: the text to type is required";
+      if (value.length > MAX_TEXT) return `value: at most ${MAX_TEXT} characters`;
+    }
+    if (op === "select") {
+      const options = Array.isArray(selection.options) ? selection.options : null;
+      if (!options) return "select: the element is not a <select>";
+      if (!options.some((o) => o.value === value)) return "value: not one of the select's options";
+    }
+    return null;
+  }
+
+  /**
+   * The CAPTURE message of the step's turn: the selection's capture (page, boxes, element, metadata of the page
+   * before the step) with the operation's intent and arguments. null for ignore.
+   */
+  function stepCapture(capture, op, value, options = []) {
+    if (!INTENT[op]) return null;
+    const copy = JSON.parse(JSON.stringify(capture));
+    const turn = copy.turn;
+    const args = turn.arguments || {};
+    const properties = { ...(args.properties || {}), stepOp: ORIGINAL_OP[op] };
+    if (op === "fake") properties.fakeClick = true;
+    else delete properties.fakeClick;
+    const next = { metadata: args.metadata, element: args.element, properties };
+    if (op === "type") next.text = value;
+    if (op === "select") {
+      next.value = value;
+      const option = options.find((o) => o.value === value);
+      if (option) properties.optionText = option.text;
+    }
+    turn.intent = INTENT[op];
+    turn.arguments = next;
+    return copy;
+  }
+
+  /** Does `op` need the page to act (CDP input), or is it recorded only. */
+  function executes(op) {
+    return op !== "fake" && op !== "ignore";
+  }
+
+  /**
+   * The trusted input of an operation at `point` ({x, y}: the element's centre in the tab's viewport, CSS px),
+   * sent with `send(method, params)` (chrome.debugger.sendCommand bound to the tab): a click is a move, press
+   * and release; hover a move; type inserts the text into the focused field (the content script focused it and
+   * selected its old text); Press Enter a key press on the focused element. Select's option is set by the
+   * content script (a native <select> popup takes no synthetic pointer input); fake and ignore send nothing.
+   */
+  async function performInput(send, op, value, point) {
+    const mouse = (type, extra = {}) => send("Input.dispatchMouseEvent", { type, x: point.x, y: point.y, ...extra });
+    if (op === "click") {
+      await mouse("mouseMoved");
+      await mouse("mousePressed", { button: "left", buttons: 1, clickCount: 1 });
+      await mouse("mouseReleased", { button: "left", buttons: 0, clickCount: 1 });
+    } else if (op === "hover") {
+      await mouse("mouseMoved");
+    } else if (op === "type") {
+      await send("Input.insertText", { text: value });
+    } else if (op === "enter") {
+      const key = { key: "Enter", code: "Enter", windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13 };
+      await send("Input.dispatchKeyEvent", { type: "keyDown", text: "\r", unmodifiedText: "\r", ...key });
+      await send("Input.dispatchKeyEvent", { type: "keyUp", ...key });
+    }
+  }
+
+  const api = { performInput, OPS, INTENT, ORIGINAL_OP, IDLE, reduce, checkOperation, stepCapture, executes };
+  root.WebTasks = root.WebTasks || {};
+  root.WebTasks.step = api;
+  if (typeof module === "object" && module.exports) module.exports = api;
+})(typeof globalThis !== "undefined" ? globalThis : self);
