@@ -250,6 +250,11 @@ def check_blob_refs(turn: dict, where: str) -> list[FieldError]:
         value = turn.get(name)
         if value is not None and not is_sha256(value):
             errors.append(FieldError(f"{where}.{name}", "expected the sha256 of an uploaded blob (64 lowercase hex)"))
+    mhtml = snapshot_of(turn)
+    if mhtml is not None and not is_sha256(mhtml):
+        errors.append(
+            FieldError(f"{where}.{SNAPSHOT_FIELD}", "expected the sha256 of an uploaded MHTML blob (64 lowercase hex)")
+        )
     if turn.get("page") is not None and turn.get("bboxes") is None:
         # The page's elements are only usable (evaluation, candidates) with their boxes, keyed by uid.
         errors.append(FieldError(f"{where}.bboxes", "required when a page is given: the boxes of its elements"))
@@ -335,14 +340,31 @@ def validate_turn(turn, where: str = "turn") -> list[FieldError]:
     return errors + [FieldError(f"{where}.type", f"expected one of: {', '.join(TURN_TYPES)}")]
 
 
+# Step mode's raw snapshot of the page before the action (MHTML, Mind2Web's raw dump); the WebLINX turn has no field
+# for it, so the recorder puts it in the arguments' properties.
+SNAPSHOT_FIELD = "arguments.properties.mhtml"
+SNAPSHOT_MEDIA_TYPE = "multipart/related"
+
+
+def snapshot_of(turn: dict):
+    """The turn's MHTML snapshot reference (``arguments.properties.mhtml``), or None."""
+    arguments = turn.get("arguments")
+    properties = arguments.get("properties") if isinstance(arguments, dict) else None
+    return properties.get("mhtml") if isinstance(properties, dict) else None
+
+
 def referenced_blobs(turn: dict) -> dict[str, str]:
     """``{field: sha256}`` of the blobs a (valid) turn refers to, frames as ``frames[i].screenshot``."""
     refs = {name: turn[name] for name in BLOB_FIELDS if turn.get(name)}
     for index, frame in enumerate(turn.get("frames") or []):
         refs[f"frames[{index}].screenshot"] = frame["screenshot"]
+    if snapshot_of(turn):
+        refs[SNAPSHOT_FIELD] = snapshot_of(turn)
     return refs
 
 
 def expected_media_type(field: str) -> str:
     """The media type a referenced blob must have in this field of a turn."""
+    if field == SNAPSHOT_FIELD:
+        return SNAPSHOT_MEDIA_TYPE
     return BLOB_FIELDS["screenshot" if field.startswith("frames[") else field]

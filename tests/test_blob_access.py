@@ -9,8 +9,9 @@ from django.apps import apps
 
 from annotation.models import Blob, ProjectBlob, Turn
 
-from .payloads import BlobFile, browser_turn, png_bytes, state_blobs, state_refs
+from .payloads import BlobFile, browser_turn, intent_arguments, png_bytes, state_blobs, state_refs
 from .recorder import blob_url, missing, post_turns, put_blob, put_raw, start_demo, stored_files, upload_blobs
+from .test_blobs import MHTML
 
 
 @pytest.fixture
@@ -137,3 +138,30 @@ def test_the_migration_grants_existing_blobs_to_the_projects_whose_turns_use_the
 
     granted = set(ProjectBlob.objects.values_list("project__name", "blob_id"))
     assert granted == {("alpha", blob.sha256) for blob in alphas_blobs.values()}  # not the unused upload
+
+
+def test_a_step_snapshot_reference_is_checked_like_every_blob(owner_client, outsider_client, alphas_blobs):
+    """Step mode's MHTML (``arguments.properties.mhtml``): only a ``multipart/related`` blob of the turn's own
+    project; the export copies it, so another project's would leak."""
+    snapshot = BlobFile(MHTML, "multipart/related")
+    upload_blobs(owner_client, [snapshot])
+
+    def with_snapshot(client_id, sha):
+        arguments = intent_arguments("click")
+        arguments["properties"] = {"mhtml": sha}
+        return browser_turn(client_id, arguments=arguments, **state_refs(alphas_blobs))
+
+    theirs = start_demo(outsider_client, project="beta", client_id="beta-snap")
+    upload_blobs(outsider_client, alphas_blobs.values(), project="beta")
+    refused = post_turns(outsider_client, theirs.name, [with_snapshot("steal", snapshot.sha256)])
+    assert refused.status_code == 400
+    assert [error["field"] for error in refused.json()["errors"]] == ["turns[0].arguments.properties.mhtml"]
+
+    mine = start_demo(owner_client, client_id="alpha-snap")
+    wrong = post_turns(owner_client, mine.name, [with_snapshot("png", alphas_blobs["screenshot"].sha256)])
+    assert wrong.status_code == 400
+    assert "expected multipart/related" in wrong.json()["errors"][0]["message"]
+    malformed = post_turns(owner_client, mine.name, [with_snapshot("bad", "not-a-sha")])
+    assert malformed.status_code == 400
+    assert malformed.json()["errors"][0]["field"] == "turns[0].arguments.properties.mhtml"
+    assert post_turns(owner_client, mine.name, [with_snapshot("ok", snapshot.sha256)]).status_code == 201

@@ -711,3 +711,19 @@ def test_action_ids_follow_the_turns_key_so_curation_cannot_change_them(tmp_path
     after = export(tmp_path / "after", blobs, typing_only)["train"][0]["actions"]
 
     assert after[0]["action_uid"] == before[1]["action_uid"]
+
+
+def test_a_step_with_a_raw_snapshot_writes_it_where_the_raw_dump_keeps_it(out, blobs):
+    """Step mode's MHTML of the page before the action (``arguments.properties.mhtml``) is exported as
+    ``task/<annotation_id>/processed/snapshots/<action_uid>_before.mhtml``; a step without one writes nothing."""
+    mhtml = b"MIME-Version: 1.0\r\nContent-Type: multipart/related; boundary=x\r\n\r\n--x--\r\n"
+    turns = (
+        browser(blobs, "click", "go", properties={"mhtml": blobs.add(mhtml)}),
+        browser(blobs, "textInput", "query", text="red shoes"),
+    )
+    record = only_record(out, blobs, *turns)
+    first, second = (action["action_uid"] for action in record["actions"])
+    folder = out / "task" / record["annotation_id"] / "processed" / "snapshots"
+    assert (folder / f"{first}_before.mhtml").read_bytes() == mhtml
+    assert sorted(path.name for path in folder.iterdir()) == [f"{first}_before.mhtml"]
+    assert not (folder / f"{second}_before.mhtml").exists()

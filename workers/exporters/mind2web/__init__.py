@@ -76,6 +76,7 @@ class Step:
     operation: Operation
     action: dict
     repr: str
+    snapshot: str | None = None  # sha256 of the MHTML of the page before the action (step mode), if recorded
 
 
 # --- Record fields ------------------------------------------------------------------------------------------
@@ -241,13 +242,18 @@ def steps(demo: ExportDemo, pages: PageSource) -> list[Step]:
             continue
         line = action_repr(snapshot, target, op)  # before build_action: it reads the unpruned tree
         action = build_action(action_uid(demo, turn), snapshot, target, op)
-        done.append(Step(turn.element_uid, op, action, line))
+        done.append(Step(turn.element_uid, op, action, line, snapshot_of(turn.arguments)))
     return done
 
 
-def task_record(demo: ExportDemo, blobs: BlobSource) -> dict:
-    """The Mind2Web task record of one demo."""
-    done = steps(demo, PageSource(blobs))
+def snapshot_of(arguments: dict) -> str | None:
+    """The turn's raw MHTML snapshot (``arguments.properties.mhtml``, validated at ingest), or None."""
+    properties = arguments.get("properties") if isinstance(arguments, dict) else None
+    return properties.get("mhtml") if isinstance(properties, dict) else None
+
+
+def task_record(demo: ExportDemo, done: list[Step]) -> dict:
+    """The Mind2Web task record of one demo from its steps."""
     return {
         "annotation_id": annotation_id(demo),
         "website": website(demo),
@@ -288,6 +294,16 @@ class SplitFiles:
             handle.write("\n]\n" if self.written[name] else "]\n")
 
 
+def write_snapshots(out: Path, annotation: str, done: list[Step], blobs: BlobSource) -> None:
+    """Raw MHTML snapshots where Mind2Web's raw dump keeps them:
+    ``task/<annotation_id>/processed/snapshots/<action_uid>_before.mhtml``."""
+    folder = out / "task" / annotation / "processed" / "snapshots"
+    for step in done:
+        if step.snapshot:
+            folder.mkdir(parents=True, exist_ok=True)
+            blobs.copy_to(step.snapshot, folder / f"{step.action['action_uid']}_before.mhtml")
+
+
 class Mind2WebExporter:
     """Writes demonstrations as Mind2Web task records, one JSON list per split."""
 
@@ -311,8 +327,10 @@ class Mind2WebExporter:
                 if demo.rejected or demo.discarded:
                     progress(done)
                     continue
-                record = task_record(demo, blobs)
+                done_steps = steps(demo, PageSource(blobs))
+                record = task_record(demo, done_steps)
                 files.write(demo.split, record)
+                write_snapshots(out, record["annotation_id"], done_steps, blobs)
                 counts.add_demo(demo.split, len(record["actions"]))
                 progress(done)
             files.close()
