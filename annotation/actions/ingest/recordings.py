@@ -6,6 +6,7 @@ from django.utils import timezone
 from ...models import Demonstration, DemoStatus, Project, new_demo_name
 from ..errors import Conflict
 from ..events import on_commit_send
+from ..review.work import enqueue_after_recording
 
 RECORDING_FIELDS = (
     "mode",
@@ -59,7 +60,8 @@ def do_start_recording(user, project: Project, client_id: str, **fields) -> tupl
 
 
 def do_finish_recording(demo: Demonstration, recording_end=None) -> Demonstration:
-    """Mark a recording as recorded. Finishing again changes nothing (the recorder may retry)."""
+    """Mark a recording as recorded and have the worker prepare it for review (thumbnails, quality checks,
+    screenshot suggestions). Finishing again changes nothing (the recorder may retry)."""
     with transaction.atomic():
         demo = Demonstration.objects.select_for_update().get(pk=demo.pk)
         if demo.status == DemoStatus.RECORDING:
@@ -67,4 +69,5 @@ def do_finish_recording(demo: Demonstration, recording_end=None) -> Demonstratio
             demo.recording_end = recording_end or timezone.now()
             demo.save(update_fields=["status", "recording_end", "updated_at"])
             on_commit_send(demo.name, {"type": "session.ended", "status": demo.status})
+            enqueue_after_recording(demo)
     return demo
