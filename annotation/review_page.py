@@ -11,6 +11,7 @@ from . import shapes
 from .actions import review as actions
 from .blobstore import has_thumbnail
 from .models import Comment, DemoReview, DemoStatus, Edit, EditKind, Turn, TurnCuration, TurnType, curated_turns
+from .quality import order_issues
 
 LIST_PAGE_SIZE = 25
 HISTORY_SIZE = 100
@@ -123,13 +124,86 @@ def turn_row(index, turn, curation, issues, comments) -> dict:
     }
 
 
+STATUS_WORDS = {
+    "start_review": "Started review",
+    "validate": "Validated",
+    "reject": "Rejected",
+    "return": "Returned to the annotator",
+    "reopen": "Reopened",
+    "resubmit": "Resubmitted",
+}
+
+
+def turn_name(edit) -> str:
+    return f"turn {edit.turn.seq}" if edit.turn_id else "a turn"
+
+
+def first_state(edit) -> dict:
+    """The after-state of a one-turn edit: ``{field: value}``."""
+    return next(iter(edit.after.values()), {}) if edit.after else {}
+
+
+def moved_words(edit) -> str:
+    before, after = edit.before.get("order", []), edit.after.get("order", [])
+    if edit.turn_id in before and edit.turn_id in after:
+        return f"Moved {turn_name(edit)} from position {before.index(edit.turn_id)} to {after.index(edit.turn_id)}"
+    return f"Moved {turn_name(edit)}"
+
+
+def screenshot_words(edit) -> str:
+    if first_state(edit).get("screenshot"):
+        return f"Chose another screenshot for {turn_name(edit)}"
+    return f"Went back to the captured screenshot of {turn_name(edit)}"
+
+
+def suggestion_words(edit) -> str:
+    count = len(edit.after)
+    turns = f"{count} turn{pluralize(count)}"
+    return f"Put back the screenshots of {turns}" if edit.undoes_id else f"Accepted the suggested screenshot of {turns}"
+
+
+def status_words(edit) -> str:
+    if edit.after.get("action") in STATUS_WORDS:
+        return STATUS_WORDS[edit.after["action"]]
+    status = edit.after.get("status")
+    return f"Status set to {DemoStatus(status).label.lower()}" if status in DemoStatus.values else "Changed the status"
+
+
+def comment_words(edit) -> str:
+    where = f" on {turn_name(edit)}" if edit.turn_id else ""
+    return f"Commented{where} “{shorten(edit.after.get('text', ''), 40)}”"
+
+
+def pluralize(count: int) -> str:
+    return "" if count == 1 else "s"
+
+
+# Each edit kind in words, from its after-state: an undo is an edit of the same kind back to the before-state,
+# so undoing "Deleted turn 8" reads "Restored turn 8 (undid #1)".
+def deletion_words(edit) -> str:
+    return f"{'Deleted' if first_state(edit).get('deleted') else 'Restored'} {turn_name(edit)}"
+
+
+EDIT_WORDS = {
+    EditKind.DELETE: deletion_words,
+    EditKind.RESTORE: deletion_words,
+    EditKind.SET_VALIDITY: lambda e: f"Marked {turn_name(e)} {'valid' if first_state(e).get('valid') else 'invalid'}",
+    EditKind.EDIT_TEXT: lambda e: f"Edited the text of {turn_name(e)}",
+    EditKind.CHOOSE_SCREENSHOT: screenshot_words,
+    EditKind.ACCEPT_SUGGESTIONS: suggestion_words,
+    EditKind.REORDER: moved_words,
+    EditKind.EDIT_METADATA: lambda e: "Edited the " + ", ".join(name.replace("_", " ") for name in e.after),
+    EditKind.SET_STATUS: status_words,
+    EditKind.SET_UNSURE: lambda e: "Marked the demo unsure" if e.after.get("unsure_by") else "Cleared the unsure mark",
+    EditKind.COMMENT: comment_words,
+}
+
+
 def edit_summary(edit) -> str:
-    """The history's name for an edit; a status change says which status, a comment starts its text."""
-    if edit.kind == EditKind.SET_STATUS and edit.after.get("status") in DemoStatus.values:
-        return f"{edit.get_kind_display()} → {DemoStatus(edit.after['status']).label.lower()}"
-    if edit.kind == EditKind.COMMENT and edit.after.get("text"):
-        return f"{edit.get_kind_display()} “{shorten(edit.after['text'], 40)}”"
-    return edit.get_kind_display()
+    """What an edit did, in words: "Deleted turn 8", "Restored turn 8 (undid #1)", "Marked turn 12 invalid",
+    "Moved turn 9 from position 3 to 5" (positions as the timeline numbers them)."""
+    words = EDIT_WORDS[edit.kind](edit) if edit.kind in EDIT_WORDS else edit.get_kind_display()
+    return words + (f" (undid #{edit.undoes_id})" if edit.undoes_id else "")
 
 
 def curated_value(demo, order: list, curations: dict):
@@ -205,12 +279,14 @@ def page_context(user, demo, read) -> dict:
     review = actions.review_of(demo)
     turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
     curations = {c.turn_id: c for c in TurnCuration.objects.filter(demonstration=demo)}
-    quality = actions.ensure_quality(demo, review, turns, read)
+    ordered = curated_turns(turns, curations, review.order)
+    deleted = {pk for pk, curation in curations.items() if curation.deleted}
+    quality = actions.ensure_quality(demo, review, turns, read) + order_issues([t for t, _ in ordered], deleted)
     issues = {}
     for item in quality:
         issues.setdefault(item["turn"], []).append(item["message"])
     general, pinned = comments_by_turn(demo)
-    rows = [turn_row(i, t, c, issues, pinned) for i, (t, c) in enumerate(curated_turns(turns, curations, review.order))]
+    rows = [turn_row(i, t, c, issues, pinned) for i, (t, c) in enumerate(ordered)]
     order = actions.order_of([turn.pk for turn in turns], review.order)
     shots = {row["screenshot"] for row in rows if row["screenshot"]}
     thumbs = {sha: has_thumbnail(sha) for sha in shots}
@@ -252,7 +328,7 @@ def revision_state(user, demo) -> dict:
     """The demo's current revision and status, and its latest edit: what an open review page polls to tell its
     reviewer that the demo changed elsewhere (another reviewer, or their own other tab)."""
     review = DemoReview.objects.filter(demonstration=demo).first()
-    last = Edit.objects.filter(demonstration=demo).select_related("author").order_by("-revision").first()
+    last = Edit.objects.filter(demonstration=demo).select_related("author", "turn").order_by("-revision").first()
     return {
         "revision": review.revision if review else 0,
         "status": demo.status,

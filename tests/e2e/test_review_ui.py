@@ -161,7 +161,7 @@ def test_delete_and_undo(review, demo):
     review.find_element(By.CSS_SELECTOR, "#history button.undo").click()
     wait_revision(review, 2)
     assert "deleted" not in item(review, turn).get_attribute("class")
-    assert "undo of" in review.find_element(By.ID, "history").text
+    assert "(undid #" in review.find_element(By.ID, "history").text
     assert turn.client_id in exported(demo)
     redo = review.find_element(By.CSS_SELECTOR, "#history button.undo")  # only the undo is undoable now
     assert redo.text == "Redo"

@@ -89,11 +89,13 @@ def check_bulk_demos(user, names) -> list:
     if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
         raise ValidationFailed("select at least one demonstration", [{"field": "names", "message": "required"}])
     if len(names) > MAX_BULK:
-        raise ValidationFailed(f"at most {MAX_BULK} demonstrations at once", [{"field": "names", "message": "too many"}])
+        too_many = [{"field": "names", "message": "too many"}]
+        raise ValidationFailed(f"at most {MAX_BULK} demonstrations at once", too_many)
     demos = list(reviewable_demos(user).filter(name__in=names).select_related("project"))
     missing = sorted(set(names) - {demo.name for demo in demos})
     if missing:
-        raise NotFound(f"no recorded demonstration {', '.join(missing)} among yours", [{"field": "names", "message": "not found"}])
+        not_found = [{"field": "names", "message": "not found"}]
+        raise NotFound(f"no recorded demonstration {', '.join(missing)} among yours", not_found)
     read_only = sorted(demo.name for demo in demos if not can_curate(user, demo))
     if read_only:
         raise Forbidden(f"only the project's reviewers and admins can change {', '.join(read_only)}")
