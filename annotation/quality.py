@@ -117,6 +117,6 @@ def order_issues(ordered, deleted: set) -> list[dict]:
     found = []
     for up, down in zip(kept, kept[1:], strict=False):
         if down.timestamp < up.timestamp:
-            found.append(issue(up, "time_order", f"recorded at {up.timestamp:.1f} s, after turn {down.seq} below it"))
-            found.append(issue(down, "time_order", f"recorded at {down.timestamp:.1f} s, before turn {up.seq} above it"))
+            found.append(issue(up, "time_order", f"recorded at {up.timestamp:.1f} s, after turn {down.seq} below"))
+            found.append(issue(down, "time_order", f"recorded at {down.timestamp:.1f} s, before turn {up.seq} above"))
     return found
