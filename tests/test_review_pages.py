@@ -276,8 +276,8 @@ def test_history_names_the_new_status_and_quotes_comments(client, reviewer, demo
     post(client, demo, op="comment", revision=0, text="Turn 3 looks misordered")
     post(client, demo, op="transition", revision=1, action="reject")
     text = client.get(f"/review/{demo.name}/").text
-    assert "<b>Change status → rejected</b>" in text
-    assert "<b>Comment “Turn 3 looks misordered”</b>" in text
+    assert "<b>Rejected</b>" in text
+    assert "<b>Commented “Turn 3 looks misordered”</b>" in text
     assert "<kbd>d</kbd> delete/restore" not in text  # read-only now: only the keys that still work
 
 

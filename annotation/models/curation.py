@@ -41,7 +41,7 @@ class DemoReview(models.Model):
         null=True,
         blank=True,
         related_name="+",
-        help_text="The reviewer this demo is assigned to: only they get it from \"Review next\".",
+        help_text='The reviewer this demo is assigned to: only they get it from "Review next".',
     )
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -49,7 +49,7 @@ class DemoReview(models.Model):
         null=True,
         blank=True,
         related_name="+",
-        help_text="The reviewer holding the demo from \"Review next\", until claimed_until.",
+        help_text='The reviewer holding the demo from "Review next", until claimed_until.',
     )
     claimed_until = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)

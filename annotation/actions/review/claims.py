@@ -48,9 +48,7 @@ def held_by(user, now=None):
     """The demo ``user`` holds now and has not decided yet, if any: "Review next" gives it back first."""
     now = now or timezone.now()
     return (
-        Demonstration.objects.filter(
-            review__claimed_by=user, review__claimed_until__gt=now, status__in=QUEUE_STATUSES
-        )
+        Demonstration.objects.filter(review__claimed_by=user, review__claimed_until__gt=now, status__in=QUEUE_STATUSES)
         .order_by("recording_start", "pk")
         .first()
     )
