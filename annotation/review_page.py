@@ -420,6 +420,7 @@ def page_context(user, demo, read) -> dict:
     return {
         "demo": demo,
         "review": review,
+        "held": bool(review.claimed_by_id and review.claimed_until and review.claimed_until > timezone.now()),
         "turns": rows,
         "quality": quality,
         "history": history(demo, curated_value(demo, order, curations)),
@@ -437,12 +438,17 @@ def page_context(user, demo, read) -> dict:
             "editable": curate and demo.status in actions.EDITABLE_STATUSES,
             "revisionUrl": reverse("review-revision", args=[demo.name]),
             "pollSeconds": REVISION_POLL_SECONDS,
+            "liveUrl": reverse("review-live", args=[demo.name]),
+            "livePollSeconds": LIVE_POLL_SECONDS,
+            "realigned": review.realigned,
         },
     }
 
 
 # How often an open review page asks whether someone else changed the demo (one small query each time).
 REVISION_POLL_SECONDS = 10
+# How often it asks for thumbnails and suggestions while the worker is still making them (then it stops).
+LIVE_POLL_SECONDS = 2
 
 
 def revision_state(user, demo) -> dict:
