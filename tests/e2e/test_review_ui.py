@@ -204,11 +204,19 @@ def test_pick_another_screenshot_and_accept_suggestions(review, demo, live_serve
     assert exported(demo)[turn.client_id].screenshot == turn.frames[1]["screenshot"]
 
 
-def test_accept_the_demo(review, demo):
+def confirm(browser):
+    """Accept the confirmation a decision asks for."""
+    WebDriverWait(browser, 20).until(EC.alert_is_present())
+    browser.switch_to.alert.accept()
+
+
+def test_accept_the_demo(review, demo, live_server):
     review.find_element(By.ID, "btn-validate").click()
-    wait_status(review, "Validated")
+    confirm(review)
+    WebDriverWait(review, 20).until(EC.url_to_be(f"{live_server.url}/review/"))  # the next one: none is left
     demo.refresh_from_db()
     assert demo.status == DemoStatus.VALIDATED
+    open_page(review, live_server, demo)
     assert not review.find_elements(By.ID, "btn-delete")  # decided: read only until reopened
 
 
@@ -286,7 +294,7 @@ def test_screenshot_of_the_review_page_shows_the_essentials(review, demo, tmp_pa
     )
 
 
-def test_edit_metadata_and_return_to_the_annotator_with_a_comment(review, demo):
+def test_edit_metadata_and_return_to_the_annotator_with_a_comment(review, demo, live_server):
     form = review.find_element(By.ID, "metadata-form")
     task = form.find_element(By.NAME, "task_description")
     task.clear()
@@ -300,5 +308,8 @@ def test_edit_metadata_and_return_to_the_annotator_with_a_comment(review, demo):
     assert (demo.task_description, demo.region) == ("Find the cheapest hotel in Lisbon", "Europe")
     review.find_element(By.ID, "workflow-comment").send_keys("Turn 3 looks misordered")
     review.find_element(By.ID, "btn-return").click()
+    confirm(review)
+    WebDriverWait(review, 20).until(EC.url_to_be(f"{live_server.url}/review/"))  # the next one: none is left
+    open_page(review, live_server, demo)
     wait_status(review, "Returned")
     assert "Turn 3 looks misordered" in review.find_element(By.ID, "comments").text
