@@ -503,7 +503,7 @@
     });
     if (state.realigned && !config.realigned) {
       config.realigned = true;
-      if (state.revision === config.revision) showMessage("screenshot suggestions are ready.", "stale");
+      if (state.revision === config.revision && $("message").hidden) showMessage("screenshot suggestions are ready.", "stale");
     }
   }
   if (document.querySelector("img.thumb[data-pending]") || !config.realigned) setTimeout(pollLive, 0);

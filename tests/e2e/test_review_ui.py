@@ -243,7 +243,7 @@ def test_a_change_made_elsewhere_is_announced_with_a_reload(review, demo):
     actions.do_delete_turn(colleague, demo, 0, turn.pk)
     review.execute_script("document.dispatchEvent(new Event('visibilitychange'))")  # polls now, not in 10 s
     message = WebDriverWait(review, 20).until(EC.visibility_of_element_located((By.ID, "message")))
-    assert "This demo was changed by colleague (delete turn, at " in message.text
+    assert f"This demo was changed by colleague (deleted turn {turn.seq}, at " in message.text
     assert review.switch_to.active_element.get_attribute("id") == f"t{turn.pk}"  # the notice took no focus
     review.find_element(By.ID, "btn-reload").click()
     wait_revision(review, 1)
