@@ -1,7 +1,9 @@
 """Automatic quality checks of a recorded demonstration, shown on its review page and counted in the list.
 
 ``quality_issues`` is pure over the turns (capture order) and a ``read(sha) -> bytes`` for page and bboxes blobs
-(each blob read once). An issue is ``{"turn": turn id or None, "check": code, "message": text}``.
+(each blob read once); its result is cached with the review, since the raw capture never changes. ``order_issues``
+checks the curated order (it changes with every reorder, so it is computed when the page is shown).
+An issue is ``{"turn": turn id or None, "check": code, "message": text}``.
 """
 
 import json
@@ -18,6 +20,7 @@ CHECKS = {
     "duplicate_hover": "consecutive duplicate hover",
     "empty_chat": "chat turn with empty text",
     "long_gap": "long gap before this turn",
+    "time_order": "out of time order",
 }
 
 
@@ -103,4 +106,17 @@ def quality_issues(turns, read) -> list[dict]:
             found.extend(browser_issues(turn, blobs))
         found.extend(pair_issues(previous, turn))
         previous = turn
+    return found
+
+
+def order_issues(ordered, deleted: set) -> list[dict]:
+    """Turns the curated order puts against time order (``ordered``: the turns in curated order; deleted turns are
+    left out of the export, so not checked): both turns of each inversion with an earlier-recorded turn below a
+    later one are flagged, since an export keeps this order."""
+    kept = [turn for turn in ordered if turn.pk not in deleted]
+    found = []
+    for up, down in zip(kept, kept[1:], strict=False):
+        if down.timestamp < up.timestamp:
+            found.append(issue(up, "time_order", f"recorded at {up.timestamp:.1f} s, after turn {down.seq} below"))
+            found.append(issue(down, "time_order", f"recorded at {down.timestamp:.1f} s, before turn {up.seq} above"))
     return found

@@ -3,14 +3,29 @@
 import datetime as dt
 from urllib.parse import urlencode
 
+from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
-from django.db.models import Count
+from django.db.models import Count, F, Func, IntegerField
 from django.urls import reverse
+from django.utils import timezone
 
 from . import shapes
+from .actions import ValidationFailed
 from .actions import review as actions
 from .blobstore import has_thumbnail
-from .models import Comment, DemoReview, DemoStatus, Edit, EditKind, Turn, TurnCuration, TurnType, curated_turns
+from .models import (
+    Comment,
+    DemoReview,
+    DemoStatus,
+    Edit,
+    EditKind,
+    Project,
+    Turn,
+    TurnCuration,
+    TurnType,
+    curated_turns,
+)
+from .quality import order_issues
 
 LIST_PAGE_SIZE = 25
 HISTORY_SIZE = 100
@@ -26,21 +41,48 @@ def parse_date(value: str):
         return None
 
 
+FILTERS = ("project", "status", "website", "category", "annotator", "assignee", "q", "since", "until")
+FILTER_LOOKUPS = {
+    "project": "project__name",
+    "website": "websites__icontains",
+    "category": "category",
+    "annotator": "navigator__username",
+    "assignee": "review__assignee__username",
+    "q": "task_description__icontains",
+}
+# ?sort=<column> (ascending) or -<column>; every column of the list sorts.
+SORTS = {
+    "name": "name",
+    "project": "project__name",
+    "status": "status",
+    "task": "task_description",
+    "websites": "websites",
+    "category": "category",
+    "annotator": "navigator__username",
+    "assignee": "review__assignee__username",
+    "turns": "turn_count",
+    "issues": "issue_count",
+    "recorded": "recording_start",
+}
+DEFAULT_SORT = "-recorded"
+
+
+class JSONArrayLength(Func):
+    """The length of a JSON array column (NULL for NULL): PostgreSQL's ``jsonb_array_length``, SQLite's
+    ``json_array_length``."""
+
+    function = "jsonb_array_length"
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return super().as_sql(compiler, connection, function="json_array_length", **extra)
+
+
 def filtered_demos(user, params) -> tuple:
     """``(queryset without the status filter, queryset with it, cleaned filters)``."""
     demos = actions.reviewable_demos(user).exclude(status=DemoStatus.RECORDING)
-    filters = {
-        key: (params.get(key) or "").strip()
-        for key in ("project", "status", "website", "category", "annotator", "q", "since", "until")
-    }
-    lookups = {
-        "project": "project__name",
-        "website": "websites__icontains",
-        "category": "category",
-        "annotator": "navigator__username",
-        "q": "task_description__icontains",
-    }
-    for key, lookup in lookups.items():
+    filters = {key: (params.get(key) or "").strip() for key in FILTERS}
+    for key, lookup in FILTER_LOOKUPS.items():
         if filters[key]:
             demos = demos.filter(**{lookup: filters[key]})
     if since := parse_date(filters["since"]):
@@ -51,23 +93,103 @@ def filtered_demos(user, params) -> tuple:
     return demos, with_status, filters
 
 
+def check_sort(value: str) -> str:
+    """``?sort=``: a column of the list, ``-`` first for descending; anything else is refused naming the field."""
+    value = value or DEFAULT_SORT
+    if value.removeprefix("-") not in SORTS:
+        raise ValidationFailed(
+            f"cannot sort by {value!r}", [{"field": "sort", "message": f"expected one of: {', '.join(SORTS)}"}]
+        )
+    return value
+
+
+def sorted_rows(rows, sort: str):
+    column = SORTS[sort.removeprefix("-")]
+    key = F(column).desc(nulls_last=True) if sort.startswith("-") else F(column).asc(nulls_last=True)
+    return rows.order_by(key, "-pk" if sort.startswith("-") else "pk")
+
+
+COLUMN_LABELS = {
+    "name": "Demo",
+    "project": "Project",
+    "status": "Status",
+    "task": "Task",
+    "websites": "Websites",
+    "category": "Category",
+    "annotator": "Annotator",
+    "assignee": "Assignee",
+    "turns": "Turns",
+    "issues": "Issues",
+    "recorded": "Recorded",
+}
+
+
+def sort_columns(sort: str) -> list:
+    """The list's headers: per column its label, the ``sort`` value its link asks for (the other direction when
+    it is the current one) and its ``aria-sort`` (``ascending`` / ``descending`` / ``None``)."""
+    descending = sort.startswith("-")
+    columns = []
+    for key, label in COLUMN_LABELS.items():
+        current = sort.removeprefix("-") == key
+        columns.append(
+            {
+                "key": key,
+                "label": label,
+                "value": (key if descending else f"-{key}") if current else key,
+                "direction": ("descending" if descending else "ascending") if current else None,
+            }
+        )
+    return columns
+
+
+def assignee_choices(user):
+    """The people demos can be assigned to: reviewers and admins of the projects ``user`` curates in."""
+    projects = Project.objects.for_user(user, actions.CURATE_ROLES)
+    return (
+        get_user_model()
+        .objects.filter(memberships__project__in=projects, memberships__role__in=actions.CURATE_ROLES)
+        .distinct()
+        .order_by("username")
+        .values_list("username", flat=True)
+    )
+
+
 def list_context(user, params) -> dict:
+    sort = check_sort((params.get("sort") or "").strip())
     demos, with_status, filters = filtered_demos(user, params)
     counts = dict(demos.order_by().values_list("status").annotate(n=Count("pk")))
-    rows = with_status.select_related("project", "navigator", "review").annotate(turn_count=Count("turns"))
-    page = Paginator(rows.order_by("-created_at"), LIST_PAGE_SIZE).get_page(params.get("page"))
-    query = urlencode({key: value for key, value in filters.items() if value})
+    related = ("project", "navigator", "review", "review__assignee", "review__claimed_by")
+    rows = with_status.select_related(*related).annotate(
+        turn_count=Count("turns"), issue_count=JSONArrayLength("review__quality")
+    )
+    page = Paginator(sorted_rows(rows, sort), LIST_PAGE_SIZE).get_page(params.get("page"))
+    kept = {key: value for key, value in filters.items() if value}
+    with_sort = {**kept, **({"sort": sort} if sort != DEFAULT_SORT else {})}
     return {
         "page": page,
         "filters": filters,
-        "query": query,
-        "query_without_status": urlencode({k: v for k, v in filters.items() if v and k != "status"}),
+        "sort": sort,
+        "columns": sort_columns(sort),
+        "now": timezone.now(),
+        "assignees": assignee_choices(user),
+        "query": urlencode(with_sort),
+        "query_without_sort": urlencode(kept),
+        "query_without_status": urlencode({key: value for key, value in with_sort.items() if key != "status"}),
         "filtered": any(filters.values()),
         "status_counts": [
             (value, label, counts.get(value, 0)) for value, label in DemoStatus.choices if value != DemoStatus.RECORDING
         ],
         "projects": actions.reviewable_projects(user),
+        "queue_size": actions.queue_for(user).count() if user.is_authenticated else 0,
     }
+
+
+def live_counts(user, names) -> dict:
+    """``{name: {"status", "issues"}}`` of these demos (those ``user`` may see): what the open list polls to show
+    issue counts and statuses as the worker computes them."""
+    demos = actions.reviewable_demos(user).filter(name__in=names[: LIST_PAGE_SIZE * 4])
+    rows = demos.annotate(issue_count=JSONArrayLength("review__quality")).values_list("name", "status", "issue_count")
+    return {name: {"status": status, "issues": issues} for name, status, issues in rows}
 
 
 # --- The review page ------------------------------------------------------------------------------------
@@ -123,13 +245,86 @@ def turn_row(index, turn, curation, issues, comments) -> dict:
     }
 
 
+STATUS_WORDS = {
+    "start_review": "Started review",
+    "validate": "Validated",
+    "reject": "Rejected",
+    "return": "Returned to the annotator",
+    "reopen": "Reopened",
+    "resubmit": "Resubmitted",
+}
+
+
+def turn_name(edit) -> str:
+    return f"turn {edit.turn.seq}" if edit.turn_id else "a turn"
+
+
+def first_state(edit) -> dict:
+    """The after-state of a one-turn edit: ``{field: value}``."""
+    return next(iter(edit.after.values()), {}) if edit.after else {}
+
+
+def moved_words(edit) -> str:
+    before, after = edit.before.get("order", []), edit.after.get("order", [])
+    if edit.turn_id in before and edit.turn_id in after:
+        return f"Moved {turn_name(edit)} from position {before.index(edit.turn_id)} to {after.index(edit.turn_id)}"
+    return f"Moved {turn_name(edit)}"
+
+
+def screenshot_words(edit) -> str:
+    if first_state(edit).get("screenshot"):
+        return f"Chose another screenshot for {turn_name(edit)}"
+    return f"Went back to the captured screenshot of {turn_name(edit)}"
+
+
+def suggestion_words(edit) -> str:
+    count = len(edit.after)
+    turns = f"{count} turn{pluralize(count)}"
+    return f"Put back the screenshots of {turns}" if edit.undoes_id else f"Accepted the suggested screenshot of {turns}"
+
+
+def status_words(edit) -> str:
+    if edit.after.get("action") in STATUS_WORDS:
+        return STATUS_WORDS[edit.after["action"]]
+    status = edit.after.get("status")
+    return f"Status set to {DemoStatus(status).label.lower()}" if status in DemoStatus.values else "Changed the status"
+
+
+def comment_words(edit) -> str:
+    where = f" on {turn_name(edit)}" if edit.turn_id else ""
+    return f"Commented{where} “{shorten(edit.after.get('text', ''), 40)}”"
+
+
+def pluralize(count: int) -> str:
+    return "" if count == 1 else "s"
+
+
+# Each edit kind in words, from its after-state: an undo is an edit of the same kind back to the before-state,
+# so undoing "Deleted turn 8" reads "Restored turn 8 (undid #1)".
+def deletion_words(edit) -> str:
+    return f"{'Deleted' if first_state(edit).get('deleted') else 'Restored'} {turn_name(edit)}"
+
+
+EDIT_WORDS = {
+    EditKind.DELETE: deletion_words,
+    EditKind.RESTORE: deletion_words,
+    EditKind.SET_VALIDITY: lambda e: f"Marked {turn_name(e)} {'valid' if first_state(e).get('valid') else 'invalid'}",
+    EditKind.EDIT_TEXT: lambda e: f"Edited the text of {turn_name(e)}",
+    EditKind.CHOOSE_SCREENSHOT: screenshot_words,
+    EditKind.ACCEPT_SUGGESTIONS: suggestion_words,
+    EditKind.REORDER: moved_words,
+    EditKind.EDIT_METADATA: lambda e: "Edited the " + ", ".join(name.replace("_", " ") for name in e.after),
+    EditKind.SET_STATUS: status_words,
+    EditKind.SET_UNSURE: lambda e: "Marked the demo unsure" if e.after.get("unsure_by") else "Cleared the unsure mark",
+    EditKind.COMMENT: comment_words,
+}
+
+
 def edit_summary(edit) -> str:
-    """The history's name for an edit; a status change says which status, a comment starts its text."""
-    if edit.kind == EditKind.SET_STATUS and edit.after.get("status") in DemoStatus.values:
-        return f"{edit.get_kind_display()} → {DemoStatus(edit.after['status']).label.lower()}"
-    if edit.kind == EditKind.COMMENT and edit.after.get("text"):
-        return f"{edit.get_kind_display()} “{shorten(edit.after['text'], 40)}”"
-    return edit.get_kind_display()
+    """What an edit did, in words: "Deleted turn 8", "Restored turn 8 (undid #1)", "Marked turn 12 invalid",
+    "Moved turn 9 from position 3 to 5" (positions as the timeline numbers them)."""
+    words = EDIT_WORDS[edit.kind](edit) if edit.kind in EDIT_WORDS else edit.get_kind_display()
+    return words + (f" (undid #{edit.undoes_id})" if edit.undoes_id else "")
 
 
 def curated_value(demo, order: list, curations: dict):
@@ -205,12 +400,14 @@ def page_context(user, demo, read) -> dict:
     review = actions.review_of(demo)
     turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
     curations = {c.turn_id: c for c in TurnCuration.objects.filter(demonstration=demo)}
-    quality = actions.ensure_quality(demo, review, turns, read)
+    ordered = curated_turns(turns, curations, review.order)
+    deleted = {pk for pk, curation in curations.items() if curation.deleted}
+    quality = actions.ensure_quality(demo, review, turns, read) + order_issues([t for t, _ in ordered], deleted)
     issues = {}
     for item in quality:
         issues.setdefault(item["turn"], []).append(item["message"])
     general, pinned = comments_by_turn(demo)
-    rows = [turn_row(i, t, c, issues, pinned) for i, (t, c) in enumerate(curated_turns(turns, curations, review.order))]
+    rows = [turn_row(i, t, c, issues, pinned) for i, (t, c) in enumerate(ordered)]
     order = actions.order_of([turn.pk for turn in turns], review.order)
     shots = {row["screenshot"] for row in rows if row["screenshot"]}
     thumbs = {sha: has_thumbnail(sha) for sha in shots}
@@ -223,6 +420,7 @@ def page_context(user, demo, read) -> dict:
     return {
         "demo": demo,
         "review": review,
+        "held": bool(review.claimed_by_id and review.claimed_until and review.claimed_until > timezone.now()),
         "turns": rows,
         "quality": quality,
         "history": history(demo, curated_value(demo, order, curations)),
@@ -240,19 +438,24 @@ def page_context(user, demo, read) -> dict:
             "editable": curate and demo.status in actions.EDITABLE_STATUSES,
             "revisionUrl": reverse("review-revision", args=[demo.name]),
             "pollSeconds": REVISION_POLL_SECONDS,
+            "liveUrl": reverse("review-live", args=[demo.name]),
+            "livePollSeconds": LIVE_POLL_SECONDS,
+            "realigned": review.realigned,
         },
     }
 
 
 # How often an open review page asks whether someone else changed the demo (one small query each time).
 REVISION_POLL_SECONDS = 10
+# How often it asks for thumbnails and suggestions while the worker is still making them (then it stops).
+LIVE_POLL_SECONDS = 2
 
 
 def revision_state(user, demo) -> dict:
     """The demo's current revision and status, and its latest edit: what an open review page polls to tell its
     reviewer that the demo changed elsewhere (another reviewer, or their own other tab)."""
     review = DemoReview.objects.filter(demonstration=demo).first()
-    last = Edit.objects.filter(demonstration=demo).select_related("author").order_by("-revision").first()
+    last = Edit.objects.filter(demonstration=demo).select_related("author", "turn").order_by("-revision").first()
     return {
         "revision": review.revision if review else 0,
         "status": demo.status,
@@ -265,6 +468,25 @@ def revision_state(user, demo) -> dict:
             "by_you": last.author_id == user.pk,
             "at": last.created_at.isoformat(),
         },
+    }
+
+
+MAX_PENDING = 500
+
+
+def live_state(demo, pending: list) -> dict:
+    """What the open review page polls while the worker prepares the demo: which of its ``pending`` thumbnails
+    are ready now, whether the screenshot suggestions are computed, and the quality issue count."""
+    own = set(Turn.objects.filter(demonstration=demo).exclude(screenshot=None).values_list("screenshot_id", flat=True))
+    own |= set(
+        TurnCuration.objects.filter(demonstration=demo).exclude(screenshot="").values_list("screenshot", flat=True)
+    )
+    review = DemoReview.objects.filter(demonstration=demo).first()
+    return {
+        "ready": [sha for sha in dict.fromkeys(pending[:MAX_PENDING]) if sha in own and has_thumbnail(sha)],
+        "realigned": bool(review and review.realigned),
+        "issues": review.issue_count if review else None,
+        "revision": review.revision if review else 0,
     }
 
 

@@ -1,10 +1,11 @@
 """The review pages and their small JSON write endpoint (session auth + CSRF). Thin: they call
 ``annotation.actions.review`` and ``annotation.review_page``."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.http import Http404, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
@@ -46,8 +47,54 @@ def demo_or_404(user, name):
 @login_required
 @require_GET
 def review_list(request):
-    """Demonstrations to review, filtered, with counts per status and quality issues."""
-    return render(request, "review/list.html", review_page.list_context(request.user, request.GET))
+    """Demonstrations to review, filtered and sorted, with counts per status and quality issues."""
+    try:
+        return render(request, "review/list.html", review_page.list_context(request.user, request.GET))
+    except ValidationFailed as error:
+        return render(request, "review/list.html", {"bulk_error": error.detail, "page": []}, status=error.status)
+
+
+@login_required
+@require_GET
+def review_list_live(request):
+    """``GET ?names=a,b``: status and quality issue count of these demos, polled by the open list."""
+    names = [name for name in request.GET.get("names", "").split(",") if name]
+    return no_store(JsonResponse({"demos": review_page.live_counts(request.user, names)}))
+
+
+@login_required
+@require_POST
+def review_next(request):
+    """ "Review next": claim the next demo waiting for review and open it; back to the list when none is left."""
+    demo = actions.do_claim_next(request.user)
+    if demo is None:
+        messages.info(request, "Nothing left to review for you now: every waiting demo is held, assigned or yours.")
+        return redirect("review-list")
+    return redirect("review-demo", demo.name)
+
+
+BULK = {
+    "assign": lambda user, post: actions.do_assign(user, post.getlist("names"), post.get("assignee", "").strip()),
+    "return": lambda user, post: actions.do_bulk_return(user, post.getlist("names"), post.get("comment", "").strip()),
+}
+
+
+@login_required
+@require_POST
+def review_bulk(request):
+    """The list's bulk actions on the selected demos: ``assign`` (to ``assignee``, blank = nobody) or ``return``
+    (with ``comment``). Refused as a whole (4xx, the list again with the reason) when any demo may not be."""
+    action = request.POST.get("action")
+    try:
+        if action not in BULK:
+            raise ValidationFailed(f"unknown action {action!r}", [{"field": "action", "message": ", ".join(BULK)}])
+        count = BULK[action](request.user, request.POST)
+    except ActionError as error:
+        context = review_page.list_context(request.user, request.GET)
+        return render(request, "review/list.html", {**context, "bulk_error": error.detail}, status=error.status)
+    done = "assigned" if action == "assign" else "returned to their annotators"
+    messages.success(request, f"{count} demonstration{'' if count == 1 else 's'} {done}.")
+    return redirect(reverse("review-list") + (f"?{request.GET.urlencode()}" if request.GET else ""))
 
 
 @login_required
@@ -99,7 +146,23 @@ def review_revision(request, name):
         demo = actions.check_demo_reviewable(request.user, name)
     except ActionError as error:
         return error_response(error)
-    response = JsonResponse(review_page.revision_state(request.user, demo))
+    return no_store(JsonResponse(review_page.revision_state(request.user, demo)))
+
+
+@login_required
+@require_GET
+def review_live(request, name):
+    """``GET ?pending=sha,sha``: which of these thumbnails are ready, whether the suggestions are computed, the
+    issue count; the open review page polls it while the worker prepares the demo."""
+    try:
+        demo = actions.check_demo_reviewable(request.user, name)
+    except ActionError as error:
+        return error_response(error)
+    pending = [sha for sha in request.GET.get("pending", "").split(",") if sha]
+    return no_store(JsonResponse(review_page.live_state(demo, pending)))
+
+
+def no_store(response):
     response["Cache-Control"] = "no-store"
     return response
 

@@ -45,9 +45,13 @@ urlpatterns = [
     ),
     path("review/", review_views.review_list, name="review-list"),
     path("review/thumbs/<str:sha256>", review_views.review_thumbnail, name="review-thumbnail"),
+    path("review/next", review_views.review_next, name="review-next"),
+    path("review/bulk", review_views.review_bulk, name="review-bulk"),
+    path("review/live", review_views.review_list_live, name="review-list-live"),
     path("review/<str:name>/", review_views.review_demo, name="review-demo"),
     path("review/<str:name>/edit", review_views.review_edit, name="review-edit"),
     path("review/<str:name>/revision", review_views.review_revision, name="review-revision"),
+    path("review/<str:name>/live", review_views.review_live, name="review-live"),
     path("review/<str:name>/turns/<int:turn_id>/page", review_views.review_turn_page, name="review-turn-page"),
     # Form tasks: the worker's and manager's pages (session), and the task frames (token-authorised, sandboxed).
     path("work/", work_views.work_index, name="work-index"),

@@ -268,6 +268,7 @@ FORM_TASK_ASSET_SOURCES = env_str("FORM_TASK_ASSET_SOURCES", "https:")
 FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS = env_int("FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS", 24 * 3600)
 # How often Celery beat marks assignments past their allotted time as expired.
 FORM_EXPIRY_SWEEP_SECONDS = env_int("FORM_EXPIRY_SWEEP_SECONDS", 60)
+REVIEW_CLAIM_SECONDS = env_int("REVIEW_CLAIM_SECONDS", 30 * 60)  # how long "Review next" holds a demo for its reviewer
 # Submit & next (accept the batch's next task after a submission) is on unless the worker switches it off.
 FORM_AUTO_ACCEPT_DEFAULT = env_bool("FORM_AUTO_ACCEPT_DEFAULT", True)
 

@@ -250,7 +250,7 @@ def test_history_entries_show_their_number_and_undo_buttons_are_labelled(client,
     post(client, demo, op="delete", revision=0, turn=chat_turn(demo).pk)
     edit = Edit.objects.get(demonstration=demo)
     text = client.get(f"/review/{demo.name}/").text
-    assert f'<span class="muted">#{edit.pk}</span> <b>Delete turn</b>' in text
+    assert f'<span class="muted">#{edit.pk}</span> <b>Deleted turn {chat_turn(demo).seq}</b>' in text
     assert f'aria-label="Undo edit #{edit.pk} (delete turn)"' in text
 
 
@@ -276,8 +276,8 @@ def test_history_names_the_new_status_and_quotes_comments(client, reviewer, demo
     post(client, demo, op="comment", revision=0, text="Turn 3 looks misordered")
     post(client, demo, op="transition", revision=1, action="reject")
     text = client.get(f"/review/{demo.name}/").text
-    assert "<b>Change status → rejected</b>" in text
-    assert "<b>Comment “Turn 3 looks misordered”</b>" in text
+    assert "<b>Rejected</b>" in text
+    assert "<b>Commented “Turn 3 looks misordered”</b>" in text
     assert "<kbd>d</kbd> delete/restore" not in text  # read-only now: only the keys that still work
 
 
@@ -312,7 +312,7 @@ def test_an_open_page_can_ask_whether_the_demo_changed_elsewhere(client, reviewe
     assert state["revision"] == 1
     assert (state["last_edit"]["author"], state["last_edit"]["kind"], state["last_edit"]["by_you"]) == (
         "colleague",
-        "Delete turn",
+        f"Deleted turn {chat_turn(demo).seq}",
         False,
     )
     post(client, demo, op="comment", revision=1, text="seen")

@@ -35,6 +35,23 @@ class DemoReview(models.Model):
     )
     quality = models.JSONField(null=True, blank=True, help_text="Cached quality issues of the raw capture.")
     realigned = models.BooleanField(default=False, help_text="Screenshot suggestions computed.")
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text='The reviewer this demo is assigned to: only they get it from "Review next".',
+    )
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text='The reviewer holding the demo from "Review next", until claimed_until.',
+    )
+    claimed_until = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self):

@@ -113,7 +113,7 @@
   }
 
   // Every write sends the revision this page was rendered at; a stale one is answered 409 with who changed what.
-  async function send(op, body, keepId) {
+  async function send(op, body, keepId, thenNext) {
     if (busy) return;
     setBusy(true);
     let response;
@@ -137,7 +137,8 @@
       showMessage(detail, response.status === 409 ? "conflict" : "error", blockedBy);
       return;
     }
-    reloadAt(keepId);
+    if (thenNext && $("next-form")) $("next-form").requestSubmit();
+    else reloadAt(keepId);
   }
 
   // The recorded bbox belongs to the moment of the action (the turn's own screenshot). On another frame the
@@ -282,6 +283,7 @@
     $("no-shot").textContent =
       turn.type === "chat" ? "A chat turn: no screenshot to show." : "This turn has no screenshot.";
     showShot(turn, turn.screenshot);
+    if (window.reviewViewer) window.reviewViewer.show(turn);
     showFrames(turn);
     showComments(turn);
     updateTools(turn);
@@ -316,6 +318,10 @@
   function onKey(event) {
     if (event.target.closest("input, textarea, select") || event.ctrlKey || event.metaKey || event.altKey) return;
     if (busy) return;
+    if (window.reviewViewer && window.reviewViewer.key(event)) {
+      event.preventDefault();
+      return;
+    }
     const editable = config.editable;
     const actions = {
       j: () => select(selected + 1),
@@ -379,6 +385,13 @@
     if (element) element.addEventListener(event, handler);
   }
 
+  // Decisions ask first, then open the next demo waiting for review ("Review next").
+  const DECISIONS = {
+    validate: "Validate this demonstration? It goes to the exports, and the next demo to review opens.",
+    reject: "Reject this demonstration? It is left out of the exports, and the next demo to review opens.",
+    return: "Return this demonstration to its annotator (with the comment, if any)? The next demo to review opens.",
+  };
+
   function setUp() {
     items.forEach((item, index) => item.addEventListener("click", () => select(index)));
     document.addEventListener("keydown", onKey);
@@ -416,8 +429,11 @@
     });
     document.querySelectorAll("button.transition").forEach((button) =>
       button.addEventListener("click", () => {
+        const action = button.dataset.action;
+        const decision = DECISIONS[action];
+        if (decision && !window.confirm(decision)) return;
         const comment = $("workflow-comment");
-        send("transition", { action: button.dataset.action, comment: comment ? comment.value : "" });
+        send("transition", { action: action, comment: comment ? comment.value : "" }, null, !!decision);
       }),
     );
     document.querySelectorAll("button.undo").forEach((button) =>
@@ -460,6 +476,44 @@
     setInterval(checkRevision, config.pollSeconds * 1000);
     document.addEventListener("visibilitychange", checkRevision);
   }
+
+  // While the worker is still making thumbnails or suggestions, ask for them every few seconds: thumbnails are
+  // swapped in as they come; finished suggestions are announced (they change the frames, so a reload shows them).
+  async function pollLive() {
+    const pending = Array.from(document.querySelectorAll("img.thumb[data-pending]"));
+    const waitSuggestions = !config.realigned;
+    if (!pending.length && !waitSuggestions) {
+      $("live-status").textContent = "";
+      return;
+    }
+    const total = document.querySelectorAll("img.thumb").length;
+    $("live-status").textContent =
+      (pending.length ? "Thumbnails " + (total - pending.length) + "/" + total : "") +
+      (pending.length && waitSuggestions ? " · " : "") +
+      (waitSuggestions ? "suggesting screenshots…" : "");
+    const shas = Array.from(new Set(pending.map((img) => img.dataset.sha)));
+    try {
+      const response = await fetch(config.liveUrl + "?pending=" + shas.join(","), { credentials: "same-origin", cache: "no-store" });
+      if (response.ok) applyLive(await response.json(), pending);
+    } catch (error) {
+      // offline for a moment: the next poll tries again
+    }
+    setTimeout(pollLive, config.livePollSeconds * 1000);
+  }
+
+  function applyLive(state, pending) {
+    const ready = new Set(state.ready);
+    pending.forEach((img) => {
+      if (!ready.has(img.dataset.sha)) return;
+      img.src = img.src.split("?")[0] + "?ready=1"; // a new URL: the placeholder was this page's image for the old one
+      delete img.dataset.pending;
+    });
+    if (state.realigned && !config.realigned) {
+      config.realigned = true;
+      if (state.revision === config.revision && $("message").hidden) showMessage("screenshot suggestions are ready.", "stale");
+    }
+  }
+  if (document.querySelector("img.thumb[data-pending]") || !config.realigned) setTimeout(pollLive, 0);
 
   if (!turns.length) {
     document.body.dataset.reviewReady = "true";

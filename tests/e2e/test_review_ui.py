@@ -161,7 +161,7 @@ def test_delete_and_undo(review, demo):
     review.find_element(By.CSS_SELECTOR, "#history button.undo").click()
     wait_revision(review, 2)
     assert "deleted" not in item(review, turn).get_attribute("class")
-    assert "undo of" in review.find_element(By.ID, "history").text
+    assert "(undid #" in review.find_element(By.ID, "history").text
     assert turn.client_id in exported(demo)
     redo = review.find_element(By.CSS_SELECTOR, "#history button.undo")  # only the undo is undoable now
     assert redo.text == "Redo"
@@ -204,11 +204,19 @@ def test_pick_another_screenshot_and_accept_suggestions(review, demo, live_serve
     assert exported(demo)[turn.client_id].screenshot == turn.frames[1]["screenshot"]
 
 
-def test_accept_the_demo(review, demo):
+def confirm(browser):
+    """Accept the confirmation a decision asks for."""
+    WebDriverWait(browser, 20).until(EC.alert_is_present())
+    browser.switch_to.alert.accept()
+
+
+def test_accept_the_demo(review, demo, live_server):
     review.find_element(By.ID, "btn-validate").click()
-    wait_status(review, "Validated")
+    confirm(review)
+    WebDriverWait(review, 20).until(EC.url_to_be(f"{live_server.url}/review/"))  # the next one: none is left
     demo.refresh_from_db()
     assert demo.status == DemoStatus.VALIDATED
+    open_page(review, live_server, demo)
     assert not review.find_elements(By.ID, "btn-delete")  # decided: read only until reopened
 
 
@@ -235,7 +243,7 @@ def test_a_change_made_elsewhere_is_announced_with_a_reload(review, demo):
     actions.do_delete_turn(colleague, demo, 0, turn.pk)
     review.execute_script("document.dispatchEvent(new Event('visibilitychange'))")  # polls now, not in 10 s
     message = WebDriverWait(review, 20).until(EC.visibility_of_element_located((By.ID, "message")))
-    assert "This demo was changed by colleague (delete turn, at " in message.text
+    assert f"This demo was changed by colleague (deleted turn {turn.seq}, at " in message.text
     assert review.switch_to.active_element.get_attribute("id") == f"t{turn.pk}"  # the notice took no focus
     review.find_element(By.ID, "btn-reload").click()
     wait_revision(review, 1)
@@ -286,7 +294,7 @@ def test_screenshot_of_the_review_page_shows_the_essentials(review, demo, tmp_pa
     )
 
 
-def test_edit_metadata_and_return_to_the_annotator_with_a_comment(review, demo):
+def test_edit_metadata_and_return_to_the_annotator_with_a_comment(review, demo, live_server):
     form = review.find_element(By.ID, "metadata-form")
     task = form.find_element(By.NAME, "task_description")
     task.clear()
@@ -300,5 +308,8 @@ def test_edit_metadata_and_return_to_the_annotator_with_a_comment(review, demo):
     assert (demo.task_description, demo.region) == ("Find the cheapest hotel in Lisbon", "Europe")
     review.find_element(By.ID, "workflow-comment").send_keys("Turn 3 looks misordered")
     review.find_element(By.ID, "btn-return").click()
+    confirm(review)
+    WebDriverWait(review, 20).until(EC.url_to_be(f"{live_server.url}/review/"))  # the next one: none is left
+    open_page(review, live_server, demo)
     wait_status(review, "Returned")
     assert "Turn 3 looks misordered" in review.find_element(By.ID, "comments").text

@@ -3,6 +3,7 @@
 from ... import schema
 from ...models import Demonstration, DemoReview, DemoStatus
 from ..errors import Conflict
+from ..review.work import enqueue_after_recording
 
 LATE_TURN_TOLERANCE_SECONDS = 2.0  # a capture in flight when the recording was ended
 
@@ -53,5 +54,7 @@ def check_late_video_chunk(demo: Demonstration, started_at: float) -> None:
 
 
 def forget_review_caches(demo: Demonstration) -> None:
-    """Late turns or video change the raw capture: screenshot suggestions and quality checks are computed again."""
+    """Late turns or video change the raw capture: screenshot suggestions and quality checks are computed again,
+    by the worker (after commit)."""
     DemoReview.objects.filter(demonstration=demo).update(quality=None, realigned=False)
+    enqueue_after_recording(demo)

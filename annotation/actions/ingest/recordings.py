@@ -6,6 +6,7 @@ from django.utils import timezone
 from ...models import Demonstration, DemoStatus, Project, new_demo_name
 from ..errors import Conflict
 from ..events import on_commit_send
+from ..review.work import enqueue_after_recording
 
 RECORDING_FIELDS = (
     "mode",
@@ -59,8 +60,9 @@ def do_start_recording(user, project: Project, client_id: str, **fields) -> tupl
 
 
 def do_finish_recording(demo: Demonstration, recording_end=None, task_description=None) -> Demonstration:
-    """Mark a recording as recorded, with the task description as confirmed at the end when one is given.
-    Finishing again changes nothing (the recorder may retry)."""
+    """Mark a recording as recorded, with the task description as confirmed at the end when one is given, and have
+    the worker prepare it for review (thumbnails, quality checks, screenshot suggestions). Finishing again changes
+    nothing (the recorder may retry)."""
     with transaction.atomic():
         demo = Demonstration.objects.select_for_update().get(pk=demo.pk)
         if demo.status == DemoStatus.RECORDING:
@@ -75,4 +77,5 @@ def do_finish_recording(demo: Demonstration, recording_end=None, task_descriptio
                 from ..mind2web.demonstrations import do_finish_demonstration
 
                 do_finish_demonstration(demo)
+            enqueue_after_recording(demo)
     return demo

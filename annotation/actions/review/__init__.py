@@ -7,7 +7,8 @@ an edit's before-state as a new edit, and only while what it changed is still as
 the later edit). The raw capture (``Turn`` rows) is never changed.
 
 Modules: ``access`` (who may see and curate), ``revisions`` (the lock, the revision check, the edit log),
-``curation`` (turn state, order, metadata), ``undo``, ``workflow`` (status, unsure mark, comments) and ``work``
+``curation`` (turn state, order, metadata), ``claims`` (the
+"Review next" queue, assignment, bulk actions), ``undo``, ``workflow`` (status, unsure mark, comments) and ``work``
 (what the worker computes for review). Callers import from here: ``from annotation.actions import review``.
 """
 
@@ -23,6 +24,7 @@ from .access import (
     reviewable_demos,
     reviewable_projects,
 )
+from .claims import BULK_ACTIONS, do_assign, do_bulk_return, do_claim_next, held_by, queue_for
 from .curation import (
     METADATA_FIELDS,
     TURN_DEFAULTS,
@@ -60,7 +62,7 @@ from .undo import (
     edit_label,
     touched,
 )
-from .work import ENQUEUE_EVERY, enqueue_review_work, ensure_quality
+from .work import ENQUEUE_EVERY, enqueue_after_recording, enqueue_review_work, ensure_quality
 from .workflow import (
     TRANSITIONS,
     check_transition,
@@ -83,6 +85,13 @@ __all__ = [
     "review_of",
     "reviewable_demos",
     "reviewable_projects",
+    # claims
+    "BULK_ACTIONS",
+    "do_assign",
+    "do_bulk_return",
+    "do_claim_next",
+    "held_by",
+    "queue_for",
     # revisions
     "check_revision",
     "locked_review",
@@ -131,6 +140,7 @@ __all__ = [
     "start_review_if_needed",
     # work
     "ENQUEUE_EVERY",
+    "enqueue_after_recording",
     "enqueue_review_work",
     "ensure_quality",
 ]

@@ -2,7 +2,7 @@
 
 from django.core.cache import cache
 
-from ...models import DemoReview
+from ...models import DemoReview, Turn
 from .. import queue
 
 ENQUEUE_EVERY = 60  # seconds
@@ -20,6 +20,15 @@ def enqueue_review_work(demo, review, missing_thumbnails: list) -> None:
         queue.enqueue(queue.THUMBNAILS, list(missing_thumbnails))
     if not review.realigned:
         queue.enqueue(queue.REALIGN, demo.pk)
+
+
+def enqueue_after_recording(demo) -> None:
+    """When a recording finishes, the worker makes its thumbnails and computes its quality checks and screenshot
+    suggestions, so the list shows issue counts and the page its thumbnails before anyone opens the demo."""
+    shas = Turn.objects.filter(demonstration=demo, screenshot__isnull=False).values_list("screenshot_id", flat=True)
+    if shas := sorted(set(shas)):
+        queue.enqueue(queue.THUMBNAILS, shas)
+    queue.enqueue(queue.REALIGN, demo.pk)
 
 
 def ensure_quality(demo, review, turns, read) -> list:

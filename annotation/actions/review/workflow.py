@@ -57,6 +57,9 @@ def do_transition(user, demo, revision, action, comment="") -> Edit:
         target = check_transition(user, demo, review, action)
         before = {"status": demo.status}
         set_status(demo, target)
+        if target not in (DemoStatus.RECORDED, DemoStatus.IN_REVIEW):  # decided or returned: held by no one
+            review.claimed_by, review.claimed_until = None, None
+            review.save(update_fields=["claimed_by", "claimed_until"])
         if comment:
             Comment.objects.create(demonstration=demo, author=user, text=comment)
         return record(review, user, EditKind.SET_STATUS, before, {"status": target, "action": action})
