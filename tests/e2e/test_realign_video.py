@@ -207,7 +207,15 @@ def test_real_recorder_chunks_joined_per_run_and_broken_chunks(live, recorded, c
 
     assert hows(first_run + second_run[1:]) == [realign.VIDEO] * 2 + [realign.LAST_BEFORE] * 2
 
-    broken = first_run[1]
+    # The chunk to break: one between the first run's two clicks, so the video decides the click before it and the
+    # no-video rule the click after it. Which chunk that is depends on when the recorder's chunks were cut (a busy
+    # machine starts the recorder later after the click that turned it on), so it is found, not assumed: the first
+    # chunk k where the run ending before it covers the first click and not the second.
+    ended = {k: hows(first_run[:k] + second_run) for k in range(1, len(first_run))}
+    cut = next((k for k, got in ended.items() if got[:2] == [realign.VIDEO, realign.LAST_BEFORE]), None)
+    assert cut is not None, f"no chunk of the first run lies between its clicks: {ended}"
+    assert ended[cut][2:] == [realign.VIDEO] * 2, ended[cut]
+    broken = first_run[cut]
     corrupt = {**blobs, broken[1]: bytes(len(blobs[broken[1]]))}
     for label, kept, read in [
         ("corrupt", rows, corrupt.__getitem__),
@@ -215,5 +223,6 @@ def test_real_recorder_chunks_joined_per_run_and_broken_chunks(live, recorded, c
     ]:
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="workers.realign"):
-            assert hows(kept, read, label=label) == [realign.VIDEO, realign.LAST_BEFORE, realign.VIDEO, realign.VIDEO]
+            # A broken chunk ends its run's video there: the same suggestions as a run that ended before it.
+            assert hows(kept, read, label=label) == ended[cut]
         assert f"realign {label}: video run at {rows[0][2]:.3f}s cut short (chunk {broken[0]} " in caplog.text
