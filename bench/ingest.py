@@ -105,8 +105,8 @@ class Client:
     are what ``mb_per_s`` counts and what the raw-write baseline writes, one file each, however they are packed
     into requests or compressed."""
 
-    def __init__(self, port: int, token: str, compress: bool = True):
-        self.port, self.auth, self.compress = port, f"Token {token}", compress
+    def __init__(self, port: int, token: str, compress: bool = True, keep_pieces: bool = True):
+        self.port, self.auth, self.compress, self.keep_pieces = port, f"Token {token}", compress, keep_pieces
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
         self.sent, self.wire, self.requests, self.pieces, self.blobs = 0, 0, collections.Counter(), [], 0
         self.seconds = collections.Counter()  # per kind of request, for mean latencies
@@ -131,7 +131,8 @@ class Client:
         self.seconds[kind] += time.perf_counter() - started
         self.wire += len(body or b"")
         self.sent += sum(len(piece) for piece in pieces)
-        self.pieces.extend(pieces)  # kept for the raw-write comparison (references, not copies)
+        if self.keep_pieces:
+            self.pieces.extend(pieces)  # kept for the raw-write comparison (references, not copies)
         if response.status not in expect:
             raise BenchError(f"{method} {path} answered {response.status}: {data[:1000]!r}")
         return response.status, data
