@@ -186,6 +186,9 @@ def bad_box(box) -> bool:
 def box_errors(box, where: str) -> list[FieldError]:
     if not isinstance(box, dict):
         return [FieldError(where, f"expected a box object {{x, y, width, height, ...}}, got {type_name(box)}")]
+    infinite = [key for key, value in box.items() if type(value) is float and not math.isfinite(value)]
+    if infinite:  # the message jsonsafe gives for such numbers elsewhere
+        return [FieldError(f"{where}.{key}", "number out of range (a finite double is expected)") for key in infinite]
     errors = check_keys(box, [((key,), "number") for key in sorted(BOX_REQUIRED)], where)
     extra = [key for key in box if key not in BOX_REQUIRED and not is_number(box[key])]
     errors += [FieldError(f"{where}.{key}", f"expected number, got {type_name(box[key])}") for key in extra]
