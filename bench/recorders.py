@@ -10,10 +10,13 @@ blobs are its own (a recorder id is written into each page, bboxes and PNG), so 
 ``upload_ms_p95``: the 95th percentile of the time from an action's second to the server's 2xx for it (an upload
 that waits for the previous one counts the wait). A failed request (network error, 5xx, 429) is retried after a
 short pause, as the recorder retries. After the run every recording is finished and read back: ``lost`` is actions
-answered 2xx but not stored, or never answered; ``duplicated`` is stored turns beyond one per action.
+the server answered 2xx for but did not store; ``duplicated`` is stored turns beyond one per action;
+``not_uploaded`` is actions still waiting ``DRAIN_SECONDS`` after the last action's second (a real recorder keeps
+them in IndexedDB and sends them later; here the run stops).
 """
 
 import hashlib
+import http.client
 import json
 import os
 import re
@@ -118,6 +121,7 @@ class Recorder(threading.Thread):
         self.mark = f"r{index:03d}"
         self.actions = Actions(spec, originals, self.mark)
         self.latencies, self.answered, self.retries, self.name, self.error = [], [], 0, None, None
+        self.stopping = threading.Event()  # set when the run's time is up: upload no further action
 
     def run(self):
         try:
@@ -130,6 +134,8 @@ class Recorder(threading.Thread):
         _, body = self.retried("POST", "/api/recordings/", ingest.dump(start), ingest.JSON, (201, 200))
         self.name = json.loads(body)["name"]
         for second in range(min(self.seconds, len(self.actions))):
+            if self.stopping.is_set():
+                return
             due = self.start_at + second
             time.sleep(max(0.0, due - time.monotonic()))
             turn, blobs = self.actions[second]
@@ -141,7 +147,7 @@ class Recorder(threading.Thread):
         while True:
             try:
                 return ingest.upload_batch(self.client, self.name, self.project, blobs, [turn])
-            except (OSError, *ingest.RETRYABLE, ingest.BenchError) as error:
+            except (OSError, http.client.HTTPException, ingest.BenchError) as error:
                 if isinstance(error, ingest.BenchError) and not RETRIED_STATUS.search(str(error)):
                     raise
                 self.pause()
@@ -150,7 +156,7 @@ class Recorder(threading.Thread):
         while True:
             try:
                 return self.client.request(*args)
-            except (OSError, *ingest.RETRYABLE):
+            except (OSError, http.client.HTTPException):  # the connection is closed and opened again
                 self.pause()
 
     def pause(self):
@@ -208,13 +214,16 @@ def play(port: int, tokens: list, spec, project: str, seconds: int) -> list[Reco
     deadline = start + seconds + DRAIN_SECONDS
     for recorder in recorders:
         recorder.join(timeout=max(0.0, deadline - time.monotonic()))
+    for recorder in recorders:  # out of time: actions not uploaded by now count as lost
+        recorder.stopping.set()
+    for recorder in recorders:
+        recorder.join()  # ends with the upload under way
     return recorders
 
 
 def figures(recorders: list, stored: list, size: dict, spec) -> dict:
     actions = min(size["seconds"], len(spec.turns))
-    expected = [{f"{r.mark}-{turn['client_id']}" for turn in spec.turns[:actions]} for r in recorders]
-    lost = sum(len(want - set(have)) for want, have in zip(expected, stored, strict=True))
+    lost = sum(len(set(r.answered) - set(have)) for r, have in zip(recorders, stored, strict=True))
     duplicated = sum(len(have) - len(set(have)) for have in stored)
     latencies = [1000 * value for recorder in recorders for value in recorder.latencies]
     errors = [recorder.error for recorder in recorders if recorder.error]
@@ -227,6 +236,7 @@ def figures(recorders: list, stored: list, size: dict, spec) -> dict:
         "upload_ms_max": round(max(latencies, default=0.0), 1),
         "actions": len(recorders) * actions,
         "uploaded": len(latencies),
+        "not_uploaded": len(recorders) * actions - len(latencies),
         "seconds": size["seconds"],
         "elements": size["elements"],
         "retries": sum(recorder.retries for recorder in recorders),
