@@ -27,8 +27,10 @@ def refuse_constant(name: str):
     raise JSONProblem("", f"malformed JSON: Out of range float values are not JSON compliant: {name}")
 
 
-def loads(text, field: str = ""):
-    """Parse ``text`` (str or UTF-8 bytes) and check it with ``check``; raise ``JSONProblem``."""
+def loads(text, field: str = "", walk: bool = True):
+    """Parse ``text`` (str or UTF-8 bytes) and check it with ``check``; raise ``JSONProblem``. ``walk=False`` is for
+    callers that check every value's type, depth and finiteness themselves (bboxes blobs: ``schema.bad_box``): the
+    walk then runs only when the text holds ``\\u`` surrogate escapes."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = text.decode("utf-8")
@@ -43,7 +45,9 @@ def loads(text, field: str = ""):
     except ValueError as error:
         raise JSONProblem(field, f"malformed JSON: {error}") from None
     # Lone surrogates can only arrive as \\u escapes: a UTF-8 text without "\\ud" has none to look for.
-    check(value, field, strings=SURROGATE_ESCAPE.search(text) is not None)
+    strings = SURROGATE_ESCAPE.search(text) is not None
+    if walk or strings:
+        check(value, field, strings=strings)
     return value
 
 

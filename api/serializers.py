@@ -203,6 +203,10 @@ class IngestResultSerializer(serializers.Serializer):
     turns = TurnRefSerializer(many=True)
 
 
+class BatchResultSerializer(IngestResultSerializer):
+    blobs_created = serializers.IntegerField(help_text="Blobs of the batch that were new to the project.")
+
+
 class FinishSerializer(serializers.Serializer):
     recording_end = serializers.DateTimeField(required=False, help_text="Defaults to the time of the request.")
     task_description = serializers.CharField(

@@ -2,6 +2,7 @@
 
 import io
 
+from django.conf import settings
 from django.db.models import Count
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -26,6 +27,14 @@ from .mind2web_serializers import VerificationCountsSerializer
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409, 413)}
 ARCHIVE_MEDIA_TYPES = {"tar.gz": "application/gzip", "zip": "application/zip"}
+ERROR_415 = OpenApiResponse(s.ErrorSerializer)
+CONTENT_ENCODING = OpenApiParameter(
+    "Content-Encoding",
+    str,
+    OpenApiParameter.HEADER,
+    enum=["gzip", "identity"],
+    description="gzip: the body is gzipped.",
+)
 RANGE_ERRORS = {416: OpenApiResponse(s.ErrorSerializer, description="The Range header cannot be satisfied.")}
 
 
@@ -192,6 +201,26 @@ class RecordingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         demo = actions.check_demo_writable(request.user, name)
         body = request.data if isinstance(request.data, dict) else {}
         result = actions.do_ingest_turns(demo, body.get("turns"))
+        return Response(result.as_dict(), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+    @extend_schema(
+        request={actions.BATCH_MEDIA_TYPE: OpenApiTypes.BINARY},
+        parameters=[CONTENT_ENCODING],
+        responses={201: s.BatchResultSerializer, 200: s.BatchResultSerializer, 415: ERROR_415, **ERRORS},
+    )
+    @action(detail=True, methods=["post"], parser_classes=[])  # the body is framed bytes, read by the action
+    def batch(self, request, name=None):
+        """Upload the blobs a run of turns uses and the turns in one request (docs/ingest.md): a JSON manifest line
+        ``{"turns", "blobs": [{"sha256", "media_type", "size"}]}``, then the blobs' bytes in that order; gzip with
+        ``Content-Encoding: gzip``. Checked whole and stored atomically; a retry stores nothing twice."""
+        demo = actions.check_demo_writable(request.user, name)
+        actions.check_project_for_blobs(request.user, demo.project.name)
+        body = (request.stream or io.BytesIO(b"")).read(settings.INGEST_MAX_UPLOAD_BYTES + 1)
+        if len(body) > settings.INGEST_MAX_UPLOAD_BYTES:
+            raise actions.TooLarge("request body exceeds INGEST_MAX_UPLOAD_BYTES")
+        result = actions.do_ingest_batch(
+            demo, body, request.content_type, request.headers.get("Content-Encoding"), request.user
+        )
         return Response(result.as_dict(), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
     @extend_schema(methods=["GET"], request=None, responses={200: s.VideoChunkSerializer(many=True), **ERRORS})

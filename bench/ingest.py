@@ -2,14 +2,17 @@
 
 A synthetic corpus (``annotation.synth``: >= 1,000 browser turns on pages of 2,000 elements) is generated and encoded
 first. Then, timed, a client does over one keep-alive connection exactly what the recorder does per demo: ``POST
-/api/recordings/``; per batch of turns, ``POST /api/blobs/missing/`` with the blobs the batch uses first and ``PUT`` of
-each missing one; ``POST /api/recordings/<name>/turns/``; finally ``POST .../finish/``. The server is uvicorn as `make
-run` starts it, serving ``config.asgi`` in its own process, with its own VAR_DIR (a fresh SQLite database) or, when
-DATABASE_URL is PostgreSQL, a throw-away database on that server. MB are 10^6 bytes of request bodies (blobs + JSON).
-``raw_write_mb_per_s`` writes the same bodies to files with an fsync each, on the same disk, in the same run."""
+/api/recordings/``; per batch of turns, ``POST /api/blobs/missing/`` with the blobs the batch uses first, then one
+``POST /api/recordings/<name>/batch/`` carrying the missing blobs and the turns, gzipped (docs/ingest.md); finally
+``POST .../finish/``. The server is uvicorn as `make run` starts it, serving ``config.asgi`` in its own process, with
+its own VAR_DIR (a fresh SQLite database) or, when DATABASE_URL is PostgreSQL, a throw-away database on that server.
+MB are 10^6 bytes of payload (blobs + JSON documents, before compression; ``wire_bytes`` is what was sent).
+``raw_write_mb_per_s`` writes the same pieces (each JSON document and each blob) to its own file with an fsync each,
+on the same disk, in the same run: the baseline does not change with how the client packs them into requests."""
 
 import collections
 import contextlib
+import gzip
 import hashlib
 import http.client
 import json
@@ -35,7 +38,8 @@ QUICK = {"browser_turns": 30, "turns_per_demo": 24, "elements": 120}
 BATCH_TURNS = 50
 SEED = 2024
 JSON = "application/json"
-LATENCIES = ("missing", "put", "turns")  # mean milliseconds reported per request of these kinds
+BATCH_MEDIA_TYPE = "application/x-webtasks-batch"  # annotation.actions.BATCH_MEDIA_TYPE, without Django
+LATENCIES = ("missing", "batch")  # mean milliseconds reported per request of these kinds
 RETRYABLE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 
 
@@ -45,12 +49,17 @@ class BenchError(RuntimeError):
 
 @dataclass
 class Upload:
-    """One demo's requests, encoded before timing: per batch, the blobs it uses first and its JSON body."""
+    """One demo's requests, encoded before timing: per batch, the blobs it uses first and its turns."""
 
     spec: synth.DemoSpec
     start: bytes
-    batches: list = field(default_factory=list)  # [(blobs [(sha, media_type, data)], body)]
+    batches: list = field(default_factory=list)  # [(blobs [(sha, media_type, data)], turns)]
     finish: bytes = b""
+    gzipped: list = field(default_factory=list)  # per batch, its gzipped body with every blob (see ``upload_batch``)
+
+    def compress(self) -> "Upload":
+        self.gzipped = [gzip.compress(b"".join(batch_pieces(turns, blobs)), 1) for blobs, turns in self.batches]
+        return self
 
 
 def build_corpus(browser_turns: int, turns_per_demo: int, elements: int) -> list[synth.DemoSpec]:
@@ -64,7 +73,7 @@ def build_corpus(browser_turns: int, turns_per_demo: int, elements: int) -> list
 
 
 def encode(spec: synth.DemoSpec, project: str, instructor: str) -> Upload:
-    """Every request body of one demo, as bytes."""
+    """Every request body of one demo, as bytes (a batch's body is framed once the server said what it lacks)."""
     blobs = {hashlib.sha256(data).hexdigest(): (media_type, data) for data, media_type in spec.blobs}
     upload = Upload(spec, dump(spec.start_body(project, instructor)))
     seen = set()
@@ -73,7 +82,7 @@ def encode(spec: synth.DemoSpec, project: str, instructor: str) -> Upload:
         used = [turn[key] for turn in turns for key in ("screenshot", "page", "bboxes") if key in turn]
         fresh = [sha for sha in dict.fromkeys(used) if sha not in seen]
         seen.update(fresh)
-        upload.batches.append(([(sha, *blobs[sha]) for sha in fresh], dump({"turns": turns})))
+        upload.batches.append(([(sha, *blobs[sha]) for sha in fresh], turns))
     upload.finish = dump({"recording_end": spec.recording_end.isoformat()})
     return upload
 
@@ -82,22 +91,42 @@ def dump(value) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def batch_pieces(turns: list, blobs: list) -> list[bytes]:
+    """The pieces of a batch body as the recorder frames it: the manifest line, then each blob's bytes."""
+    manifest = {
+        "turns": turns,
+        "blobs": [{"sha256": sha, "media_type": media_type, "size": len(data)} for sha, media_type, data in blobs],
+    }
+    return [dump(manifest) + b"\n", *(data for _, _, data in blobs)]
+
+
 # --- The client -----------------------------------------------------------------------------------------
 
 
 class Client:
-    """A keep-alive HTTP/1.1 client that counts requests and body bytes sent."""
+    """A keep-alive HTTP/1.1 client that counts requests, payload bytes and bytes on the wire.
 
-    def __init__(self, port: int, token: str):
-        self.port, self.auth = port, f"Token {token}"
+    ``pieces`` are the documents a request carries (a JSON body, or a batch's manifest and each blob): their bytes
+    are what ``mb_per_s`` counts and what the raw-write baseline writes, one file each, however they are packed
+    into requests or compressed."""
+
+    def __init__(self, port: int, token: str, compress: bool = True, keep_pieces: bool = True):
+        self.port, self.auth, self.compress, self.keep_pieces = port, f"Token {token}", compress, keep_pieces
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-        self.sent, self.requests, self.bodies = 0, collections.Counter(), []
+        self.sent, self.wire, self.requests, self.pieces, self.blobs = 0, 0, collections.Counter(), [], 0
         self.seconds = collections.Counter()  # per kind of request, for mean latencies
 
-    def request(self, method: str, path: str, body: bytes | None = None, media_type=None, expect=(200, 201), kind=None):
+    def request(
+        self, method: str, path: str, body=None, media_type=None, expect=(200, 201), kind=None, pieces=None, gz=None
+    ):
+        """``body``: bytes (a batch's is gzipped when ``compress``, or sent as ``gz`` when that was made already)."""
         headers, started = {"Authorization": self.auth}, time.perf_counter()
+        pieces = pieces if pieces is not None else ([body] if body else [])
         if media_type:
             headers["Content-Type"] = media_type
+        if media_type == BATCH_MEDIA_TYPE and self.compress:
+            headers["Content-Encoding"] = "gzip"
+            body = gz or gzip.compress(body, compresslevel=1)
         try:
             response = self.send(method, path, body, headers)
         except RETRYABLE:  # the server closed an idle keep-alive connection; every request here is idempotent
@@ -107,9 +136,10 @@ class Client:
         kind = kind or method
         self.requests[kind] += 1
         self.seconds[kind] += time.perf_counter() - started
-        if body:
-            self.sent += len(body)
-            self.bodies.append(body)  # kept for the raw-write comparison (references, not copies)
+        self.wire += len(body or b"")
+        self.sent += sum(len(piece) for piece in pieces)
+        if self.keep_pieces:
+            self.pieces.extend(pieces)  # kept for the raw-write comparison (references, not copies)
         if response.status not in expect:
             raise BenchError(f"{method} {path} answered {response.status}: {data[:1000]!r}")
         return response.status, data
@@ -122,21 +152,28 @@ class Client:
         self.connection.close()
 
 
+def upload_batch(client: Client, name: str, project: str, blobs: list, turns: list, gz: bytes | None = None) -> dict:
+    """One batch the way the recorder sends it: ask which blobs the project lacks, then those blobs and the turns
+    in one request. ``gz``: the gzipped body with every blob, made before timing (the recorder compresses in the
+    browser, not on the server's cores); used when the server lacks them all."""
+    if blobs:
+        asked = dump({"project": project, "sha256": [sha for sha, _, _ in blobs]})
+        _, body = client.request("POST", "/api/blobs/missing/", asked, JSON, expect=(200,), kind="missing")
+        missing = set(json.loads(body)["missing"])
+        gz = gz if len(missing) == len(blobs) else None
+        blobs = [blob for blob in blobs if blob[0] in missing]
+    pieces, client.blobs = batch_pieces(turns, blobs), client.blobs + len(blobs)
+    path = f"/api/recordings/{name}/batch/"
+    _, body = client.request("POST", path, b"".join(pieces), BATCH_MEDIA_TYPE, (200, 201), "batch", pieces, gz)
+    return json.loads(body)
+
+
 def upload_demo(client: Client, upload: Upload) -> str:
     """Upload one demo the way the recorder does; returns its name."""
     _, body = client.request("POST", "/api/recordings/", upload.start, JSON, expect=(201,), kind="start")
     name, project = json.loads(body)["name"], json.loads(upload.start)["project"]
-    for blobs, turns in upload.batches:
-        if blobs:
-            asked = dump({"project": project, "sha256": [sha for sha, _, _ in blobs]})
-            _, body = client.request("POST", "/api/blobs/missing/", asked, JSON, expect=(200,), kind="missing")
-            missing = set(json.loads(body)["missing"])
-            for sha, media_type, data in blobs:
-                if sha in missing:
-                    client.request(
-                        "PUT", f"/api/blobs/{sha}?project={project}", data, media_type, expect=(201,), kind="put"
-                    )
-        client.request("POST", f"/api/recordings/{name}/turns/", turns, JSON, expect=(201,), kind="turns")
+    for (blobs, turns), gz in zip(upload.batches, upload.gzipped or [None] * len(upload.batches), strict=True):
+        upload_batch(client, name, project, blobs, turns, gz)
     client.request("POST", f"/api/recordings/{name}/finish/", upload.finish, JSON, expect=(200,), kind="finish")
     return name
 
@@ -233,7 +270,8 @@ def stop(process: subprocess.Popen, grace: float = 10) -> None:
 
 
 def raw_write(bodies: list, directory: Path) -> float:
-    """Seconds to write each body to its own file and fsync it: the disk's speed for the same bytes."""
+    """Seconds to write each piece (JSON document, blob) to its own file and fsync it: the disk's speed for the
+    same bytes, stored one file per blob as the server stores them."""
     directory.mkdir(parents=True)
     started = time.perf_counter()
     for index, body in enumerate(bodies):
@@ -262,7 +300,7 @@ def run(quick: bool = False) -> dict:
     generated = time.perf_counter() - started
     suffix = uuid.uuid4().hex[:8]
     project, navigator, instructor = f"bench-{suffix}", f"bench-nav-{suffix}", f"bench-ins-{suffix}"
-    uploads = [encode(spec, project, instructor) for spec in specs]
+    uploads = [encode(spec, project, instructor).compress() for spec in specs]
     work = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     log_path = Path(os.environ.get("VAR_DIR") or ROOT / "var") / "bench" / "ingest-server.log"
     try:
@@ -274,7 +312,7 @@ def run(quick: bool = False) -> dict:
             token = manage(env, "shell", "-c", setup).strip().splitlines()[-1]
             with asgi_server(env, log_path) as port:
                 client, seconds, _ = timed_upload(port, token, uploads)
-        raw_seconds = raw_write(client.bodies, work / "raw")
+        raw_seconds = raw_write(client.pieces, work / "raw")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return figures(specs, size, client, seconds, raw_seconds, generated, database)
@@ -292,8 +330,9 @@ def figures(specs, size, client: Client, seconds: float, raw_seconds: float, gen
         "browser_turns": sum(spec.browser_turns for spec in specs),
         "demos": len(specs),
         "elements": size["elements"],
-        "blobs": client.requests["put"],
+        "blobs": client.blobs,
         "bytes": client.sent,
+        "wire_bytes": client.wire,
         "requests": sum(client.requests.values()) - client.requests["check"],  # checks come after timing
         **{f"{kind}_ms": round(1000 * client.seconds[kind] / client.requests[kind], 1) for kind in LATENCIES},
         "seconds": round(seconds, 2),

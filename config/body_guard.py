@@ -15,6 +15,7 @@ first). `make run` serves with uvicorn for that reason; see docs/limits.md.
 """
 
 import json
+import re
 from importlib import import_module
 
 from channels.db import database_sync_to_async
@@ -22,12 +23,15 @@ from django.conf import settings
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 OPEN_API_WRITES = ("/api/auth/token/",)  # sign-in: the credentials are the body
+BATCH_UPLOAD = re.compile(r"^/api/recordings/[^/]+/batch/$")
 
 
 def body_limit(method: str, path: str) -> tuple[int, str]:
     """The largest body the route takes, and the setting that says so."""
     if method == "PUT" and path.startswith("/api/blobs/"):
         return settings.INGEST_MAX_BLOB_BYTES, "INGEST_MAX_BLOB_BYTES"
+    if method == "POST" and BATCH_UPLOAD.match(path):
+        return settings.INGEST_MAX_UPLOAD_BYTES, "INGEST_MAX_UPLOAD_BYTES"
     return settings.INGEST_MAX_BATCH_BYTES, "INGEST_MAX_BATCH_BYTES"
 
 

@@ -252,6 +252,8 @@ WHITENOISE_USE_FINDERS = True
 INGEST_MAX_BATCH_BYTES = env_int("INGEST_MAX_BATCH_BYTES", 16 * 1024 * 1024)
 INGEST_MAX_BATCH_TURNS = env_int("INGEST_MAX_BATCH_TURNS", 1000)
 INGEST_MAX_BLOB_BYTES = env_int("INGEST_MAX_BLOB_BYTES", 64 * 1024 * 1024)
+# A batch upload (blobs + turns, POST /api/recordings/<name>/batch/): its body as sent and once gunzipped.
+INGEST_MAX_UPLOAD_BYTES = env_int("INGEST_MAX_UPLOAD_BYTES", 64 * 1024 * 1024)
 # Images (screenshots) whose header declares more pixels are refused before decoding (decompression bombs); the
 # same limit is Pillow's everywhere else an image is decoded (thumbnails, re-alignment).
 INGEST_MAX_IMAGE_PIXELS = env_int("INGEST_MAX_IMAGE_PIXELS", 40_000_000)

@@ -1,5 +1,7 @@
 """The benchmark runner: the ingest section runs end to end (quick) and merges its figures into latest.json."""
 
+import hashlib
+import io
 import json
 import os
 import subprocess
@@ -8,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import ingest, run
+from bench import ingest, recorders, run
 
 ROOT = Path(__file__).resolve().parent.parent
 INGEST_KEYS = {"turns", "turns_per_s", "mb_per_s", "raw_write_mb_per_s", "ratio_vs_raw"}
@@ -66,14 +68,49 @@ def test_each_batch_uploads_the_blobs_it_uses_first():
     spec = ingest.build_corpus(browser_turns=10, turns_per_demo=60, elements=30)[0]
     upload = ingest.encode(spec, "p", "i")
     sent, total_turns = set(), 0
-    for blobs, body in upload.batches:
-        turns = json.loads(body)["turns"]
+    for blobs, turns in upload.batches:
         total_turns += len(turns)
         sent.update(sha for sha, _, _ in blobs)
         assert all(turn[key] in sent for turn in turns for key in ("screenshot", "page", "bboxes") if key in turn)
     assert total_turns == len(spec.turns)
     assert len(sent) == len(spec.blobs)
     assert len(upload.batches) == 2
+
+
+@pytest.mark.slow
+def test_quick_recorders_bench_uploads_every_action_once_through_the_real_server(tmp_path):
+    figures = quick_figures("recorders", tmp_path)
+    size = recorders.QUICK
+    assert figures["recorders"] == size["recorders"]
+    assert figures["actions"] == figures["uploaded"] == size["recorders"] * size["seconds"]
+    assert (figures["lost"], figures["duplicated"], figures["errors"]) == (0, 0, [])
+    assert 0 < figures["upload_ms_p50"] <= figures["upload_ms_p95"] <= figures["upload_ms_max"]
+    assert (tmp_path / "bench" / "recorders-server.log").stat().st_size > 0
+
+
+def test_each_recorder_sends_valid_blobs_of_its_own(db):
+    from annotation.actions.ingest import check_blob_content
+
+    spec = ingest.build_corpus(browser_turns=6, turns_per_demo=6, elements=30)[0]
+    originals = {sha: (media_type, data) for data, media_type in spec.blobs for sha in [ingest_sha(data)]}
+    first, second = recorders.Actions(spec, originals, "r000"), recorders.Actions(spec, originals, "r001")
+    sent = {}
+    for index in range(len(spec.turns)):
+        for actions in (first, second):
+            turn, blobs = actions[index]
+            assert turn["client_id"].startswith(actions.mark)
+            for sha, media_type, data in blobs:
+                assert ingest_sha(data) == sha
+                assert sha not in originals
+                assert sha not in sent
+                check_blob_content(io.BytesIO(data), media_type)  # still a decodable PNG, bboxes, UTF-8 page
+                sent[sha] = media_type
+            assert all(sha in sent for sha in recorders.refs(turn))
+    assert len(sent) == 2 * len(originals)
+
+
+def ingest_sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 @pytest.mark.slow

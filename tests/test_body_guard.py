@@ -26,6 +26,7 @@ def server(media_storage, tmp_path):
         "DATABASE_URL": database_url(connection.settings_dict),
         "MEDIA_ROOT": str(media_storage),
         "INGEST_MAX_BLOB_BYTES": str(LIMIT),
+        "INGEST_MAX_UPLOAD_BYTES": str(2 * LIMIT),
     }
     with asgi_server(env, tmp_path / "server.log") as url:
         yield int(url.rsplit(":", 1)[1])
@@ -82,22 +83,41 @@ def content_length(data: bytes) -> int:
     return 0
 
 
-def put_head(length: str, token: str | None = None) -> str:
-    lines = [f"PUT /api/blobs/{SHA} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: image/png", length]
+PUT_BLOB = (f"PUT /api/blobs/{SHA} HTTP/1.1", "Content-Type: image/png")
+POST_BATCH = (
+    "POST /api/recordings/any-demo/batch/ HTTP/1.1",
+    "Content-Type: application/x-webtasks-batch",
+    "Content-Encoding: gzip",
+)
+
+
+def put_head(length: str, token: str | None = None, request: tuple = PUT_BLOB) -> str:
+    lines = [request[0], "Host: 127.0.0.1", *request[1:], length]
     if token:
         lines.append(f"Authorization: Token {token}")
     return "\r\n".join(lines) + "\r\n"
 
 
-def test_a_declared_length_over_the_limit_is_a_413_before_the_body_is_sent(server, token):
-    upload = Upload(server, put_head(f"Content-Length: {2**30}", token), total=2**30)
+@pytest.mark.parametrize(
+    ("request_lines", "setting"), [(PUT_BLOB, b"INGEST_MAX_BLOB_BYTES"), (POST_BATCH, b"INGEST_MAX_UPLOAD_BYTES")]
+)
+def test_a_declared_length_over_the_limit_is_a_413_before_the_body_is_sent(server, token, request_lines, setting):
+    upload = Upload(server, put_head(f"Content-Length: {2**30}", token, request_lines), total=2**30)
 
     status, body, sent = upload.answer()
 
     assert status == 413
-    assert b"INGEST_MAX_BLOB_BYTES" in body
+    assert setting in body
     assert sent < 64 * 1024 * 1024  # of a GiB: the server answered from the header
     assert not Blob.objects.exists()
+
+
+def test_an_unauthenticated_batch_upload_is_a_401_before_its_body_is_received(server):
+    total = 300 * 1024 * 1024
+    status, body, sent = Upload(server, put_head(f"Content-Length: {total}", None, POST_BATCH), total=total).answer()
+
+    assert status == 401
+    assert sent < 64 * 1024 * 1024
 
 
 def test_an_unauthenticated_upload_is_a_401_before_its_body_is_received(server):

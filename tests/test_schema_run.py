@@ -86,6 +86,7 @@ def test_a_schema_driven_run_finds_no_server_error_and_no_schema_violation(tmp_p
             capture_output=True,
             text=True,
             timeout=600,
+            env={**os.environ, "SCHEMATHESIS_HOOKS": str(Path(__file__).with_name("schemathesis_hooks.py"))},
             cwd=tmp_path,  # its example cache stays with this run: every run starts from the same seed alone
         )
         seconds = time.monotonic() - started

@@ -20,6 +20,7 @@ from .errors import (
     ValidationFailed,
 )
 from .ingest import (
+    BATCH_MEDIA_TYPE,
     BLOB_MEDIA_TYPES,
     IngestResult,
     check_blob_readable,
@@ -32,6 +33,7 @@ from .ingest import (
     check_turn_batch,
     do_add_video_chunk,
     do_finish_recording,
+    do_ingest_batch,
     do_ingest_turns,
     do_start_recording,
     do_store_blob,

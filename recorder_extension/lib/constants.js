@@ -15,6 +15,7 @@
 
   const C = Object.freeze({
     VERSION: "1.0.0",
+    BATCH_MEDIA_TYPE: "application/x-webtasks-batch", // blobs + turns in one request (docs/ingest.md)
     UID_ATTRIBUTE: "data-webtasks-id",
     PRIVATE_ATTRIBUTE: "data-private",
 

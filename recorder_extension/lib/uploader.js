@@ -3,16 +3,19 @@
  *
  * For every session that may still need it (the active one, then stopped ones in the outbox):
  *   1. POST /api/recordings/ once (idempotent on client_id) → the demo name, saved in the session;
- *   2. per batch of ready turns in seq order: POST /api/blobs/missing/, PUT each missing blob, POST the turns;
- *      blobs are per project on the server (HEAD/PUT `?project=`, `project` in missing), so an upload mark names
- *      the project it was made for;
- *      a turn is marked uploaded only after a 2xx;
+ *   2. per batch of ready turns in seq order: POST /api/blobs/missing/, then ONE gzipped POST
+ *      /api/recordings/{name}/batch/ carrying the missing blobs and the turns (docs/ingest.md: a JSON manifest
+ *      line, then the blobs' bytes), which the server stores whole or not at all; blobs are per project on the
+ *      server (`project` in missing; a batch's blobs go to its recording's project), so an upload mark names the
+ *      project it was made for; a turn is marked uploaded only after a 2xx;
  *   3. video chunks: PUT the blob, POST /api/recordings/{name}/video/;
  *   4. when the session is stopped and nothing of it is pending: POST .../finish/, then forget it.
  * Network errors, 429 and 5xx: exponential backoff (C.TIMING.RETRY_BASE_MS..RETRY_MAX_MS), the state kept in
  * C.STORAGE.UPLOAD so a restarted service worker continues it. 401/403/404: the session's configuration is
- * wrong (token, role, project); recorded as lastError, retried at the longest delay. 400/409 on turns: those
- * turns are marked failed with the server's message (the rest of the batch goes on); 413 halves the batch.
+ * wrong (token, role, project); recorded as lastError, retried at the longest delay. 400/409 naming a blob
+ * (`blobs[2]...`): that blob is marked refused and the batch is sent again without it (its turns lose the
+ * reference); naming turns: those turns are marked failed with the server's message (the rest of the batch goes
+ * on); 413 halves the batch, and a single turn's batch too large drops its blobs.
  *
  * Everything the loop touches is injected (fetch, store, kv, clock, schedule), so node tests drive it.
  */
@@ -83,6 +86,27 @@
   function turnIndexOf(field) {
     const match = /^turns\[(\d+)\]/.exec(field || "");
     return match ? Number(match[1]) : null;
+  }
+
+  /** Index of the blob a server error field names (`blobs[2].sha256` → 2), or null. */
+  function blobIndexOf(field) {
+    const match = /^blobs\[(\d+)\]/.exec(field || "");
+    return match ? Number(match[1]) : null;
+  }
+
+  /** A batch body: the manifest line, then each blob's bytes in the manifest's order (docs/ingest.md). */
+  function frameBatch(turns, blobs) {
+    const manifest = {
+      turns,
+      blobs: blobs.map((b) => ({ sha256: b.sha256, media_type: b.mediaType, size: b.bytes.byteLength })),
+    };
+    return new Blob([JSON.stringify(manifest) + "\n", ...blobs.map((b) => b.bytes)]);
+  }
+
+  /** gzip with the platform's CompressionStream (Chrome, Node 18+): pages and bboxes shrink several times. */
+  async function gzip(blob) {
+    const stream = blob.stream().pipeThrough(new CompressionStream("gzip"));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
   }
 
   class Uploader {
@@ -216,9 +240,9 @@
       return saved || { ...session, demoName: body.name };
     }
 
-    /** Send one batch: blobs first (only the missing ones), then the turns. Resolves with the session. */
+    /** Send one batch: the blobs the server is missing and the turns, in one request. Resolves with the session. */
     async sendBatch(session, records) {
-      const gone = await this.uploadBlobs(session, records.flatMap((r) => blobRefs(r.turn)));
+      const { gone, toSend } = await this.blobsToSend(session, records.flatMap((r) => blobRefs(r.turn)));
       const turns = [];
       for (const record of records) {
         let turn = withoutBlobs(record.turn, gone);
@@ -230,12 +254,32 @@
         }
         turns.push(turn);
       }
-      const path = `/api/recordings/${session.demoName}/turns/`;
-      const { status, body } = await this.request(session, "POST", path, { turns });
-      if (status < 300) return this.batchStored(session, records);
-      if (status === 413) return this.batchTooLarge(session, records, body);
-      if (status === 400 || status === 409) return this.batchRejected(session, records, status, body);
-      throw new SessionError(`sending turns failed: ${describe(status, body)}`);
+      const body = await gzip(frameBatch(turns, toSend));
+      const path = `/api/recordings/${session.demoName}/batch/`;
+      const headers = { "Content-Encoding": "gzip" };
+      const { status, body: answer } = await this.request(session, "POST", path, body, C.BATCH_MEDIA_TYPE, headers);
+      if (status < 300) {
+        await this.d.store.markBlobs(toSend.map((b) => b.sha256), { uploaded: 1, project: session.project });
+        return this.batchStored(session, records);
+      }
+      if (await this.blobsRefused(toSend, status, answer)) return session; // sent again without them
+      if (status === 413) return this.batchTooLarge(session, records, answer, toSend);
+      if (status === 400 || status === 409) return this.batchRejected(session, records, status, answer);
+      throw new SessionError(`sending turns failed: ${describe(status, answer)}`);
+    }
+
+    /** The server named blobs of the batch (`blobs[i]...`): mark them refused. Resolves with whether it did. */
+    async blobsRefused(sent, status, body) {
+      const errors = (body && Array.isArray(body.errors) && body.errors) || [];
+      const named = [...new Set(errors.map((e) => blobIndexOf(e.field)).filter((i) => i !== null && i < sent.length))];
+      if (![400, 409, 413, 415].includes(status) || !named.length) return false;
+      for (const index of named) await this.rejectBlob(sent[index].sha256, describe(status, body));
+      return true;
+    }
+
+    async rejectBlob(sha, refusal) {
+      await this.d.store.markBlobs([sha], { rejected: refusal });
+      await this.setError(`blob ${sha.slice(0, 12)}… refused: ${refusal}`);
     }
 
     async batchStored(session, records) {
@@ -245,9 +289,14 @@
       return session;
     }
 
-    async batchTooLarge(session, records, body) {
+    async batchTooLarge(session, records, body, sent) {
       if (records.length > 1) {
         this.batchTurns = Math.max(1, Math.ceil(records.length / 2));
+        return session;
+      }
+      if (sent.length) {
+        // One turn with its blobs is too large: send it again without them.
+        for (const blob of sent) await this.rejectBlob(blob.sha256, `too large for the server: ${describe(413, body)}`);
         return session;
       }
       await this.failTurns(records, `too large for the server: ${describe(413, body)}`);
@@ -292,33 +341,37 @@
     }
 
     /**
-     * Make sure the server has these blobs: ask which are missing, PUT those. Resolves with the set of
-     * shas that cannot be provided (refused by the server, or lost locally) so turns drop those references.
+     * Which of these blobs the batch must carry (the server is missing them) and which cannot be provided
+     * (refused before, or lost locally): resolves with {gone: Set of sha, toSend: [blob records]}.
      */
-    async uploadBlobs(session, shas) {
+    async blobsToSend(session, shas) {
       const unique = [...new Set(shas)];
       const local = await this.d.store.getBlobs(unique);
       const gone = new Set(unique.filter((sha) => local[sha] && local[sha].rejected));
       const uploadedHere = (record) => record && record.uploaded && record.project === session.project;
       const unknown = unique.filter((sha) => !gone.has(sha) && !uploadedHere(local[sha]));
-      if (!unknown.length) return gone;
+      if (!unknown.length) return { gone, toSend: [] };
       const missing = await this.missingBlobs(session, unknown);
-      const stored = unknown.filter((sha) => !missing.has(sha));
-      for (const sha of missing) {
-        if (!local[sha]) {
-          gone.add(sha);
-          continue;
-        }
-        const refusal = await this.putBlob(session, local[sha]);
+      await this.d.store.markBlobs(unknown.filter((sha) => !missing.has(sha)), { uploaded: 1, project: session.project });
+      for (const sha of missing) if (!local[sha]) gone.add(sha);
+      return { gone, toSend: [...missing].filter((sha) => local[sha]).map((sha) => local[sha]) };
+    }
+
+    /**
+     * Make sure the server has these blobs (video chunks): ask which are missing, PUT those. Resolves with the
+     * set of shas that cannot be provided (refused by the server, or lost locally).
+     */
+    async uploadBlobs(session, shas) {
+      const { gone, toSend } = await this.blobsToSend(session, shas);
+      for (const blob of toSend) {
+        const refusal = await this.putBlob(session, blob);
         if (refusal) {
-          gone.add(sha);
-          await this.d.store.markBlobs([sha], { rejected: refusal });
-          await this.setError(`blob ${sha.slice(0, 12)}… refused: ${refusal}`);
+          gone.add(blob.sha256);
+          await this.rejectBlob(blob.sha256, refusal);
         } else {
-          stored.push(sha);
+          await this.d.store.markBlobs([blob.sha256], { uploaded: 1, project: session.project });
         }
       }
-      await this.d.store.markBlobs(stored, { uploaded: 1, project: session.project });
       return gone;
     }
 
@@ -405,8 +458,8 @@
      * One HTTP request with the session's token. Resolves with {status, body}; network errors, 429 and
      * 5xx throw RetryableError.
      */
-    async request(session, method, path, payload, contentType) {
-      const headers = { Authorization: `Token ${session.token}` };
+    async request(session, method, path, payload, contentType, extraHeaders = {}) {
+      const headers = { Authorization: `Token ${session.token}`, ...extraHeaders };
       let body;
       if (contentType) {
         headers["Content-Type"] = contentType;
@@ -438,7 +491,9 @@
     }
   }
 
-  const api = { Uploader, RetryableError, SessionError, blobRefs, withoutBlobs, describe, turnIndexOf };
+  const api = {
+    Uploader, RetryableError, SessionError, blobRefs, withoutBlobs, describe, turnIndexOf, blobIndexOf, frameBatch, gzip,
+  };
   root.WebTasks = root.WebTasks || {};
   root.WebTasks.uploader = api;
   if (typeof module === "object" && module.exports) module.exports = api;

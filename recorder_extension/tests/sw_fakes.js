@@ -6,6 +6,7 @@
 "use strict";
 
 const crypto = require("node:crypto");
+const zlib = require("node:zlib");
 const { IDBFactory, IDBKeyRange } = require("fake-indexeddb");
 
 const C = require("../lib/constants.js");
@@ -65,8 +66,9 @@ class FakeServer {
   async fetch(url, { method = "GET", headers = {}, body } = {}) {
     const parsed = new URL(url);
     const path = parsed.pathname;
+    const batch = headers["Content-Type"] === C.BATCH_MEDIA_TYPE ? unframe(body, headers) : null;
     const json = typeof body === "string" && headers["Content-Type"] === "application/json" ? JSON.parse(body) : null;
-    const request = { method, path, headers, body, json, project: parsed.searchParams.get("project") };
+    const request = { method, path, headers, body, json: batch || json, project: parsed.searchParams.get("project") };
     this.log.push(request);
     if (this.down) throw new TypeError("Failed to fetch");
     if (this.failures.length) return response(this.failures.shift(), { detail: "unavailable", code: "error", errors: [] });
@@ -95,6 +97,7 @@ class FakeServer {
       return project ? this.putBlob(m[1], body, headers, project) : projectRequired();
     }
     if (method === "POST" && (m = /^\/api\/recordings\/([a-z]+)\/turns\/$/.exec(path))) return this.turns(m[1], json);
+    if (method === "POST" && (m = /^\/api\/recordings\/([a-z]+)\/batch\/$/.exec(path))) return this.batch(m[1], json);
     if (method === "POST" && (m = /^\/api\/recordings\/([a-z]+)\/video\/$/.exec(path))) return this.video(m[1], json);
     if (method === "POST" && (m = /^\/api\/recordings\/([a-z]+)\/finish\/$/.exec(path))) {
       const demo = this.recordings.get(m[1]);
@@ -132,13 +135,34 @@ class FakeServer {
     return response(created ? 201 : 200, { sha256: sha });
   }
 
-  turns(name, json) {
+  /** A batch as the real server takes it: blobs checked, then turns; stored whole or not at all. */
+  batch(name, json) {
+    const demo = this.recordings.get(name);
+    if (!demo) return response(404, { detail: "not found", code: "not_found", errors: [] });
+    const bad = json.blobs.findIndex((blob) => sha256(blob.bytes) !== blob.sha256);
+    if (bad >= 0) {
+      const errors = [{ field: `blobs[${bad}].sha256`, message: "does not match the blob's bytes" }];
+      return response(400, { detail: "bad blob; nothing was stored", code: "validation_failed", errors });
+    }
+    const project = demo.fields.project;
+    const fresh = json.blobs.filter((blob) => !this.has(blob.sha256, project));
+    const answer = json.turns.length ? this.turns(name, json, new Set(json.blobs.map((b) => b.sha256))) : response(201, {});
+    if (answer.status >= 300) return answer;
+    for (const blob of json.blobs) {
+      const stored = this.blobs.get(blob.sha256) || { mediaType: blob.media_type, size: blob.size, projects: new Set() };
+      stored.projects.add(project);
+      this.blobs.set(blob.sha256, stored);
+    }
+    return fresh.length && answer.status === 200 ? response(201, {}) : answer;
+  }
+
+  turns(name, json, uploaded = new Set()) {
     const demo = this.recordings.get(name);
     if (!demo) return response(404, { detail: "not found", code: "not_found", errors: [] });
     const errors = [];
     json.turns.forEach((turn, i) => {
       for (const field of ["screenshot", "page", "bboxes"]) {
-        if (turn[field] && !this.has(turn[field], demo.fields.project)) {
+        if (turn[field] && !uploaded.has(turn[field]) && !this.has(turn[field], demo.fields.project)) {
           const message = `blob ${turn[field]} has not been uploaded to this project`;
           errors.push({ field: `turns[${i}].${field}`, message });
         }
@@ -167,6 +191,22 @@ class FakeServer {
     demo.video.set(json.index, json);
     return response(201, json);
   }
+}
+
+/** A batch body (gzipped when it says so) → {turns, blobs: [{sha256, media_type, size, bytes}]}. */
+function unframe(body, headers) {
+  let bytes = Buffer.from(body);
+  if (headers["Content-Encoding"] === "gzip") bytes = zlib.gunzipSync(bytes);
+  const end = bytes.indexOf(10);
+  const manifest = JSON.parse(bytes.subarray(0, end).toString("utf8"));
+  let offset = end + 1;
+  const blobs = manifest.blobs.map((blob) => {
+    const data = bytes.subarray(offset, offset + blob.size);
+    offset += blob.size;
+    return { ...blob, bytes: data };
+  });
+  if (offset !== bytes.length) throw new Error(`batch frame: ${bytes.length - offset} bytes after the blobs`);
+  return { turns: manifest.turns, blobs };
 }
 
 function projectRequired() {

@@ -40,11 +40,11 @@ test("sends what the server validates: the turn without local bookkeeping fields
   const ctx = await setup();
   await addTurn(ctx, { blobs: { screenshot: "png" } });
   await ctx.uploader.pump();
-  const sent = ctx.server.requests("POST", /\/turns\/$/)[0].json.turns[0];
+  const sent = ctx.server.requests("POST", /\/batch\/$/)[0].json.turns[0];
   assert.deepEqual(Object.keys(sent).sort(), ["arguments", "client_id", "intent", "screenshot", "timestamp", "type"]);
 });
 
-test("puts only the blobs the server is missing, and each shared blob once", async () => {
+test("sends only the blobs the server is missing, each shared blob once, in the batch", async () => {
   const ctx = await setup();
   const projects = new Set(["alpha"]);
   ctx.server.blobs.set(sha256(Buffer.from("already-there")), { mediaType: "image/png", size: 13, projects });
@@ -52,21 +52,39 @@ test("puts only the blobs the server is missing, and each shared blob once", asy
   await addTurn(ctx, { blobs: { screenshot: "shared" } });
   await addTurn(ctx, { blobs: { screenshot: "shared" }, frames: ["shared"] });
   await ctx.uploader.pump();
-  const puts = ctx.server.requests("PUT", /^\/api\/blobs\//).map((r) => r.path.split("/").pop());
-  assert.deepEqual(puts, [sha256(Buffer.from("shared"))]);
+  assert.equal(ctx.server.requests("PUT", /^\/api\/blobs\//).length, 0, "no request per blob");
+  const batches = ctx.server.requests("POST", /\/batch\/$/);
+  assert.equal(batches.length, 1);
+  assert.deepEqual(batches[0].json.blobs.map((b) => b.sha256), [sha256(Buffer.from("shared"))]);
+  assert.equal(batches[0].json.turns.length, 3);
   const asked = ctx.server.requests("POST", /missing/)[0].json.sha256;
   assert.equal(asked.length, 2, "the missing-check lists each blob once");
 });
 
-test("blobs are asked about and uploaded for the session's project", async () => {
+test("blobs are asked about for the session's project and stored with its recording's", async () => {
   const ctx = await setup();
   await addTurn(ctx, { blobs: { screenshot: "png" } });
   await ctx.uploader.pump();
   assert.equal(ctx.server.requests("POST", /missing/)[0].json.project, "alpha");
+  assert.deepEqual([...ctx.server.blobs.get(sha256(Buffer.from("png"))).projects], ["alpha"]);
+});
+
+test("a batch is one gzipped request: the manifest line, then the blobs' bytes", async () => {
+  const ctx = await setup();
+  const turn = await addTurn(ctx, { blobs: { screenshot: "png-bytes", page: "<html>é</html>" } });
+  await ctx.uploader.pump();
+  const [request] = ctx.server.requests("POST", /\/batch\/$/);
+  assert.equal(request.headers["Content-Type"], "application/x-webtasks-batch");
+  assert.equal(request.headers["Content-Encoding"], "gzip");
+  const raw = require("node:zlib").gunzipSync(Buffer.from(request.body));
+  const end = raw.indexOf(10);
+  const manifest = JSON.parse(raw.subarray(0, end).toString("utf8"));
+  assert.deepEqual(manifest.turns.map((t) => t.client_id), [turn.client_id]);
   assert.deepEqual(
-    ctx.server.requests("PUT", /^\/api\/blobs\//).map((r) => r.project),
-    ["alpha"],
+    manifest.blobs.map((b) => [b.media_type, b.size]),
+    [["image/png", 9], ["text/html", Buffer.byteLength("<html>é</html>")]],
   );
+  assert.equal(raw.subarray(end + 1).toString("utf8"), "png-bytes<html>é</html>");
 });
 
 test("bytes uploaded for one project are checked and uploaded again for another", async () => {
@@ -79,8 +97,9 @@ test("bytes uploaded for one project are checked and uploaded again for another"
   await ctx.kv.set(C.STORAGE.SESSION, { ...ctx.session, clientId: "session-2", project: "beta", demoName: null });
   await addTurn(ctx, { blobs: { screenshot: "same-shot" }, session: "session-2" });
   await ctx.uploader.pump();
-  const puts = ctx.server.requests("PUT", /^\/api\/blobs\//).map((r) => r.project);
-  assert.deepEqual(puts, ["alpha", "beta"]);
+  const sent = ctx.server.requests("POST", /\/batch\/$/).map((r) => r.json.blobs.length);
+  assert.deepEqual(sent, [1, 1], "the same bytes go again with the beta recording");
+  assert.deepEqual([...ctx.server.blobs.get(sha256(Buffer.from("same-shot"))).projects], ["alpha", "beta"]);
   const beta = [...ctx.server.recordings.values()].find((demo) => demo.fields.project === "beta");
   assert.equal(beta.turns.size, 1);
   assert.equal((await counters(ctx)).failed || 0, 0);
@@ -93,14 +112,14 @@ test("does not ask the server again about blobs it already confirmed", async () 
   await addTurn(ctx, { blobs: { screenshot: "same" } });
   await ctx.uploader.pump();
   assert.equal(ctx.server.requests("POST", /missing/).length, 1);
-  assert.equal(ctx.server.requests("POST", /\/turns\/$/).length, 2);
+  assert.equal(ctx.server.requests("POST", /\/batch\/$/).length, 2);
 });
 
 test("batches turns by UPLOAD_BATCH_TURNS", async () => {
   const ctx = await setup({ batchTurns: 2 });
   for (let i = 0; i < 5; i++) await addTurn(ctx);
   await ctx.uploader.pump();
-  const sizes = ctx.server.requests("POST", /\/turns\/$/).map((r) => r.json.turns.length);
+  const sizes = ctx.server.requests("POST", /\/batch\/$/).map((r) => r.json.turns.length);
   assert.deepEqual(sizes, [2, 2, 1]);
 });
 
@@ -168,7 +187,7 @@ test("a lost answer after the server stored the batch: the retry is a duplicate,
   assert.equal((await ctx.uploader.pump()).status, "idle");
   const demo = [...ctx.server.recordings.values()][0];
   assert.equal(demo.turns.size, 4);
-  const posts = ctx.server.requests("POST", /\/turns\/$/);
+  const posts = ctx.server.requests("POST", /\/batch\/$/);
   assert.deepEqual(posts.at(-1).json, posts.at(-2).json, "the retry sends the very same content");
   assert.equal((await counters(ctx)).uploaded, 4);
 });
@@ -177,7 +196,7 @@ test("a turn the server refuses (400) is marked failed with its message; the oth
   const ctx = await setup();
   const turns = [await addTurn(ctx), await addTurn(ctx), await addTurn(ctx)];
   ctx.server.hook = ({ path, json }) => {
-    if (!/\/turns\/$/.test(path)) return undefined;
+    if (!/\/batch\/$/.test(path)) return undefined;
     const bad = json.turns.findIndex((t) => t.client_id === turns[1].client_id);
     if (bad < 0) return undefined;
     const { response } = require("./sw_fakes.js");
@@ -195,7 +214,7 @@ test("a turn the server refuses (400) is marked failed with its message; the oth
   const c = await counters(ctx);
   assert.equal(c.failed, 1);
   assert.match(c.lastError, /refused/);
-  assert.equal(ctx.server.requests("POST", /\/turns\/$/).length, 2, "no retry loop on a 4xx");
+  assert.equal(ctx.server.requests("POST", /\/batch\/$/).length, 2, "no retry loop on a 4xx");
 });
 
 test("a 400 naming no turn fails the whole batch once", async () => {
@@ -203,10 +222,10 @@ test("a 400 naming no turn fails the whole batch once", async () => {
   await addTurn(ctx);
   await addTurn(ctx);
   const { response } = require("./sw_fakes.js");
-  ctx.server.hook = ({ path }) => (/\/turns\/$/.test(path) ? response(400, { detail: "bad batch", code: "x", errors: [] }) : undefined);
+  ctx.server.hook = ({ path }) => (/\/batch\/$/.test(path) ? response(400, { detail: "bad batch", code: "x", errors: [] }) : undefined);
   assert.equal((await ctx.uploader.pump()).status, "idle");
   assert.equal((await counters(ctx)).failed, 2);
-  assert.equal(ctx.server.requests("POST", /\/turns\/$/).length, 1);
+  assert.equal(ctx.server.requests("POST", /\/batch\/$/).length, 1);
 });
 
 test("401 on start: lastError, session error, retried at the longest delay, no turns sent", async () => {
@@ -217,7 +236,7 @@ test("401 on start: lastError, session error, retried at the longest delay, no t
   assert.equal(result.delayMs, C.TIMING.RETRY_MAX_MS);
   assert.match((await counters(ctx)).lastError, /HTTP 401 Invalid token/);
   assert.match((await ctx.kv.get(C.STORAGE.SESSION)).error, /401/);
-  assert.equal(ctx.server.requests("POST", /\/turns\/$/).length, 0);
+  assert.equal(ctx.server.requests("POST", /\/batch\/$/).length, 0);
   await sessions.updateSession(ctx.kv, "session-1", (s) => ({ ...s, token: "secret" }));
   assert.equal((await ctx.uploader.pump()).status, "idle");
   assert.equal((await ctx.kv.get(C.STORAGE.SESSION)).error, null);
@@ -229,9 +248,9 @@ test("413 halves the batch until it fits", async () => {
   for (let i = 0; i < 8; i++) await addTurn(ctx);
   const { response } = require("./sw_fakes.js");
   ctx.server.hook = ({ path, json }) =>
-    /\/turns\/$/.test(path) && json.turns.length > 2 ? response(413, { detail: "too large", code: "too_large", errors: [] }) : undefined;
+    /\/batch\/$/.test(path) && json.turns.length > 2 ? response(413, { detail: "too large", code: "too_large", errors: [] }) : undefined;
   assert.equal((await ctx.uploader.pump()).status, "idle");
-  const sizes = ctx.server.requests("POST", /\/turns\/$/).map((r) => r.json.turns.length);
+  const sizes = ctx.server.requests("POST", /\/batch\/$/).map((r) => r.json.turns.length);
   assert.deepEqual(sizes, [8, 4, 2, 2, 2, 2]);
   assert.equal((await counters(ctx)).uploaded, 8);
 });
@@ -241,8 +260,12 @@ test("a blob the server refuses is dropped from the turn, which is still uploade
   const turn = await addTurn(ctx, { blobs: { screenshot: "not a png", page: "<p>", bboxes: "{}" } });
   const { response } = require("./sw_fakes.js");
   const bad = turn.screenshot;
-  ctx.server.hook = ({ method, path }) =>
-    method === "PUT" && path.endsWith(bad) ? response(400, { detail: "image does not decode", code: "invalid", errors: [] }) : undefined;
+  ctx.server.hook = ({ path, json }) => {
+    const index = /\/batch\/$/.test(path) ? json.blobs.findIndex((b) => b.sha256 === bad) : -1;
+    if (index < 0) return undefined;
+    const errors = [{ field: `blobs[${index}]`, message: "not a decodable image" }];
+    return response(400, { detail: `blobs[${index}]: image does not decode`, code: "invalid", errors });
+  };
   assert.equal((await ctx.uploader.pump()).status, "idle");
   const stored = JSON.parse([...ctx.server.recordings.values()][0].turns.get(turn.client_id));
   assert.equal(stored.screenshot, undefined);
@@ -255,7 +278,7 @@ test("a server without frames support: turns are re-sent without frames", async 
   await addTurn(ctx, { blobs: { screenshot: "a" }, frames: ["b"] });
   const { response } = require("./sw_fakes.js");
   ctx.server.hook = ({ path, json }) =>
-    /\/turns\/$/.test(path) && json.turns.some((t) => t.frames)
+    /\/batch\/$/.test(path) && json.turns.some((t) => t.frames)
       ? response(400, { detail: "invalid", code: "invalid", errors: [{ field: "turns[0].frames", message: "unknown field" }] })
       : undefined;
   assert.equal((await ctx.uploader.pump()).status, "idle");
@@ -371,4 +394,38 @@ test("a demonstration task's recording is started through the task, its MHTML up
   const demo = [...ctx.server.recordings.values()][0];
   assert.equal(JSON.parse(demo.turns.get(turn.client_id)).arguments.properties.mhtml, raw.sha256);
   assert.equal(demo.finishBody.task_description, "Edited task");
+});
+
+test("a single turn too large with its blobs is sent again without them", async () => {
+  const ctx = await setup();
+  const turn = await addTurn(ctx, { blobs: { screenshot: "huge", page: "<p>" } });
+  const { response } = require("./sw_fakes.js");
+  ctx.server.hook = ({ path, json }) =>
+    /\/batch\/$/.test(path) && json.blobs.length ? response(413, { detail: "too large", code: "too_large", errors: [] }) : undefined;
+  assert.equal((await ctx.uploader.pump()).status, "idle");
+  const stored = JSON.parse([...ctx.server.recordings.values()][0].turns.get(turn.client_id));
+  assert.equal(stored.screenshot, undefined);
+  assert.equal(stored.page, undefined);
+  assert.equal((await counters(ctx)).uploaded, 1);
+  assert.match((await counters(ctx)).lastError, /too large/);
+});
+
+test("a batch the server refuses for a blob's hash stores nothing; the turn goes again without it", async () => {
+  const ctx = await setup();
+  const turn = await addTurn(ctx, { blobs: { screenshot: "shot", page: "<p>" } });
+  const original = ctx.server.batch.bind(ctx.server);
+  let first = true;
+  ctx.server.batch = (name, json) => {
+    if (first) {
+      first = false;
+      json.blobs[0].bytes = Buffer.from("tampered in transit");
+    }
+    return original(name, json);
+  };
+  assert.equal((await ctx.uploader.pump()).status, "idle");
+  const demo = [...ctx.server.recordings.values()][0];
+  const stored = JSON.parse(demo.turns.get(turn.client_id));
+  assert.equal(stored.screenshot, undefined);
+  assert.equal(stored.page, turn.page);
+  assert.equal(ctx.server.requests("POST", /\/batch\/$/).length, 2);
 });

@@ -4,7 +4,8 @@ Views, API viewsets, consumers, tasks and management commands are thin callers o
 HTTP ingest and the synthetic corpus go through exactly the same validation and storage code.
 
 Modules: ``access`` (who may record, read and upload), ``recordings`` (start, finish), ``turns`` (batches),
-``late`` (captures uploaded after the end), ``video`` (tab video chunks) and ``blobs``. Callers import from here.
+``late`` (captures uploaded after the end), ``video`` (tab video chunks), ``blobs`` and ``batch`` (blobs and
+turns in one request). Callers import from here.
 """
 
 from .access import (
@@ -16,6 +17,7 @@ from .access import (
     check_project_for_recording,
     visible_demo,
 )
+from .batch import BATCH_MEDIA_TYPE, do_ingest_batch
 from .blobs import (
     BLOB_MEDIA_TYPES,
     CHUNK,
@@ -72,6 +74,9 @@ __all__ = [
     "check_demo_writable",
     "check_project_for_recording",
     "visible_demo",
+    # batch
+    "BATCH_MEDIA_TYPE",
+    "do_ingest_batch",
     # blobs
     "BLOB_MEDIA_TYPES",
     "CHUNK",

@@ -52,11 +52,13 @@ def check_duplicate_ids(turns: list) -> list[schema.FieldError]:
     return errors
 
 
-def check_blob_references(turns: list, project: Project) -> list[schema.FieldError]:
+def check_blob_references(turns: list, project: Project, uploaded: dict | None = None) -> list[schema.FieldError]:
     """Every referenced blob must be uploaded to the recording's project already (another project's blob is as
-    unknown as one never uploaded), with a media type that fits its role."""
+    unknown as one never uploaded) or come in the same batch (``uploaded``: sha256 → media type), with a media type
+    that fits its role."""
     wanted = {sha for turn in turns for sha in schema.referenced_blobs(turn).values()}
     media = dict(Blob.objects.filter(sha256__in=wanted, rights__project=project).values_list("sha256", "media_type"))
+    media.update(uploaded or {})
     errors = []
     for index, turn in enumerate(turns):
         for name, sha in schema.referenced_blobs(turn).items():
@@ -69,15 +71,15 @@ def check_blob_references(turns: list, project: Project) -> list[schema.FieldErr
     return errors
 
 
-def check_turn_batch(turns, project: Project) -> list:
-    """Validate a whole batch for a recording of ``project`` (shape, every turn, ids, blobs); raise
-    ``ValidationFailed`` listing every problem."""
+def check_turn_batch(turns, project: Project, uploaded: dict | None = None) -> list:
+    """Validate a whole batch for a recording of ``project`` (shape, every turn, ids, blobs, counting those
+    ``uploaded`` with it); raise ``ValidationFailed`` listing every problem."""
     errors = check_batch_shape(turns)
     if not errors:
         for index, turn in enumerate(turns):
             errors += schema.validate_turn(turn, f"turns[{index}]")
     if not errors:
-        errors = check_duplicate_ids(turns) + check_blob_references(turns, project)
+        errors = check_duplicate_ids(turns) + check_blob_references(turns, project, uploaded)
     if errors:
         raise ValidationFailed(f"{len(errors)} problem(s) in the batch; nothing was stored", errors)
     return turns
@@ -107,15 +109,16 @@ def turn_row(demo: Demonstration, turn: dict, seq: int, digest: str) -> Turn:
     return row
 
 
-def do_ingest_turns(demo: Demonstration, turns, late: bool = True) -> IngestResult:
+def do_ingest_turns(demo: Demonstration, turns, late: bool = True, uploaded=None, before_store=None) -> IngestResult:
     """Store a batch of turns atomically: all new turns or none. Turns already stored (a retry) are skipped.
 
     A ``client_id`` that comes back with different content is a conflict (409) and nothing is stored.
     Once the recording is finished, new turns are accepted only when ``late`` and ``check_late_turns`` allows
     them (captured before the end, uploaded after it). The new turns go to the demonstration's live session after
-    commit (one group message per batch).
+    commit (one group message per batch). A batch upload (``batch.py``) passes the blobs it brings (``uploaded``)
+    and stores them with ``before_store``, in the same transaction once every check has passed.
     """
-    check_turn_batch(turns, demo.project)
+    check_turn_batch(turns, demo.project, uploaded)
     digests = [content_hash(turn) for turn in turns]
     with transaction.atomic():
         demo = Demonstration.objects.select_for_update().get(pk=demo.pk)
@@ -129,6 +132,8 @@ def do_ingest_turns(demo: Demonstration, turns, late: bool = True) -> IngestResu
                 raise Conflict(f"recording {demo.name} is {demo.status}; it takes no new turns")
             check_late_turns(demo, turns, stored)
             forget_review_caches(demo)
+        if before_store is not None:
+            before_store()
         top = demo.turns.aggregate(top=Max("seq"))["top"]
         next_seq = 0 if top is None else top + 1
         rows = [turn_row(demo, turn, next_seq + i, digest) for i, (turn, digest) in enumerate(fresh)]

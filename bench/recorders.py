@@ -1,0 +1,245 @@
+"""Many recorders at once: N simulated recorders, each uploading one action per second, against the real server.
+
+Each recorder is a thread with its own user, token and keep-alive connection to the ASGI server `make run` starts
+(``config/server.py``, uvicorn serving ``config.asgi``; a scratch PostgreSQL database when DATABASE_URL is one).
+It starts a recording, then every second takes the next action of a synthetic demonstration (``annotation.synth``:
+page HTML, bboxes and screenshots as the ``ingest`` benchmark's corpus) and uploads it as the recorder does: ``POST
+/api/blobs/missing/``, then one gzipped ``POST .../batch/`` with the missing blobs and the turn. Every recorder's
+blobs are its own (a recorder id is written into each page, bboxes and PNG), so nothing is deduplicated away.
+
+``upload_ms_p95``: the 95th percentile of the time from an action's second to the server's 2xx for it (an upload
+that waits for the previous one counts the wait). A failed request (network error, 5xx, 429) is retried after a
+short pause, as the recorder retries. After the run every recording is finished and read back: ``lost`` is actions
+the server answered 2xx for but did not store; ``duplicated`` is stored turns beyond one per action;
+``not_uploaded`` is actions still waiting ``DRAIN_SECONDS`` after the last action's second (a real recorder keeps
+them in IndexedDB and sends them later; here the run stops).
+"""
+
+import hashlib
+import http.client
+import json
+import os
+import re
+import shutil
+import statistics
+import struct
+import tempfile
+import threading
+import time
+import uuid
+import zlib
+from pathlib import Path
+
+from devtools.processes import scratch_database
+
+from . import ingest
+
+FULL = {"recorders": 100, "seconds": 60, "elements": 2000}
+QUICK = {"recorders": 4, "seconds": 4, "elements": 120}
+RETRY_PAUSE = 0.5  # seconds before a failed upload is tried again
+RETRIED_STATUS = re.compile(r" answered (5\d\d|429):")  # as the recorder: server trouble is retried, 4xx is not
+DRAIN_SECONDS = 300  # how long the recorders may take, after the last action second, to upload what they hold
+
+SETUP = """
+import json
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from annotation.models import Membership, Project, Role
+project = Project.objects.create(name={project!r}, title="Recorders benchmark")
+tokens = []
+for index in range({count}):
+    user = get_user_model().objects.create_user(f"{prefix}-{{index}}")
+    Membership.objects.create(project=project, user=user, role=Role.ANNOTATOR)
+    tokens.append(Token.objects.create(user=user).key)
+print(json.dumps(tokens))
+"""
+
+
+# --- Each recorder's own copy of the synthetic actions ---------------------------------------------------
+
+
+def png_with_text(data: bytes, text: bytes) -> bytes:
+    """The PNG with a ``tEXt`` chunk after its header: the same image, other bytes (a valid PNG still)."""
+    chunk = b"tEXt" + b"recorder\0" + text
+    block = struct.pack(">I", len(chunk) - 4) + chunk + struct.pack(">I", zlib.crc32(chunk))
+    return data[:33] + block + data[33:]  # 8-byte signature + 25-byte IHDR chunk
+
+
+def marked(data: bytes, media_type: str, mark: str) -> bytes:
+    if media_type == "image/png":
+        return png_with_text(data, mark.encode())
+    if media_type == "text/html":
+        return data + f"<!-- {mark} -->".encode()
+    box = json.dumps({mark: {"x": 0, "y": 0, "width": 1, "height": 1}})[1:-1].encode()
+    return b"{" + box + b"," + data[1:]  # bboxes: one more box, keyed by the mark
+
+
+class Actions:
+    """A recorder's actions, made one at a time (a copy of every blob for 100 recorders would not fit in memory):
+    the demo's turns with this recorder's client ids and blobs, each with the blobs it uses first."""
+
+    def __init__(self, spec, originals: dict, mark: str):
+        self.turns, self.originals, self.mark = spec.turns, originals, mark
+        self.renamed = {}  # original sha256 → this recorder's
+
+    def __len__(self):
+        return len(self.turns)
+
+    def __getitem__(self, index: int) -> tuple[dict, list]:
+        turn = {**self.turns[index], "client_id": f"{self.mark}-{self.turns[index]['client_id']}"}
+        fresh = [sha for sha in dict.fromkeys(refs(turn)) if sha not in self.renamed]
+        blobs = [self.own(sha) for sha in fresh]
+        for key in ("screenshot", "page", "bboxes"):
+            if key in turn:
+                turn[key] = self.renamed[turn[key]]
+        if turn.get("frames"):
+            turn["frames"] = [{**frame, "screenshot": self.renamed[frame["screenshot"]]} for frame in turn["frames"]]
+        return turn, blobs
+
+    def own(self, sha: str) -> tuple[str, str, bytes]:
+        media_type, data = self.originals[sha]
+        data = marked(data, media_type, self.mark)
+        self.renamed[sha] = hashlib.sha256(data).hexdigest()
+        return self.renamed[sha], media_type, data
+
+
+def refs(turn: dict) -> list[str]:
+    found = [turn[key] for key in ("screenshot", "page", "bboxes") if key in turn]
+    return found + [frame["screenshot"] for frame in turn.get("frames") or []]
+
+
+# --- One recorder ---------------------------------------------------------------------------------------
+
+
+class Recorder(threading.Thread):
+    """Uploads one action per second from ``start`` for ``seconds`` seconds; records each action's latency."""
+
+    def __init__(self, port: int, token: str, spec, originals: dict, project: str, index: int, start: float, seconds):
+        super().__init__(daemon=True)
+        self.client = ingest.Client(port, token, keep_pieces=False)
+        self.spec, self.project, self.start_at, self.seconds = spec, project, start, seconds
+        self.mark = f"r{index:03d}"
+        self.actions = Actions(spec, originals, self.mark)
+        self.latencies, self.answered, self.retries, self.name, self.error = [], [], 0, None, None
+        self.stopping = threading.Event()  # set when the run's time is up: upload no further action
+
+    def run(self):
+        try:
+            self.record()
+        except Exception as error:  # reported as lost actions and in the figures, never silently
+            self.error = f"{type(error).__name__}: {error}"
+
+    def record(self):
+        start = {**self.spec.start_body(self.project), "client_id": f"{self.mark}-{self.spec.client_id}"}
+        _, body = self.retried("POST", "/api/recordings/", ingest.dump(start), ingest.JSON, (201, 200))
+        self.name = json.loads(body)["name"]
+        for second in range(min(self.seconds, len(self.actions))):
+            if self.stopping.is_set():
+                return
+            due = self.start_at + second
+            time.sleep(max(0.0, due - time.monotonic()))
+            turn, blobs = self.actions[second]
+            self.retried_batch(turn, blobs)
+            self.latencies.append(time.monotonic() - due)
+            self.answered.append(turn["client_id"])
+
+    def retried_batch(self, turn, blobs):
+        while True:
+            try:
+                return ingest.upload_batch(self.client, self.name, self.project, blobs, [turn])
+            except (OSError, http.client.HTTPException, ingest.BenchError) as error:
+                if isinstance(error, ingest.BenchError) and not RETRIED_STATUS.search(str(error)):
+                    raise
+                self.pause()
+
+    def retried(self, *args):
+        while True:
+            try:
+                return self.client.request(*args)
+            except (OSError, http.client.HTTPException):  # the connection is closed and opened again
+                self.pause()
+
+    def pause(self):
+        self.retries += 1
+        self.client.close()
+        time.sleep(RETRY_PAUSE)
+
+    def stored(self) -> list[str]:
+        """Finish the recording and read back the client ids of its stored turns."""
+        if self.name is None:
+            return []
+        finish = ingest.dump({"recording_end": self.spec.recording_end.isoformat()})
+        self.retried("POST", f"/api/recordings/{self.name}/finish/", finish, ingest.JSON, (200,))
+        _, body = self.retried("GET", f"/api/recordings/{self.name}/turns/", None, None, (200,))
+        return [turn["client_id"] for turn in json.loads(body)]
+
+
+# --- The run --------------------------------------------------------------------------------------------
+
+
+def percentile(values: list, fraction: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def run(quick: bool = False) -> dict:
+    size = QUICK if quick else FULL
+    spec = ingest.build_corpus(size["seconds"], size["seconds"], size["elements"])[0]
+    suffix = uuid.uuid4().hex[:8]
+    project, prefix = f"recorders-{suffix}", f"rec-{suffix}"
+    work = Path(tempfile.mkdtemp(prefix="bench-recorders-"))
+    log_path = Path(os.environ.get("VAR_DIR") or ingest.ROOT / "var") / "bench" / "recorders-server.log"
+    try:
+        with scratch_database("bench_recorders") as database_url:
+            env = ingest.server_env(work / "var", database_url)
+            ingest.manage(env, "migrate", "--noinput", "-v", "0")
+            setup = SETUP.format(project=project, count=size["recorders"], prefix=prefix)
+            tokens = json.loads(ingest.manage(env, "shell", "-c", setup).strip().splitlines()[-1])
+            with ingest.asgi_server(env, log_path) as port:
+                recorders = play(port, tokens, spec, project, size["seconds"])
+                stored = [recorder.stored() for recorder in recorders]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return figures(recorders, stored, size, spec)
+
+
+def play(port: int, tokens: list, spec, project: str, seconds: int) -> list[Recorder]:
+    originals = {hashlib.sha256(data).hexdigest(): (media_type, data) for data, media_type in spec.blobs}
+    start = time.monotonic() + 2 + len(tokens) * 0.02  # every recorder has started its recording by then
+    recorders = [Recorder(port, token, spec, originals, project, i, start, seconds) for i, token in enumerate(tokens)]
+    for recorder in recorders:
+        recorder.start()
+    deadline = start + seconds + DRAIN_SECONDS
+    for recorder in recorders:
+        recorder.join(timeout=max(0.0, deadline - time.monotonic()))
+    for recorder in recorders:  # out of time: actions not uploaded by now count as lost
+        recorder.stopping.set()
+    for recorder in recorders:
+        recorder.join()  # ends with the upload under way
+    return recorders
+
+
+def figures(recorders: list, stored: list, size: dict, spec) -> dict:
+    actions = min(size["seconds"], len(spec.turns))
+    lost = sum(len(set(r.answered) - set(have)) for r, have in zip(recorders, stored, strict=True))
+    duplicated = sum(len(have) - len(set(have)) for have in stored)
+    latencies = [1000 * value for recorder in recorders for value in recorder.latencies]
+    errors = [recorder.error for recorder in recorders if recorder.error]
+    return {
+        "recorders": len(recorders),
+        "upload_ms_p95": round(percentile(latencies, 0.95), 1),
+        "lost": lost,
+        "duplicated": duplicated,
+        "upload_ms_p50": round(statistics.median(latencies), 1) if latencies else 0.0,
+        "upload_ms_max": round(max(latencies, default=0.0), 1),
+        "actions": len(recorders) * actions,
+        "uploaded": len(latencies),
+        "not_uploaded": len(recorders) * actions - len(latencies),
+        "seconds": size["seconds"],
+        "elements": size["elements"],
+        "retries": sum(recorder.retries for recorder in recorders),
+        "mb": round(sum(recorder.client.sent for recorder in recorders) / 1e6, 1),
+        "errors": errors[:3],
+    }

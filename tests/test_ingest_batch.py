@@ -1,0 +1,261 @@
+"""Batch upload (``POST /api/recordings/<name>/batch/``): blobs and turns in one framed, optionally gzipped request,
+checked whole and stored atomically, idempotent on retry, per project."""
+
+import gzip
+import json
+
+import pytest
+
+from annotation.models import Blob, ProjectBlob, Role
+from tests.conftest import make_user, token_client
+
+from .payloads import BlobFile, browser_turn, chat_turn, numbered_turns, png_bytes, state_blobs, state_refs
+from .recorder import assert_nothing_stored, blob_url, missing, recordings_url, start_demo, stored_files, upload_blobs
+
+BATCH = "application/x-webtasks-batch"
+
+
+def frame(turns: list, blobs: list[BlobFile], sizes: dict | None = None, shas: dict | None = None) -> bytes:
+    """A batch body: the manifest line, then the blobs' bytes (``sizes``/``shas``: lie about blob i)."""
+    sizes, shas = sizes or {}, shas or {}
+    manifest = {
+        "turns": turns,
+        "blobs": [
+            {"sha256": shas.get(i, blob.sha256), "media_type": blob.media_type, "size": sizes.get(i, len(blob.data))}
+            for i, blob in enumerate(blobs)
+        ],
+    }
+    return json.dumps(manifest).encode() + b"\n" + b"".join(blob.data for blob in blobs)
+
+
+def post_batch(client, name: str, body: bytes, gzipped: bool = False, **headers):
+    if gzipped:
+        headers["HTTP_CONTENT_ENCODING"] = "gzip"
+    return client.post(recordings_url(name, "batch"), body, content_type=headers.pop("content_type", BATCH), **headers)
+
+
+def assert_refused(response, status: int, field: str) -> None:
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert field in [error["field"] for error in body["errors"]], body
+    assert "nothing was stored" in body["detail"]
+
+
+@pytest.fixture
+def client(owner, api_for):
+    return api_for(owner)
+
+
+@pytest.fixture
+def demo(client):
+    return start_demo(client)
+
+
+@pytest.fixture
+def files():
+    return state_blobs()
+
+
+def test_a_batch_stores_its_blobs_and_turns_in_one_request(client, demo, files, media_storage):
+    turns = numbered_turns(3, state_refs(files)) + [chat_turn("chat-1", timestamp=9.0)]
+
+    response = post_batch(client, demo.name, frame(turns, list(files.values())))
+
+    assert response.status_code == 201, response.content
+    assert response.json() == {
+        "created": 4,
+        "duplicates": 0,
+        "turns": [{"client_id": turn["client_id"], "seq": seq} for seq, turn in enumerate(turns)],
+        "blobs_created": 3,
+    }
+    assert [row.client_id for row in demo.turns.order_by("seq")] == [turn["client_id"] for turn in turns]
+    for blob in files.values():
+        assert client.head(blob_url(blob.sha256)).status_code == 200
+        assert Blob.objects.get(sha256=blob.sha256).file.read() == blob.data
+    assert len(stored_files(media_storage)) == 3
+
+
+def test_a_gzipped_batch_is_inflated_and_stored(client, demo, files):
+    turns = numbered_turns(2, state_refs(files))
+
+    response = post_batch(client, demo.name, gzip.compress(frame(turns, list(files.values()))), gzipped=True)
+
+    assert response.status_code == 201, response.content
+    assert demo.turns.count() == 2
+    assert Blob.objects.count() == 3
+
+
+def test_a_retried_batch_stores_nothing_twice_and_answers_the_same_seqs(client, demo, files, media_storage):
+    body = frame(numbered_turns(2, state_refs(files)), list(files.values()))
+    first = post_batch(client, demo.name, body)
+
+    retry = post_batch(client, demo.name, body)
+
+    assert retry.status_code == 200, retry.content
+    assert retry.json() == {**first.json(), "created": 0, "duplicates": 2, "blobs_created": 0}
+    assert demo.turns.count() == 2
+    assert (Blob.objects.count(), ProjectBlob.objects.count(), len(stored_files(media_storage))) == (3, 3, 3)
+
+
+def test_turns_may_use_blobs_the_project_has_from_earlier_uploads(client, demo, files):
+    upload_blobs(client, files.values())
+
+    response = post_batch(client, demo.name, frame(numbered_turns(1, state_refs(files)), []))
+
+    assert response.status_code == 201, response.content
+    assert response.json()["blobs_created"] == 0
+
+
+def test_a_batch_of_blobs_only_gives_the_project_them(client, demo, files):
+    response = post_batch(client, demo.name, frame([], list(files.values())))
+
+    assert response.status_code == 201, response.content
+    assert missing(client, [blob.sha256 for blob in files.values()]).json() == {"missing": []}
+    assert demo.turns.count() == 0
+
+
+def test_a_blob_whose_bytes_do_not_match_its_sha256_stores_nothing(client, demo, files, media_storage):
+    blobs = list(files.values())
+    body = frame(numbered_turns(1, state_refs(files)), blobs, shas={1: blobs[0].sha256[::-1]})
+
+    assert_refused(post_batch(client, demo.name, body), 400, "blobs[1].sha256")
+    assert_nothing_stored(demo, media_storage)
+    assert ProjectBlob.objects.count() == 0
+
+
+def test_an_image_that_does_not_decode_stores_nothing_and_names_the_blob(client, demo, media_storage):
+    broken = BlobFile(png_bytes(64, 64)[:-30], "image/png")
+    files = {**state_blobs(), "screenshot": broken}
+
+    response = post_batch(client, demo.name, frame(numbered_turns(1, state_refs(files)), list(files.values())))
+
+    assert_refused(response, 400, "blobs[0]")
+    assert_nothing_stored(demo, media_storage)
+
+
+def test_bboxes_that_are_not_numbers_are_refused_naming_the_box(client, demo, media_storage):
+    files = {
+        **state_blobs(),
+        "bboxes": BlobFile(b'{"a1b2": {"x": 1, "y": 2, "width": "3", "height": 4}}', "application/json"),
+    }
+
+    response = post_batch(client, demo.name, frame([], list(files.values())))
+
+    assert_refused(response, 400, "blobs[2].a1b2.width")
+    assert_nothing_stored(demo, media_storage)
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e999", "NaN", "Infinity"])
+def test_bboxes_with_a_number_no_double_holds_are_refused(client, demo, media_storage, number):
+    bboxes = BlobFile(f'{{"a1": {{"x": {number}, "y": 2, "width": 3, "height": 4}}}}'.encode(), "application/json")
+
+    response = post_batch(client, demo.name, frame([], [bboxes]))
+
+    assert response.status_code == 400, response.content
+    assert response.json()["errors"][0]["field"].startswith("blobs[0]")
+    assert_nothing_stored(demo, media_storage)
+
+
+def test_a_bad_turn_stores_none_of_the_batchs_blobs(client, demo, files, media_storage):
+    turns = numbered_turns(2, state_refs(files))
+    del turns[1]["arguments"]["metadata"]
+
+    assert_refused(
+        post_batch(client, demo.name, frame(turns, list(files.values()))), 400, "turns[1].arguments.metadata"
+    )
+    assert_nothing_stored(demo, media_storage)
+    assert ProjectBlob.objects.count() == 0
+
+
+def test_a_turn_id_reused_with_other_content_is_a_conflict_and_stores_no_blob(client, demo, files, media_storage):
+    assert post_batch(client, demo.name, frame([chat_turn("c-1")], [])).status_code == 201
+    other = state_blobs(seed=7)
+    turns = [browser_turn("t-1", **state_refs(other)), chat_turn("c-1", utterance="changed")]
+
+    response = post_batch(client, demo.name, frame(turns, list(other.values())))
+
+    assert response.status_code == 409, response.content
+    assert response.json()["errors"][0]["field"] == "turns[1].client_id"
+    assert_nothing_stored(demo, media_storage, turns=1)
+
+
+def test_a_turn_referring_to_a_blob_neither_sent_nor_stored_names_it(client, demo, files, media_storage):
+    blobs = [files["page"], files["bboxes"]]
+
+    response = post_batch(client, demo.name, frame(numbered_turns(1, state_refs(files)), blobs))
+
+    assert_refused(response, 400, "turns[0].screenshot")
+    assert_nothing_stored(demo, media_storage)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (b'{"turns": []}', "body"),  # no newline: no manifest line
+        (b"[1]\n", "body"),
+        (b'{"turns": [], "blobs": []}\n', "turns"),
+        (b'{"turns": [], "blobs": [{"sha256": "x", "media_type": "image/png", "size": 1}]}\nx', "blobs[0].sha256"),
+        (b'{"blobs": [{"sha256": "' + b"a" * 64 + b'", "media_type": "text/x", "size": 1}]}\nx', "blobs[0].media_type"),
+        (b'{"blobs": [{"sha256": "' + b"a" * 64 + b'", "media_type": "text/html", "size": 0}]}\n', "blobs[0].size"),
+        (b'{"blobs": [{"sha256": "' + b"a" * 64 + b'", "media_type": "text/html", "size": 5}]}\nabc', "body"),
+    ],
+)
+def test_a_malformed_frame_is_a_400_naming_the_field(client, demo, media_storage, body, field):
+    assert_refused(post_batch(client, demo.name, body), 400, field)
+    assert_nothing_stored(demo, media_storage)
+
+
+def test_the_same_blob_twice_in_a_batch_is_refused(client, demo, files):
+    blob = files["page"]
+    assert_refused(post_batch(client, demo.name, frame([], [blob, blob])), 400, "blobs[1].sha256")
+
+
+def test_a_blob_over_the_blob_limit_is_a_413_naming_it(client, demo, files, settings, media_storage):
+    settings.INGEST_MAX_BLOB_BYTES = len(files["page"].data) - 1
+
+    response = post_batch(client, demo.name, frame([], list(files.values())))
+
+    assert_refused(response, 413, "blobs[1].size")
+    assert_nothing_stored(demo, media_storage)
+
+
+def test_a_gzip_bomb_is_a_413_without_inflating_it_whole(client, demo, settings, media_storage):
+    settings.INGEST_MAX_UPLOAD_BYTES = 1024 * 1024
+    bomb = gzip.compress(b'{"turns": []}\n' + b"\0" * (64 * 1024 * 1024), compresslevel=9)
+    assert len(bomb) < 100_000
+
+    assert_refused(post_batch(client, demo.name, bomb, gzipped=True), 413, "body")
+    assert_nothing_stored(demo, media_storage)
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding", "status", "field"),
+    [
+        (b"not gzip at all", "gzip", 400, "body"),
+        (gzip.compress(b'{"turns": []}\n')[:-6], "gzip", 400, "body"),
+        (b'{"turns": []}\n', "br", 415, "Content-Encoding"),
+    ],
+)
+def test_a_body_that_cannot_be_inflated_is_refused(client, demo, body, encoding, status, field):
+    response = post_batch(client, demo.name, body, HTTP_CONTENT_ENCODING=encoding)
+    assert_refused(response, status, field)
+
+
+def test_another_content_type_is_a_415(client, demo, files):
+    response = post_batch(client, demo.name, frame([], [files["page"]]), content_type="application/json")
+    assert_refused(response, 415, "Content-Type")
+
+
+def test_a_teammate_cannot_upload_into_someone_elses_recording(demo, files, teammate, api_for, media_storage):
+    response = post_batch(api_for(teammate), demo.name, frame([], list(files.values())))
+
+    assert response.status_code == 403, response.content
+    assert_nothing_stored(demo, media_storage)
+
+
+def test_blobs_go_to_the_recordings_project_only(client, demo, files, alpha, beta):
+    assert post_batch(client, demo.name, frame([], list(files.values()))).status_code == 201
+
+    assert set(ProjectBlob.objects.values_list("project__name", flat=True)) == {"alpha"}
+    elsewhere = token_client(make_user("beta-annotator", beta, Role.ANNOTATOR))
+    assert missing(elsewhere, [files["page"].sha256], project="beta").json() == {"missing": [files["page"].sha256]}
