@@ -8,7 +8,9 @@ page. The panel's operations are then performed with trusted input — Click cou
 changes the select, Hover fires mouseover, Press Enter submits — while the fake click and Ignore leave the page
 alone. After the annotator edits the description and stops, the platform holds one turn per operation (not for
 Ignore) with the page, boxes, screenshot and MHTML before it, the task's assignment is submitted and the
-recording's description is the edited one.
+recording's description is the edited one. A reviewer then discards one step and refines the description, and the
+Mind2Web export has the refined task, each kept step's op and original op, the acted element marked in raw_html and
+the step's MHTML beside it.
 """
 
 import json
@@ -49,6 +51,20 @@ proposal = do_submit_round(annotator, round_.pk, [{task!r}])[0]
 accepted = do_review(reviewer, proposal.pk, "accept")
 print(accepted.demo_task.assignments.get().pk)
 """
+
+VERIFY = """
+from django.contrib.auth import get_user_model
+from annotation.actions.review.access import review_of
+from annotation.actions.review.curation import do_delete_turn, do_edit_metadata
+from annotation.models import Demonstration, Turn
+reviewer = get_user_model().objects.get(username="step-reviewer")
+demo = Demonstration.objects.get(name={name!r})
+do_delete_turn(reviewer, demo, review_of(demo).revision, Turn.objects.get(demonstration=demo, client_id={step!r}).pk)
+demo.refresh_from_db()
+do_edit_metadata(reviewer, demo, review_of(demo).revision, {{"refined_task": {refined!r}}})
+print("verified")
+"""
+REFINED = "Type blue shoes, pick Large, hover the box and search"
 
 
 @pytest.fixture(scope="module")
@@ -253,3 +269,31 @@ def test_a_step_mode_demonstration_of_an_assigned_task(live):
     # The page before the Type step still had the old text (the turn is the state BEFORE the operation).
     query_page = blob_bytes(live.platform, live.token, by_element["query"]["page"]).decode()
     assert "blue shoes" not in query_page
+
+    # Verification (a reviewer): the counter click is discarded as a step, the description refined. Then the
+    # Mind2Web export: the refined task, one action per kept step with its op and original op, the acted element
+    # marked in raw_html, and each step's MHTML where the raw dump keeps it.
+    verified = live.platform.manage(
+        "shell", "-c", VERIFY.format(name=name, step=by_element["counter"]["client_id"], refined=REFINED)
+    )
+    assert verified.returncode == 0, verified.stderr
+    assert "verified" in verified.stdout
+    out = live.platform.var_dir / "mind2web-export"
+    exported = live.platform.manage(
+        "export_dataset", "--format", "mind2web", "--out", str(out), "--project", PROJECT, "--status", "all"
+    )
+    assert exported.returncode == 0, exported.stderr
+    records = [record for path in sorted(out.glob("*.json")) for record in json.loads(path.read_text())]
+    assert [record["confirmed_task"] for record in records] == [REFINED]
+    record = records[0]
+    assert [tuple(action["operation"].values()) for action in record["actions"]] == [
+        ("TYPE", "TYPE", "blue shoes"),
+        ("SELECT", "SELECT", "Large"),
+        ("CLICK", "HOVER", ""),
+        ("CLICK", "ENTER", ""),
+        ("CLICK", "CLICK", ""),
+    ], [action["operation"] for action in record["actions"]]
+    snapshots = out / "task" / record["annotation_id"] / "processed" / "snapshots"
+    for action in record["actions"]:
+        assert f'data_pw_testid_buckeye="{action["action_uid"]}"' in action["raw_html"]
+        assert b"Step mode fixture" in (snapshots / f"{action['action_uid']}_before.mhtml").read_bytes()
