@@ -27,6 +27,7 @@ importScripts(
   "lib/loads.js",
   "lib/recorder.js",
   "lib/shots.js",
+  "lib/regions.js",
   "lib/video.js",
 );
 
@@ -157,8 +158,10 @@ async function captureAction(recorder, message, sender, first) {
   // link navigated) is refused: the tab's last screenshot of the action's page stands in (recordAction).
   const left = W.recorder.tabLeftPage(message, tab.url);
   const png = left ? null : await shots.resolve(first, tab);
-  // Never store a screenshot whose private areas could not be blacked out; the action is kept without it.
-  const masked = png && (await shots.mask(png, message.privateRects, message.viewport).catch(() => null));
+  // Never store a screenshot whose private areas could not be blacked out; the action is kept without it. The
+  // acting frame's own report was taken with the action; every other frame of the tab is asked now.
+  const own = message.regions ? { frameId: sender.frameId, report: message.regions } : null;
+  const masked = png && (await maskTab(png, tab.tabId, { own, topUrl: tab.url, legacy: message }));
   const zoomLevel = await chrome.tabs.getZoom(tab.tabId).catch(() => undefined);
   const turn = await recorder.recordAction(session, message, {
     tabId: tab.tabId, screenshot: masked, zoomLevel, tabUrl: left ? null : tab.url,
@@ -188,12 +191,28 @@ async function takeAfterFrame(session, clientId, tab) {
  * {png, at (ms epoch of the capture), url (the tab's URL then)} or null.
  */
 async function maskedShotLater(tab, deadline, priority) {
-  const config = (await kv.get(C.STORAGE.CONFIG)) || {};
-  const { rects, viewport } = await shots.privateRects(tab.tabId, config.privateSelectors);
   const png = await shots.later(tab, deadline, priority);
   if (!png) return null;
-  const masked = await shots.mask(png, rects, viewport).catch(() => null);
+  const masked = await maskTab(png, tab.tabId, { topUrl: png.capturedUrl || tab.url });
   return masked && { png: masked, at: png.capturedAt || Date.now(), url: png.capturedUrl || null };
+}
+
+/**
+ * `png` of tab `tabId` with the private areas of every frame of the tab blacked out (lib/regions.js), or null
+ * when they cannot all be placed (the top frame did not answer, or shows another page than `topUrl`). `legacy`:
+ * a capture from a content script without a regions report (an older one still loaded): its own rects count.
+ */
+async function maskTab(png, tabId, { own = null, topUrl = null, legacy = null } = {}) {
+  try {
+    const config = (await kv.get(C.STORAGE.CONFIG)) || {};
+    const found = await W.regions.collect(tabId, config.privateSelectors, { own, topUrl });
+    if (!found.viewport) throw new Error("the private areas of the tab could not be placed");
+    const extra = legacy && !legacy.regions && Array.isArray(legacy.privateRects) ? legacy.privateRects : [];
+    return await shots.mask(png, [...found.rects, ...extra], found.viewport);
+  } catch (error) {
+    shots.failed("skipped", error);
+    return null;
+  }
 }
 
 // --- Navigations and tabs -------------------------------------------------------------------------------------

@@ -45,6 +45,12 @@
       // content script of a frame ↔ content script of its child frame (window.postMessage): the child, on another
       // origin, asks {type, request: true}; the parent answers {type, x, y, viewportWidth, viewportHeight}
       FRAME_OFFSET: "webtasks-frame-offset",
+      // service worker → content script of one frame (tabs.sendMessage with frameId): → its private regions report
+      // {url, viewport, rects, frames: [{frameId, x, y, width, height}]} in its own viewport (lib/regions.js)
+      REGIONS: "regions",
+      // content script of a child frame → its parent's (window.postMessage): {type, frameId} (the child's
+      // chrome frameId, from the HELLO reply), so the parent can name its iframe boxes; {type, request: true} asks
+      FRAME_ID: "webtasks-frame-id",
     }),
 
     // chrome.storage.local keys (durable; survive service-worker death and browser restart).

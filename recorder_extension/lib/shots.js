@@ -7,7 +7,7 @@
  *   `captureSpaced` queues calls ≥ C.TIMING.CAPTURE_SPACING_MS apart.
  * - Last resort, `captureCdp`: chrome.debugger + Page.captureScreenshot (no quota; the browser shows a
  *   "debugging" bar while attached, so it is attached only for the one call).
- * - `mask` blacks out private areas (viewport CSS px) before anything is stored.
+ * - `mask` blacks out private areas (viewport CSS px, of every frame: lib/regions.js) before anything is stored.
  * The pure helpers (rect scaling, base64) are exported for node tests.
  */
 (function (root) {
@@ -46,23 +46,6 @@
       if (right > left && bottom > top) out.push({ x: left, y: top, width: right - left, height: bottom - top });
     }
     return out;
-  }
-
-  /** Runs in the page (chrome.scripting): the viewport rects of private elements of the top frame. */
-  function pagePrivateRects(selectors, attribute) {
-    const query = [`[${attribute}]`, "input[type=password]", ...(selectors || [])].join(",");
-    const rects = [];
-    let elements = [];
-    try {
-      elements = document.querySelectorAll(query);
-    } catch {
-      elements = document.querySelectorAll(`[${attribute}], input[type=password]`);
-    }
-    for (const element of elements) {
-      const r = element.getBoundingClientRect();
-      if (r.width > 0 && r.height > 0) rects.push({ x: r.x, y: r.y, width: r.width, height: r.height });
-    }
-    return { rects, viewport: { width: innerWidth, height: innerHeight } };
   }
 
   class Shots {
@@ -222,20 +205,6 @@
       }
     }
 
-    /** Private rects of the tab's top frame, computed in the page (for screenshots the content script did not ask for). */
-    async privateRects(tabId, selectors) {
-      try {
-        const [result] = await chrome.scripting.executeScript({
-          target: { tabId },
-          func: pagePrivateRects,
-          args: [selectors || [], C.PRIVATE_ATTRIBUTE],
-        });
-        return (result && result.result) || { rects: [], viewport: null };
-      } catch {
-        return { rects: [], viewport: null };
-      }
-    }
-
     /** PNG bytes with the private rects painted black (OffscreenCanvas); the input when there is nothing to hide. */
     async mask(png, rects, viewport) {
       if (!png || !rects || !rects.length) return png;
@@ -257,7 +226,7 @@
     return new Promise((resolve) => setTimeout(resolve, ms));
   }
 
-  const api = { Shots, PRIORITY, scaleRects, base64ToBytes, dataUrlToBytes, pagePrivateRects };
+  const api = { Shots, PRIORITY, scaleRects, base64ToBytes, dataUrlToBytes };
   root.WebTasks = root.WebTasks || {};
   root.WebTasks.shots = api;
   if (typeof module === "object" && module.exports) module.exports = api;
