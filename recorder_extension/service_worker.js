@@ -26,8 +26,8 @@ importScripts(
   "lib/standins.js",
   "lib/loads.js",
   "lib/recorder.js",
-  "lib/shots.js",
   "lib/regions.js",
+  "lib/shots.js",
   "lib/video.js",
 );
 
@@ -45,7 +45,7 @@ const kv = new W.sessions.Kv(chrome.storage.local);
 const tabsKv = new W.sessions.Kv(chrome.storage.session);
 const shots = new W.shots.Shots();
 const storeReady = W.store.openStore();
-const video = new W.video.Video({ kv, store: () => storeReady });
+const video = new W.video.Video({ kv, store: () => storeReady, regionsOf: tabRegions });
 let wakeTimer = null;
 let keepAliveTimer = null;
 let tabEvents = Promise.resolve(); // the queue of tab and navigation events (see whileRecording)
@@ -204,8 +204,7 @@ async function maskedShotLater(tab, deadline, priority) {
  */
 async function maskTab(png, tabId, { own = null, topUrl = null, legacy = null } = {}) {
   try {
-    const config = (await kv.get(C.STORAGE.CONFIG)) || {};
-    const found = await W.regions.collect(tabId, config.privateSelectors, { own, topUrl });
+    const found = await tabRegions(tabId, { own, topUrl });
     if (!found.viewport) throw new Error("the private areas of the tab could not be placed");
     const extra = legacy && !legacy.regions && Array.isArray(legacy.privateRects) ? legacy.privateRects : [];
     return await shots.mask(png, [...found.rects, ...extra], found.viewport);
@@ -213,6 +212,12 @@ async function maskTab(png, tabId, { own = null, topUrl = null, legacy = null } 
     shots.failed("skipped", error);
     return null;
   }
+}
+
+/** The private areas of every frame of tab `tabId` ({rects, viewport} in tab-viewport CSS px; lib/regions.js). */
+async function tabRegions(tabId, options) {
+  const config = (await kv.get(C.STORAGE.CONFIG)) || {};
+  return W.regions.collect(tabId, config.privateSelectors, options);
 }
 
 // --- Navigations and tabs -------------------------------------------------------------------------------------
@@ -459,6 +464,7 @@ ready
     uploader.kick();
     drainPendingCaptures();
     keepAliveWhileRecording(Boolean(await recorder.session()));
+    await video.resume();
     await recorder.runStoredCommand(await kv.get(C.STORAGE.COMMAND));
   })
   .catch((error) => console.error("service worker start failed", error));

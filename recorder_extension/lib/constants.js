@@ -37,6 +37,7 @@
       VIDEO_START: "video-start", // {streamId, startedAt}
       VIDEO_CHUNK: "video-chunk", // {index, bytes (base64), startedAt}
       VIDEO_STOP: "video-stop",
+      VIDEO_REGIONS: "video-regions", // service worker → offscreen: {rects, viewport} the tab's private areas now
       VIDEO_STATUS: "video-status", // offscreen → service worker: {recording, error?} (recorder started/stopped/failed)
       // side panel → service worker (added by the service-worker helper)
       UPLOAD_NOW: "upload-now", // retry uploading at once, ignoring the backoff
@@ -96,6 +97,8 @@
       // history load's screenshot is taken once the tab's URL has been quiet this long
       HISTORY_COALESCE_MS: 1000,
       VIDEO_TIMESLICE_MS: 2000, // MediaRecorder chunk length
+      VIDEO_REGIONS_MS: 250, // the tab video's private areas are refreshed this often (lib/video.js)
+      VIDEO_REGIONS_MAX_AGE_MS: 3000, // video frames are black while the private areas known are older than this
     }),
   });
 

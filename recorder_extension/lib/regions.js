@@ -19,7 +19,9 @@
   "use strict";
 
   const C = (root.WebTasks && root.WebTasks.C) || require("./constants.js");
-  const REPORT_TIMEOUT_MS = 1000; // a frame that does not answer in time is masked whole
+  // A frame that does not answer in time is masked whole (one that has no content script fails at once; a busy
+  // renderer under load may take seconds to walk its DOM).
+  const REPORT_TIMEOUT_MS = 5000;
 
   function finite(r) {
     return Boolean(r) && [r.x, r.y, r.width, r.height].every(Number.isFinite);
@@ -110,6 +112,25 @@
     return { rects, viewport };
   }
 
+  /**
+   * Private rects (viewport CSS px) as device-pixel rects of an image `imageWidth × imageHeight` of a
+   * viewport `viewport.width × viewport.height`, clipped to the image, rounded outwards.
+   */
+  function scaleRects(rects, viewport, imageWidth, imageHeight) {
+    const sx = viewport && viewport.width > 0 ? imageWidth / viewport.width : 1;
+    const sy = viewport && viewport.height > 0 ? imageHeight / viewport.height : sx;
+    const out = [];
+    for (const r of rects || []) {
+      if (!r || ![r.x, r.y, r.width, r.height].every(Number.isFinite)) continue;
+      const left = Math.max(0, Math.floor(r.x * sx));
+      const top = Math.max(0, Math.floor(r.y * sy));
+      const right = Math.min(imageWidth, Math.ceil((r.x + r.width) * sx));
+      const bottom = Math.min(imageHeight, Math.ceil((r.y + r.height) * sy));
+      if (right > left && bottom > top) out.push({ x: left, y: top, width: right - left, height: bottom - top });
+    }
+    return out;
+  }
+
   /** Ask one frame's content script for its report; null when it does not answer (in time). */
   function askFrame(tabId, frameId, selectors) {
     let timer;
@@ -145,7 +166,7 @@
     return compose(frames, reports);
   }
 
-  const api = { compose, collect, intersect, place, REPORT_TIMEOUT_MS };
+  const api = { compose, collect, intersect, place, scaleRects, REPORT_TIMEOUT_MS };
   root.WebTasks = root.WebTasks || {};
   root.WebTasks.regions = api;
   if (typeof module === "object" && module.exports) module.exports = api;

@@ -14,6 +14,7 @@
   "use strict";
 
   const C = (root.WebTasks && root.WebTasks.C) || require("./constants.js");
+  const { scaleRects } = (root.WebTasks && root.WebTasks.regions) || require("./regions.js");
   const SPACED_FALLBACK_MS = 2000; // an action's screenshot waits this long for the quota, then CDP
   // Who gets the next quota slot: an action without a screenshot, then a page state (load, tab switch), then frames.
   const PRIORITY = Object.freeze({ ACTION: 2, STATE: 1, FRAME: 0 });
@@ -27,25 +28,6 @@
 
   function dataUrlToBytes(dataUrl) {
     return base64ToBytes(String(dataUrl).slice(String(dataUrl).indexOf(",") + 1));
-  }
-
-  /**
-   * Private rects (viewport CSS px) as device-pixel rects of an image `imageWidth × imageHeight` of a
-   * viewport `viewport.width × viewport.height`, clipped to the image, rounded outwards.
-   */
-  function scaleRects(rects, viewport, imageWidth, imageHeight) {
-    const sx = viewport && viewport.width > 0 ? imageWidth / viewport.width : 1;
-    const sy = viewport && viewport.height > 0 ? imageHeight / viewport.height : sx;
-    const out = [];
-    for (const r of rects || []) {
-      if (!r || ![r.x, r.y, r.width, r.height].every(Number.isFinite)) continue;
-      const left = Math.max(0, Math.floor(r.x * sx));
-      const top = Math.max(0, Math.floor(r.y * sy));
-      const right = Math.min(imageWidth, Math.ceil((r.x + r.width) * sx));
-      const bottom = Math.min(imageHeight, Math.ceil((r.y + r.height) * sy));
-      if (right > left && bottom > top) out.push({ x: left, y: top, width: right - left, height: bottom - top });
-    }
-    return out;
   }
 
   class Shots {

@@ -345,9 +345,10 @@ def demo(browser, live, servers) -> Recording:
     record_link_and_scroll(driver, base, rec)
     record_widgets(driver, base, rec)
     record_tabs(driver, base, rec)
+    shots = browser.recorder.status().get("screenshots")
     rec.turns = stop_and_collect(browser, live, rec.name)
     rec.seconds = time.monotonic() - started
-    print(f"\nrecorded {rec.name} in {rec.seconds:.1f}s:\n{describe(rec.turns)}")
+    print(f"\nrecorded {rec.name} in {rec.seconds:.1f}s:\n{describe(rec.turns)}\nscreenshots: {shots}")
     return rec
 
 
