@@ -98,7 +98,7 @@
       HISTORY_COALESCE_MS: 1000,
       VIDEO_TIMESLICE_MS: 2000, // MediaRecorder chunk length
       VIDEO_REGIONS_MS: 250, // the tab video's private areas are refreshed this often (lib/video.js)
-      VIDEO_REGIONS_MAX_AGE_MS: 3000, // video frames are black while the private areas known are older than this
+      VIDEO_REGIONS_MAX_AGE_MS: 10000, // video frames are black while the private areas known are older than this
     }),
   });
 

@@ -46,8 +46,14 @@
     failed(kind, error) {
       this.stats[kind] += 1;
       this.stats.lastFailure = String((error && error.message) || error);
-      this.stats.recentFailures = [`${kind}: ${this.stats.lastFailure}`, ...(this.stats.recentFailures || [])].slice(0, 8);
-      this.log.debug && this.log.debug(`screenshot ${kind}:`, this.stats.lastFailure);
+      this.noteFailure(kind, error);
+    }
+
+    /** Keep the last few failures (of any attempt, also one a fallback made up for) for STATUS. */
+    noteFailure(kind, error) {
+      const text = `${kind}: ${String((error && error.message) || error)}`;
+      this.stats.recentFailures = [text, ...(this.stats.recentFailures || [])].slice(0, 12);
+      this.log.debug && this.log.debug(`screenshot ${text}`);
     }
 
     /** captureVisibleTab NOW (call synchronously in the listener). Resolves with PNG bytes. */
@@ -120,8 +126,18 @@
       }
     }
 
-    /** Page.captureScreenshot over chrome.debugger: no quota, works on any tab that renders. */
-    async captureCdp(tabId) {
+    /**
+     * Page.captureScreenshot over chrome.debugger: no quota, works on any tab that renders. One at a time: two
+     * actions falling back together would share one attachment, and the first to finish would detach the
+     * debugger under the other's command ("Debugger is not attached"), losing its screenshot.
+     */
+    captureCdp(tabId) {
+      const run = (this.cdpQueue || Promise.resolve()).then(() => this.captureCdpNow(tabId));
+      this.cdpQueue = run.catch(() => {});
+      return run;
+    }
+
+    async captureCdpNow(tabId) {
       const current = await chrome.tabs.get(tabId);
       const target = { tabId };
       let attached = false;
@@ -166,6 +182,7 @@
           return png;
         } catch (error) {
           lastError = error;
+          this.noteFailure(`${kind} attempt`, error);
         }
       }
       this.failed("failed", lastError);
