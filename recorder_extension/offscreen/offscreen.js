@@ -10,8 +10,8 @@
  * areas painted black (the regions of every frame of the tab, lib/regions.js, sent by the service worker with
  * VIDEO_START and then every C.TIMING.VIDEO_REGIONS_MS as VIDEO_REGIONS) and that canvas frame is recorded. Without
  * fresh regions (none yet, the top frame not answering, none for VIDEO_REGIONS_MAX_AGE_MS) the whole frame is black.
- * The recorder is started just before the first masked frame reaches it: one started before any frame may emit a
- * first chunk of a single byte, without the WebM header.
+ * The recorder is started just before the first masked frame reaches it, and its first pieces are stored as one
+ * chunk only once they hold the whole WebM header (see take).
  */
 (function () {
   "use strict";
@@ -63,10 +63,10 @@
     const recorder = new MediaRecorder(new MediaStream([state.masker.track]), mimeType ? { mimeType } : undefined);
     state.recorder = recorder;
     starting = state;
+    state.head = []; // the recorder's first pieces, until they hold the whole WebM header (see take)
     recorder.ondataavailable = (event) => {
       if (!event.data || !event.data.size) return;
-      const index = state.nextIndex++;
-      state.pending = state.pending.then(() => saveChunk(state, index, event.data)).catch(reportError);
+      state.pending = state.pending.then(() => take(state, event.data)).catch(reportError);
     };
     state.stopped = new Promise((resolve) => (recorder.onstop = resolve));
     recorder.onerror = (event) => reportError(event.error || new Error("MediaRecorder error"));
@@ -90,6 +90,32 @@
     return { ok: true, startedAt: state.startedAt, mimeType: recorder.mimeType };
   }
 
+  /**
+   * Store one piece of the recorder's output as the next chunk. The first chunk must hold the whole WebM header:
+   * under load Chromium's recorder can hand over its first timeslice with only the header's first byte (seen:
+   * a 1-byte chunk 0x1a, the rest of the header in the next one), and a header split over chunks makes the run
+   * unreadable for the server. So the first pieces are gathered until they reach the first Cluster (the header,
+   * EBML + Segment + Tracks, is complete then), and stored as one chunk.
+   */
+  async function take(state, data) {
+    if (!state.head) return saveChunk(state, state.nextIndex++, data);
+    state.head.push(data);
+    const gathered = new Blob(state.head, { type: "video/webm" });
+    if (!hasCluster(new Uint8Array(await gathered.arrayBuffer()))) return null;
+    state.head = null;
+    return saveChunk(state, state.nextIndex++, gathered);
+  }
+
+  const CLUSTER_ID = [0x1f, 0x43, 0xb6, 0x75];
+
+  function hasCluster(bytes) {
+    outer: for (let i = 0; i + CLUSTER_ID.length <= bytes.length; i++) {
+      for (let j = 0; j < CLUSTER_ID.length; j++) if (bytes[i + j] !== CLUSTER_ID[j]) continue outer;
+      return true;
+    }
+    return false;
+  }
+
   async function saveChunk(state, index, data) {
     const bytes = await data.arrayBuffer();
     const blob = await W.turns.makeBlob(bytes, "video/webm");
@@ -106,6 +132,8 @@
     if (state.recorder.state !== "inactive") state.recorder.stop();
     await state.stopped;
     await state.pending;
+    if (state.head && state.head.length) await saveChunk(state, state.nextIndex++, new Blob(state.head, { type: "video/webm" }));
+    state.head = null;
     state.masker.stop();
     for (const track of state.stream.getTracks()) track.stop();
     send({ type: C.MSG.VIDEO_STATUS, recording: false });
