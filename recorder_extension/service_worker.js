@@ -191,20 +191,26 @@ async function takeAfterFrame(session, clientId, tab) {
  * {png, at (ms epoch of the capture), url (the tab's URL then)} or null.
  */
 async function maskedShotLater(tab, deadline, priority) {
+  // Also asked before the capture (which may wait for the quota): a tab closed or navigating right after its
+  // screenshot may no longer answer, and then these regions, of the same page a moment earlier, stand in.
+  const before = tabRegions(tab.tabId).catch(() => null);
   const png = await shots.later(tab, deadline, priority);
   if (!png) return null;
-  const masked = await maskTab(png, tab.tabId, { topUrl: png.capturedUrl || tab.url });
+  const masked = await maskTab(png, tab.tabId, { topUrl: png.capturedUrl || tab.url, before: await before });
   return masked && { png: masked, at: png.capturedAt || Date.now(), url: png.capturedUrl || null };
 }
 
 /**
  * `png` of tab `tabId` with the private areas of every frame of the tab blacked out (lib/regions.js), or null
- * when they cannot all be placed (the top frame did not answer, or shows another page than `topUrl`). `legacy`:
+ * when they cannot all be placed (the top frame did not answer, or shows another page than `topUrl`; `before`, the
+ * regions of the same page asked just before the capture, then stand in). `legacy`:
  * a capture from a content script without a regions report (an older one still loaded): its own rects count.
  */
-async function maskTab(png, tabId, { own = null, topUrl = null, legacy = null } = {}) {
+async function maskTab(png, tabId, { own = null, topUrl = null, legacy = null, before = null } = {}) {
   try {
-    const found = await tabRegions(tabId, { own, topUrl });
+    let found = await tabRegions(tabId, { own, topUrl });
+    const samePage = (regions) => regions && regions.viewport && (!topUrl || regions.url === topUrl);
+    if (!found.viewport && samePage(before)) found = before;
     if (!found.viewport) throw new Error("the private areas of the tab could not be placed");
     const extra = legacy && !legacy.regions && Array.isArray(legacy.privateRects) ? legacy.privateRects : [];
     return await shots.mask(png, [...found.rects, ...extra], found.viewport);

@@ -142,7 +142,8 @@
   }
 
   /**
-   * The private rects of every frame of tab `tabId`, in tab-viewport CSS px: {rects, viewport} (viewport null: the
+   * The private rects of every frame of tab `tabId`, in tab-viewport CSS px: {rects, viewport, url} (url: the top
+   * frame's; viewport null: the
    * top frame did not answer, or answered for another page than `topUrl` — nothing can be placed, do not store the
    * screenshot). `own` ({frameId, report}): the report the acting frame sent with its capture, taken at the moment
    * of the screenshot; it replaces that frame's answer (which may come from the next page after a link click).
@@ -163,7 +164,7 @@
     frames.forEach((f, i) => answers[i] && reports.set(f.frameId, answers[i]));
     const top = reports.get(0);
     if (top && ownId !== 0 && topUrl && top.url && top.url !== topUrl) reports.delete(0);
-    return compose(frames, reports);
+    return { ...compose(frames, reports), url: reports.has(0) ? reports.get(0).url || null : null };
   }
 
   const api = { compose, collect, intersect, place, scaleRects, REPORT_TIMEOUT_MS };
