@@ -14,7 +14,17 @@ import pytest
 from PIL import Image
 from selenium.webdriver.common.by import By
 
-from tests.e2e.recorder_harness import blob_bytes, extension_browser, live_platform
+from tests.e2e.browser import make_driver
+from tests.e2e.recorder_harness import (
+    EXTENSION_DIR,
+    BrowserCDP,
+    Recorder,
+    api,
+    blob_bytes,
+    extension_browser,
+    live_platform,
+    wait_until,
+)
 from tests.e2e.test_recorder import (
     PROJECT,
     VIEWPORT,
@@ -27,6 +37,7 @@ from tests.e2e.test_recorder import (
     stop_and_collect,
     wait_for_url,
 )
+from tests.e2e.test_recorder_video_restart import ALLOWLIST, ANIMATE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -126,3 +137,59 @@ def test_every_screenshot_masks_the_private_areas_of_every_frame_and_nothing_els
                 pixels = rgb.crop(inset(areas[name], 6)).getcolors(maxcolors=1 << 16)
                 most = max(pixels)[1]  # the commonest colour of the area: its background, not text or caret
                 assert most == colour, f"#{name} is not shown as it is in the {where}: {most}"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The tab video: its frames are masked before MediaRecorder sees them
+
+
+def last_video_frame(webm: bytes) -> Image.Image:
+    """The last frame of a WebM run (decoded forward: MediaRecorder WebM has no index)."""
+    import av
+
+    last = None
+    with av.open(io.BytesIO(webm)) as container:
+        for frame in container.decode(video=0):
+            last = frame
+    assert last is not None, "no decodable frame"
+    return last.to_image().convert("RGB")
+
+
+def test_the_tab_video_shows_private_areas_black(live, servers):
+    base, _ = servers
+    driver = make_driver(extension_dir=str(EXTENSION_DIR), extra_args=(ALLOWLIST,))
+    cdp = BrowserCDP(driver)
+    try:
+        wait_until(cdp.service_workers, 30, message="the extension's service worker")
+        recorder = Recorder(cdp, live.url, live.token, PROJECT)
+        recorder.open()
+        driver.get(base + "/private-frames.html")
+        wait_for_url(driver, "/private-frames.html")
+        areas = {name: driver.find_element(By.ID, name).rect for name in ("plain", "password", "secret-box")}
+        driver.execute_script(ANIMATE)  # tab capture yields frames on repaints only
+        recorder.start(task_description="Masked video", video=True)
+        name = wait_until(lambda: (recorder.status().get("session") or {}).get("demoName"), 60, message="the demo")
+        wait_until(lambda: (recorder.status().get("video") or {}).get("recording"), 60, message="the tab video")
+        driver.find_element(By.ID, "plain").click()
+        wait_until(lambda: (recorder.status().get("counters") or {}).get("videoChunks", 0) >= 2, 60, message="chunks")
+        recorder.stop()
+        recorder.wait_idle(120)
+    finally:
+        cdp.close()
+        driver.quit()
+    wait_until(lambda: api(live.platform, f"/api/recordings/{name}/", live.token)["status"] == "recorded", 120)
+    chunks = sorted(api(live.platform, f"/api/recordings/{name}/video/", live.token), key=lambda c: c["index"])
+    first_run = [c for c in chunks if c["started_at"] == chunks[0]["started_at"]]
+    webm = b"".join(blob_bytes(live.platform, live.token, c["blob"]) for c in first_run)
+    frame = last_video_frame(webm)
+    scale = frame.width / VIEWPORT[0]
+
+    def area(rect, by):
+        x0, y0, x1, y1 = inset(rect, by)
+        return frame.crop(tuple(round(v * scale) for v in (x0, y0, x1, y1)))
+
+    for private in ("password", "secret-box"):
+        # Lossy video: near black, far from the fields' own colours.
+        assert area(areas[private], 4).convert("L").getextrema()[1] < 40, f"#{private} shows in the video"
+    plain = area(areas["plain"], 6).resize((1, 1)).getpixel((0, 0))
+    assert all(abs(a - b) < 40 for a, b in zip(plain, YELLOW, strict=True)), plain
