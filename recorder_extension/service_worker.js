@@ -71,7 +71,7 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
     // Synchronously, before any await: the user gesture (no screenshot quota) only carries this far.
     const first = shots.captureNow(sender.tab.windowId);
     first.catch(() => {}); // a failure is handled by the fallbacks in onCapture
-    reply(onCapture(message, sender, first), sendResponse);
+    reply(onCapture(message, sender, first, Date.now()), sendResponse);
     return true;
   }
   reply(route(message, sender), sendResponse);
@@ -144,13 +144,13 @@ async function onChat(recorder, message) {
 
 // --- Captures (browser actions from the content script) -----------------------------------------------------
 
-async function onCapture(message, sender, first) {
+async function onCapture(message, sender, first, arrivedAt) {
   const { recorder } = await ready;
   // While this runs, the same capture saved by its page at unload (a link click) waits for it (drainPendingCaptures).
-  return recorder.capturing(message.turn && message.turn.client_id, () => captureAction(recorder, message, sender, first));
+  return recorder.capturing(message.turn && message.turn.client_id, () => captureAction(recorder, message, sender, first, arrivedAt));
 }
 
-async function captureAction(recorder, message, sender, first) {
+async function captureAction(recorder, message, sender, first, arrivedAt) {
   const session = await recorder.recording();
   if (!session) return { ok: false, ignored: "not recording" };
   const tab = { tabId: sender.tab.id, windowId: sender.tab.windowId, url: sender.tab.url };
@@ -164,7 +164,7 @@ async function captureAction(recorder, message, sender, first) {
   const masked = png && (await maskTab(png, tab.tabId, { own, topUrl: tab.url, legacy: message }));
   const zoomLevel = await chrome.tabs.getZoom(tab.tabId).catch(() => undefined);
   const turn = await recorder.recordAction(session, message, {
-    tabId: tab.tabId, screenshot: masked, zoomLevel, tabUrl: left ? null : tab.url,
+    tabId: tab.tabId, screenshot: masked, zoomLevel, tabUrl: left ? null : tab.url, arrivedAt,
   });
   // The "after" frame may show the next page (a link): that is what it is for.
   const visible = { tabId: tab.tabId, windowId: tab.windowId };

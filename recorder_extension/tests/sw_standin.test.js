@@ -166,3 +166,32 @@ test("a tab switch to a tab of unknown URL waits for nothing: without its screen
   await ctx.recorder.attachScreenshot(ctx.session, turn.client_id, { tabId: 8, png: null });
   assert.equal((await record(ctx, turn)).readyAt, 0);
 });
+
+/** A textInput typed until `ms` on `url`, whose message arrived at `arrivedMs`, without a screenshot of its own. */
+const typed = (ctx, url, ms, arrivedMs) =>
+  ctx.recorder.recordAction(
+    ctx.session,
+    { turn: { intent: "textInput", eventTime: ctx.session.startedAt + ms, arguments: { metadata: { url }, text: "x" } } },
+    { tabId: TAB, screenshot: null, tabUrl: url, arrivedAt: ctx.session.startedAt + arrivedMs },
+  );
+
+test("text typed in a cross-origin frame and sent after the next action gets a screenshot taken before it arrived", async () => {
+  // Typing ends at 1.0 s; the click elsewhere at 1.5 s (its gesture screenshot shows the typed text) makes the
+  // frame send its text at 1.6 s, too late for a screenshot of its own (quota, the tab switched away).
+  const ctx = await setup();
+  await click(ctx, A, 200, new Uint8Array([1]));
+  await click(ctx, A, 1500, new Uint8Array([2])); // the latest screenshot of A, after the typing ended
+  const text = await typed(ctx, A, 1000, 1600);
+  assert.equal(text.screenshot, sha256(new Uint8Array([2])));
+  // A click (its effect may show after it) never takes a later screenshot.
+  const late = await ctx.recorder.recordAction(
+    ctx.session,
+    { turn: { intent: "click", eventTime: ctx.session.startedAt + 1000, arguments: { metadata: { url: A } } } },
+    { tabId: TAB, screenshot: null, tabUrl: A, arrivedAt: ctx.session.startedAt + 1600 },
+  );
+  assert.equal(late.screenshot, undefined);
+  // Nor does a textInput take one taken after its message arrived.
+  await click(ctx, A, 3000, new Uint8Array([3]));
+  const early = await typed(ctx, A, 2500, 2600);
+  assert.equal(early.screenshot, undefined);
+});
