@@ -49,6 +49,7 @@ const video = new W.video.Video({ kv, store: () => storeReady, regionsOf: tabReg
 let wakeTimer = null;
 let keepAliveTimer = null;
 let tabEvents = Promise.resolve(); // the queue of tab and navigation events (see whileRecording)
+const followUps = new Set(); // screenshots of loads and tab switches being taken (stop waits for them)
 
 const ready = storeReady.then((store) => {
   const uploader = new W.uploader.Uploader({
@@ -57,6 +58,7 @@ const ready = storeReady.then((store) => {
   const recorder = new W.recorder.Recorder({
     kv, tabsKv, store, uploader, video, now: () => Date.now(), uuid: () => crypto.randomUUID(),
     broadcast, notify: notifyPanel, activeTabs, userAgent: navigator.userAgent,
+    shotsInFlight: () => Promise.allSettled([...followUps]),
     timezoneOffsetMinutes: new Date().getTimezoneOffset(),
   });
   return { store, uploader, recorder };
@@ -340,9 +342,11 @@ function whileRecording(fn, otherwise) {
     return null;
   });
   tabEvents = step.catch(() => {});
-  step
+  const done = step
     .then((followUp) => typeof followUp === "function" && followUp())
     .catch((error) => console.warn("event not recorded", error));
+  followUps.add(done);
+  done.finally(() => followUps.delete(done));
 }
 
 /** The active tab of every window, the last focused window's first. */

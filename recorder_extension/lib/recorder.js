@@ -23,6 +23,7 @@
   const { makeBlob, validClientId, buildActionTurn, buildTabTurn, buildChatTurn, lastTabsFrom, actionTabUrl } = turns;
 
   const CONFIG_KEYS = ["serverUrl", "token", "project", "privateSelectors", "automation", "video"];
+  const STOP_SHOTS_WAIT_MS = 10000; // stop waits this long at most for screenshots being taken (shotsInFlight)
   const FINAL_STATE_INTENTS = new Set(["textInput", "scroll"]); // sent once their state is final (see recordAction)
 
   // --- The recorder ----------------------------------------------------------------------------------------
@@ -126,6 +127,9 @@
       if (!active) return { ok: false, error: "no demonstration is being recorded" };
       if (this.d.video) await withTimeout(this.d.video.stop().catch(() => null), 5000);
       const stopped = await sessions.stopActive(this.d.kv, this.d.now());
+      // Screenshots still being taken for loads and tab switches of this recording (a busy machine, the quota)
+      // are awaited, for a while: released now, those turns would go without one.
+      if (this.d.shotsInFlight) await withTimeout(this.d.shotsInFlight(), STOP_SHOTS_WAIT_MS);
       await this.settleWaiting(stopped);
       await this.d.store.releaseTurns(stopped.clientId);
       await this.changed();

@@ -195,3 +195,22 @@ test("text typed in a cross-origin frame and sent after the next action gets a s
   const early = await typed(ctx, A, 2500, 2600);
   assert.equal(early.screenshot, undefined);
 });
+
+test("stop waits for a tab switch's screenshot still being taken instead of releasing the turn without it", async () => {
+  const ctx = await setup();
+  let finish;
+  const inFlight = new Promise((resolve) => (finish = resolve));
+  ctx.recorder.d.shotsInFlight = () => inFlight;
+  const turn = await ctx.recorder.recordTab(ctx.session, "tabswitch", {
+    tabId: TAB, url: A, tabIdOrigin: 1, eventTime: ctx.session.startedAt + 100, hold: C.TIMING.LOAD_SETTLE_MS,
+  });
+  const stopping = ctx.recorder.command("stop");
+  // The screenshot arrives while stop waits (taken by the worker's follow-up of the tab switch).
+  await ctx.recorder.attachScreenshot(ctx.session, turn.client_id, { tabId: TAB, png: new Uint8Array([7]), atMs: ctx.session.startedAt + 300, url: A });
+  finish();
+  assert.equal((await stopping).ok, true);
+  await ctx.recorder.d.uploader.kick({ force: true });
+  const uploaded = JSON.parse(ctx.server.recordings.get(ctx.session.demoName).turns.get(turn.client_id));
+  assert.equal(uploaded.screenshot, sha256(new Uint8Array([7])));
+  assert.equal(ctx.recorder.shotStats.missing, 0);
+});
