@@ -194,12 +194,21 @@
     return masker;
   }
 
-  /** The device-pixel boxes to black out of a `width × height` frame: everything when the regions are not fresh. */
+  /**
+   * The pixel boxes to black out of a `width × height` frame: everything when the regions are not fresh. Tab
+   * capture keeps the page's aspect ratio: the viewport is scaled to fit the frame and centred (black bars, e.g.
+   * a 1280 × 800 page in an 800 × 600 frame is 800 × 500 at y = 50).
+   */
   function blackBoxes(regions, width, height) {
-    if (!regions || !regions.viewport || Date.now() - regions.at > C.TIMING.VIDEO_REGIONS_MAX_AGE_MS) {
+    const viewport = regions && regions.viewport;
+    if (!viewport || !(viewport.width > 0 && viewport.height > 0) || Date.now() - regions.at > C.TIMING.VIDEO_REGIONS_MAX_AGE_MS) {
       return [{ x: 0, y: 0, width, height }];
     }
-    return W.regions.scaleRects(regions.rects, regions.viewport, width, height);
+    const scale = Math.min(width / viewport.width, height / viewport.height);
+    const dx = (width - viewport.width * scale) / 2;
+    const dy = (height - viewport.height * scale) / 2;
+    const inFrame = regions.rects.map((r) => ({ x: dx + r.x * scale, y: dy + r.y * scale, width: r.width * scale, height: r.height * scale }));
+    return W.regions.scaleRects(inFrame, { width, height }, width, height);
   }
 
   function within(promise, ms, message) {

@@ -182,11 +182,14 @@ def test_the_tab_video_shows_private_areas_black(live, servers):
     first_run = [c for c in chunks if c["started_at"] == chunks[0]["started_at"]]
     webm = b"".join(blob_bytes(live.platform, live.token, c["blob"]) for c in first_run)
     frame = last_video_frame(webm)
-    scale = frame.width / VIEWPORT[0]
+    # Tab capture fits the page into its frame size, centred (e.g. 1280 × 800 in 800 × 600: black bars above and below).
+    scale = min(frame.width / VIEWPORT[0], frame.height / VIEWPORT[1])
+    dx, dy = (frame.width - VIEWPORT[0] * scale) / 2, (frame.height - VIEWPORT[1] * scale) / 2
 
     def area(rect, by):
         x0, y0, x1, y1 = inset(rect, by)
-        return frame.crop(tuple(round(v * scale) for v in (x0, y0, x1, y1)))
+        box = (dx + x0 * scale, dy + y0 * scale, dx + x1 * scale, dy + y1 * scale)
+        return frame.crop(tuple(round(v) for v in box))
 
     for private in ("password", "secret-box"):
         # Lossy video: near black, far from the fields' own colours.
