@@ -214,3 +214,20 @@ test("stop waits for a tab switch's screenshot still being taken instead of rele
   assert.equal(uploaded.screenshot, sha256(new Uint8Array([7])));
   assert.equal(ctx.recorder.shotStats.missing, 0);
 });
+
+test("a tab switched to and closed before any screenshot of it gets the tab's earlier screenshot of that page", async () => {
+  const ctx = await setup();
+  await click(ctx, A, 100, new Uint8Array([4])); // tab 3 showed A (then another tab was in front)
+  const turn = await ctx.recorder.recordTab(ctx.session, "tabswitch", {
+    tabId: TAB, url: A, tabIdOrigin: 1, eventTime: ctx.session.startedAt + 5000, hold: C.TIMING.LOAD_SETTLE_MS,
+  });
+  await ctx.recorder.attachScreenshot(ctx.session, turn.client_id, { tabId: TAB, png: null }); // the quota: none
+  await ctx.recorder.settleWaiting(ctx.session, TAB); // the tab is closed
+  assert.equal((await record(ctx, turn)).turn.screenshot, sha256(new Uint8Array([4])));
+  assert.deepEqual(ctx.recorder.shotStats, { standIn: 1, missing: 0 });
+  // A load never takes an earlier screenshot: it may be of an earlier visit of the page.
+  const again = await load(ctx, B, 6000);
+  await ctx.recorder.setLastShot(ctx.session, TAB, "d".repeat(64), 5.9, B);
+  await ctx.recorder.settleWaiting(ctx.session, TAB);
+  assert.equal((await record(ctx, again)).turn.screenshot, undefined);
+});
