@@ -175,7 +175,9 @@
           context.drawImage(frame, 0, 0, width, height);
           context.fillStyle = "#000";
           for (const box of blackBoxes(regionsNow(), width, height)) context.fillRect(box.x, box.y, box.width, box.height);
-          const masked = new VideoFrame(canvas, { timestamp: frame.timestamp });
+          // Stamped when written: the video's clock then runs with the recorder's (started_at is taken when it
+          // starts, at the first frame written), even when the first frame read was captured long before.
+          const masked = new VideoFrame(canvas, { timestamp: Math.round(performance.now() * 1000) });
           frame.close();
           if (masker.beforeFirstFrame) {
             const first = masker.beforeFirstFrame;
