@@ -27,6 +27,7 @@ importScripts(
   "lib/standins.js",
   "lib/loads.js",
   "lib/recorder.js",
+  "lib/regions.js",
   "lib/shots.js",
   "lib/video.js",
   "lib/step.js",
@@ -48,10 +49,11 @@ const kv = new W.sessions.Kv(chrome.storage.local);
 const tabsKv = new W.sessions.Kv(chrome.storage.session);
 const shots = new W.shots.Shots();
 const storeReady = W.store.openStore();
-const video = new W.video.Video({ kv, store: () => storeReady });
+const video = new W.video.Video({ kv, store: () => storeReady, regionsOf: tabRegions });
 let wakeTimer = null;
 let keepAliveTimer = null;
 let tabEvents = Promise.resolve(); // the queue of tab and navigation events (see whileRecording)
+const followUps = new Set(); // screenshots of loads and tab switches being taken (stop waits for them)
 
 const ready = storeReady.then((store) => {
   const uploader = new W.uploader.Uploader({
@@ -60,6 +62,7 @@ const ready = storeReady.then((store) => {
   const recorder = new W.recorder.Recorder({
     kv, tabsKv, store, uploader, video, now: () => Date.now(), uuid: () => crypto.randomUUID(),
     broadcast, notify: notifyPanel, activeTabs, userAgent: navigator.userAgent,
+    shotsInFlight: () => Promise.allSettled([...followUps]),
     timezoneOffsetMinutes: new Date().getTimezoneOffset(),
   });
   return { store, uploader, recorder };
@@ -74,7 +77,7 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
     // Synchronously, before any await: the user gesture (no screenshot quota) only carries this far.
     const first = shots.captureNow(sender.tab.windowId);
     first.catch(() => {}); // a failure is handled by the fallbacks in onCapture
-    reply(onCapture(message, sender, first), sendResponse);
+    reply(onCapture(message, sender, first, Date.now()), sendResponse);
     return true;
   }
   if (message.type === C.MSG.STEP_SELECT) {
@@ -161,13 +164,13 @@ async function onChat(recorder, message) {
 
 // --- Captures (browser actions from the content script) -----------------------------------------------------
 
-async function onCapture(message, sender, first) {
+async function onCapture(message, sender, first, arrivedAt) {
   const { recorder } = await ready;
   // While this runs, the same capture saved by its page at unload (a link click) waits for it (drainPendingCaptures).
-  return recorder.capturing(message.turn && message.turn.client_id, () => captureAction(recorder, message, sender, first));
+  return recorder.capturing(message.turn && message.turn.client_id, () => captureAction(recorder, message, sender, first, arrivedAt));
 }
 
-async function captureAction(recorder, message, sender, first) {
+async function captureAction(recorder, message, sender, first, arrivedAt) {
   const session = await recorder.recording();
   if (!session) return { ok: false, ignored: "not recording" };
   const tab = { tabId: sender.tab.id, windowId: sender.tab.windowId, url: sender.tab.url };
@@ -175,11 +178,13 @@ async function captureAction(recorder, message, sender, first) {
   // link navigated) is refused: the tab's last screenshot of the action's page stands in (recordAction).
   const left = W.recorder.tabLeftPage(message, tab.url);
   const png = left ? null : await shots.resolve(first, tab);
-  // Never store a screenshot whose private areas could not be blacked out; the action is kept without it.
-  const masked = png && (await shots.mask(png, message.privateRects, message.viewport).catch(() => null));
+  // Never store a screenshot whose private areas could not be blacked out; the action is kept without it. The
+  // acting frame's own report was taken with the action; every other frame of the tab is asked now.
+  const own = message.regions ? { frameId: sender.frameId, report: message.regions } : null;
+  const masked = png && (await maskTab(png, tab.tabId, { own, topUrl: tab.url, legacy: message }));
   const zoomLevel = await chrome.tabs.getZoom(tab.tabId).catch(() => undefined);
   const turn = await recorder.recordAction(session, message, {
-    tabId: tab.tabId, screenshot: masked, zoomLevel, tabUrl: left ? null : tab.url,
+    tabId: tab.tabId, screenshot: masked, zoomLevel, tabUrl: left ? null : tab.url, arrivedAt,
   });
   // The "after" frame may show the next page (a link): that is what it is for.
   const visible = { tabId: tab.tabId, windowId: tab.windowId };
@@ -206,11 +211,12 @@ async function takeAfterFrame(session, clientId, tab) {
  * {png, at (ms epoch of the capture), url (the tab's URL then)} or null.
  */
 async function maskedShotLater(tab, deadline, priority) {
-  const config = (await kv.get(C.STORAGE.CONFIG)) || {};
-  const { rects, viewport } = await shots.privateRects(tab.tabId, config.privateSelectors);
+  // Also asked before the capture (which may wait for the quota): a tab closed or navigating right after its
+  // screenshot may no longer answer, and then these regions, of the same page a moment earlier, stand in.
+  const before = tabRegions(tab.tabId).catch(() => null);
   const png = await shots.later(tab, deadline, priority);
   if (!png) return null;
-  const masked = await shots.mask(png, rects, viewport).catch(() => null);
+  const masked = await maskTab(png, tab.tabId, { topUrl: png.capturedUrl || tab.url, before: await before });
   return masked && { png: masked, at: png.capturedAt || Date.now(), url: png.capturedUrl || null };
 }
 
@@ -227,7 +233,9 @@ async function onStepSelect(message, sender, first) {
   if (!session || !session.step) return { ok: false, error: "not recording in step mode" };
   const tab = { tabId: sender.tab.id, windowId: sender.tab.windowId, url: sender.tab.url };
   const png = await shots.resolve(first, tab);
-  const screenshot = png && (await shots.mask(png, message.privateRects, message.viewport).catch(() => null));
+  // Masked like every screenshot: the selecting frame's own report, every other frame of the tab asked now.
+  const own = message.regions ? { frameId: sender.frameId, report: message.regions } : null;
+  const screenshot = png && (await maskTab(png, tab.tabId, { own, topUrl: tab.url, legacy: message }));
   const { type, target, options, label, ...capture } = message;
   const selection = {
     tabId: tab.tabId, frameId: sender.frameId || 0, tabUrl: tab.url, capture: { ...capture, type: C.MSG.CAPTURE },
@@ -318,6 +326,32 @@ function publicStep(state) {
     phase: s.phase, op: s.op || null,
     selection: sel && { tabId: sel.tabId, frameId: sel.frameId, label: sel.label, options: sel.options, tagName: sel.capture.turn.arguments.element && sel.capture.turn.arguments.element.tagName },
   };
+}
+
+/**
+ * `png` of tab `tabId` with the private areas of every frame of the tab blacked out (lib/regions.js), or null
+ * when they cannot all be placed (the top frame did not answer, or shows another page than `topUrl`; `before`, the
+ * regions of the same page asked just before the capture, then stand in). `legacy`:
+ * a capture from a content script without a regions report (an older one still loaded): its own rects count.
+ */
+async function maskTab(png, tabId, { own = null, topUrl = null, legacy = null, before = null } = {}) {
+  try {
+    let found = await tabRegions(tabId, { own, topUrl });
+    const samePage = (regions) => regions && regions.viewport && (!topUrl || regions.url === topUrl);
+    if (!found.viewport && samePage(before)) found = before;
+    if (!found.viewport) throw new Error("the private areas of the tab could not be placed");
+    const extra = legacy && !legacy.regions && Array.isArray(legacy.privateRects) ? legacy.privateRects : [];
+    return await shots.mask(png, [...found.rects, ...extra], found.viewport);
+  } catch (error) {
+    shots.failed("skipped", error);
+    return null;
+  }
+}
+
+/** The private areas of every frame of tab `tabId` ({rects, viewport} in tab-viewport CSS px; lib/regions.js). */
+async function tabRegions(tabId, options) {
+  const config = (await kv.get(C.STORAGE.CONFIG)) || {};
+  return W.regions.collect(tabId, config.privateSelectors, options);
 }
 
 // --- Navigations and tabs -------------------------------------------------------------------------------------
@@ -434,9 +468,11 @@ function whileRecording(fn, otherwise) {
     return null;
   });
   tabEvents = step.catch(() => {});
-  step
+  const done = step
     .then((followUp) => typeof followUp === "function" && followUp())
     .catch((error) => console.warn("event not recorded", error));
+  followUps.add(done);
+  done.finally(() => followUps.delete(done));
 }
 
 /** The active tab of every window, the last focused window's first. */
@@ -564,6 +600,7 @@ ready
     uploader.kick();
     drainPendingCaptures();
     keepAliveWhileRecording(Boolean(await recorder.session()));
+    await video.resume();
     await recorder.runStoredCommand(await kv.get(C.STORAGE.COMMAND));
   })
   .catch((error) => console.error("service worker start failed", error));

@@ -7,7 +7,7 @@
  *
  * Each action sends ONE message, synchronously from the event handler (the service worker then holds the
  * user gesture and can call captureVisibleTab without its quota):
- *   {target: SW, type: CAPTURE, turn, page: {html, bboxes}, privateRects, viewport, mouse, frame}
+ *   {target: SW, type: CAPTURE, turn, page: {html, bboxes}, privateRects, regions, viewport, mouse, frame}
  *   turn = {client_id, type: "browser", intent, arguments: {metadata, properties?, element?, …}, eventTime}
  * What is captured (only while recording and not paused, trusted events only):
  *   click      at pointerdown (primary or middle button), so page, boxes and screenshot show the state BEFORE
@@ -28,6 +28,8 @@
  *   pointer/mouse/click events are stopped in the capture phase, the page never sees them) and sends
  *   {type: STEP_SELECT, turn, page, …, options?, label}: the page before the step. The worker then asks
  *   (STEP_EXEC) for the element's part of the operation and performs the rest with CDP input, let through.
+ * Private pixels: `regions` is this frame's private-regions report (C.MSG.REGIONS, taken with the action); the worker
+ * asks every other frame for theirs and masks the screenshot with all of them (lib/regions.js).
  *
  * Frames: the page captured is the topmost same-origin document (a same-origin iframe's actions are
  * captured with the whole page and top-level boxes). A cross-origin frame captures its own document; its
@@ -50,6 +52,7 @@
   const dom = W.dom;
   const chromeApi = root.chrome;
   const FRAME_OFFSET = C.MSG.FRAME_OFFSET;
+  const FRAME_ID = C.MSG.FRAME_ID;
   const KEY_CLICK_WINDOW_MS = 1000; // a click this soon after Enter/Space on the same element is its activation
   const OFFSET_REQUEST_INTERVAL_MS = 250;
   const OFFSET_PUSH_DELAY_MS = 100;
@@ -71,6 +74,8 @@
   let lastEventTime = 0;
   let tabId = null; // from the worker's HELLO reply; saved with captures left behind by a page that goes away
   let tabUrl = null; // the tab's URL at HELLO (the top page's, also in a cross-origin frame); saved with them too
+  let frameId = null; // this frame's chrome frameId (HELLO reply): told to the parent frame (C.MSG.FRAME_ID)
+  const childFrameIds = new Map(); // child frame window → its frameId, as the child told (names our iframe boxes)
   // Captures the worker has not answered yet (it answers once the turn is stored), by client_id: if the page
   // goes away first (a link click while the worker was starting), they are saved for the worker to pick up.
   const unanswered = new Map();
@@ -121,6 +126,8 @@
         stepPass = false;
         if (message.clear) unhighlight();
         return { ok: true };
+      case C.MSG.REGIONS:
+        return regionsReport(message.privateSelectors);
       default:
         console.warn("[webtasks] content script: unknown message type", message.type);
     }
@@ -131,6 +138,11 @@
     sendToWorker(message, (reply) => {
       if (reply && Number.isInteger(reply.tabId)) tabId = reply.tabId;
       if (reply && typeof reply.tabUrl === "string") tabUrl = reply.tabUrl;
+      if (reply && Number.isInteger(reply.frameId)) {
+        frameId = reply.frameId;
+        tellParentFrameId();
+      }
+      askChildFrameIds();
       if (reply && reply.state) applyState(reply.state);
     });
   }
@@ -283,6 +295,51 @@
     };
   }
 
+  // --- Private regions (lib/regions.js composes the reports of every frame) ----------------------------------
+
+  /**
+   * This frame's private areas and iframe boxes in its own viewport: {url, viewport, rects, frames}. `rects`: the
+   * private elements visible in this viewport (same-origin subframes included); pass them when just measured.
+   */
+  function regionsReport(selectors, rects) {
+    const list = Array.isArray(selectors) && selectors.length ? selectors : state.privateSelectors;
+    const size = { width: window.innerWidth, height: window.innerHeight };
+    let own = rects;
+    if (!own) {
+      try {
+        own = dom.privateRects(document, { privateSelectors: list, viewport: size });
+      } catch (err) {
+        return null; // not measurable (a document going away): the worker masks this frame whole
+      }
+    }
+    const frames = [];
+    let unnamed = false;
+    for (const iframe of dom.frameElements(document)) {
+      const box = dom.contentBox(iframe);
+      const child = iframe.contentWindow;
+      const id = child && childFrameIds.has(child) ? childFrameIds.get(child) : null;
+      if (id === null) unnamed = true;
+      frames.push({ frameId: id, x: box.x, y: box.y, width: box.width, height: box.height });
+    }
+    if (unnamed) askChildFrameIds();
+    return { url: location.href, viewport: size, rects: own.map((r) => ({ x: r.x, y: r.y, width: r.width, height: r.height })), frames };
+  }
+
+  function tellParentFrameId() {
+    if (window !== window.top && frameId !== null) window.parent.postMessage({ type: FRAME_ID, frameId }, "*");
+  }
+
+  function askChildFrameIds() {
+    for (const iframe of dom.frameElements(document)) {
+      if (iframe.contentWindow) iframe.contentWindow.postMessage({ type: FRAME_ID, request: true }, "*");
+    }
+  }
+
+  function acceptChildFrameId(source, data) {
+    if (!Number.isInteger(data.frameId) || data.frameId <= 0) return;
+    if (dom.frameElements(document).some((f) => f.contentWindow === source)) childFrameIds.set(source, data.frameId);
+  }
+
   // --- Building and sending turns ------------------------------------------------------------------------
 
   function pageUrl() {
@@ -331,8 +388,14 @@
     const turnArguments = Object.assign({ metadata }, args);
     if (element) turnArguments.element = dom.elementInfo(element, opts);
     const turn = { client_id: dom.newUid(), type: "browser", intent, arguments: turnArguments, eventTime: eventClock(at) };
+    let regions = null;
+    try {
+      regions = regionsReport(state.privateSelectors, window === window.top && page ? privateRects : null);
+    } catch (err) {
+      regions = null; // the worker asks this frame again
+    }
     const message = {
-      target: C.TARGET.SW, type: C.MSG.CAPTURE, turn, privateRects,
+      target: C.TARGET.SW, type: C.MSG.CAPTURE, turn, privateRects, regions,
       viewport: { width: size.width, height: size.height, devicePixelRatio: window.devicePixelRatio || 1 },
       mouse: m, frame: frameInfo(),
     };
@@ -829,7 +892,11 @@
     const data = event.data;
     if (!data || typeof data !== "object") return;
     if (data.type === C.MSG.PAGE_BRIDGE && event.source === window && "request" in data) bridge(data);
-    else if (data.type === FRAME_OFFSET) {
+    else if (data.type === FRAME_ID) {
+      if (data.request) {
+        if (event.source === window.parent && window.parent !== window) tellParentFrameId();
+      } else if (event.source && event.source !== window) acceptChildFrameId(event.source, data);
+    } else if (data.type === FRAME_OFFSET) {
       if (data.request) {
         if (event.source && event.source !== window) answerChild(event.source);
       } else if (event.source === window.parent && window.parent !== window) acceptOffset(data);
@@ -877,7 +944,7 @@
   }
 
   W.capture = {
-    state, applyState, send, captureMessage, coalescer: co, received: () => received, frameInfo, unanswered, saveUnanswered,
+    state, applyState, send, captureMessage, regionsReport, coalescer: co, received: () => received, frameInfo, unanswered, saveUnanswered,
     flushPending: () => co.flushPending(),
   };
   requestOffset(true);

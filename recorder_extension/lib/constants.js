@@ -38,6 +38,7 @@
       VIDEO_START: "video-start", // {streamId, startedAt}
       VIDEO_CHUNK: "video-chunk", // {index, bytes (base64), startedAt}
       VIDEO_STOP: "video-stop",
+      VIDEO_REGIONS: "video-regions", // service worker → offscreen: {rects, viewport} the tab's private areas now
       VIDEO_STATUS: "video-status", // offscreen → service worker: {recording, error?} (recorder started/stopped/failed)
       // step mode (lib/step.js): content → worker: the annotator clicked an element (blocked) {capture, options?};
       // panel → worker: the operation {op, value?}; worker → content: perform the element's part of it {op, value}
@@ -53,6 +54,12 @@
       // content script of a frame ↔ content script of its child frame (window.postMessage): the child, on another
       // origin, asks {type, request: true}; the parent answers {type, x, y, viewportWidth, viewportHeight}
       FRAME_OFFSET: "webtasks-frame-offset",
+      // service worker → content script of one frame (tabs.sendMessage with frameId): → its private regions report
+      // {url, viewport, rects, frames: [{frameId, x, y, width, height}]} in its own viewport (lib/regions.js)
+      REGIONS: "regions",
+      // content script of a child frame → its parent's (window.postMessage): {type, frameId} (the child's
+      // chrome frameId, from the HELLO reply), so the parent can name its iframe boxes; {type, request: true} asks
+      FRAME_ID: "webtasks-frame-id",
     }),
 
     // chrome.storage.local keys (durable; survive service-worker death and browser restart).
@@ -99,6 +106,8 @@
       // history load's screenshot is taken once the tab's URL has been quiet this long
       HISTORY_COALESCE_MS: 1000,
       VIDEO_TIMESLICE_MS: 2000, // MediaRecorder chunk length
+      VIDEO_REGIONS_MS: 250, // the tab video's private areas are refreshed this often (lib/video.js)
+      VIDEO_REGIONS_MAX_AGE_MS: 10000, // video frames are black while the private areas known are older than this
     }),
   });
 

@@ -62,6 +62,22 @@
     return { x: rect.left + (iframe.clientLeft || 0) + paddingLeft, y: rect.top + (iframe.clientTop || 0) + paddingTop };
   }
 
+  /** An iframe's viewport in its parent's viewport: {x, y, width, height} (content box, scrollbars of the
+   *  iframe element excluded). */
+  function contentBox(iframe) {
+    const o = contentOffset(iframe);
+    let padding = 0;
+    let paddingY = 0;
+    try {
+      const style = iframe.ownerDocument.defaultView.getComputedStyle(iframe);
+      padding = (parseFloat(style.paddingLeft) || 0) + (parseFloat(style.paddingRight) || 0);
+      paddingY = (parseFloat(style.paddingTop) || 0) + (parseFloat(style.paddingBottom) || 0);
+    } catch (err) {
+      // detached: no padding known
+    }
+    return { x: o.x, y: o.y, width: Math.max(0, iframe.clientWidth - padding), height: Math.max(0, iframe.clientHeight - paddingY) };
+  }
+
   /** Offset of `doc`'s viewport in the topmost same-origin document's viewport (0,0 for that document). */
   function offsetToRoot(doc) {
     let x = 0;
@@ -254,7 +270,7 @@
     MASK, NONE, VALUE, SUBTREE, TEXT_CONTENT_MAX,
     newUid: serialize.newUid, newElementUid: serialize.newElementUid, ensureUid, stampUids, serializePage, boundingBoxes,
     capturePage, privateRects, elementInfo, isPrivate: privacy.isPrivate, privacyLevel: privacy.privacyLevel,
-    maskValue: privacy.maskValue, xpathOf, contentOffset, offsetToRoot, frameElements, privateElements: privacy.privateElements,
+    maskValue: privacy.maskValue, xpathOf, contentOffset, contentBox, offsetToRoot, frameElements, privateElements: privacy.privateElements,
   };
   root.WebTasks = root.WebTasks || {};
   root.WebTasks.dom = api;

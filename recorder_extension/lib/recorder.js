@@ -23,6 +23,8 @@
   const { makeBlob, validClientId, buildActionTurn, buildTabTurn, buildChatTurn, lastTabsFrom, actionTabUrl } = turns;
 
   const CONFIG_KEYS = ["serverUrl", "token", "project", "privateSelectors", "automation", "video"];
+  const STOP_SHOTS_WAIT_MS = 10000; // stop waits this long at most for screenshots being taken (shotsInFlight)
+  const FINAL_STATE_INTENTS = new Set(["textInput", "scroll"]); // sent once their state is final (see recordAction)
 
   // --- The recorder ----------------------------------------------------------------------------------------
 
@@ -129,6 +131,9 @@
       }
       if (this.d.video) await withTimeout(this.d.video.stop().catch(() => null), 5000);
       const stopped = await sessions.stopActive(this.d.kv, this.d.now());
+      // Screenshots still being taken for loads and tab switches of this recording (a busy machine, the quota)
+      // are awaited, for a while: released now, those turns would go without one.
+      if (this.d.shotsInFlight) await withTimeout(this.d.shotsInFlight(), STOP_SHOTS_WAIT_MS);
       await this.settleWaiting(stopped);
       await this.d.store.releaseTurns(stopped.clientId);
       await this.changed();
@@ -202,9 +207,15 @@
      * and is recent (BEFORE_FRAME_MAX_AGE_S, lib/standins.js): it is the state the action was taken in. Resolves with the
      * stored turn (held back for its "after" frame).
      */
-    async recordAction(session, message, { tabId, screenshot, zoomLevel, tabUrl, mhtml }) {
+    async recordAction(session, message, { tabId, screenshot, zoomLevel, tabUrl, mhtml, arrivedAt }) {
       const sent = message.turn || {};
       const timestamp = this.timestamp(session, sent.eventTime);
+      // A textInput or scroll shows its final state, and is sent after it (a pause, a focusout — from a
+      // cross-origin frame only after the next action elsewhere): a screenshot of its page taken before its
+      // message arrived (`arrivedAt`, ms) shows that state too, and may stand in; for other actions only one
+      // taken at or before the action does (after it, the action's effect may show).
+      const standInUntil = FINAL_STATE_INTENTS.has(sent.intent) && Number.isFinite(arrivedAt)
+        ? Math.max(timestamp, this.timestamp(session, arrivedAt)) : timestamp;
       const blobs = [];
       const refs = {};
       if (screenshot) blobs.push((refs.screenshot = await makeBlob(screenshot, "image/png")));
@@ -216,7 +227,7 @@
       const before = await this.lastShot(session, tabId, timestamp);
       if (before) frames.push({ screenshot: before.sha256, timestamp: before.timestamp, label: "before" });
       const url = actionTabUrl(message, tabUrl);
-      const standIn = refs.screenshot ? null : await this.lastShotOf(session, tabId, timestamp, url);
+      const standIn = refs.screenshot ? null : await this.lastShotOf(session, tabId, standInUntil, url);
       const shas = Object.fromEntries(Object.entries(refs).map(([k, b]) => [k, b.sha256]));
       if (standIn) shas.screenshot = standIn.sha256; // its blob is stored (or uploaded) already
       const turn = buildActionTurn(sent, { clientId: this.d.uuid(), timestamp, tabId, zoomLevel, frames, refs: shas });
@@ -271,7 +282,7 @@
         if (running) await running.catch(() => null);
         if (session && message && message.turn && !(await this.d.store.getTurn(message.turn.client_id))) {
           const tabId = Number.isInteger(pending.tabId) ? pending.tabId : -1;
-          await this.recordAction(session, message, { tabId, screenshot: null, tabUrl: pending.tabUrl });
+          await this.recordAction(session, message, { tabId, screenshot: null, tabUrl: pending.tabUrl, arrivedAt: pending.at });
           stored += 1;
         }
         await this.d.kv.remove(key);

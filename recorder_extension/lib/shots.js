@@ -7,13 +7,14 @@
  *   `captureSpaced` queues calls ≥ C.TIMING.CAPTURE_SPACING_MS apart.
  * - Last resort, `captureCdp`: chrome.debugger + Page.captureScreenshot (no quota; the browser shows a
  *   "debugging" bar while attached, so it is attached only for the one call).
- * - `mask` blacks out private areas (viewport CSS px) before anything is stored.
+ * - `mask` blacks out private areas (viewport CSS px, of every frame: lib/regions.js) before anything is stored.
  * The pure helpers (rect scaling, base64) are exported for node tests.
  */
 (function (root) {
   "use strict";
 
   const C = (root.WebTasks && root.WebTasks.C) || require("./constants.js");
+  const { scaleRects } = (root.WebTasks && root.WebTasks.regions) || require("./regions.js");
   const SPACED_FALLBACK_MS = 2000; // an action's screenshot waits this long for the quota, then CDP
   // Who gets the next quota slot: an action without a screenshot, then a page state (load, tab switch), then frames.
   const PRIORITY = Object.freeze({ ACTION: 2, STATE: 1, FRAME: 0 });
@@ -27,42 +28,6 @@
 
   function dataUrlToBytes(dataUrl) {
     return base64ToBytes(String(dataUrl).slice(String(dataUrl).indexOf(",") + 1));
-  }
-
-  /**
-   * Private rects (viewport CSS px) as device-pixel rects of an image `imageWidth × imageHeight` of a
-   * viewport `viewport.width × viewport.height`, clipped to the image, rounded outwards.
-   */
-  function scaleRects(rects, viewport, imageWidth, imageHeight) {
-    const sx = viewport && viewport.width > 0 ? imageWidth / viewport.width : 1;
-    const sy = viewport && viewport.height > 0 ? imageHeight / viewport.height : sx;
-    const out = [];
-    for (const r of rects || []) {
-      if (!r || ![r.x, r.y, r.width, r.height].every(Number.isFinite)) continue;
-      const left = Math.max(0, Math.floor(r.x * sx));
-      const top = Math.max(0, Math.floor(r.y * sy));
-      const right = Math.min(imageWidth, Math.ceil((r.x + r.width) * sx));
-      const bottom = Math.min(imageHeight, Math.ceil((r.y + r.height) * sy));
-      if (right > left && bottom > top) out.push({ x: left, y: top, width: right - left, height: bottom - top });
-    }
-    return out;
-  }
-
-  /** Runs in the page (chrome.scripting): the viewport rects of private elements of the top frame. */
-  function pagePrivateRects(selectors, attribute) {
-    const query = [`[${attribute}]`, "input[type=password]", ...(selectors || [])].join(",");
-    const rects = [];
-    let elements = [];
-    try {
-      elements = document.querySelectorAll(query);
-    } catch {
-      elements = document.querySelectorAll(`[${attribute}], input[type=password]`);
-    }
-    for (const element of elements) {
-      const r = element.getBoundingClientRect();
-      if (r.width > 0 && r.height > 0) rects.push({ x: r.x, y: r.y, width: r.width, height: r.height });
-    }
-    return { rects, viewport: { width: innerWidth, height: innerHeight } };
   }
 
   class Shots {
@@ -81,8 +46,14 @@
     failed(kind, error) {
       this.stats[kind] += 1;
       this.stats.lastFailure = String((error && error.message) || error);
-      this.stats.recentFailures = [`${kind}: ${this.stats.lastFailure}`, ...(this.stats.recentFailures || [])].slice(0, 8);
-      this.log.debug && this.log.debug(`screenshot ${kind}:`, this.stats.lastFailure);
+      this.noteFailure(kind, error);
+    }
+
+    /** Keep the last few failures (of any attempt, also one a fallback made up for) for STATUS. */
+    noteFailure(kind, error) {
+      const text = `${kind}: ${String((error && error.message) || error)}`;
+      this.stats.recentFailures = [text, ...(this.stats.recentFailures || [])].slice(0, 12);
+      this.log.debug && this.log.debug(`screenshot ${text}`);
     }
 
     /** captureVisibleTab NOW (call synchronously in the listener). Resolves with PNG bytes. */
@@ -155,8 +126,18 @@
       }
     }
 
-    /** Page.captureScreenshot over chrome.debugger: no quota, works on any tab that renders. */
-    async captureCdp(tabId) {
+    /**
+     * Page.captureScreenshot over chrome.debugger: no quota, works on any tab that renders. One at a time: two
+     * actions falling back together would share one attachment, and the first to finish would detach the
+     * debugger under the other's command ("Debugger is not attached"), losing its screenshot.
+     */
+    captureCdp(tabId) {
+      const run = (this.cdpQueue || Promise.resolve()).then(() => this.captureCdpNow(tabId));
+      this.cdpQueue = run.catch(() => {});
+      return run;
+    }
+
+    async captureCdpNow(tabId) {
       const current = await chrome.tabs.get(tabId);
       const target = { tabId };
       let attached = false;
@@ -201,6 +182,7 @@
           return png;
         } catch (error) {
           lastError = error;
+          this.noteFailure(`${kind} attempt`, error);
         }
       }
       this.failed("failed", lastError);
@@ -219,20 +201,6 @@
       } catch (error) {
         this.failed("skipped", error);
         return null;
-      }
-    }
-
-    /** Private rects of the tab's top frame, computed in the page (for screenshots the content script did not ask for). */
-    async privateRects(tabId, selectors) {
-      try {
-        const [result] = await chrome.scripting.executeScript({
-          target: { tabId },
-          func: pagePrivateRects,
-          args: [selectors || [], C.PRIVATE_ATTRIBUTE],
-        });
-        return (result && result.result) || { rects: [], viewport: null };
-      } catch {
-        return { rects: [], viewport: null };
       }
     }
 
@@ -257,7 +225,7 @@
     return new Promise((resolve) => setTimeout(resolve, ms));
   }
 
-  const api = { Shots, PRIORITY, scaleRects, base64ToBytes, dataUrlToBytes, pagePrivateRects };
+  const api = { Shots, PRIORITY, scaleRects, base64ToBytes, dataUrlToBytes };
   root.WebTasks = root.WebTasks || {};
   root.WebTasks.shots = api;
   if (typeof module === "object" && module.exports) module.exports = api;

@@ -142,6 +142,11 @@
           if (w.session !== session.clientId) continue;
           await this.stopWaiting(id, clientId);
           if (w.standIn && (await this.giveStandIn(clientId, w.standIn.sha256))) continue;
+          // A tab switched to and closed (or the recording stopped) before any screenshot of it could be taken
+          // (seen: visible 0.5 s on a busy machine): it showed the page it had shown before it was hidden, so
+          // the tab's last screenshot of that URL stands in.
+          const earlier = (await this.isTabSwitch(clientId)) && (await this.lastShotOf(session, Number(id), w.timestamp, w.url));
+          if (earlier && (await this.giveStandIn(clientId, earlier.sha256))) continue;
           const released = await this.d.store.amendHeldTurn(clientId, (r) => (r.turn.screenshot ? null : { ...r, readyAt: 0 }), this.d.now());
           if (released) {
             this.shotStats.missing += 1;
@@ -150,6 +155,11 @@
         }
       }
       this.d.uploader.kick();
+    }
+
+    async isTabSwitch(clientId) {
+      const record = await this.d.store.getTurn(clientId);
+      return Boolean(record && record.turn && record.turn.intent === "tabswitch");
     }
 
     /** The page URL that waiting turn `clientId` needs a screenshot of (a committed load's, after any redirect). */

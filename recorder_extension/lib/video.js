@@ -6,6 +6,10 @@
  * Video is optional: without the tabCapture grant (the user clicked the toolbar button on that tab, or
  * headless Chromium run with --allowlisted-extension-id=<id>) `start` fails, the reason is kept in
  * C.STORAGE.VIDEO and recording goes on without video.
+ *
+ * Private areas: the offscreen document blacks them out of every frame before MediaRecorder sees it. It gets the
+ * recorded tab's regions (`regionsOf(tabId)`: lib/regions.js, every frame of the tab) with VIDEO_START and then every
+ * C.TIMING.VIDEO_REGIONS_MS (VIDEO_REGIONS) while recording; stale regions black out whole frames there.
  */
 (function (root) {
   "use strict";
@@ -14,10 +18,12 @@
   const OFFSCREEN_URL = "offscreen/offscreen.html";
 
   class Video {
-    constructor({ kv, store, log = console }) {
+    constructor({ kv, store, regionsOf = null, log = console }) {
       this.kv = kv;
       this.store = store;
+      this.regionsOf = regionsOf;
       this.log = log;
+      this.followTimer = null;
     }
 
     async hasDocument() {
@@ -45,13 +51,16 @@
         const streamId = await chrome.tabCapture.getMediaStreamId({ targetTabId: target });
         await this.ensureDocument();
         const firstIndex = (await (await this.store()).lastChunkIndex(session.clientId)) + 1;
+        const regions = await this.regions(target);
+        this.follow(target); // regions keep coming while the recorder starts (it waits for the tab's first frame)
         const answer = await chrome.runtime.sendMessage({
           target: C.TARGET.OFFSCREEN, type: C.MSG.VIDEO_START, streamId, session: session.clientId,
-          sessionStartedAt: session.startedAt, firstIndex, timesliceMs: C.TIMING.VIDEO_TIMESLICE_MS,
+          sessionStartedAt: session.startedAt, firstIndex, timesliceMs: C.TIMING.VIDEO_TIMESLICE_MS, regions,
         });
         if (!answer || !answer.ok) throw new Error((answer && answer.error) || "the offscreen recorder did not start");
         return this.merge({ session: session.clientId, recording: true, tabId: target, startedAt: answer.startedAt, error: null });
       } catch (error) {
+        this.unfollow();
         const message = String((error && error.message) || error);
         await this.merge({ session: session.clientId, recording: false, error: message });
         throw error;
@@ -60,6 +69,7 @@
 
     /** Stop the recorder; resolves once its last chunk is stored (the offscreen document answers then). */
     async stop() {
+      this.unfollow();
       if (await this.hasDocument()) {
         try {
           await chrome.runtime.sendMessage({ target: C.TARGET.OFFSCREEN, type: C.MSG.VIDEO_STOP });
@@ -70,6 +80,45 @@
       await this.merge({ recording: false });
     }
 
+    /** The private areas of tab `tabId` now ({rects, viewport}; viewport null when unknown). */
+    async regions(tabId) {
+      if (!this.regionsOf) return { rects: [], viewport: null };
+      try {
+        return await this.regionsOf(tabId);
+      } catch (error) {
+        return { rects: [], viewport: null };
+      }
+    }
+
+    /** Send the recorded tab's private areas to the offscreen recorder every VIDEO_REGIONS_MS (one at a time). */
+    follow(tabId) {
+      this.unfollow();
+      let busy = false;
+      const timer = setInterval(async () => {
+        if (busy) return;
+        busy = true;
+        try {
+          const regions = await this.regions(tabId);
+          if (this.followTimer !== timer) return;
+          await chrome.runtime.sendMessage({ target: C.TARGET.OFFSCREEN, type: C.MSG.VIDEO_REGIONS, ...regions }).catch(() => {});
+        } finally {
+          busy = false;
+        }
+      }, C.TIMING.VIDEO_REGIONS_MS);
+      this.followTimer = timer;
+    }
+
+    unfollow() {
+      clearInterval(this.followTimer);
+      this.followTimer = null;
+    }
+
+    /** After a worker restart: follow the tab again if its video is still being recorded. */
+    async resume() {
+      const state = await this.kv.get(C.STORAGE.VIDEO);
+      if (state && state.recording && Number.isInteger(state.tabId) && (await this.hasDocument())) this.follow(state.tabId);
+    }
+
     /** Update the stored video state (several messages race: VIDEO_STATUS may arrive before start's answer). */
     merge(fields) {
       return this.kv.mutate(C.STORAGE.VIDEO, (state) => ({ ...(state || {}), ...fields }));
@@ -77,6 +126,7 @@
 
     /** VIDEO_STATUS from the offscreen document (recorder ended or failed on its own). */
     status(message) {
+      if (!message.recording) this.unfollow();
       return this.merge({ recording: Boolean(message.recording), error: message.error || null });
     }
   }

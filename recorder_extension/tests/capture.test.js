@@ -168,6 +168,11 @@ function install(window, state) {
     sent,
     captures: (intent) => sent.filter((m) => m.type === C.MSG.CAPTURE && (!intent || m.turn.intent === intent)),
     broadcast: (message) => listeners.forEach((fn) => fn(message, {}, () => {})),
+    ask: (message) => {
+      const answers = [];
+      listeners.forEach((fn) => fn(message, {}, (answer) => answers.push(JSON.parse(JSON.stringify(answer)))));
+      return answers;
+    },
   };
 }
 
@@ -230,7 +235,7 @@ test("a click sends one CAPTURE, captured at pointerdown before the page reacts,
   click(window, link);
   const [message] = captures();
   assert.equal(captures().length, 1, "the click event itself adds nothing");
-  assert.deepEqual(Object.keys(message).sort(), ["frame", "mouse", "page", "privateRects", "target", "turn", "type", "viewport"]);
+  assert.deepEqual(Object.keys(message).sort(), ["frame", "mouse", "page", "privateRects", "regions", "target", "turn", "type", "viewport"]);
   assert.equal(message.target, C.TARGET.SW);
   assert.equal(message.type, C.MSG.CAPTURE);
   const { turn } = message;
@@ -678,4 +683,61 @@ test("step mode: a page cannot forge a selection through the bridge", async () =
   assert.equal(sent.filter((m) => m.type === C.MSG.STEP_SELECT).length, 0);
   assert.match(replies[0].error, /cannot send captures/);
   assert.equal(replies[0].content.step, true, "the reply carries the content script's own state");
+});
+
+// --- Private regions (the worker masks screenshots with every frame's; lib/regions.js) ---------------------------
+
+/** jsdom has no layout: boxes from a data-box="x y w h" attribute (zero without one). */
+function fakeLayout(window) {
+  const boxOf = (el) => {
+    const [x, y, width, height] = (el.getAttribute("data-box") || "0 0 0 0").split(" ").map(Number);
+    return { x, y, width, height, left: x, top: y, right: x + width, bottom: y + height };
+  };
+  window.Element.prototype.getBoundingClientRect = function () {
+    return boxOf(this);
+  };
+  for (const prop of ["clientWidth", "clientHeight"]) {
+    Object.defineProperty(window.HTMLIFrameElement.prototype, prop, {
+      get() {
+        return boxOf(this)[prop === "clientWidth" ? "width" : "height"];
+      },
+    });
+  }
+}
+
+const REGIONS_PAGE = `<!doctype html><html><body>
+  <input id="name" data-box="10 10 100 20"><input id="password" type="password" data-box="10 40 100 20">
+  <div data-private data-box="10 70 200 50">PRIVATE-TEXT <input id="inner" data-box="20 80 50 20"></div>
+  <section class="secret-box" data-box="300 10 50 50"></section>
+  <iframe id="child" data-box="400 100 300 200"></iframe>
+</body></html>`;
+
+test("a frame reports its private areas and iframe boxes in its own viewport; children name their boxes", async () => {
+  const { window, doc, ask } = await load({ html: REGIONS_PAGE });
+  fakeLayout(window);
+  const [report] = ask({ target: C.TARGET.CONTENT, type: C.MSG.REGIONS, privateSelectors: [".secret-box"] });
+  assert.equal(report.url, "https://shop.test/form");
+  assert.deepEqual(report.viewport, { width: window.innerWidth, height: window.innerHeight });
+  const rects = report.rects.map((r) => `${r.x} ${r.y} ${r.width} ${r.height}`).sort();
+  assert.deepEqual(rects, ["10 40 100 20", "10 70 200 50", "20 80 50 20", "300 10 50 50"]);
+  assert.deepEqual(report.frames, [{ frameId: null, x: 400, y: 100, width: 300, height: 200 }]);
+  // The child frame's content script tells its frameId (from its HELLO reply) to its parent.
+  const child = doc.getElementById("child").contentWindow;
+  window.dispatchEvent(new window.MessageEvent("message", { data: { type: C.MSG.FRAME_ID, frameId: 12 }, source: child }));
+  const [named] = ask({ target: C.TARGET.CONTENT, type: C.MSG.REGIONS });
+  assert.deepEqual(named.frames, [{ frameId: 12, x: 400, y: 100, width: 300, height: 200 }]);
+  // A window that is not one of its frames cannot name anything.
+  window.dispatchEvent(new window.MessageEvent("message", { data: { type: C.MSG.FRAME_ID, frameId: 13 }, source: window }));
+  assert.equal(ask({ target: C.TARGET.CONTENT, type: C.MSG.REGIONS })[0].frames[0].frameId, 12);
+});
+
+test("an action's capture carries its frame's regions report, taken with it", async () => {
+  const { window, doc, captures } = await load({ html: REGIONS_PAGE });
+  fakeLayout(window);
+  pointerDown(window, doc.getElementById("name"));
+  const [message] = captures("click");
+  const rects = message.regions.rects.map((r) => `${r.x} ${r.y} ${r.width} ${r.height}`).sort();
+  assert.deepEqual(rects, ["10 40 100 20", "10 70 200 50", "20 80 50 20", "300 10 50 50"]);
+  assert.equal(message.regions.frames.length, 1);
+  assert.ok(!JSON.stringify(message.regions).includes("PRIVATE-TEXT"));
 });

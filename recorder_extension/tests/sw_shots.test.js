@@ -114,3 +114,29 @@ test("a screenshot for a page the tab has left is refused without using the quot
   assert.equal(await shots.resolve(failedGesture, { tabId: 1, url: "https://a.test/" }), null, "nor a CDP screenshot of b.test");
   assert.equal(shots.stats.failed, 1);
 });
+
+test("CDP captures run one at a time: a second never loses its attachment to the first's detach", async () => {
+  const { shots, chrome } = setup();
+  let attached = 0;
+  const log = [];
+  chrome.debugger = {
+    attach: async () => {
+      if (attached) throw new Error("Another debugger is already attached to the tab with id: 1.");
+      attached += 1;
+      log.push("attach");
+    },
+    sendCommand: async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!attached) throw new Error("Debugger is not attached to the tab with id: 1.");
+      log.push("capture");
+      return { data: Buffer.from("cdp").toString("base64") };
+    },
+    detach: async () => {
+      attached -= 1;
+      log.push("detach");
+    },
+  };
+  const shotsTaken = await Promise.all([shots.captureCdp(1), shots.captureCdp(1), shots.captureCdp(1)]);
+  assert.deepEqual(shotsTaken.map(text), ["cdp", "cdp", "cdp"]);
+  assert.deepEqual(log, ["attach", "capture", "detach", "attach", "capture", "detach", "attach", "capture", "detach"]);
+});

@@ -166,3 +166,68 @@ test("a tab switch to a tab of unknown URL waits for nothing: without its screen
   await ctx.recorder.attachScreenshot(ctx.session, turn.client_id, { tabId: 8, png: null });
   assert.equal((await record(ctx, turn)).readyAt, 0);
 });
+
+/** A textInput typed until `ms` on `url`, whose message arrived at `arrivedMs`, without a screenshot of its own. */
+const typed = (ctx, url, ms, arrivedMs) =>
+  ctx.recorder.recordAction(
+    ctx.session,
+    { turn: { intent: "textInput", eventTime: ctx.session.startedAt + ms, arguments: { metadata: { url }, text: "x" } } },
+    { tabId: TAB, screenshot: null, tabUrl: url, arrivedAt: ctx.session.startedAt + arrivedMs },
+  );
+
+test("text typed in a cross-origin frame and sent after the next action gets a screenshot taken before it arrived", async () => {
+  // Typing ends at 1.0 s; the click elsewhere at 1.5 s (its gesture screenshot shows the typed text) makes the
+  // frame send its text at 1.6 s, too late for a screenshot of its own (quota, the tab switched away).
+  const ctx = await setup();
+  await click(ctx, A, 200, new Uint8Array([1]));
+  await click(ctx, A, 1500, new Uint8Array([2])); // the latest screenshot of A, after the typing ended
+  const text = await typed(ctx, A, 1000, 1600);
+  assert.equal(text.screenshot, sha256(new Uint8Array([2])));
+  // A click (its effect may show after it) never takes a later screenshot.
+  const late = await ctx.recorder.recordAction(
+    ctx.session,
+    { turn: { intent: "click", eventTime: ctx.session.startedAt + 1000, arguments: { metadata: { url: A } } } },
+    { tabId: TAB, screenshot: null, tabUrl: A, arrivedAt: ctx.session.startedAt + 1600 },
+  );
+  assert.equal(late.screenshot, undefined);
+  // Nor does a textInput take one taken after its message arrived.
+  await click(ctx, A, 3000, new Uint8Array([3]));
+  const early = await typed(ctx, A, 2500, 2600);
+  assert.equal(early.screenshot, undefined);
+});
+
+test("stop waits for a tab switch's screenshot still being taken instead of releasing the turn without it", async () => {
+  const ctx = await setup();
+  let finish;
+  const inFlight = new Promise((resolve) => (finish = resolve));
+  ctx.recorder.d.shotsInFlight = () => inFlight;
+  const turn = await ctx.recorder.recordTab(ctx.session, "tabswitch", {
+    tabId: TAB, url: A, tabIdOrigin: 1, eventTime: ctx.session.startedAt + 100, hold: C.TIMING.LOAD_SETTLE_MS,
+  });
+  const stopping = ctx.recorder.command("stop");
+  // The screenshot arrives while stop waits (taken by the worker's follow-up of the tab switch).
+  await ctx.recorder.attachScreenshot(ctx.session, turn.client_id, { tabId: TAB, png: new Uint8Array([7]), atMs: ctx.session.startedAt + 300, url: A });
+  finish();
+  assert.equal((await stopping).ok, true);
+  await ctx.recorder.d.uploader.kick({ force: true });
+  const uploaded = JSON.parse(ctx.server.recordings.get(ctx.session.demoName).turns.get(turn.client_id));
+  assert.equal(uploaded.screenshot, sha256(new Uint8Array([7])));
+  assert.equal(ctx.recorder.shotStats.missing, 0);
+});
+
+test("a tab switched to and closed before any screenshot of it gets the tab's earlier screenshot of that page", async () => {
+  const ctx = await setup();
+  await click(ctx, A, 100, new Uint8Array([4])); // tab 3 showed A (then another tab was in front)
+  const turn = await ctx.recorder.recordTab(ctx.session, "tabswitch", {
+    tabId: TAB, url: A, tabIdOrigin: 1, eventTime: ctx.session.startedAt + 5000, hold: C.TIMING.LOAD_SETTLE_MS,
+  });
+  await ctx.recorder.attachScreenshot(ctx.session, turn.client_id, { tabId: TAB, png: null }); // the quota: none
+  await ctx.recorder.settleWaiting(ctx.session, TAB); // the tab is closed
+  assert.equal((await record(ctx, turn)).turn.screenshot, sha256(new Uint8Array([4])));
+  assert.deepEqual(ctx.recorder.shotStats, { standIn: 1, missing: 0 });
+  // A load never takes an earlier screenshot: it may be of an earlier visit of the page.
+  const again = await load(ctx, B, 6000);
+  await ctx.recorder.setLastShot(ctx.session, TAB, "d".repeat(64), 5.9, B);
+  await ctx.recorder.settleWaiting(ctx.session, TAB);
+  assert.equal((await record(ctx, again)).turn.screenshot, undefined);
+});

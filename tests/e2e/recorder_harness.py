@@ -62,7 +62,8 @@ def generated_page(elements: int) -> str:
 
 
 class FixtureHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves ``FIXTURES``; ``{{CROSS_ORIGIN}}`` in HTML is the other server's origin. ``POST /submitted`` → 303."""
+    """Serves ``FIXTURES``; ``{{CROSS_ORIGIN}}`` in HTML is the other server's origin, ``{{CROSS_SITE}}`` the same
+    server as another site (``localhost``). ``POST /submitted`` → 303."""
 
     cross_origin = ""
 
@@ -87,7 +88,10 @@ class FixtureHandler(http.server.SimpleHTTPRequestHandler):
             return self.send_body(generated_page(elements).encode())
         path = FIXTURES / url.path.lstrip("/")
         if path.suffix == ".html" and path.is_file():
-            return self.send_body(path.read_text().replace("{{CROSS_ORIGIN}}", self.cross_origin).encode())
+            # {{CROSS_SITE}}: the other server on another site (localhost), so its frame runs out of process.
+            cross_site = self.cross_origin.replace("//127.0.0.1:", "//localhost:")
+            text = path.read_text().replace("{{CROSS_ORIGIN}}", self.cross_origin).replace("{{CROSS_SITE}}", cross_site)
+            return self.send_body(text.encode())
         return super().do_GET()
 
     def do_POST(self):

@@ -267,10 +267,12 @@ def record_link_and_scroll(driver, base, rec: Recording) -> None:
     driver.find_element(By.ID, "to-list").click()
     wait_for_url(driver, "/list.html")
     pause(1.0)
-    # One scroll gesture of several wheel ticks: one scroll turn with the final position.
+    # One scroll gesture of several wheel ticks: one scroll turn with the final position. The ticks go in one
+    # action sequence: one WebDriver call per tick could leave more than the debounce between them under load.
+    ticks = ActionChains(driver)
     for _ in range(3):
-        ActionChains(driver).scroll_by_amount(0, 500).perform()
-        pause(0.1)
+        ticks.scroll_by_amount(0, 500).pause(0.1)
+    ticks.perform()
     pause(1.5)
     rec.facts["scroll"] = driver.execute_script("return [window.scrollX, window.scrollY]")
     rec.facts["scroll_png"] = driver.get_screenshot_as_png()
@@ -345,9 +347,10 @@ def demo(browser, live, servers) -> Recording:
     record_link_and_scroll(driver, base, rec)
     record_widgets(driver, base, rec)
     record_tabs(driver, base, rec)
+    shots = browser.recorder.status().get("screenshots")
     rec.turns = stop_and_collect(browser, live, rec.name)
     rec.seconds = time.monotonic() - started
-    print(f"\nrecorded {rec.name} in {rec.seconds:.1f}s:\n{describe(rec.turns)}")
+    print(f"\nrecorded {rec.name} in {rec.seconds:.1f}s:\n{describe(rec.turns)}\nscreenshots: {shots}")
     return rec
 
 
