@@ -49,8 +49,15 @@ def stream_file(storage, name: str, start: int = 0, length: int | None = None):
             yield chunk
 
 
+def s3_key(storage, name: str) -> str:
+    """The object key of a storage name (the storage's location prefix applied), as django-storages computes it."""
+    from storages.utils import clean_name
+
+    return storage._normalize_name(clean_name(name))
+
+
 def s3_stream(storage, name: str, start: int, length: int | None):
-    key = storage._normalize_name(storage._clean_name(name))
+    key = s3_key(storage, name)
     end = "" if length is None else start + length - 1
     ranged = {"Range": f"bytes={start}-{end}"} if start or length is not None else {}
     body = storage.bucket.Object(key).get(**ranged)["Body"]

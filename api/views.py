@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from annotation import actions, schema
 from annotation.actions.signin import check_sign_in_allowed, client_address
 from annotation.blobstore import presigned_download_url
+from annotation.formats import ARCHIVE_MEDIA_TYPES
 from annotation.models import Demonstration, Evaluation, ExportJob, Project, Role, SplitConfig
 from workers import dataset
 
@@ -23,7 +24,6 @@ from . import serializers as s
 from .downloads import file_download
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409, 413)}
-ARCHIVE_MEDIA_TYPES = {"tar.gz": "application/gzip", "zip": "application/zip"}
 RANGE_ERRORS = {416: OpenApiResponse(s.ErrorSerializer, description="The Range header cannot be satisfied.")}
 
 

@@ -11,6 +11,7 @@ from django.core.files.storage import default_storage
 from django.db.models import Prefetch
 
 from annotation import splits as split_rules
+from annotation.blobstore import stream_file
 from annotation.models import (
     Demonstration,
     DemoReview,
@@ -136,25 +137,39 @@ def export_demos(project, scheme: str, statuses=DEFAULT_STATUSES, splits=None, c
             yield to_export_demo(demo, name)
 
 
-def storage_blobs() -> DirectoryBlobs:
-    """Blob bytes from the platform's storage (local file system: hard links; remote storage: downloads)."""
+def storage_blobs(cache: Path | None = None) -> DirectoryBlobs:
+    """Blob bytes from the platform's storage (local file system: hard links; remote storage: downloads, each blob
+    once into ``cache`` when given, then hard-linked from there like local blobs)."""
     try:
         default_storage.path(sha256_path("0" * 64))
     except NotImplementedError:
-        return RemoteStorageBlobs()
+        return RemoteStorageBlobs(cache)
     return DirectoryBlobs(lambda sha: Path(default_storage.path(sha256_path(sha))))
 
 
 class RemoteStorageBlobs:
-    """Blobs in storage without local paths (S3): read through the storage API."""
+    """Blobs in storage without local paths (S3): read through the storage, streamed (``stream_file``)."""
+
+    def __init__(self, cache: Path | None = None):
+        self.cache = cache
 
     def read(self, sha256: str) -> bytes:
-        with default_storage.open(sha256_path(sha256), "rb") as handle:
-            return handle.read()
+        return b"".join(stream_file(default_storage, sha256_path(sha256)))
 
     def copy_to(self, sha256: str, destination: Path) -> None:
-        with default_storage.open(sha256_path(sha256), "rb") as handle, destination.open("wb") as out:
-            while chunk := handle.read(1024 * 1024):
+        if self.cache is None:
+            return self.download(sha256, destination)
+        cached = self.cache / sha256
+        if not cached.exists():
+            self.cache.mkdir(parents=True, exist_ok=True)
+            partial = cached.with_suffix(".part")
+            self.download(sha256, partial)
+            partial.replace(cached)
+        DirectoryBlobs(lambda sha: self.cache / sha).copy_to(sha256, destination)
+
+    def download(self, sha256: str, destination: Path) -> None:
+        with destination.open("wb") as out:
+            for chunk in stream_file(default_storage, sha256_path(sha256)):
                 out.write(chunk)
 
 
