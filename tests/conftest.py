@@ -4,6 +4,8 @@ Actors in project ``alpha``: ``owner`` (annotator who records), ``teammate`` (an
 ``researcher``. ``outsider`` is an annotator of project ``beta`` only.
 """
 
+import uuid
+
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
@@ -124,3 +126,27 @@ def platform(tmp_path_factory):
 
     with running_platform(tmp_path_factory.mktemp("platform-var"), "--sample-demos", "2") as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3-compatible server (SeaweedFS) on loopback for the whole run; each test takes its own bucket."""
+    from devtools.s3server import s3_server as start_s3_server
+
+    with start_s3_server(tmp_path_factory.mktemp("s3")) as server:
+        yield server
+
+
+@pytest.fixture
+def s3_storage(s3_server, settings):
+    """The platform's storage switched to a fresh bucket of the S3 server, as ``AWS_STORAGE_BUCKET_NAME`` does;
+    returns the environment that gives a worker or server process the same storage."""
+    bucket = s3_server.create_bucket(f"t{uuid.uuid4().hex[:20]}")
+    env = s3_server.env(bucket)
+    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "storages.backends.s3.S3Storage"}}
+    for name, value in env.items():
+        setattr(settings, name, value)
+    settings.AWS_S3_ADDRESSING_STYLE, settings.AWS_S3_SIGNATURE_VERSION = "path", "s3v4"
+    settings.AWS_DEFAULT_ACL, settings.AWS_S3_FILE_OVERWRITE = None, True
+    settings.AWS_QUERYSTRING_EXPIRE = 300
+    return env
