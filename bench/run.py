@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = {
     "ingest": "bench.ingest",
     "export": "bench.export",
+    "export_s3": "bench.export_s3",
     "recorder": "bench.recorder",
     "review": "bench.review",
     "live_chat": "bench.live_chat",

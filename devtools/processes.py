@@ -207,6 +207,13 @@ def celery_worker(env_overrides: dict, log: Path, timeout: float = 90):
 def asgi_server(env_overrides: dict, log: Path, timeout: float = 60):
     """The ASGI server exactly as `make run` starts it (uvicorn, ``config.asgi``) on a free port, with
     ``env_overrides``; yields its base URL. Stopped on exit."""
+    with asgi_process(env_overrides, log, timeout) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def asgi_process(env_overrides: dict, log: Path, timeout: float = 60):
+    """``asgi_server`` yielding ``(url, process)``, for tests that kill a server the way a lost machine goes."""
     from config.server import server_command
 
     port = free_port()
@@ -217,9 +224,10 @@ def asgi_server(env_overrides: dict, log: Path, timeout: float = 60):
         )
     try:
         wait_http_ok(f"http://127.0.0.1:{port}/healthz", timeout, process, log)
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", process
     finally:
-        process.terminate()
+        if process.poll() is None:
+            process.terminate()
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:

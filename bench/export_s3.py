@@ -1,0 +1,94 @@
+"""S3 export benchmark: an export job on S3 storage (blobs read from the bucket, the archive uploaded as it is made)
+against uploading the same archive bytes with a plain boto3 client, both to the same SeaweedFS server in this run.
+
+A corpus is stored first (``synth_demos`` through the ingest actions, blobs into the bucket, untimed) in a scratch
+database. Timed: the export job's runner as the Celery task runs it (query, WebLINX directory from the bucket's
+blobs, tar.gz with manifest streamed into a multipart upload, publish). Then the archive is downloaded (untimed) and
+uploaded again with boto3's ``upload_file`` (its default multipart transfer). ``mb_per_s`` = archive MB / export
+seconds, ``raw_put_mb_per_s`` = archive MB / upload seconds, ``ratio_vs_raw_put`` their ratio (target >= 0.5).
+"""
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from devtools.processes import scratch_database
+from devtools.s3server import s3_server
+
+from .ingest import manage, server_env
+
+FULL = {"demos": 40, "turns": 40, "elements": 2000}
+QUICK = {"demos": 2, "turns": 8, "elements": 100}
+PROJECT = "bench-export-s3"
+
+RUN_JOB = """
+import json, time
+from django.contrib.auth import get_user_model
+from annotation.models import Demonstration, ExportJob, Project
+from workers.runners import run_export
+project = Project.objects.get(name={project!r})
+Demonstration.objects.filter(project=project).update(status="validated")
+owner = get_user_model().objects.get(username="synth-navigator")
+job = ExportJob.objects.create(project=project, owner=owner, format="weblinx", statuses=["validated"])
+started = time.perf_counter()
+run_export(job.pk)
+seconds = time.perf_counter() - started
+job.refresh_from_db()
+print(json.dumps({{"seconds": seconds, "status": job.status, "error": job.error, "size": job.size,
+                  "counts": job.counts, "name": job.file.name}}))
+"""
+
+
+def raw_put_seconds(server, key: str, work: Path) -> float:
+    """Download the export's archive (untimed), then time a plain boto3 upload of the same bytes."""
+    client, copy = server.client(), work / "archive.bin"
+    client.download_file(server.bucket, key, str(copy))
+    started = time.perf_counter()
+    client.upload_file(str(copy), server.bucket, f"baseline/{copy.name}")
+    return time.perf_counter() - started
+
+
+def run(quick: bool = False) -> dict:
+    size = QUICK if quick else FULL
+    work = Path(tempfile.mkdtemp(prefix="bench-export-s3-"))
+    try:
+        with scratch_database("bench_export_s3") as database_url, s3_server(work / "s3") as server:
+            env = {**server_env(work / "var", database_url), **server.env()}
+            manage(env, "migrate", "--noinput", "-v", "0")
+            started = time.perf_counter()
+            counts = (str(size["demos"]), str(size["turns"]), str(size["elements"]))
+            manage(
+                env,
+                "synth_demos",
+                "--demos",
+                counts[0],
+                "--turns",
+                counts[1],
+                "--elements",
+                counts[2],
+                "--project",
+                PROJECT,
+            )
+            generated = time.perf_counter() - started
+            job = json.loads(manage(env, "shell", "-c", RUN_JOB.format(project=PROJECT)).strip().splitlines()[-1])
+            if job["status"] != "done":
+                raise RuntimeError(f"export job {job['status']}: {job['error']}")
+            put = raw_put_seconds(server, job["name"], work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    megabytes = job["size"] / 1e6
+    return {
+        "demos": job["counts"]["demos"],
+        "turns": job["counts"]["turns"],
+        "archive_mb": round(megabytes, 1),
+        "seconds": round(job["seconds"], 2),
+        "put_seconds": round(put, 2),
+        "mb_per_s": round(megabytes / job["seconds"], 2),
+        "raw_put_mb_per_s": round(megabytes / put, 2),
+        "ratio_vs_raw_put": round(put / job["seconds"], 3),
+        "elements": size["elements"],
+        "generate_seconds": round(generated, 1),
+        "database": "postgresql" if database_url else "sqlite",
+    }
