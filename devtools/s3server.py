@@ -105,6 +105,7 @@ def weed_command(folder: Path, config: Path, ports: dict) -> list[str]:
         f"-s3.port.grpc={ports['s3_grpc']}",
         f"-s3.config={config}",
         "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
         "-iam=false",
         "-webdav=false",
     ]

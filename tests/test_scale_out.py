@@ -182,6 +182,7 @@ def test_two_servers_and_two_workers_lose_and_duplicate_nothing_when_one_of_each
         navigator.wait_for("during-outage")
         navigator.say("after")
         teacher.wait_for("after")
+        navigator.wait_for("after")
         evaluation = research[1].call("POST", "/api/evaluations/", evaluation_request(research[1]))[1]["id"]
         for thread in recorders:
             thread.join(timeout=240)
