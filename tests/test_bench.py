@@ -127,3 +127,12 @@ def test_quick_agent_eval_bench_runs_both_baselines_on_real_tasks(tmp_path):
     assert figures["instances"] == 4  # two tasks, one instance, two solvers
     assert figures["oracle_score"] > figures["do_nothing_score"]
     assert 0 <= figures["harness_share"] < 1
+
+
+@pytest.mark.slow
+def test_quick_export_s3_bench_compares_the_export_with_a_plain_upload(tmp_path):
+    figures = quick_figures("export_s3", tmp_path)
+    assert {"mb_per_s", "raw_put_mb_per_s", "ratio_vs_raw_put"} <= set(figures)
+    assert figures["demos"] == 2
+    assert figures["archive_mb"] >= 0
+    assert figures["ratio_vs_raw_put"] > 0  # upload seconds / export seconds, from unrounded times
