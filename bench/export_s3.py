@@ -19,7 +19,7 @@ from devtools.s3server import s3_server
 
 from .ingest import manage, server_env
 
-FULL = {"demos": 40, "turns": 40, "elements": 2000}
+FULL = {"demos": 16, "turns": 40, "elements": 2000}
 QUICK = {"demos": 2, "turns": 8, "elements": 100}
 PROJECT = "bench-export-s3"
 
