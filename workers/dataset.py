@@ -4,7 +4,9 @@ This is the one place that decides what an exported demo contains, so curation (
 here: ``export_timeline`` is where edits over the raw capture are applied.
 """
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from django.core.files.storage import default_storage
@@ -148,23 +150,60 @@ def storage_blobs(cache: Path | None = None) -> DirectoryBlobs:
 
 
 class RemoteStorageBlobs:
-    """Blobs in storage without local paths (S3): read through the storage, streamed (``stream_file``)."""
+    """Blobs in storage without local paths (S3): read through the storage, streamed (``stream_file``).
+
+    With a ``cache`` folder, ``copy_to`` returns at once: ``FETCHERS`` threads download each blob once into the
+    cache (requests to S3 wait on the network, not on us) and hard-link it where it was asked for; leaving the
+    ``with`` block waits for them and raises the first failure."""
+
+    FETCHERS = 8
 
     def __init__(self, cache: Path | None = None):
-        self.cache = cache
+        self.cache, self.pool, self.pending = cache, None, []
+        self.lock, self.claims = threading.Lock(), {}  # sha256 → set when its download ended
+
+    def __enter__(self):
+        if self.cache is not None:
+            self.cache.mkdir(parents=True, exist_ok=True)
+            self.pool = ThreadPoolExecutor(max_workers=self.FETCHERS, thread_name_prefix="blob-fetch")
+        return self
+
+    def __exit__(self, kind, error, trace):
+        if self.pool is None:
+            return
+        if kind is not None:
+            for future in self.pending:
+                future.cancel()
+        self.pool.shutdown(wait=True)
+        if kind is None:
+            for future in self.pending:
+                future.result()
 
     def read(self, sha256: str) -> bytes:
         return b"".join(stream_file(default_storage, sha256_path(sha256)))
 
     def copy_to(self, sha256: str, destination: Path) -> None:
-        if self.cache is None:
+        if self.pool is None:
             return self.download(sha256, destination)
+        self.pending.append(self.pool.submit(self.fetch_and_link, sha256, destination))
+
+    def fetch_and_link(self, sha256: str, destination: Path) -> None:
+        """The first request for a blob downloads it into the cache; the others wait for that, then link."""
         cached = self.cache / sha256
+        with self.lock:
+            mine = sha256 not in self.claims
+            done = self.claims.setdefault(sha256, threading.Event())
+        if mine:
+            try:
+                partial = cached.with_suffix(".part")
+                self.download(sha256, partial)
+                partial.replace(cached)
+            finally:
+                done.set()
+        else:
+            done.wait()
         if not cached.exists():
-            self.cache.mkdir(parents=True, exist_ok=True)
-            partial = cached.with_suffix(".part")
-            self.download(sha256, partial)
-            partial.replace(cached)
+            raise FileNotFoundError(f"blob {sha256} could not be read from storage")
         DirectoryBlobs(lambda sha: self.cache / sha).copy_to(sha256, destination)
 
     def download(self, sha256: str, destination: Path) -> None:

@@ -167,8 +167,8 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
     total = count_demos(job.project, job.format, job.statuses, job.splits)
     exporting = Progress(job, 0.0, EXPORT_SHARE)
     demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits)
-    blobs = dataset.storage_blobs(workdir / "blobs")
-    counts = get_exporter(job.format).export(demos, out, blobs, lambda done: exporting(done / total))
+    with dataset.storage_blobs(workdir / "blobs") as blobs:
+        counts = get_exporter(job.format).export(demos, out, blobs, lambda done: exporting(done / total))
     archive_and_publish(job, out, workdir, counts.as_dict())
 
 
@@ -250,8 +250,8 @@ def evaluate(evaluation: Evaluation, workdir: Path) -> None:
     total = count_demos(evaluation.project, evaluation.format, statuses, splits)
     exporting = Progress(evaluation, 0, 0.5)
     demos = dataset.export_demos(evaluation.project, evaluation.format, statuses, splits)
-    blobs = dataset.storage_blobs(workdir / "blobs")
-    get_exporter(evaluation.format).export(demos, out, blobs, lambda done: exporting(done / total))
+    with dataset.storage_blobs(workdir / "blobs") as blobs:
+        get_exporter(evaluation.format).export(demos, out, blobs, lambda done: exporting(done / total))
     if evaluation.format == "weblinx":
         results = weblinx.evaluate(out, evaluation.split, evaluation.predictions)
     else:
