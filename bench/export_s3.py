@@ -8,7 +8,6 @@ uploaded again with boto3's ``upload_file`` (its default multipart transfer). ``
 seconds, ``raw_put_mb_per_s`` = archive MB / upload seconds, ``ratio_vs_raw_put`` their ratio (target >= 0.5).
 """
 
-import json
 import shutil
 import tempfile
 import time
@@ -17,28 +16,12 @@ from pathlib import Path
 from devtools.processes import scratch_database
 from devtools.s3server import s3_server
 
+from .export import generate_and_export
 from .ingest import manage, server_env
 
 FULL = {"demos": 16, "turns": 40, "elements": 2000}
 QUICK = {"demos": 2, "turns": 8, "elements": 100}
 PROJECT = "bench-export-s3"
-
-RUN_JOB = """
-import json, time
-from django.contrib.auth import get_user_model
-from annotation.models import Demonstration, ExportJob, Project
-from workers.runners import run_export
-project = Project.objects.get(name={project!r})
-Demonstration.objects.filter(project=project).update(status="validated")
-owner = get_user_model().objects.get(username="synth-navigator")
-job = ExportJob.objects.create(project=project, owner=owner, format="weblinx", statuses=["validated"])
-started = time.perf_counter()
-run_export(job.pk)
-seconds = time.perf_counter() - started
-job.refresh_from_db()
-print(json.dumps({{"seconds": seconds, "status": job.status, "error": job.error, "size": job.size,
-                  "counts": job.counts, "name": job.file.name}}))
-"""
 
 
 def raw_put_seconds(server, key: str, work: Path) -> float:
@@ -57,24 +40,7 @@ def run(quick: bool = False) -> dict:
         with scratch_database("bench_export_s3") as database_url, s3_server(work / "s3") as server:
             env = {**server_env(work / "var", database_url), **server.env()}
             manage(env, "migrate", "--noinput", "-v", "0")
-            started = time.perf_counter()
-            counts = (str(size["demos"]), str(size["turns"]), str(size["elements"]))
-            manage(
-                env,
-                "synth_demos",
-                "--demos",
-                counts[0],
-                "--turns",
-                counts[1],
-                "--elements",
-                counts[2],
-                "--project",
-                PROJECT,
-            )
-            generated = time.perf_counter() - started
-            job = json.loads(manage(env, "shell", "-c", RUN_JOB.format(project=PROJECT)).strip().splitlines()[-1])
-            if job["status"] != "done":
-                raise RuntimeError(f"export job {job['status']}: {job['error']}")
+            generated, job = generate_and_export(env, size, PROJECT)
             put = raw_put_seconds(server, job["name"], work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

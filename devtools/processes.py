@@ -194,13 +194,7 @@ def celery_worker(env_overrides: dict, log: Path, timeout: float = 90):
             time.sleep(0.2)
         yield process
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_group(process)
 
 
 @contextlib.contextmanager
@@ -263,13 +257,18 @@ def celery_beat(env_overrides: dict, log: Path, schedule: Path, timeout: float =
             time.sleep(0.2)
         yield process
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_group(process)
+
+
+def stop_group(process: subprocess.Popen, timeout: float = 20) -> None:
+    """SIGTERM to the process's group (started with ``start_new_session``), SIGKILL if it lingers."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def database_url(settings_dict: dict) -> str:

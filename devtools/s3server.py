@@ -7,17 +7,15 @@ variables that switch the platform's storage to it (``AWS_STORAGE_BUCKET_NAME`` 
 
 import contextlib
 import json
-import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .processes import free_port
+from .processes import free_port, stop_group
 
 
 def weed_binary() -> str:
@@ -156,13 +154,3 @@ def s3_server(folder: Path, bucket: str = "platform", timeout: float = 120):
         yield server
     finally:
         stop_group(process)
-
-
-def stop_group(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
