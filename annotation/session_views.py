@@ -2,13 +2,14 @@
 session's screenshots. Thin: each calls ``annotation.actions.live`` and renders."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .actions import ActionError, live
 from .actions.review import reviewable_demos
+from .blobstore import stream_file
 
 
 def session_or_404(request, name: str):
@@ -101,7 +102,7 @@ def screenshot(request, name: str, sha256: str):
         blob = live.check_session_screenshot(request.user, name, sha256)
     except ActionError:
         raise Http404("no such screenshot in this session") from None
-    response = FileResponse(blob.file.storage.open(blob.file.name, "rb"), content_type=blob.media_type)
+    response = StreamingHttpResponse(stream_file(blob.file.storage, blob.file.name), content_type=blob.media_type)
     response["Cache-Control"] = "private, max-age=3600"
     response["X-Content-Type-Options"] = "nosniff"
     return response

@@ -2,9 +2,11 @@
 
 import re
 
-from django.http import FileResponse, JsonResponse, StreamingHttpResponse
+from django.http import JsonResponse, StreamingHttpResponse
+from django.utils.http import content_disposition_header
 
-CHUNK = 1024 * 1024
+from annotation.blobstore import stream_file
+
 # At most 19 digits (any file size fits): longer numbers are refused like any malformed range, and never reach int(),
 # which refuses more than 4,300 digits with a ValueError.
 RANGE = re.compile(r"^bytes=(\d{0,19})-(\d{0,19})$")
@@ -28,19 +30,9 @@ def parse_range(header: str, size: int):
     return start, end
 
 
-def iter_range(handle, start: int, length: int):
-    with handle:
-        handle.seek(start)
-        while length > 0:
-            chunk = handle.read(min(CHUNK, length))
-            if not chunk:
-                break
-            length -= len(chunk)
-            yield chunk
-
-
-def file_download(request, open_file, size: int, filename: str, content_type: str, etag: str = ""):
-    """200 with the whole file, 206 with the requested range, or 416 for a range outside the file."""
+def file_download(request, stored, size: int, filename: str, content_type: str, etag: str = ""):
+    """200 with the whole file, 206 with the requested range, or 416 for a range outside the file; streamed from
+    storage (``stored`` is a FieldFile: local or S3, see ``annotation.blobstore.stream_file``)."""
     wanted = parse_range(request.META.get("HTTP_RANGE", ""), size)
     if wanted is False:
         message = f"expected one range 'bytes=first-last' inside the file's {size} bytes"
@@ -53,17 +45,14 @@ def file_download(request, open_file, size: int, filename: str, content_type: st
             status=416,
         )
         response["Content-Range"] = f"bytes */{size}"
-    elif wanted is None:
-        response = FileResponse(open_file(), as_attachment=True, filename=filename, content_type=content_type)
-        response["Content-Length"] = str(size)
     else:
-        start, end = wanted
-        response = StreamingHttpResponse(
-            iter_range(open_file(), start, end - start + 1), status=206, content_type=content_type
-        )
-        response["Content-Range"] = f"bytes {start}-{end}/{size}"
+        start, end = wanted or (0, size - 1)
+        chunks = stream_file(stored.storage, stored.name, start, end - start + 1)
+        response = StreamingHttpResponse(chunks, status=206 if wanted else 200, content_type=content_type)
+        if wanted:
+            response["Content-Range"] = f"bytes {start}-{end}/{size}"
         response["Content-Length"] = str(end - start + 1)
-        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        response["Content-Disposition"] = content_disposition_header(True, filename)
     response["Accept-Ranges"] = "bytes"
     if etag:
         response["ETag"] = f'"{etag}"'

@@ -4,7 +4,7 @@ import io
 
 from django.conf import settings
 from django.db.models import Count
-from django.http import JsonResponse
+from django.http import HttpResponseRedirect, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -18,6 +18,8 @@ from annotation import actions, schema
 from annotation.actions import mind2web
 from annotation.actions import splits as split_actions
 from annotation.actions.signin import check_sign_in_allowed, client_address
+from annotation.blobstore import presigned_download_url
+from annotation.formats import ARCHIVE_MEDIA_TYPES
 from annotation.models import Demonstration, Evaluation, ExportJob, Project, Role, SplitConfig
 from annotation.splits import SPLITS
 
@@ -26,7 +28,6 @@ from .downloads import file_download
 from .mind2web_serializers import VerificationCountsSerializer
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409, 413)}
-ARCHIVE_MEDIA_TYPES = {"tar.gz": "application/gzip", "zip": "application/zip"}
 ERROR_415 = OpenApiResponse(s.ErrorSerializer)
 CONTENT_ENCODING = OpenApiParameter(
     "Content-Encoding",
@@ -288,9 +289,7 @@ class BlobView(APIView):
         """The blob's bytes (HTTP Range supported), to members of a project whose demonstration uses it. Always an
         attachment under a sandboxing CSP: recorded pages are hostile content and never render in our origin."""
         blob = actions.check_blob_readable(request.user, sha256)
-        response = file_download(
-            request, lambda: blob.file.storage.open(blob.file.name, "rb"), blob.size, sha256, blob.media_type, sha256
-        )
+        response = file_download(request, blob.file, blob.size, sha256, blob.media_type, sha256)
         response["Content-Security-Policy"] = "sandbox; default-src 'none'"
         response["X-Content-Type-Options"] = "nosniff"
         return response
@@ -381,6 +380,7 @@ class ExportJobViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOn
     @extend_schema(
         responses={
             **{(code, media): OpenApiTypes.BINARY for code in (200, 206) for media in ARCHIVE_MEDIA_TYPES.values()},
+            302: OpenApiResponse(description="S3_DOWNLOAD_REDIRECT: a presigned S3 URL serving the archive"),
             404: OpenApiResponse(s.ErrorSerializer),
             409: OpenApiResponse(s.ErrorSerializer),
             **RANGE_ERRORS,
@@ -393,9 +393,10 @@ class ExportJobViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOn
         if not job.is_downloadable:
             raise actions.Conflict(f"export {job.pk} is {job.status}; only finished exports can be downloaded")
         media = ARCHIVE_MEDIA_TYPES[job.archive_format]
-        return file_download(
-            request, lambda: job.file.storage.open(job.file.name, "rb"), job.size, job.filename, media, etag=job.sha256
-        )
+        presigned = presigned_download_url(job.file.storage, job.file.name, job.filename, media)
+        if presigned:
+            return HttpResponseRedirect(presigned)  # S3_DOWNLOAD_REDIRECT: the client reads (and resumes) from S3
+        return file_download(request, job.file, job.size, job.filename, media, etag=job.sha256)
 
 
 class EvaluationViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):

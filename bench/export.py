@@ -22,6 +22,7 @@ FULL = {"demos": 100, "turns": 40, "elements": 2000}
 QUICK = {"demos": 3, "turns": 8, "elements": 100}
 PROJECT = "bench-export"
 
+# Run in the platform's environment (``manage.py shell``): one export job as the Celery task runs it, timed.
 RUN_JOB = """
 import json, time
 from django.contrib.auth import get_user_model
@@ -36,8 +37,34 @@ run_export(job.pk)
 seconds = time.perf_counter() - started
 job.refresh_from_db()
 print(json.dumps({{"seconds": seconds, "status": job.status, "error": job.error, "size": job.size,
-                  "counts": job.counts, "path": job.file.path if job.file else None}}))
+                  "counts": job.counts, "name": job.file.name}}))
 """
+
+
+def generate_and_export(env: dict, size: dict, project: str) -> tuple[float, dict]:
+    """Store the synthetic corpus (untimed: its seconds are returned for the record), then run one export job;
+    returns (generate seconds, the job's figures)."""
+    started = time.perf_counter()
+    counts = [str(size[key]) for key in ("demos", "turns", "elements")]
+    manage(
+        env,
+        "synth_demos",
+        "--demos",
+        counts[0],
+        "--turns",
+        counts[1],
+        "--elements",
+        counts[2],
+        "--seed",
+        "42",
+        "--project",
+        project,
+    )
+    generated = time.perf_counter() - started
+    job = json.loads(manage(env, "shell", "-c", RUN_JOB.format(project=project)).strip().splitlines()[-1])
+    if job["status"] != "done":
+        raise RuntimeError(f"export job {job['status']}: {job['error']}")
+    return generated, job
 
 
 def tar_seconds(directory: Path, work: Path) -> float:
@@ -55,25 +82,7 @@ def run(quick: bool = False) -> dict:
         with scratch_database("bench_export") as database_url:
             env = server_env(work / "var", database_url)
             manage(env, "migrate", "--noinput", "-v", "0")
-            started = time.perf_counter()
-            manage(
-                env,
-                "synth_demos",
-                "--demos",
-                str(size["demos"]),
-                "--turns",
-                str(size["turns"]),
-                "--elements",
-                str(size["elements"]),
-                "--seed",
-                "42",
-                "--project",
-                PROJECT,
-            )
-            generated = time.perf_counter() - started
-            job = json.loads(manage(env, "shell", "-c", RUN_JOB.format(project=PROJECT)).strip().splitlines()[-1])
-            if job["status"] != "done":
-                raise RuntimeError(f"export job {job['status']}: {job['error']}")
+            generated, job = generate_and_export(env, size, PROJECT)
             directory = work / "export" / PROJECT
             manage(env, "export_dataset", "--format", "weblinx", "--out", str(directory), "--project", PROJECT)
             baseline = tar_seconds(directory, work)

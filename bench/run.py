@@ -19,6 +19,7 @@ SECTIONS = {
     "ingest": "bench.ingest",
     "recorders": "bench.recorders",
     "export": "bench.export",
+    "export_s3": "bench.export_s3",
     "recorder": "bench.recorder",
     "review": "bench.review",
     "live_chat": "bench.live_chat",

@@ -185,6 +185,7 @@ CACHES = {
 
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 3600)
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
         # The embedded broker: producer and worker share one folder of message files.
@@ -194,7 +195,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "store_processed": False,
     }
     if CELERY_BROKER_URL.startswith("filesystem://")
-    else {}
+    else {
+        # A message taken by a worker that then vanished (machine lost, SIGKILL) is handed out again after this
+        # long; it must exceed the longest task, or a task still running gets a second delivery (which the job rows
+        # make harmless, but wasteful). Swept every quarter of it.
+        "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+        "unacked_restore_interval": max(1, min(10, CELERY_VISIBILITY_TIMEOUT // 4)),
+        "unacked_restore_throttle": 1 if CELERY_VISIBILITY_TIMEOUT < 600 else 10,
+    }
 )
 if CELERY_BROKER_URL.startswith("filesystem://"):
     for folder in CELERY_BROKER_TRANSPORT_OPTIONS.values():
@@ -206,6 +214,9 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
+# A task whose worker process died (killed, out of memory) goes back to the queue instead of being acknowledged; the
+# job rows make a second delivery harmless (a job runs only from queued; thumbnails and re-alignment are idempotent).
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
@@ -226,9 +237,21 @@ STATICFILES_FINDERS = [
 ]
 
 AWS_STORAGE_BUCKET_NAME = env_str("AWS_STORAGE_BUCKET_NAME")
+# Exports are uploaded to S3 as they are archived, in parts of this size (S3's minimum is 5 MiB); at most
+# S3_UPLOAD_CONCURRENCY parts are in flight, so a worker holds about their product in memory (docs/deployment.md).
+S3_PART_BYTES = max(5, env_int("S3_PART_MB", 16)) * 1024 * 1024
+S3_UPLOAD_CONCURRENCY = max(1, env_int("S3_UPLOAD_CONCURRENCY", 4))
+# Export downloads from S3: streamed through the server (default, Range included), or a redirect to a presigned
+# URL valid for AWS_QUERYSTRING_EXPIRE seconds, which the client then reads from S3 directly.
+S3_DOWNLOAD_REDIRECT = env_bool("S3_DOWNLOAD_REDIRECT", False)
 if AWS_STORAGE_BUCKET_NAME:
-    # S3-compatible storage for blobs and exports; credentials come from the usual AWS_* variables.
+    # S3-compatible storage for blobs, thumbnails and exports; credentials come from the usual AWS_* variables.
     AWS_S3_ENDPOINT_URL = env_str("AWS_S3_ENDPOINT_URL") or None
+    AWS_S3_REGION_NAME = env_str("AWS_S3_REGION_NAME") or None
+    # Path-style addressing unless told otherwise: S3-compatible servers (SeaweedFS, MinIO) rarely have bucket DNS.
+    AWS_S3_ADDRESSING_STYLE = env_str("AWS_S3_ADDRESSING_STYLE", "path" if AWS_S3_ENDPOINT_URL else "auto")
+    AWS_S3_SIGNATURE_VERSION = "s3v4"
+    AWS_QUERYSTRING_EXPIRE = env_int("AWS_QUERYSTRING_EXPIRE", 300)
     AWS_DEFAULT_ACL = None
     AWS_S3_FILE_OVERWRITE = True
     DEFAULT_STORAGE = {"BACKEND": "storages.backends.s3.S3Storage"}

@@ -196,19 +196,20 @@ def celery_worker(env_overrides: dict, log: Path, timeout: float = 90):
             time.sleep(0.2)
         yield process
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_group(process)
 
 
 @contextlib.contextmanager
 def asgi_server(env_overrides: dict, log: Path, timeout: float = 60):
     """The ASGI server exactly as `make run` starts it (uvicorn, ``config.asgi``) on a free port, with
     ``env_overrides``; yields its base URL. Stopped on exit."""
+    with asgi_process(env_overrides, log, timeout) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def asgi_process(env_overrides: dict, log: Path, timeout: float = 60):
+    """``asgi_server`` yielding ``(url, process)``, for tests that kill a server the way a lost machine goes."""
     from config.server import server_command
 
     port = free_port()
@@ -219,9 +220,10 @@ def asgi_server(env_overrides: dict, log: Path, timeout: float = 60):
         )
     try:
         wait_http_ok(f"http://127.0.0.1:{port}/healthz", timeout, process, log)
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", process
     finally:
-        process.terminate()
+        if process.poll() is None:
+            process.terminate()
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
@@ -257,13 +259,18 @@ def celery_beat(env_overrides: dict, log: Path, schedule: Path, timeout: float =
             time.sleep(0.2)
         yield process
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_group(process)
+
+
+def stop_group(process: subprocess.Popen, timeout: float = 20) -> None:
+    """SIGTERM to the process's group (started with ``start_new_session``), SIGKILL if it lingers."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def database_url(settings_dict: dict) -> str:

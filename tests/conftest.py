@@ -5,6 +5,7 @@ Actors in project ``alpha``: ``owner`` (annotator who records), ``teammate`` (an
 """
 
 import time
+import uuid
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -141,3 +142,27 @@ def poll_job(client, url, until=job_ended, timeout=180) -> list:
             return seen
         time.sleep(0.05)
     raise AssertionError(f"{url} never reached the expected state: {seen[-1]}")
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3-compatible server (SeaweedFS) on loopback for the whole run; each test takes its own bucket."""
+    from devtools.s3server import s3_server as start_s3_server
+
+    with start_s3_server(tmp_path_factory.mktemp("s3")) as server:
+        yield server
+
+
+@pytest.fixture
+def s3_storage(s3_server, settings):
+    """The platform's storage switched to a fresh bucket of the S3 server, as ``AWS_STORAGE_BUCKET_NAME`` does;
+    returns the environment that gives a worker or server process the same storage."""
+    bucket = s3_server.create_bucket(f"t{uuid.uuid4().hex[:20]}")
+    env = s3_server.env(bucket)
+    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "storages.backends.s3.S3Storage"}}
+    for name, value in env.items():
+        setattr(settings, name, value)
+    settings.AWS_S3_ADDRESSING_STYLE, settings.AWS_S3_SIGNATURE_VERSION = "path", "s3v4"
+    settings.AWS_DEFAULT_ACL, settings.AWS_S3_FILE_OVERWRITE = None, True
+    settings.AWS_QUERYSTRING_EXPIRE = 300
+    return env

@@ -174,3 +174,11 @@ def test_quick_stats_bench_times_the_stats_page_with_a_constant_query_count(tmp_
     assert figures["stats_ms_p50"] > 0
     assert figures["stats_ms_p50_small"] > 0
     assert figures["queries"] == figures["queries_small"]
+
+
+def test_quick_export_s3_bench_compares_the_export_with_a_plain_upload(tmp_path):
+    figures = quick_figures("export_s3", tmp_path)
+    assert {"mb_per_s", "raw_put_mb_per_s", "ratio_vs_raw_put"} <= set(figures)
+    assert figures["demos"] == 2
+    assert figures["archive_mb"] >= 0
+    assert figures["ratio_vs_raw_put"] > 0  # upload seconds / export seconds, from unrounded times

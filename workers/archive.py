@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+import threading
 import time
 import zipfile
 from collections.abc import Callable
@@ -53,16 +54,19 @@ def write_archive(
     archive_format: str = "tar.gz",
     progress: Callable[[float], None] = lambda fraction: None,
     compresslevel: int = 6,
+    top: str = "",
 ) -> dict:
     """Archive everything under ``root`` into ``destination`` with a manifest; returns the manifest.
 
-    ``progress(fraction)`` is called as bytes are archived. The archive's top folder is ``destination``'s stem.
+    ``destination`` is a path, or a writable binary stream that receives the archive as it is made (an S3 upload:
+    ``workers.s3upload``; it is not closed here). ``progress(fraction)`` is called as bytes are archived. The
+    archive's top folder is ``top``, by default ``destination``'s stem.
     """
     if archive_format not in ARCHIVE_FORMATS:
         raise ValueError(f"unknown archive format {archive_format!r}; known: {', '.join(ARCHIVE_FORMATS)}")
     files = files_under(root)
     total = sum(path.stat().st_size for _, path in files) or 1
-    top = destination.name.removesuffix(f".{archive_format}")
+    top = top or destination.name.removesuffix(f".{archive_format}")
     writer = TarWriter if archive_format == "tar.gz" else ZipWriter
     manifest, done = {}, 0
     with writer(destination, compresslevel) as archive:
@@ -79,16 +83,22 @@ def write_archive(
 class TarWriter:
     """A gzipped tar. Hard-linked files (blobs the exporter linked more than once) are stored once, as tar
     hard links, like GNU tar does; compression runs in a ``gzip`` process beside us when there is one, so
-    reading and compressing use two cores."""
+    reading and compressing use two cores. Into a stream (not a file), a thread pumps gzip's output to it."""
 
-    def __init__(self, destination: Path, compresslevel: int):
-        self.output = destination.open("wb")
+    def __init__(self, destination, compresslevel: int):
+        self.owned = isinstance(destination, Path)
+        self.output = destination.open("wb") if self.owned else destination
         gzip = shutil.which("gzip")
         self.gzip = (
-            subprocess.Popen([gzip, "-n", f"-{compresslevel}", "-c"], stdin=subprocess.PIPE, stdout=self.output)
+            subprocess.Popen(
+                [gzip, "-n", f"-{compresslevel}", "-c"],
+                stdin=subprocess.PIPE,
+                stdout=self.output if self.owned else subprocess.PIPE,
+            )
             if gzip
             else None
         )
+        self.pump = Pump(self.gzip.stdout, self.output) if self.gzip and not self.owned else None
         # Closed by __exit__: the writer is itself the context manager.
         if self.gzip:
             self.tar = tarfile.open(fileobj=self.gzip.stdin, mode="w|")  # noqa: SIM115
@@ -100,12 +110,17 @@ class TarWriter:
         return self
 
     def __exit__(self, *exc):
-        self.tar.close()
-        if self.gzip:
-            self.gzip.stdin.close()
-            if self.gzip.wait() != 0 and exc[0] is None:
-                raise OSError(f"gzip exited with {self.gzip.returncode}")
-        self.output.close()
+        try:
+            self.tar.close()
+        finally:
+            if self.gzip:
+                self.gzip.stdin.close()
+                if self.pump:
+                    self.pump.finish()
+                if self.gzip.wait() != 0 and exc[0] is None:
+                    raise OSError(f"gzip exited with {self.gzip.returncode}")
+            if self.owned:
+                self.output.close()
 
     def add(self, name: str, path: Path, size: int) -> str:
         stat = path.stat()
@@ -129,8 +144,34 @@ class TarWriter:
         self.tar.addfile(info, io.BytesIO(data))
 
 
+class Pump(threading.Thread):
+    """Copies a pipe into a stream until the pipe ends. When the stream fails, the pipe is still drained (so the
+    process writing it never blocks) and ``finish()`` raises the stream's error."""
+
+    def __init__(self, pipe, output):
+        super().__init__(daemon=True, name="archive-pump")
+        self.pipe, self.output, self.error = pipe, output, None
+        self.start()
+
+    def run(self):
+        while chunk := self.pipe.read(CHUNK):
+            if self.error is None:
+                try:
+                    self.output.write(chunk)
+                except Exception as error:  # noqa: BLE001 (re-raised by finish())
+                    self.error = error
+
+    def finish(self):
+        self.join()
+        self.pipe.close()
+        if self.error is not None:
+            raise self.error
+
+
 class ZipWriter:
-    def __init__(self, destination: Path, compresslevel: int):
+    """A zip archive (into a file, or a stream: entries then carry data descriptors, as zipfile writes them)."""
+
+    def __init__(self, destination, compresslevel: int):
         self.zip = zipfile.ZipFile(destination, "w", compresslevel=compresslevel, allowZip64=True)
 
     def __enter__(self):

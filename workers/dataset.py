@@ -4,7 +4,9 @@ This is the one place that decides what an exported demo contains, so curation (
 here: ``export_timeline`` is where edits over the raw capture are applied.
 """
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from django.core.files.storage import default_storage
@@ -12,6 +14,7 @@ from django.db.models import Prefetch
 
 # The demo selection and split assignment live with the domain (the splits page uses them too).
 from annotation.actions.splits import DEFAULT_STATUSES, selected_demos, split_of
+from annotation.blobstore import stream_file
 from annotation.models import (
     Demonstration,
     DemoReview,
@@ -118,23 +121,74 @@ def export_demos(project, scheme: str, statuses=DEFAULT_STATUSES, splits=None, c
             yield to_export_demo(demo, name)
 
 
-def storage_blobs() -> DirectoryBlobs:
-    """Blob bytes from the platform's storage (local file system: hard links; remote storage: downloads)."""
+def storage_blobs(cache: Path | None = None) -> DirectoryBlobs:
+    """Blob bytes from the platform's storage (local file system: hard links; remote storage: downloads, each blob
+    once into ``cache`` when given, then hard-linked from there like local blobs)."""
     try:
         default_storage.path(sha256_path("0" * 64))
     except NotImplementedError:
-        return RemoteStorageBlobs()
+        return RemoteStorageBlobs(cache)
     return DirectoryBlobs(lambda sha: Path(default_storage.path(sha256_path(sha))))
 
 
 class RemoteStorageBlobs:
-    """Blobs in storage without local paths (S3): read through the storage API."""
+    """Blobs in storage without local paths (S3): read through the storage, streamed (``stream_file``).
+
+    With a ``cache`` folder, ``copy_to`` returns at once: ``FETCHERS`` threads download each blob once into the
+    cache (requests to S3 wait on the network, not on us) and hard-link it where it was asked for; leaving the
+    ``with`` block waits for them and raises the first failure."""
+
+    FETCHERS = 8
+
+    def __init__(self, cache: Path | None = None):
+        self.cache, self.pool, self.pending = cache, None, []
+        self.lock, self.claims = threading.Lock(), {}  # sha256 → set when its download ended
+
+    def __enter__(self):
+        if self.cache is not None:
+            self.cache.mkdir(parents=True, exist_ok=True)
+            self.pool = ThreadPoolExecutor(max_workers=self.FETCHERS, thread_name_prefix="blob-fetch")
+        return self
+
+    def __exit__(self, kind, error, trace):
+        if self.pool is None:
+            return
+        if kind is not None:
+            for future in self.pending:
+                future.cancel()
+        self.pool.shutdown(wait=True)
+        if kind is None:
+            for future in self.pending:
+                future.result()
 
     def read(self, sha256: str) -> bytes:
-        with default_storage.open(sha256_path(sha256), "rb") as handle:
-            return handle.read()
+        return b"".join(stream_file(default_storage, sha256_path(sha256)))
 
     def copy_to(self, sha256: str, destination: Path) -> None:
-        with default_storage.open(sha256_path(sha256), "rb") as handle, destination.open("wb") as out:
-            while chunk := handle.read(1024 * 1024):
+        if self.pool is None:
+            return self.download(sha256, destination)
+        self.pending.append(self.pool.submit(self.fetch_and_link, sha256, destination))
+
+    def fetch_and_link(self, sha256: str, destination: Path) -> None:
+        """The first request for a blob downloads it into the cache; the others wait for that, then link."""
+        cached = self.cache / sha256
+        with self.lock:
+            mine = sha256 not in self.claims
+            done = self.claims.setdefault(sha256, threading.Event())
+        if mine:
+            try:
+                partial = cached.with_suffix(".part")
+                self.download(sha256, partial)
+                partial.replace(cached)
+            finally:
+                done.set()
+        else:
+            done.wait()
+        if not cached.exists():
+            raise FileNotFoundError(f"blob {sha256} could not be read from storage")
+        DirectoryBlobs(lambda sha: self.cache / sha).copy_to(sha256, destination)
+
+    def download(self, sha256: str, destination: Path) -> None:
+        with destination.open("wb") as out:
+            for chunk in stream_file(default_storage, sha256_path(sha256)):
                 out.write(chunk)

@@ -18,15 +18,19 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 
 from annotation.actions.jobs import beat, claim_job, finish_job, reap_stale_jobs
+from annotation.blobstore import is_s3
+from annotation.formats import ARCHIVE_MEDIA_TYPES
 from annotation.models import AgentRun, Evaluation, ExportJob, JobStatus
 
 from . import dataset
 from .archive import file_sha256, write_archive
 from .exporters import get_exporter
+from .s3upload import MultipartWriter, abandoned_uploads, abort_upload
 
 log = logging.getLogger(__name__)
 EXPORT_SHARE = 0.6  # of the progress bar: writing the export; the rest is archiving it
 BEAT_SECONDS = 0.5
+EXPORTS_PREFIX = "exports/"
 
 
 class JobStopped(Exception):
@@ -83,7 +87,46 @@ def sweep_export_folders() -> int:
             shutil.rmtree(folder, ignore_errors=True)
             log.info("removed the work folder %s of %s %s (not running)", folder.name, *job)
             removed += 1
+    return removed + sweep_export_files()
+
+
+def sweep_export_files() -> int:
+    """Remove what a killed export worker left in storage: archives under ``exports/<pk>/`` that no finished job
+    names (killed between upload and marking the job done), and on S3 incomplete multipart uploads of jobs that are
+    not running (killed mid-upload). Listed before the jobs are read, as for the folders. Returns how many."""
+    uploads = list(abandoned_uploads(default_storage, EXPORTS_PREFIX)) if is_s3(default_storage) else []
+    stored = stored_exports()
+    running = set(ExportJob.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True))
+    published = set(ExportJob.objects.filter(status=JobStatus.DONE).exclude(file="").values_list("file", flat=True))
+    removed = 0
+    for key, upload_id in uploads:
+        if export_pk(key.rpartition(EXPORTS_PREFIX)[2]) not in running:
+            abort_upload(default_storage, key, upload_id)
+            log.info("aborted the incomplete upload of %s (its job is not running)", key)
+            removed += 1
+    for name in stored:
+        if name not in published and export_pk(name.removeprefix(EXPORTS_PREFIX)) not in running:
+            default_storage.delete(name)
+            log.info("removed %s (no finished export job names it)", name)
+            removed += 1
     return removed
+
+
+def stored_exports() -> list[str]:
+    """Storage names of every file under ``exports/<pk>/``."""
+    try:
+        folders, _ = default_storage.listdir(EXPORTS_PREFIX)
+    except FileNotFoundError:
+        return []
+    return [
+        f"{EXPORTS_PREFIX}{pk}/{file}" for pk in folders for file in default_storage.listdir(EXPORTS_PREFIX + pk)[1]
+    ]
+
+
+def export_pk(relative: str) -> int | None:
+    """The job pk of ``<pk>/<file>`` (a name under ``exports/``), None when it is not one."""
+    pk = relative.partition("/")[0]
+    return int(pk) if pk.isdigit() else None
 
 
 def run_job(model, job_id: int, work) -> None:
@@ -125,12 +168,9 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
     total = count_demos(job.project, job.format, job.statuses, job.splits)
     exporting = Progress(job, 0.0, EXPORT_SHARE)
     demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits)
-    counts = get_exporter(job.format).export(demos, out, dataset.storage_blobs(), lambda done: exporting(done / total))
-    archive = workdir / job.filename
-    manifest = write_archive(out, archive, job.archive_format, Progress(job, EXPORT_SHARE, 1 - EXPORT_SHARE))
-    counts.files = len(manifest)
-    Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing
-    publish(job, archive, counts.as_dict())
+    with dataset.storage_blobs(workdir / "blobs") as blobs:
+        counts = get_exporter(job.format).export(demos, out, blobs, lambda done: exporting(done / total))
+    archive_and_publish(job, out, workdir, counts.as_dict())
 
 
 def export_form_batches(job: ExportJob, out: Path, workdir: Path) -> None:
@@ -144,11 +184,7 @@ def export_form_batches(job: ExportJob, out: Path, workdir: Path) -> None:
     batches = form_dataset.export_batches(job.project, job.include_gold, job.splits)
     selected = {name: lists[name] for name in job.splits if name in lists} if job.splits else lists
     counts = turkingbench.export(batches, out, selected, lambda done: exporting(done / total))
-    archive = workdir / job.filename
-    manifest = write_archive(out, archive, job.archive_format, Progress(job, EXPORT_SHARE, 1 - EXPORT_SHARE))
-    counts["files"] = len(manifest)
-    Progress(job, 0.99, 0)(1, force=True)
-    publish(job, archive, counts)
+    archive_and_publish(job, out, workdir, counts)
 
 
 def move_into_storage(path: Path, name: str) -> str:
@@ -163,12 +199,41 @@ def move_into_storage(path: Path, name: str) -> str:
             return default_storage.save(name, File(handle))
 
 
-def publish(job: ExportJob, archive: Path, counts: dict) -> None:
-    sha256, size = file_sha256(archive), archive.stat().st_size
-    name = move_into_storage(archive, f"exports/{job.pk}/{job.filename}")
+def archive_and_publish(job: ExportJob, out: Path, workdir: Path, counts: dict) -> None:
+    """Archive the export folder ``out`` into storage under ``exports/<pk>/<filename>`` and mark the job done; on S3
+    the archive is uploaded while it is made (``archive_into_s3``), else written beside ``out`` and moved in."""
+    name, archiving = export_name(job), Progress(job, EXPORT_SHARE, 1 - EXPORT_SHARE)
+    if is_s3(default_storage):
+        counts["files"], sha256, size = archive_into_s3(job, out, name, archiving)
+    else:
+        archive = workdir / job.filename
+        counts["files"] = len(write_archive(out, archive, job.archive_format, archiving))
+        Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing
+        sha256, size = file_sha256(archive), archive.stat().st_size
+        name = move_into_storage(archive, name)
     if not finish_job(job, JobStatus.DONE, file=name, sha256=sha256, size=size, counts=counts):
         default_storage.delete(name)  # cancelled at the last moment: nothing may stay downloadable
         raise JobStopped(f"job {job.pk} was cancelled before publishing")
+
+
+def export_name(job: ExportJob) -> str:
+    return f"{EXPORTS_PREFIX}{job.pk}/{job.filename}"
+
+
+def archive_into_s3(job: ExportJob, out: Path, name: str, progress: Progress) -> tuple[int, str, int]:
+    """Stream the archive into an S3 multipart upload as it is made (no local archive, bounded memory); it appears
+    under ``name`` only once complete. Returns (files archived, sha256, size)."""
+    top = job.filename.removesuffix(f".{job.archive_format}")
+    media_type = ARCHIVE_MEDIA_TYPES[job.archive_format]
+    upload = MultipartWriter(default_storage, name, media_type, settings.S3_PART_BYTES, settings.S3_UPLOAD_CONCURRENCY)
+    try:
+        manifest = write_archive(out, upload, job.archive_format, progress, top=top)
+        Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing
+        upload.complete()
+    except BaseException:
+        upload.abort()
+        raise
+    return len(manifest), upload.digest.hexdigest(), upload.size
 
 
 # --- Evaluations ----------------------------------------------------------------------------------------
@@ -189,7 +254,8 @@ def evaluate(evaluation: Evaluation, workdir: Path) -> None:
     total = count_demos(evaluation.project, evaluation.format, statuses, splits)
     exporting = Progress(evaluation, 0, 0.5)
     demos = dataset.export_demos(evaluation.project, evaluation.format, statuses, splits)
-    get_exporter(evaluation.format).export(demos, out, dataset.storage_blobs(), lambda done: exporting(done / total))
+    with dataset.storage_blobs(workdir / "blobs") as blobs:
+        get_exporter(evaluation.format).export(demos, out, blobs, lambda done: exporting(done / total))
     if evaluation.format == "weblinx":
         results = weblinx.evaluate(out, evaluation.split, evaluation.predictions)
         turns = sum(

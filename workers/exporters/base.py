@@ -102,6 +102,12 @@ class DirectoryBlobs:
     def __init__(self, path_of: Callable[[str], Path]):
         self.path_of = path_of
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        """Nothing pending: every copy is made when asked for (remote blob sources may work in the background)."""
+
     def read(self, sha256: str) -> bytes:
         return self.path_of(sha256).read_bytes()
 
