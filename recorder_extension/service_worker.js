@@ -279,9 +279,13 @@ async function onStepOperate(recorder, { op, value, mhtml }) {
     const capture = W.step.stepCapture(selection.capture, op, value, selection.options || []);
     const blobs = stepBlobs.get(selection.clientId) || {};
     const zoomLevel = await chrome.tabs.getZoom(selection.tabId).catch(() => undefined);
+    let snapshot = session.mhtml && typeof mhtml === "string" && mhtml ? base64Bytes(mhtml) : null;
+    if (snapshot && (await tabHasPrivateFields(selection.tabId))) {
+      snapshot = null; // the MHTML would carry the private fields' values in text
+      await recorder.note("MHTML snapshot not kept: the page has private fields");
+    }
     const turn = await recorder.recordAction(session, capture, {
-      tabId: selection.tabId, screenshot: blobs.screenshot || null, zoomLevel, tabUrl: selection.tabUrl,
-      mhtml: session.mhtml && typeof mhtml === "string" && mhtml ? base64Bytes(mhtml) : null,
+      tabId: selection.tabId, screenshot: blobs.screenshot || null, zoomLevel, tabUrl: selection.tabUrl, mhtml: snapshot,
     });
     if (W.step.executes(op)) await performStep(selection, frame, op, value);
     return { ok: true, client_id: turn.client_id };
@@ -346,6 +350,12 @@ async function maskTab(png, tabId, { own = null, topUrl = null, legacy = null, b
     shots.failed("skipped", error);
     return null;
   }
+}
+
+/** Whether any frame of tab `tabId` has (or may have: no answer) a private field (lib/regions.js). */
+async function tabHasPrivateFields(tabId) {
+  const config = (await kv.get(C.STORAGE.CONFIG)) || {};
+  return W.regions.hasPrivateFields(tabId, config.privateSelectors);
 }
 
 /** The private areas of every frame of tab `tabId` ({rects, viewport} in tab-viewport CSS px; lib/regions.js). */

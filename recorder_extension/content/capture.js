@@ -322,7 +322,9 @@
       frames.push({ frameId: id, x: box.x, y: box.y, width: box.width, height: box.height });
     }
     if (unnamed) askChildFrameIds();
-    return { url: location.href, viewport: size, rects: own.map((r) => ({ x: r.x, y: r.y, width: r.width, height: r.height })), frames };
+    // Private fields anywhere in this document, in view or not (step mode keeps an MHTML copy only without any).
+    const privateFields = dom.privateElements(document, { privateSelectors: list }).length;
+    return { url: location.href, viewport: size, rects: own.map((r) => ({ x: r.x, y: r.y, width: r.width, height: r.height })), frames, privateFields };
   }
 
   function tellParentFrameId() {

@@ -167,7 +167,24 @@
     return { ...compose(frames, reports), url: reports.has(0) ? reports.get(0).url || null : null };
   }
 
-  const api = { compose, collect, intersect, place, scaleRects, REPORT_TIMEOUT_MS };
+  /**
+   * Whether a frame of tab `tabId` holds a private field (password, data-private, a configured selector; anywhere in
+   * its document, not only in view) or might (a frame that does not answer). An MHTML snapshot is the page's text as
+   * the browser serializes it, values included: step mode keeps one only when this is false.
+   */
+  async function hasPrivateFields(tabId, selectors) {
+    let frames;
+    try {
+      frames = (await chrome.webNavigation.getAllFrames({ tabId })) || [];
+    } catch {
+      frames = [];
+    }
+    if (!frames.some((f) => f.frameId === 0)) frames.push({ frameId: 0, parentFrameId: -1 });
+    const answers = await Promise.all(frames.map((f) => askFrame(tabId, f.frameId, selectors)));
+    return answers.some((report) => !report || report.privateFields !== 0);
+  }
+
+  const api = { compose, collect, hasPrivateFields, intersect, place, scaleRects, REPORT_TIMEOUT_MS };
   root.WebTasks = root.WebTasks || {};
   root.WebTasks.regions = api;
   if (typeof module === "object" && module.exports) module.exports = api;

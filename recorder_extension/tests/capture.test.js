@@ -741,3 +741,8 @@ test("an action's capture carries its frame's regions report, taken with it", as
   assert.equal(message.regions.frames.length, 1);
   assert.ok(!JSON.stringify(message.regions).includes("PRIVATE-TEXT"));
 });
+
+test("a frame without private fields reports none (step mode may keep its MHTML)", async () => {
+  const { ask } = await load({ html: `<!doctype html><html><body><input id="q"><p>Hello</p></body></html>` });
+  assert.equal(ask({ target: C.TARGET.CONTENT, type: C.MSG.REGIONS })[0].privateFields, 0);
+});

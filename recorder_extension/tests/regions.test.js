@@ -5,7 +5,7 @@ const test = require("node:test");
 const assert = require("node:assert/strict");
 
 const C = require("../lib/constants.js");
-const { compose, collect } = require("../lib/regions.js");
+const { compose, collect, hasPrivateFields } = require("../lib/regions.js");
 
 const VIEWPORT = { width: 1280, height: 800 };
 const rect = (x, y, width, height) => ({ x, y, width, height });
@@ -137,4 +137,15 @@ test("collect masks a frame whose content script fails to answer", async () => {
   const frames = [{ frameId: 0, parentFrameId: -1 }, { frameId: 3, parentFrameId: 0 }];
   fakeChrome(frames, { 0: report([], [{ frameId: 3, ...rect(5, 5, 10, 10) }]), 3: new Error("Could not establish connection") });
   assert.deepEqual((await collect(1, [])).rects, [rect(5, 5, 10, 10)]);
+});
+
+test("hasPrivateFields: any frame with a private field, or a frame that does not answer, says yes", async () => {
+  const frames = [{ frameId: 0, parentFrameId: -1 }, { frameId: 4, parentFrameId: 0 }];
+  const clean = { ...report([], []), privateFields: 0 };
+  fakeChrome(frames, { 0: clean, 4: { ...clean } });
+  assert.equal(await hasPrivateFields(1, []), false);
+  fakeChrome(frames, { 0: clean, 4: { ...clean, privateFields: 2 } }); // e.g. a password field out of view
+  assert.equal(await hasPrivateFields(1, []), true);
+  fakeChrome(frames, { 0: clean, 4: new Error("Could not establish connection") });
+  assert.equal(await hasPrivateFields(1, []), true);
 });
