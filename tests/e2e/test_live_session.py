@@ -374,7 +374,8 @@ def test_ending_from_the_instructor_page_keeps_the_recorders_queued_turns(server
         worker_session = cdp.send("Target.attachToTarget", {"targetId": worker["targetId"], "flatten": True})
         worker_session = worker_session["sessionId"]
         cdp.send("Network.enable", session_id=worker_session)
-        cdp.send("Network.setBlockedURLs", {"urls": [f"*/api/recordings/{demo}/turns/*"]}, session_id=worker_session)
+        held = [f"*/api/recordings/{demo}/turns/*", f"*/api/recordings/{demo}/batch/*"]  # batch: turns with blobs
+        cdp.send("Network.setBlockedURLs", {"urls": held}, session_id=worker_session)
         recorder.evaluate(
             "document.getElementById('chat-speaker').value = 'instructor';"
             "document.getElementById('chat-utterance').value = 'Transcribed before the end';"
