@@ -12,7 +12,8 @@ MAX_INT = 2**31 - 1
 
 class BatchSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    # null for batches the platform makes itself (a Mind2Web proposal or demonstration batch)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     workers = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
     worker_groups = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
     tasks_total = serializers.IntegerField(read_only=True)

@@ -297,4 +297,4 @@ def evaluate_form_tasks(evaluation: Evaluation, workdir: Path) -> None:
     data = gold_directory(list(batches), workdir / "data")
     scoring = Progress(evaluation, 0, 1)
     results = score_predictions(data, evaluation.predictions, progress=lambda done, total: scoring(done / total))
-    finish_job(evaluation, JobStatus.DONE, results=results, data_version=tree_sha256(data))
+    finish_job(evaluation, JobStatus.DONE, results=results, data_version=tree_sha256(workdir / "data"))

@@ -143,7 +143,9 @@ def test_an_export_started_from_the_page_shows_progress_to_done_and_downloads(se
     driver.find_element(By.ID, "start-export").click()
     wait_for(driver, lambda d: "/projects/mgmt/exports/" in d.current_url and d.find_elements(By.ID, "job"))
 
-    wait_for(driver, lambda d: d.find_element(By.ID, "job").get_attribute("data-status") == "done", timeout=120)
+    # Read in one script: the page's poller replaces the job element, so a found element may be gone when read.
+    status = "return (document.getElementById('job') || {dataset: {}}).dataset.status"
+    wait_for(driver, lambda d: d.execute_script(status) == "done", timeout=120)
     assert driver.find_element(By.ID, "job-progress").get_attribute("value") == "1"
     link = wait_for(driver, lambda d: d.find_element(By.ID, "download"))
     assert link.is_displayed()
