@@ -19,6 +19,7 @@ from .models import (
     DemoStatus,
     Edit,
     EditKind,
+    ExportFormat,
     Project,
     Turn,
     TurnCuration,
@@ -164,6 +165,7 @@ def list_context(user, params) -> dict:
     )
     page = Paginator(sorted_rows(rows, sort), LIST_PAGE_SIZE).get_page(params.get("page"))
     kept = {key: value for key, value in filters.items() if value}
+    projects = list(actions.reviewable_projects(user))
     with_sort = {**kept, **({"sort": sort} if sort != DEFAULT_SORT else {})}
     return {
         "page": page,
@@ -179,7 +181,9 @@ def list_context(user, params) -> dict:
         "status_counts": [
             (value, label, counts.get(value, 0)) for value, label in DemoStatus.choices if value != DemoStatus.RECORDING
         ],
-        "projects": actions.reviewable_projects(user),
+        "projects": projects,
+        "export_formats": [(ExportFormat.WEBLINX, "WebLINX"), (ExportFormat.MIND2WEB, "Mind2Web")],
+        "categories": sorted({value for project in projects for value in project.category_choices or []}),
         "queue_size": actions.queue_for(user).count() if user.is_authenticated else 0,
     }
 
@@ -395,6 +399,12 @@ def comments_by_turn(demo) -> tuple:
     return general, pinned
 
 
+def choice_lists(project) -> list:
+    """``[(field, suggestions)]`` for the metadata form's datalists: the project's choice lists for category,
+    subcategory and region (free text stays allowed)."""
+    return [(field, getattr(project, f"{field}_choices") or []) for field in ("category", "subcategory", "region")]
+
+
 def page_context(user, demo, read) -> dict:
     """The review page of ``demo`` for ``user``."""
     review = actions.review_of(demo)
@@ -429,6 +439,7 @@ def page_context(user, demo, read) -> dict:
         "can_resubmit": demo.status == DemoStatus.RETURNED and user.pk in (demo.navigator_id, demo.instructor_id),
         "editable": curate and demo.status in actions.EDITABLE_STATUSES,
         "transitions": available_transitions(user, demo) if curate else [],
+        "choice_lists": choice_lists(demo.project),
         "config": {
             "name": demo.name,
             "revision": review.revision,

@@ -76,24 +76,37 @@ def review_next(request):
 BULK = {
     "assign": lambda user, post: actions.do_assign(user, post.getlist("names"), post.get("assignee", "").strip()),
     "return": lambda user, post: actions.do_bulk_return(user, post.getlist("names"), post.get("comment", "").strip()),
+    "export": lambda user, post: actions.do_bulk_export(user, post.getlist("names"), post.get("format", "weblinx")),
 }
 
 
 @login_required
 @require_POST
 def review_bulk(request):
-    """The list's bulk actions on the selected demos: ``assign`` (to ``assignee``, blank = nobody) or ``return``
-    (with ``comment``). Refused as a whole (4xx, the list again with the reason) when any demo may not be."""
+    """The list's bulk actions on the selected demos: ``assign`` (to ``assignee``, blank = nobody), ``return``
+    (with ``comment``) or ``export`` (in ``format``: one export job per project, then its progress page).
+    Refused as a whole (4xx, the list again with the reason) when any demo may not be."""
     action = request.POST.get("action")
     try:
         if action not in BULK:
             raise ValidationFailed(f"unknown action {action!r}", [{"field": "action", "message": ", ".join(BULK)}])
-        count = BULK[action](request.user, request.POST)
+        result = BULK[action](request.user, request.POST)
     except ActionError as error:
         context = review_page.list_context(request.user, request.GET)
         return render(request, "review/list.html", {**context, "bulk_error": error.detail}, status=error.status)
+    if action == "export":
+        return exports_started(request, result)
     done = "assigned" if action == "assign" else "returned to their annotators"
-    messages.success(request, f"{count} demonstration{'' if count == 1 else 's'} {done}.")
+    messages.success(request, f"{result} demonstration{'' if result == 1 else 's'} {done}.")
+    return redirect(reverse("review-list") + (f"?{request.GET.urlencode()}" if request.GET else ""))
+
+
+def exports_started(request, jobs):
+    """After "Export selection": the export's progress page, or with several projects their exports pages."""
+    if len(jobs) == 1:
+        return redirect("research-export", name=jobs[0].project.name, job_id=jobs[0].pk)
+    started = ", ".join(f"{job.project.name} (export {job.pk}, {len(job.demos)} demos)" for job in jobs)
+    messages.success(request, f"Exports started, one per project: {started}. Follow them under each project's Exports.")
     return redirect(reverse("review-list") + (f"?{request.GET.urlencode()}" if request.GET else ""))
 
 

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from annotation import schema
+from annotation.actions.jobs import MAX_SELECTED
 from annotation.actions.splits import split_config_errors
 from annotation.models import (
     Assignment,
@@ -305,6 +306,7 @@ class ExportJobSerializer(JobFieldsMixin, serializers.ModelSerializer):
             "format",
             "splits",
             "statuses",
+            "demos",
             "archive_format",
             "include_gold",
             "status",
@@ -341,6 +343,13 @@ class ExportCreateSerializer(serializers.Serializer):
         required=False,
         default=["validated"],
         help_text="Demo statuses to include (default validated).",
+    )
+    demos = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        default=list,
+        max_length=MAX_SELECTED,
+        help_text="Only these demonstrations (names); each must match statuses and splits. Empty or absent = all.",
     )
     archive_format = serializers.CharField(required=False, default="tar.gz", help_text="tar.gz or zip.")
     include_gold = serializers.BooleanField(

@@ -183,3 +183,47 @@ def test_a_running_job_whose_worker_went_silent_is_reported_failed(client, alpha
     assert body["status"] == "failed"
     assert "stopped responding" in body["error"]
     assert client.get(f"{EXPORTS}{job.pk}/download/").status_code == 409
+
+
+def test_an_export_of_a_selection_writes_only_the_selected_demos(client, alpha):
+    import io
+    import json
+    import tarfile
+
+    from tests.corpus import ingest_corpus
+    from workers import runners
+
+    demos = ingest_corpus(project="alpha", demos=3, turns=6, elements=20, seed=11, status="recorded")
+    chosen = sorted(demo.name for demo in demos[:2])
+    created = create(client, demos=[*chosen, chosen[0]], statuses=["recorded"])
+    assert created.status_code == 202, created.json()
+    assert created.json()["demos"] == chosen  # duplicates dropped, order kept
+    runners.run_export(created.json()["id"])
+    job = ExportJob.objects.get(pk=created.json()["id"])
+    assert (job.status, job.counts["demos"]) == (JobStatus.DONE, 2), job.error
+    data = b"".join(client.get(f"/api/exports/{job.pk}/download/").streaming_content)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        splits = json.load(tar.extractfile(f"alpha-weblinx-{job.pk}/splits.json"))
+    assert sorted(name for names in splits.values() for name in names) == chosen
+
+
+def test_a_selection_names_every_demo_the_export_would_leave_out(client, alpha, beta, outsider):
+    from tests.corpus import ingest_corpus
+
+    recorded = ingest_corpus(project="alpha", demos=1, turns=4, elements=20, seed=12, status="recorded")[0]
+    elsewhere = ingest_corpus(project="beta", demos=1, turns=4, elements=20, seed=13, status="validated")[0]
+    response = create(client, demos=[recorded.name, elsewhere.name, "no-such-demo"])
+    assert response.status_code == 400
+    error = response.json()["errors"][0]
+    assert error["field"] == "demos"
+    message = response.json()["detail"]
+    assert f"{recorded.name} (recorded)" in message  # statuses default to validated
+    assert f"{elsewhere.name} (not in alpha)" in message
+    assert "no-such-demo (not in alpha)" in message
+    assert create(client, demos=[recorded.name], statuses=["recorded"], splits=["test_vis"]).status_code == 400
+    assert create(client, demos=[""]).status_code == 400
+    too_many = create(client, demos=[f"d{i}" for i in range(5001)])
+    assert (too_many.status_code, too_many.json()["errors"][0]["field"]) == (400, "demos")
+    tb = client.post(EXPORTS, {"project": "alpha", "format": "turkingbench", "demos": [recorded.name]}, format="json")
+    assert (tb.status_code, tb.json()["errors"][0]["field"]) == (400, "demos")
+    assert not ExportJob.objects.exists()

@@ -343,3 +343,17 @@ def test_a_metadata_value_longer_than_its_column_is_a_400_naming_the_field(clien
     assert not Edit.objects.filter(demonstration=demo).exists()
     assert post(client, demo, op="edit_metadata", revision=0, fields={"fields": 1}).status_code == 400
     assert post(client, demo, op="edit_metadata", revision=0, fields=["category"]).status_code == 400
+
+
+def test_the_metadata_form_suggests_the_projects_choice_lists(client, reviewer, demo, alpha):
+    alpha.category_choices, alpha.region_choices = ["Shopping", "Travel <&>"], ["Europe"]
+    alpha.save()
+    text = signed_in(client, reviewer).get(f"/review/{demo.name}/").text
+    assert 'name="category" value="' in text
+    assert 'list="category-choices"' in text
+    assert (
+        '<datalist id="category-choices"><option value="Shopping"><option value="Travel &lt;&amp;&gt;"></datalist>'
+        in text
+    )
+    assert '<datalist id="region-choices"><option value="Europe"></datalist>' in text
+    assert '<datalist id="subcategory-choices"></datalist>' in text

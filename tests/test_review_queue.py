@@ -311,3 +311,32 @@ def test_the_live_endpoints_report_thumbnails_counts_and_refuse_outsiders(client
     client.force_login(outsider)
     assert client.get(url).status_code == 404
     assert client.get("/review/live", {"names": demo.name}).json() == {"demos": {}}
+
+
+def test_export_selection_starts_an_export_of_exactly_those_demos(client, reviewer, researcher, owner, alpha, beta):
+    from annotation.models import ExportJob, Membership
+
+    first, second, other = waiting(owner, alpha, 5), waiting(owner, alpha, 6), waiting(owner, alpha, 7)
+    client.force_login(reviewer)  # curates, but exports need a researcher or admin
+    refused = bulk(client, "export", [first.name], format="weblinx")
+    assert refused.status_code == 403
+    assert "researcher or admin" in refused.text
+    client.force_login(researcher)
+    response = bulk(client, "export", [second.name, first.name], format="mind2web")
+    job = ExportJob.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/projects/alpha/exports/{job.pk}/"
+    assert (job.format, job.demos, job.owner) == ("mind2web", sorted([first.name, second.name]), researcher)
+    assert other.name not in job.demos
+    assert "2 selected" in client.get(response["Location"]).text
+    Membership.objects.create(user=researcher, project=beta, role=Role.RESEARCHER)
+    theirs = start_demo(make_user("beta-navigator", beta, Role.ANNOTATOR), beta, status=DemoStatus.RECORDED)
+    response = bulk(client, "export", [first.name, theirs.name], format="weblinx")
+    assert response.status_code == 302
+    assert response["Location"] == "/review/"
+    assert sorted(ExportJob.objects.filter(format="weblinx").values_list("project__name", flat=True)) == [
+        "alpha",
+        "beta",
+    ]
+    assert "Exports started, one per project" in client.get("/review/").text
+    assert bulk(client, "export", [first.name], format="csv").status_code == 400

@@ -110,11 +110,16 @@ def proposed_website(demo: Demonstration) -> str:
     return proposal.website.name if proposal else ""
 
 
-def export_demos(project, scheme: str, statuses=DEFAULT_STATUSES, splits=None, chunk=20) -> Iterator[ExportDemo]:
-    """The project's demos as export values, one at a time (turns fetched ``chunk`` demos per query)."""
+def export_demos(
+    project, scheme: str, statuses=DEFAULT_STATUSES, splits=None, chunk=20, names=()
+) -> Iterator[ExportDemo]:
+    """The project's demos as export values, one at a time (turns fetched ``chunk`` demos per query); ``names``:
+    only these demos."""
     split = split_of(project, scheme)
     turns = Prefetch("turns", queryset=Turn.objects.order_by("timestamp", "seq"))
     demos = selected_demos(project, statuses).prefetch_related(turns, "turn_curations")
+    if names:
+        demos = demos.filter(name__in=names)
     for demo in demos.iterator(chunk_size=chunk):
         name = split(demo)
         if not splits or name in splits:

@@ -154,10 +154,12 @@ def run_export(job_id: int) -> None:
     run_job(ExportJob, job_id, export_and_publish)
 
 
-def count_demos(project, scheme: str, statuses, splits) -> int:
+def count_demos(project, scheme: str, statuses, splits, names=()) -> int:
     """How many demos an export will write (for the progress bar)."""
     split = dataset.split_of(project, scheme)
     demos = dataset.selected_demos(project, statuses)
+    if names:
+        demos = demos.filter(name__in=names)
     return max(1, sum(1 for demo in demos if not splits or split(demo) in splits))
 
 
@@ -165,9 +167,9 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
     out = workdir / job.filename.removesuffix(f".{job.archive_format}")
     if job.format == "turkingbench":
         return export_form_batches(job, out, workdir)
-    total = count_demos(job.project, job.format, job.statuses, job.splits)
+    total = count_demos(job.project, job.format, job.statuses, job.splits, job.demos)
     exporting = Progress(job, 0.0, EXPORT_SHARE)
-    demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits)
+    demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits, names=job.demos)
     with dataset.storage_blobs(workdir / "blobs") as blobs:
         counts = get_exporter(job.format).export(demos, out, blobs, lambda done: exporting(done / total))
     archive_and_publish(job, out, workdir, counts.as_dict())

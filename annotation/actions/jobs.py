@@ -9,13 +9,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..formats import ARCHIVE_FORMATS
-from ..models import EXPORTABLE_STATUSES, ExportFormat, Project, Role, SplitConfig
+from ..models import EXPORTABLE_STATUSES, Demonstration, ExportFormat, Project, Role, SplitConfig
 from ..models.agents import AgentRun
 from ..models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
 from ..splits import SPLITS
 from . import queue
 from .errors import Conflict, ValidationFailed
 from .projects import check_project_role
+from .splits import split_of
 
 EXPORT_ROLES = (Role.RESEARCHER, Role.ADMIN)
 STATUS_CHOICES = tuple(status.value for status in EXPORTABLE_STATUSES)
@@ -54,6 +55,31 @@ def check_export_request(project, export_format, splits, statuses, archive_forma
         check_choice(f"statuses[{index}]", status, STATUS_CHOICES)
 
 
+MAX_SELECTED = 5000  # demos named in one export; more is a filter's job (splits, statuses)
+
+
+def check_selection(project, export_format, names, splits, statuses) -> None:
+    """A selection of demos to export: names of the project's demos, each matching the export's statuses and
+    splits (a demo the export would leave out is named rather than dropped without a word)."""
+    if not names:
+        return
+    field = [{"field": "demos", "message": "expected names of the project's demonstrations"}]
+    if export_format == ExportFormat.TURKINGBENCH:
+        raise ValidationFailed("a TurkingBench export takes form batches, not a selection of demonstrations", field)
+    if len(names) > MAX_SELECTED or not all(isinstance(name, str) and name for name in names):
+        raise ValidationFailed(f"demos must be at most {MAX_SELECTED} demonstration names", field)
+    found = {demo.name: demo for demo in Demonstration.objects.filter(project=project, name__in=names)}
+    problems = [f"{name} (not in {project.name})" for name in names if name not in found]
+    wrong_status = [demo for demo in found.values() if demo.status not in statuses]
+    problems += [f"{demo.name} ({demo.get_status_display().lower()})" for demo in wrong_status]
+    if splits:
+        split = split_of(project, export_format)
+        problems += [f"{demo.name} (split {split(demo)})" for demo in found.values() if split(demo) not in splits]
+    if problems:
+        shown = ", ".join(sorted(problems)[:20]) + (f" and {len(problems) - 20} more" if len(problems) > 20 else "")
+        raise ValidationFailed(f"these selected demonstrations would not be exported: {shown}", field)
+
+
 def enqueue(task: str, job) -> None:
     """Send the job's id to the queue once the row is committed; a broker that cannot be reached fails the job
     visibly instead of leaving it queued forever (or running it inline behind the user's back)."""
@@ -65,10 +91,20 @@ def enqueue(task: str, job) -> None:
 
 
 def do_create_export(
-    user, project, export_format, splits=(), statuses=("validated",), archive_format="tar.gz", include_gold=False
+    user,
+    project,
+    export_format,
+    splits=(),
+    statuses=("validated",),
+    archive_format="tar.gz",
+    include_gold=False,
+    demos=(),
 ):
-    """Create an export job and enqueue it. ``include_gold``: TurkingBench, also the imported gold rows."""
+    """Create an export job and enqueue it. ``include_gold``: TurkingBench, also the imported gold rows;
+    ``demos``: only these demonstrations (names; each must match ``statuses`` and ``splits``)."""
     check_export_request(project, export_format, list(splits), list(statuses), archive_format)
+    demos = list(dict.fromkeys(demos))
+    check_selection(project, export_format, demos, list(splits), list(statuses))
     with transaction.atomic():
         job = ExportJob.objects.create(
             project=project,
@@ -78,6 +114,7 @@ def do_create_export(
             statuses=list(statuses),
             archive_format=archive_format,
             include_gold=bool(include_gold),
+            demos=demos,
         )
         enqueue(queue.EXPORT, job)
     return job

@@ -123,6 +123,9 @@ class ExportJob(Job):
     format = models.CharField(max_length=16, choices=ExportFormat.choices)
     splits = models.JSONField(default=list, blank=True, help_text="Splits to include; empty = all.")
     statuses = models.JSONField(default=list, help_text="Demo statuses included, e.g. ['validated'].")
+    demos = models.JSONField(
+        default=list, blank=True, help_text="Names of the demonstrations to export (a selection); empty = all."
+    )
     archive_format = models.CharField(max_length=8, default="tar.gz", choices=[("tar.gz", "tar.gz"), ("zip", "zip")])
     include_gold = models.BooleanField(default=False, help_text="TurkingBench: also write the imported gold rows.")
     counts = models.JSONField(default=dict, blank=True, help_text="Demos, turns and files per split.")

@@ -107,9 +107,9 @@ def test_a_token_is_created_copied_and_rotated(server, driver):
     no_csp_violation(driver)
 
 
-def recorded_demo(server) -> str:
+def recorded_demo(server, client_id="manage-e2e-1") -> str:
     body = {
-        "client_id": "manage-e2e-1",
+        "client_id": client_id,
         "project": "mgmt",
         "mode": "chat",
         "task_description": "Find a train",
@@ -156,6 +156,25 @@ def test_an_export_started_from_the_page_shows_progress_to_done_and_downloads(se
     status, size, disposition = driver.execute_async_script(DOWNLOAD, link.get_attribute("href"))
     assert (status, size) == (200, job["size"])
     assert f"mgmt-weblinx-{job_id}.tar.gz" in disposition
+    no_csp_violation(driver)
+
+
+def test_a_selection_from_the_review_list_is_exported_alone(server, driver):
+    chosen, left = recorded_demo(server, "manage-e2e-pick"), recorded_demo(server, "manage-e2e-leave")
+    sign_in_form(driver, server.url, "mgadmin", PASSWORDS["mgadmin"])
+    driver.get(server.url + "/review/?project=mgmt")
+    wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f'tr[data-name="{left}"]'))
+    driver.find_element(By.CSS_SELECTOR, f'tr[data-name="{chosen}"] input.pick').click()
+    wait_for(driver, lambda d: d.find_element(By.ID, "selected-count").text == "1 selected")
+    Select(driver.find_element(By.ID, "bulk-format")).select_by_value("weblinx")
+    driver.find_element(By.ID, "btn-bulk-export").click()
+    wait_for(driver, lambda d: "/projects/mgmt/exports/" in d.current_url and d.find_elements(By.ID, "job"))
+    assert "1 selected" in driver.find_element(By.ID, "export-demos").text
+    status = "return (document.getElementById('job') || {dataset: {}}).dataset.status"
+    wait_for(driver, lambda d: d.execute_script(status) == "done", timeout=120)
+    job_id = int(driver.current_url.rstrip("/").rsplit("/", 1)[1])
+    job = api(server.platform, f"/api/exports/{job_id}/", admin_token(server))
+    assert (job["demos"], job["counts"]["demos"]) == ([chosen], 1)
     no_csp_violation(driver)
 
 

@@ -24,7 +24,7 @@ from .access import (
     reviewable_demos,
     reviewable_projects,
 )
-from .claims import BULK_ACTIONS, do_assign, do_bulk_return, do_claim_next, held_by, queue_for
+from .claims import BULK_ACTIONS, do_assign, do_bulk_export, do_bulk_return, do_claim_next, held_by, queue_for
 from .curation import (
     METADATA_FIELDS,
     TURN_DEFAULTS,
@@ -88,6 +88,7 @@ __all__ = [
     # claims
     "BULK_ACTIONS",
     "do_assign",
+    "do_bulk_export",
     "do_bulk_return",
     "do_claim_next",
     "held_by",

@@ -77,13 +77,12 @@ def do_claim_next(user) -> Demonstration | None:
 
 # --- Bulk actions from the list -------------------------------------------------------------------------
 
-BULK_ACTIONS = ("assign", "return")
+BULK_ACTIONS = ("assign", "return", "export")
 MAX_BULK = 500
 
 
-def check_bulk_demos(user, names) -> list:
-    """The selected demos, each one ``user`` may curate: 404 naming those they cannot see, 403 naming those they
-    may only read."""
+def check_selected_demos(user, names) -> list:
+    """The selected demos, each one ``user`` may see in review: 404 naming those they cannot see."""
     if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
         raise ValidationFailed("select at least one demonstration", [{"field": "names", "message": "required"}])
     if len(names) > MAX_BULK:
@@ -94,6 +93,13 @@ def check_bulk_demos(user, names) -> list:
     if missing:
         not_found = [{"field": "names", "message": "not found"}]
         raise NotFound(f"no recorded demonstration {', '.join(missing)} among yours", not_found)
+    return demos
+
+
+def check_bulk_demos(user, names) -> list:
+    """The selected demos, each one ``user`` may curate: 404 naming those they cannot see, 403 naming those they
+    may only read."""
+    demos = check_selected_demos(user, names)
     read_only = sorted(demo.name for demo in demos if not can_curate(user, demo))
     if read_only:
         raise Forbidden(f"only the project's reviewers and admins can change {', '.join(read_only)}")
@@ -145,3 +151,27 @@ def do_bulk_return(user, names, comment="") -> int:
             review, _ = DemoReview.objects.get_or_create(demonstration=demo)
             do_transition(user, demo, review.revision, "return", comment)
     return len(demos)
+
+
+def do_bulk_export(user, names, export_format, archive_format="tar.gz") -> list:
+    """Export the selected demos: one export job per project (each needs ``user`` to be a researcher or admin
+    there), whatever their review status; all jobs or none."""
+    from ..jobs import STATUS_CHOICES, check_project_for_export, do_create_export
+
+    demos = check_selected_demos(user, names)
+    by_project = {}
+    for demo in demos:
+        by_project.setdefault(demo.project.name, []).append(demo.name)
+    projects = [check_project_for_export(user, name) for name in sorted(by_project)]
+    with transaction.atomic():
+        return [
+            do_create_export(
+                user,
+                project,
+                export_format,
+                statuses=STATUS_CHOICES,
+                archive_format=archive_format,
+                demos=sorted(by_project[project.name]),
+            )  # fmt: skip
+            for project in projects
+        ]
