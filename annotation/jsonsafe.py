@@ -11,6 +11,8 @@ import json
 import math
 import re
 
+import orjson
+
 MAX_DEPTH = 64  # the deepest real payload (a turn batch) is 6 levels; bboxes blobs are 2
 SURROGATE_ESCAPE = re.compile(r"\\u[dD]")
 
@@ -30,7 +32,14 @@ def refuse_constant(name: str):
 def loads(text, field: str = "", walk: bool = True):
     """Parse ``text`` (str or UTF-8 bytes) and check it with ``check``; raise ``JSONProblem``. ``walk=False`` is for
     callers that check every value's type, depth and finiteness themselves (bboxes blobs: ``schema.bad_box``): the
-    walk then runs only when the text holds ``\\u`` surrogate escapes."""
+    walk then runs only when the text holds ``\\u`` surrogate escapes, and bytes are first tried with orjson (about
+    twice as fast on a page's bboxes), which refuses all that ``check`` would (invalid UTF-8, lone surrogates, NaN,
+    infinities, 1,024 levels): whatever it refuses is parsed again below for the precise message."""
+    if not walk and isinstance(text, (bytes, bytearray)):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
     if isinstance(text, (bytes, bytearray)):
         try:
             text = text.decode("utf-8")

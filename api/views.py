@@ -214,8 +214,7 @@ class RecordingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         """Upload the blobs a run of turns uses and the turns in one request (docs/ingest.md): a JSON manifest line
         ``{"turns", "blobs": [{"sha256", "media_type", "size"}]}``, then the blobs' bytes in that order; gzip with
         ``Content-Encoding: gzip``. Checked whole and stored atomically; a retry stores nothing twice."""
-        demo = actions.check_demo_writable(request.user, name)
-        actions.check_project_for_blobs(request.user, demo.project.name)
+        demo = actions.check_demo_for_batch(request.user, name)
         body = (request.stream or io.BytesIO(b"")).read(settings.INGEST_MAX_UPLOAD_BYTES + 1)
         if len(body) > settings.INGEST_MAX_UPLOAD_BYTES:
             raise actions.TooLarge("request body exceeds INGEST_MAX_UPLOAD_BYTES")

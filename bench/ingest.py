@@ -2,8 +2,9 @@
 
 A synthetic corpus (``annotation.synth``: >= 1,000 browser turns on pages of 2,000 elements) is generated and encoded
 first. Then, timed, a client does over one keep-alive connection exactly what the recorder does per demo: ``POST
-/api/recordings/``; per batch of turns, ``POST /api/blobs/missing/`` with the blobs the batch uses first, then one
-``POST /api/recordings/<name>/batch/`` carrying the missing blobs and the turns, gzipped (docs/ingest.md); finally
+/api/recordings/``; per batch of turns, one ``POST /api/recordings/<name>/batch/`` carrying the turns and the blobs
+not uploaded before (the recorder remembers what it uploaded; no missing-check round trip), gzipped (docs/ingest.md);
+finally
 ``POST .../finish/``. The server is uvicorn as `make run` starts it, serving ``config.asgi`` in its own process, with
 its own VAR_DIR (a fresh SQLite database) or, when DATABASE_URL is PostgreSQL, a throw-away database on that server.
 MB are 10^6 bytes of payload (blobs + JSON documents, before compression; ``wire_bytes`` is what was sent).
@@ -39,7 +40,7 @@ BATCH_TURNS = 50
 SEED = 2024
 JSON = "application/json"
 BATCH_MEDIA_TYPE = "application/x-webtasks-batch"  # annotation.actions.BATCH_MEDIA_TYPE, without Django
-LATENCIES = ("missing", "batch")  # mean milliseconds reported per request of these kinds
+LATENCIES = ("batch",)  # mean milliseconds reported per request of these kinds
 RETRYABLE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 
 
@@ -114,6 +115,7 @@ class Client:
         self.port, self.auth, self.compress, self.keep_pieces = port, f"Token {token}", compress, keep_pieces
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
         self.sent, self.wire, self.requests, self.pieces, self.blobs = 0, 0, collections.Counter(), [], 0
+        self.uploaded = set()  # sha256 of the blobs the server stored for us: the recorder's upload marks
         self.seconds = collections.Counter()  # per kind of request, for mean latencies
 
     def request(
@@ -152,28 +154,25 @@ class Client:
         self.connection.close()
 
 
-def upload_batch(client: Client, name: str, project: str, blobs: list, turns: list, gz: bytes | None = None) -> dict:
-    """One batch the way the recorder sends it: ask which blobs the project lacks, then those blobs and the turns
-    in one request. ``gz``: the gzipped body with every blob, made before timing (the recorder compresses in the
-    browser, not on the server's cores); used when the server lacks them all."""
-    if blobs:
-        asked = dump({"project": project, "sha256": [sha for sha, _, _ in blobs]})
-        _, body = client.request("POST", "/api/blobs/missing/", asked, JSON, expect=(200,), kind="missing")
-        missing = set(json.loads(body)["missing"])
-        gz = gz if len(missing) == len(blobs) else None
-        blobs = [blob for blob in blobs if blob[0] in missing]
-    pieces, client.blobs = batch_pieces(turns, blobs), client.blobs + len(blobs)
+def upload_batch(client: Client, name: str, blobs: list, turns: list, gz: bytes | None = None) -> dict:
+    """One batch the way the recorder sends it: the turns and the blobs it has not uploaded before, in one request.
+    ``gz``: the gzipped body with every blob, made before timing (the recorder compresses in the browser, not on
+    the server's cores); used when none of them was uploaded before."""
+    fresh = [blob for blob in blobs if blob[0] not in client.uploaded]
+    gz = gz if len(fresh) == len(blobs) else None
+    pieces, client.blobs = batch_pieces(turns, fresh), client.blobs + len(fresh)
     path = f"/api/recordings/{name}/batch/"
     _, body = client.request("POST", path, b"".join(pieces), BATCH_MEDIA_TYPE, (200, 201), "batch", pieces, gz)
+    client.uploaded.update(sha for sha, _, _ in fresh)
     return json.loads(body)
 
 
 def upload_demo(client: Client, upload: Upload) -> str:
     """Upload one demo the way the recorder does; returns its name."""
     _, body = client.request("POST", "/api/recordings/", upload.start, JSON, expect=(201,), kind="start")
-    name, project = json.loads(body)["name"], json.loads(upload.start)["project"]
+    name = json.loads(body)["name"]
     for (blobs, turns), gz in zip(upload.batches, upload.gzipped or [None] * len(upload.batches), strict=True):
-        upload_batch(client, name, project, blobs, turns, gz)
+        upload_batch(client, name, blobs, turns, gz)
     client.request("POST", f"/api/recordings/{name}/finish/", upload.finish, JSON, expect=(200,), kind="finish")
     return name
 

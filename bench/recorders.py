@@ -3,8 +3,8 @@
 Each recorder is a thread with its own user, token and keep-alive connection to the ASGI server `make run` starts
 (``config/server.py``, uvicorn serving ``config.asgi``; a scratch PostgreSQL database when DATABASE_URL is one).
 It starts a recording, then every second takes the next action of a synthetic demonstration (``annotation.synth``:
-page HTML, bboxes and screenshots as the ``ingest`` benchmark's corpus) and uploads it as the recorder does: ``POST
-/api/blobs/missing/``, then one gzipped ``POST .../batch/`` with the missing blobs and the turn. Every recorder's
+page HTML, bboxes and screenshots as the ``ingest`` benchmark's corpus) and uploads it as the recorder does: one
+gzipped ``POST .../batch/`` with the turn and the blobs it has not uploaded before. Every recorder's
 blobs are its own (a recorder id is written into each page, bboxes and PNG), so nothing is deduplicated away.
 
 ``upload_ms_p95``: the 95th percentile of the time from an action's second to the server's 2xx for it (an upload
@@ -146,7 +146,7 @@ class Recorder(threading.Thread):
     def retried_batch(self, turn, blobs):
         while True:
             try:
-                return ingest.upload_batch(self.client, self.name, self.project, blobs, [turn])
+                return ingest.upload_batch(self.client, self.name, blobs, [turn])
             except (OSError, http.client.HTTPException, ingest.BenchError) as error:
                 if isinstance(error, ingest.BenchError) and not RETRIED_STATUS.search(str(error)):
                     raise

@@ -259,3 +259,19 @@ def test_blobs_go_to_the_recordings_project_only(client, demo, files, alpha, bet
     assert set(ProjectBlob.objects.values_list("project__name", flat=True)) == {"alpha"}
     elsewhere = token_client(make_user("beta-annotator", beta, Role.ANNOTATOR))
     assert missing(elsewhere, [files["page"].sha256], project="beta").json() == {"missing": [files["page"].sha256]}
+
+
+def test_a_batch_bringing_its_blobs_asks_few_queries_whatever_its_size(client, files, django_assert_max_num_queries):
+    """The hot path of many recorders: who may write and upload is one query (the demo with the user's role), and
+    blobs that come with the batch are not looked up again as references."""
+    for size in (1, 3):
+        demo = start_demo(client, client_id=f"rec-{size}")
+        fresh = state_blobs(seed=size)
+        with django_assert_max_num_queries(QUERIES_PER_BATCH):
+            response = post_batch(
+                client, demo.name, frame(numbered_turns(size, state_refs(fresh)), list(fresh.values()))
+            )
+        assert response.status_code == 201, response.content
+
+
+QUERIES_PER_BATCH = 12  # 15 before the role was read with the demo and in-batch blobs were no longer looked up

@@ -314,3 +314,41 @@ def test_an_absurd_range_header_is_a_416_naming_it(researcher, api_for, finished
     for response in (export, blob):
         assert response.status_code == 416
         assert response.json()["errors"][0]["field"] == "Range"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b'{"a": {"x": NaN}}', "Out of range float"),
+        (b'{"a": {"x": 1e400}}', None),  # parses (to infinity): the bboxes check names the box
+        (b'{"\\ud800": {"x": 1}}', "surrogate"),
+        (b'{"a": "\xff"}', "not UTF-8"),
+        (b"[" * 2000 + b"]" * 2000, "nested too deeply"),
+        (b'{"a": {"x": 1, "x": 2}, "b": {"y": 18446744073709551616}}', None),
+    ],
+)
+def test_the_fast_bboxes_parse_refuses_and_accepts_exactly_what_the_precise_one_does(text, message, monkeypatch):
+    """Bboxes blobs are parsed with orjson first (``walk=False``); whatever it refuses is parsed again with json
+    for the message, so what is accepted and refused, and why, is as with the json parse alone."""
+    import orjson
+
+    from annotation import jsonsafe
+
+    def outcome():
+        try:
+            value = jsonsafe.loads(text, walk=False)
+        except jsonsafe.JSONProblem as problem:
+            return "refused", problem.message
+        return "parsed", type(value).__name__  # checked, never stored: the blob's bytes are (an int past 64 bits
+        # comes out of orjson as a float; either way a finite number)
+
+    fast = outcome()
+
+    def refuse(_):
+        raise orjson.JSONDecodeError("off", "", 0)
+
+    monkeypatch.setattr(orjson, "loads", refuse)
+    assert outcome() == fast
+    if message:
+        assert fast[0] == "refused"
+        assert message in fast[1]

@@ -25,6 +25,7 @@ from .ingest import (
     IngestResult,
     check_blob_readable,
     check_blob_stored,
+    check_demo_for_batch,
     check_demo_readable,
     check_demo_writable,
     check_missing_blobs,

@@ -71,13 +71,21 @@ class Project(models.Model):
         return self.name
 
     def role_of(self, user):
-        """The user's role here, ``admin`` for a superuser, or None for a non-member."""
+        """The user's role here, ``admin`` for a superuser, or None for a non-member. Read from the database each
+        time, unless the query that loaded this instance read it already (``remember_role``)."""
         if not user.is_authenticated:
             return None
         if user.is_superuser:
             return Role.ADMIN
+        known = self.__dict__.get("_roles", {})
+        if user.pk in known:
+            return known[user.pk]
         membership = self.memberships.filter(user=user).first()
         return membership.role if membership else None
+
+    def remember_role(self, user, role) -> None:
+        """Keep ``user``'s role here as the caller's query read it (for the rest of one request)."""
+        self.__dict__.setdefault("_roles", {})[user.pk] = role
 
     def has_role(self, user, roles):
         return self.role_of(user) in roles

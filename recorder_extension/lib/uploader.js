@@ -3,11 +3,12 @@
  *
  * For every session that may still need it (the active one, then stopped ones in the outbox):
  *   1. POST /api/recordings/ once (idempotent on client_id) → the demo name, saved in the session;
- *   2. per batch of ready turns in seq order: POST /api/blobs/missing/, then ONE gzipped POST
- *      /api/recordings/{name}/batch/ carrying the missing blobs and the turns (docs/ingest.md: a JSON manifest
- *      line, then the blobs' bytes), which the server stores whole or not at all; blobs are per project on the
- *      server (`project` in missing; a batch's blobs go to its recording's project), so an upload mark names the
- *      project it was made for; a turn is marked uploaded only after a 2xx;
+ *   2. per batch of ready turns in seq order: ONE gzipped POST /api/recordings/{name}/batch/ carrying the turns
+ *      and the blobs not yet uploaded for the project (docs/ingest.md: a JSON manifest line, then the blobs'
+ *      bytes), which the server stores whole or not at all; no missing-check first (POST /api/blobs/missing/ is
+ *      asked only about blobs lost locally); blobs are per project on the server (a batch's blobs go to its
+ *      recording's project), so an upload mark names the project it was made for; a turn is marked uploaded
+ *      only after a 2xx;
  *   3. video chunks: PUT the blob, POST /api/recordings/{name}/video/;
  *   4. when the session is stopped and nothing of it is pending: POST .../finish/, then forget it.
  * Network errors, 429 and 5xx: exponential backoff (C.TIMING.RETRY_BASE_MS..RETRY_MAX_MS), the state kept in
@@ -242,7 +243,8 @@
 
     /** Send one batch: the blobs the server is missing and the turns, in one request. Resolves with the session. */
     async sendBatch(session, records) {
-      const { gone, toSend } = await this.blobsToSend(session, records.flatMap((r) => blobRefs(r.turn)));
+      const refs = records.flatMap((r) => blobRefs(r.turn));
+      const { gone, toSend } = await this.blobsToSend(session, refs, { askFirst: false });
       const turns = [];
       for (const record of records) {
         let turn = withoutBlobs(record.turn, gone);
@@ -341,20 +343,25 @@
     }
 
     /**
-     * Which of these blobs the batch must carry (the server is missing them) and which cannot be provided
-     * (refused before, or lost locally): resolves with {gone: Set of sha, toSend: [blob records]}.
+     * Which of these blobs the batch must carry and which cannot be provided (refused before, or lost locally):
+     * resolves with {gone: Set of sha, toSend: [blob records]}. Blobs not yet uploaded for this project are sent;
+     * with `askFirst` (one PUT per blob: video chunks) the server is asked first which it lacks. A batch does not
+     * ask for blobs it holds: the server takes bytes it has already at the cost of hashing them, cheaper than a
+     * round trip per batch; it asks only about blobs lost locally, which the server may still have.
      */
-    async blobsToSend(session, shas) {
+    async blobsToSend(session, shas, { askFirst = true } = {}) {
       const unique = [...new Set(shas)];
       const local = await this.d.store.getBlobs(unique);
       const gone = new Set(unique.filter((sha) => local[sha] && local[sha].rejected));
       const uploadedHere = (record) => record && record.uploaded && record.project === session.project;
       const unknown = unique.filter((sha) => !gone.has(sha) && !uploadedHere(local[sha]));
-      if (!unknown.length) return { gone, toSend: [] };
-      const missing = await this.missingBlobs(session, unknown);
-      await this.d.store.markBlobs(unknown.filter((sha) => !missing.has(sha)), { uploaded: 1, project: session.project });
+      const toAsk = askFirst ? unknown : unknown.filter((sha) => !local[sha]);
+      const missing = toAsk.length ? await this.missingBlobs(session, toAsk) : new Set();
+      const known = toAsk.filter((sha) => !missing.has(sha));
+      if (known.length) await this.d.store.markBlobs(known, { uploaded: 1, project: session.project });
       for (const sha of missing) if (!local[sha]) gone.add(sha);
-      return { gone, toSend: [...missing].filter((sha) => local[sha]).map((sha) => local[sha]) };
+      const send = askFirst ? [...missing] : unknown;
+      return { gone, toSend: send.filter((sha) => local[sha]).map((sha) => local[sha]) };
     }
 
     /**

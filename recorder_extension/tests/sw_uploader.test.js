@@ -44,28 +44,34 @@ test("sends what the server validates: the turn without local bookkeeping fields
   assert.deepEqual(Object.keys(sent).sort(), ["arguments", "client_id", "intent", "screenshot", "timestamp", "type"]);
 });
 
-test("sends only the blobs the server is missing, each shared blob once, in the batch", async () => {
+test("a batch carries each blob not yet uploaded once, without asking the server first", async () => {
   const ctx = await setup();
-  const projects = new Set(["alpha"]);
-  ctx.server.blobs.set(sha256(Buffer.from("already-there")), { mediaType: "image/png", size: 13, projects });
-  await addTurn(ctx, { blobs: { screenshot: "already-there" } });
+  await addTurn(ctx, { blobs: { screenshot: "first" } });
   await addTurn(ctx, { blobs: { screenshot: "shared" } });
   await addTurn(ctx, { blobs: { screenshot: "shared" }, frames: ["shared"] });
   await ctx.uploader.pump();
   assert.equal(ctx.server.requests("PUT", /^\/api\/blobs\//).length, 0, "no request per blob");
+  assert.equal(ctx.server.requests("POST", /missing/).length, 0, "no missing-check round trip");
   const batches = ctx.server.requests("POST", /\/batch\/$/);
   assert.equal(batches.length, 1);
-  assert.deepEqual(batches[0].json.blobs.map((b) => b.sha256), [sha256(Buffer.from("shared"))]);
+  assert.deepEqual(batches[0].json.blobs.map((b) => b.sha256), ["first", "shared"].map((t) => sha256(Buffer.from(t))));
   assert.equal(batches[0].json.turns.length, 3);
-  const asked = ctx.server.requests("POST", /missing/)[0].json.sha256;
-  assert.equal(asked.length, 2, "the missing-check lists each blob once");
 });
 
-test("blobs are asked about for the session's project and stored with its recording's", async () => {
+test("a blob lost locally is asked about, for the session's project, and kept as a reference if the server has it", async () => {
   const ctx = await setup();
-  await addTurn(ctx, { blobs: { screenshot: "png" } });
+  const projects = new Set(["alpha"]);
+  const kept = sha256(Buffer.from("server-has-it"));
+  ctx.server.blobs.set(kept, { mediaType: "image/png", size: 13, projects });
+  const turn = await addTurn(ctx, { blobs: { screenshot: "png" } });
+  await ctx.store.updateTurn(turn.client_id, (r) => ({ ...r, turn: { ...r.turn, page: kept } }));
   await ctx.uploader.pump();
-  assert.equal(ctx.server.requests("POST", /missing/)[0].json.project, "alpha");
+  const asked = ctx.server.requests("POST", /missing/);
+  assert.equal(asked.length, 1);
+  assert.deepEqual(asked[0].json, { project: "alpha", sha256: [kept] });
+  const [batch] = ctx.server.requests("POST", /\/batch\/$/);
+  assert.deepEqual(batch.json.blobs.map((b) => b.sha256), [sha256(Buffer.from("png"))]);
+  assert.equal(batch.json.turns[0].page, kept);
   assert.deepEqual([...ctx.server.blobs.get(sha256(Buffer.from("png"))).projects], ["alpha"]);
 });
 
@@ -105,14 +111,15 @@ test("bytes uploaded for one project are checked and uploaded again for another"
   assert.equal((await counters(ctx)).failed || 0, 0);
 });
 
-test("does not ask the server again about blobs it already confirmed", async () => {
+test("does not send a blob again once the server stored it", async () => {
   const ctx = await setup();
   await addTurn(ctx, { blobs: { screenshot: "same" } });
   await ctx.uploader.pump();
   await addTurn(ctx, { blobs: { screenshot: "same" } });
   await ctx.uploader.pump();
-  assert.equal(ctx.server.requests("POST", /missing/).length, 1);
-  assert.equal(ctx.server.requests("POST", /\/batch\/$/).length, 2);
+  const batches = ctx.server.requests("POST", /\/batch\/$/);
+  assert.deepEqual(batches.map((b) => b.json.blobs.length), [1, 0]);
+  assert.equal(ctx.server.requests("POST", /missing/).length, 0);
 });
 
 test("batches turns by UPLOAD_BATCH_TURNS", async () => {

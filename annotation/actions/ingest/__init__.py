@@ -11,6 +11,7 @@ turns in one request). Callers import from here.
 from .access import (
     blob_used_by,
     check_blob_readable,
+    check_demo_for_batch,
     check_demo_readable,
     check_demo_writable,
     check_project_for_blobs,
@@ -71,6 +72,7 @@ __all__ = [
     "check_blob_readable",
     "check_project_for_blobs",
     "check_demo_readable",
+    "check_demo_for_batch",
     "check_demo_writable",
     "check_project_for_recording",
     "visible_demo",

@@ -13,7 +13,6 @@ a gigabyte in memory."""
 import hashlib
 import io
 import os
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -21,6 +20,7 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
+from isal import isal_zlib  # zlib's API and stream format, with Intel's ISA-L: inflates ~2.4x faster
 
 from ... import jsonsafe, schema
 from ...models import Blob, Demonstration, ProjectBlob, sha256_path
@@ -75,10 +75,10 @@ def inflate(body: bytes, encoding: str | None) -> bytes:
     if encoding == "identity":
         return body
     limit = settings.INGEST_MAX_UPLOAD_BYTES
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    inflater = isal_zlib.decompressobj(wbits=16 + isal_zlib.MAX_WBITS)
     try:
         data = inflater.decompress(body, limit + 1)  # stops producing output past the limit: no bomb
-    except zlib.error as error:
+    except isal_zlib.error as error:
         raise refused("body", f"not valid gzip: {error}") from None
     if len(data) > limit:
         message = f"inflates past the limit of {limit} bytes (INGEST_MAX_UPLOAD_BYTES)"

@@ -56,9 +56,11 @@ def check_blob_references(turns: list, project: Project, uploaded: dict | None =
     """Every referenced blob must be uploaded to the recording's project already (another project's blob is as
     unknown as one never uploaded) or come in the same batch (``uploaded``: sha256 → media type), with a media type
     that fits its role."""
-    wanted = {sha for turn in turns for sha in schema.referenced_blobs(turn).values()}
-    media = dict(Blob.objects.filter(sha256__in=wanted, rights__project=project).values_list("sha256", "media_type"))
-    media.update(uploaded or {})
+    media = dict(uploaded or {})
+    wanted = {sha for turn in turns for sha in schema.referenced_blobs(turn).values()} - media.keys()
+    if wanted:  # a batch that brings every blob it uses needs no query
+        stored = Blob.objects.filter(sha256__in=wanted, rights__project=project).values_list("sha256", "media_type")
+        media.update(stored)
     errors = []
     for index, turn in enumerate(turns):
         for name, sha in schema.referenced_blobs(turn).items():
