@@ -26,7 +26,7 @@ from ... import jsonsafe, schema
 from ...models import Blob, Demonstration, ProjectBlob, sha256_path
 from ..errors import MalformedJSON, TooLarge, UnsupportedMediaType, ValidationFailed
 from .blobs import BLOB_MEDIA_TYPES, MAX_BLOB_QUERY, check_blob_content, normalise_media_type
-from .turns import IngestResult, do_ingest_turns
+from .turns import IngestResult, check_turn_batch, do_ingest_turns
 
 BATCH_MEDIA_TYPE = "application/x-webtasks-batch"
 CONTENT_ENCODINGS = ("identity", "gzip")
@@ -143,16 +143,24 @@ def blob_entry(entry, index: int) -> tuple[str, str, int]:
     return sha, media_type, size
 
 
-def check_batch_blobs(batch: Batch, project) -> Batch:
+def check_batch_blobs(batch: Batch, project, meanwhile=None) -> Batch:
     """Every blob must hash to its sha256; those new to ``project`` must also be what their media type says
     (decodable image, bboxes JSON, UTF-8 HTML). Sets ``batch.fresh``. The blobs are checked on a few threads:
-    hashing and image decoding release the GIL, so a batch uses every core."""
+    hashing and image decoding release the GIL, so a batch uses every core, and ``meanwhile()`` (the turns'
+    validation) runs on this thread while they do. A blob's problem is raised first (in manifest order), then
+    what ``meanwhile`` raised."""
     shas = [blob.sha256 for blob in batch.blobs]
     owned = set(ProjectBlob.objects.filter(project=project, blob_id__in=shas).values_list("blob_id", flat=True))
-    problems = CHECKERS.map(lambda blob: blob_problem(blob, blob.sha256 not in owned), batch.blobs)
-    first = next((problem for problem in problems if problem is not None), None)  # in manifest order
-    if first is not None:
-        raise first
+    checks = [CHECKERS.submit(blob_problem, blob, blob.sha256 not in owned) for blob in batch.blobs]
+    problem = None
+    try:
+        if meanwhile is not None:
+            meanwhile()
+    except ValidationFailed as error:
+        problem = error
+    first = next((found for found in (check.result() for check in checks) if found is not None), None)
+    if first is not None or problem is not None:
+        raise first or problem
     batch.fresh = [blob for blob in batch.blobs if blob.sha256 not in owned]
     return batch
 
@@ -217,12 +225,17 @@ def do_ingest_batch(demo: Demonstration, body: bytes, content_type: str, encodin
     A retry of a stored batch stores nothing again and answers with the same seqs (turns are idempotent on
     ``client_id``, blobs on sha256)."""
     check_batch_media_type(content_type)
-    batch = check_batch_blobs(parse_batch(inflate(body, encoding)), demo.project)
+    batch = parse_batch(inflate(body, encoding))
+    check_turns = (lambda: check_turn_batch(batch.turns, demo.project, batch.media)) if batch.turns else None
+    check_batch_blobs(batch, demo.project, meanwhile=check_turns)
     if not batch.turns:
         with transaction.atomic():
             store_batch_blobs(batch, demo.project, user)
         return BatchResult(IngestResult(), len(batch.fresh))
     result = do_ingest_turns(
-        demo, batch.turns, uploaded=batch.media, before_store=lambda: store_batch_blobs(batch, demo.project, user)
+        demo,
+        batch.turns,
+        before_store=lambda: store_batch_blobs(batch, demo.project, user),
+        checked=True,
     )
     return BatchResult(result, len(batch.fresh))
