@@ -222,16 +222,16 @@ def manage(env: dict, *args: str) -> str:
 
 
 @contextlib.contextmanager
-def asgi_server(env: dict, log_path: Path):
+def asgi_server(env: dict, log_path: Path, workers: int = 1):
     """The ASGI server `make run` starts, serving ``config.asgi`` on a free port, output to ``log_path``; always
-    stopped on exit."""
+    stopped on exit. ``workers``: processes, as production runs one per core."""
     from config.server import server_command
 
     port = free_port()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            server_command("127.0.0.1", port),
+            server_command("127.0.0.1", port, workers),
             cwd=ROOT,
             env=env,
             stdout=log,

@@ -1,7 +1,8 @@
 """Many recorders at once: N simulated recorders, each uploading one action per second, against the real server.
 
 Each recorder is a thread with its own user, token and keep-alive connection to the ASGI server `make run` starts
-(``config/server.py``, uvicorn serving ``config.asgi``; a scratch PostgreSQL database when DATABASE_URL is one).
+(``config/server.py``, uvicorn serving ``config.asgi``; with PostgreSQL (DATABASE_URL, a scratch database) one
+process per core as in production, ``server_workers``).
 It starts a recording, then every second takes the next action of a synthetic demonstration (``annotation.synth``:
 page HTML, bboxes and screenshots as the ``ingest`` benchmark's corpus) and uploads it as the recorder does: one
 gzipped ``POST .../batch/`` with the turn and the blobs it has not uploaded before. Every recorder's
@@ -197,12 +198,19 @@ def run(quick: bool = False) -> dict:
             ingest.manage(env, "migrate", "--noinput", "-v", "0")
             setup = SETUP.format(project=project, count=size["recorders"], prefix=prefix)
             tokens = json.loads(ingest.manage(env, "shell", "-c", setup).strip().splitlines()[-1])
-            with ingest.asgi_server(env, log_path) as port:
+            workers = server_workers(database_url)
+            with ingest.asgi_server(env, log_path, workers) as port:
                 recorders = play(port, tokens, spec, project, size["seconds"])
                 stored = [recorder.stored() for recorder in recorders]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return figures(recorders, stored, size, spec)
+    return {**figures(recorders, stored, size, spec), "server_workers": workers}
+
+
+def server_workers(database_url: str | None) -> int:
+    """As in production (docs/deployment.md): one server process per core on PostgreSQL; one on SQLite, which
+    takes one writer at a time whatever the number of processes."""
+    return max(1, os.cpu_count() or 1) if database_url else 1
 
 
 def play(port: int, tokens: list, spec, project: str, seconds: int) -> list[Recorder]:
