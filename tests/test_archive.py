@@ -70,11 +70,35 @@ def test_hard_linked_files_are_stored_once_and_extract_with_their_bytes(tree, tm
     assert manifest["demonstrations/abc/pages/page-1-0.html"] == manifest["demonstrations/abc/pages/page-0-0.html"]
 
 
-def test_without_a_gzip_program_python_compresses_the_same_archive(tree, tmp_path, monkeypatch):
-    monkeypatch.setattr("workers.archive.shutil.which", lambda name: None)
+class FailingStream:
+    """An output (an S3 upload, say) that fails after a few bytes."""
+
+    def __init__(self, after: int):
+        self.after, self.written = after, 0
+
+    def write(self, data) -> int:
+        self.written += len(data)
+        if self.written > self.after:
+            raise OSError("the upload failed")
+        return len(data)
+
+    def flush(self):
+        pass
+
+
+def test_an_output_that_fails_raises_its_error_from_the_archive(tree):
+    big = tree / "demonstrations" / "abc" / "big.bin"
+    big.write_bytes(bytes(range(256)) * 40_000)  # ~10 MB: several compressed blocks
+    with pytest.raises(OSError, match="the upload failed"):
+        write_archive(tree, FailingStream(after=1000), "tar.gz", top="x")
+
+
+def test_the_tar_gz_is_standard_gzip(tree, tmp_path):
+    import gzip
+    import subprocess
+
     archive = tmp_path / "plain.tar.gz"
-
     manifest = write_archive(tree, archive, "tar.gz")
-
-    members = read_members(archive, "tar.gz")
-    assert json.loads(members["plain/manifest.json"])["files"] == manifest
+    listed = subprocess.run(["tar", "-tzf", str(archive)], capture_output=True, text=True, check=True).stdout
+    assert set(listed.split()) == {f"plain/{name}" for name in manifest} | {"plain/manifest.json"}
+    assert gzip.decompress(archive.read_bytes())[:5] == b"plain"  # one tar stream inside

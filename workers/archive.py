@@ -9,19 +9,19 @@ import hashlib
 import io
 import json
 import os
-import shutil
-import subprocess
 import tarfile
-import threading
 import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from isal import igzip_threaded
+
 from annotation.formats import ARCHIVE_FORMATS  # pure constants: no Django needed
 
 MANIFEST = "manifest.json"
 CHUNK = 1024 * 1024
+GZIP_THREADS = 2  # ISA-L compression threads for tar.gz
 # Already-compressed media gain nothing from deflate; storing them keeps zip exports close to disk speed.
 STORED_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".mp4", ".webm", ".gz", ".zip"}
 
@@ -80,30 +80,23 @@ def write_archive(
     return manifest
 
 
+def isal_level(compresslevel: int) -> int:
+    """zlib's 0-9 scale on ISA-L's 0-3: its level 3 packs about as tight as zlib's 6 (~7 % larger here)."""
+    return 0 if compresslevel <= 0 else 1 if compresslevel <= 2 else 2 if compresslevel <= 5 else 3
+
+
 class TarWriter:
     """A gzipped tar. Hard-linked files (blobs the exporter linked more than once) are stored once, as tar
-    hard links, like GNU tar does; compression runs in a ``gzip`` process beside us when there is one, so
-    reading and compressing use two cores. Into a stream (not a file), a thread pumps gzip's output to it."""
+    hard links, like GNU tar does. Compressed with ISA-L on ``GZIP_THREADS`` threads (``isal.igzip_threaded``,
+    which release the GIL): about seven times as fast as ``gzip -6``, so archiving an export is no longer bound by
+    compression, while reading and hashing go on in this thread."""
 
     def __init__(self, destination, compresslevel: int):
         self.owned = isinstance(destination, Path)
         self.output = destination.open("wb") if self.owned else destination
-        gzip = shutil.which("gzip")
-        self.gzip = (
-            subprocess.Popen(
-                [gzip, "-n", f"-{compresslevel}", "-c"],
-                stdin=subprocess.PIPE,
-                stdout=self.output if self.owned else subprocess.PIPE,
-            )
-            if gzip
-            else None
-        )
-        self.pump = Pump(self.gzip.stdout, self.output) if self.gzip and not self.owned else None
-        # Closed by __exit__: the writer is itself the context manager.
-        if self.gzip:
-            self.tar = tarfile.open(fileobj=self.gzip.stdin, mode="w|")  # noqa: SIM115
-        else:
-            self.tar = tarfile.open(fileobj=self.output, mode="w:gz", compresslevel=compresslevel)  # noqa: SIM115
+        level = isal_level(compresslevel)
+        self.gzip = igzip_threaded.open(self.output, "wb", compresslevel=level, threads=GZIP_THREADS)
+        self.tar = tarfile.open(fileobj=self.gzip, mode="w|")  # noqa: SIM115 (closed by __exit__)
         self.seen = {}  # (device, inode) → (archived name, sha256)
 
     def __enter__(self):
@@ -113,14 +106,11 @@ class TarWriter:
         try:
             self.tar.close()
         finally:
-            if self.gzip:
-                self.gzip.stdin.close()
-                if self.pump:
-                    self.pump.finish()
-                if self.gzip.wait() != 0 and exc[0] is None:
-                    raise OSError(f"gzip exited with {self.gzip.returncode}")
-            if self.owned:
-                self.output.close()
+            try:
+                self.gzip.close()  # the last blocks, and the output's error if writing it failed
+            finally:
+                if self.owned:
+                    self.output.close()
 
     def add(self, name: str, path: Path, size: int) -> str:
         stat = path.stat()
@@ -142,30 +132,6 @@ class TarWriter:
         info = tarfile.TarInfo(name)
         info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
         self.tar.addfile(info, io.BytesIO(data))
-
-
-class Pump(threading.Thread):
-    """Copies a pipe into a stream until the pipe ends. When the stream fails, the pipe is still drained (so the
-    process writing it never blocks) and ``finish()`` raises the stream's error."""
-
-    def __init__(self, pipe, output):
-        super().__init__(daemon=True, name="archive-pump")
-        self.pipe, self.output, self.error = pipe, output, None
-        self.start()
-
-    def run(self):
-        while chunk := self.pipe.read(CHUNK):
-            if self.error is None:
-                try:
-                    self.output.write(chunk)
-                except Exception as error:  # noqa: BLE001 (re-raised by finish())
-                    self.error = error
-
-    def finish(self):
-        self.join()
-        self.pipe.close()
-        if self.error is not None:
-            raise self.error
 
 
 class ZipWriter:
