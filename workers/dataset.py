@@ -14,7 +14,7 @@ from django.db.models import Prefetch
 
 # The demo selection and split assignment live with the domain (the splits page uses them too).
 from annotation.actions.splits import DEFAULT_STATUSES, selected_demos, split_of
-from annotation.blobstore import stream_file
+from annotation.blobstore import is_s3, s3_client, s3_stream, stream_file
 from annotation.models import (
     Demonstration,
     DemoReview,
@@ -148,8 +148,11 @@ class RemoteStorageBlobs:
     def __init__(self, cache: Path | None = None):
         self.cache, self.pool, self.pending = cache, None, []
         self.lock, self.claims = threading.Lock(), {}  # sha256 → set when its download ended
+        self.client = None  # S3: one boto3 client for every fetcher thread
 
     def __enter__(self):
+        if is_s3(default_storage):
+            self.client = s3_client(default_storage)
         if self.cache is not None:
             self.cache.mkdir(parents=True, exist_ok=True)
             self.pool = ThreadPoolExecutor(max_workers=self.FETCHERS, thread_name_prefix="blob-fetch")
@@ -194,6 +197,10 @@ class RemoteStorageBlobs:
         DirectoryBlobs(lambda sha: self.cache / sha).copy_to(sha256, destination)
 
     def download(self, sha256: str, destination: Path) -> None:
+        name = sha256_path(sha256)
+        chunks = (
+            s3_stream(default_storage, name, client=self.client) if self.client else stream_file(default_storage, name)
+        )
         with destination.open("wb") as out:
-            for chunk in stream_file(default_storage, sha256_path(sha256)):
+            for chunk in chunks:
                 out.write(chunk)
