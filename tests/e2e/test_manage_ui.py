@@ -130,6 +130,14 @@ fetch(arguments[0], {credentials: "same-origin"})
 """
 
 
+FINISHED_PAGE = """
+const link = document.getElementById("download"), bar = document.getElementById("job-progress");
+const cancel = document.getElementById("cancel-job");
+if (!link || !bar || !link.offsetParent) return null;
+return {href: link.href, progress: bar.getAttribute("value"), cancelHidden: !cancel || !cancel.offsetParent};
+"""
+
+
 def test_an_export_started_from_the_page_shows_progress_to_done_and_downloads(server, driver):
     recorded_demo(server)
     sign_in_form(driver, server.url, "mgadmin", PASSWORDS["mgadmin"])
@@ -146,14 +154,14 @@ def test_an_export_started_from_the_page_shows_progress_to_done_and_downloads(se
     # Read in one script: the page's poller replaces the job element, so a found element may be gone when read.
     status = "return (document.getElementById('job') || {dataset: {}}).dataset.status"
     wait_for(driver, lambda d: d.execute_script(status) == "done", timeout=120)
-    assert driver.find_element(By.ID, "job-progress").get_attribute("value") == "1"
-    link = wait_for(driver, lambda d: d.find_element(By.ID, "download"))
-    assert link.is_displayed()
-    assert not driver.find_element(By.ID, "cancel-job").is_displayed()
+    # The page reloads itself once the job is done: read the finished page in one script, polled until it shows.
+    finished = wait_for(driver, lambda d: d.execute_script(FINISHED_PAGE))
+    assert float(finished["progress"]) == 1.0
+    assert finished["cancelHidden"]
     job_id = int(driver.current_url.rstrip("/").rsplit("/", 1)[1])
     job = api(server.platform, f"/api/exports/{job_id}/", admin_token(server))
     assert job["counts"]["demos"] == 1
-    status, size, disposition = driver.execute_async_script(DOWNLOAD, link.get_attribute("href"))
+    status, size, disposition = driver.execute_async_script(DOWNLOAD, finished["href"])
     assert (status, size) == (200, job["size"])
     assert f"mgmt-weblinx-{job_id}.tar.gz" in disposition
     no_csp_violation(driver)
@@ -169,9 +177,11 @@ def test_a_selection_from_the_review_list_is_exported_alone(server, driver):
     Select(driver.find_element(By.ID, "bulk-format")).select_by_value("weblinx")
     driver.find_element(By.ID, "btn-bulk-export").click()
     wait_for(driver, lambda d: "/projects/mgmt/exports/" in d.current_url and d.find_elements(By.ID, "job"))
-    assert "1 selected" in driver.find_element(By.ID, "export-demos").text
+    # Read through scripts only: the page reloads itself once the job is done, so a found element may go stale.
     status = "return (document.getElementById('job') || {dataset: {}}).dataset.status"
     wait_for(driver, lambda d: d.execute_script(status) == "done", timeout=120)
+    demos = "return (document.getElementById('export-demos') || {}).textContent || ''"
+    wait_for(driver, lambda d: "1 selected" in d.execute_script(demos))
     job_id = int(driver.current_url.rstrip("/").rsplit("/", 1)[1])
     job = api(server.platform, f"/api/exports/{job_id}/", admin_token(server))
     assert (job["demos"], job["counts"]["demos"]) == ([chosen], 1)
