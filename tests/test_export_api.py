@@ -227,3 +227,32 @@ def test_a_selection_names_every_demo_the_export_would_leave_out(client, alpha, 
     tb = client.post(EXPORTS, {"project": "alpha", "format": "turkingbench", "demos": [recorded.name]}, format="json")
     assert (tb.status_code, tb.json()["errors"][0]["field"]) == (400, "demos")
     assert not ExportJob.objects.exists()
+
+
+@pytest.mark.parametrize("outcome", ["done", "failed"])
+def test_a_job_is_seen_ended_only_once_its_work_folder_is_gone(client, alpha, settings, monkeypatch, tmp_path, outcome):
+    """Whoever reads a job as done or failed (an API client, a test) finds its work folder already removed: under
+    load the folder used to outlive the status by a moment (the S3 export test read it in between)."""
+    from annotation.actions import jobs
+    from tests.corpus import ingest_corpus
+    from workers import runners
+
+    settings.EXPORT_TMP_DIR = tmp_path / "exports"
+    ingest_corpus(project="alpha", demos=2, turns=4, elements=20, seed=14)
+    folders_at_the_end = []
+
+    def finish_job(job, status, **fields):
+        folders_at_the_end.append(sorted(path.name for path in settings.EXPORT_TMP_DIR.iterdir()))
+        return jobs.finish_job(job, status, **fields)
+
+    def broken_archive(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(runners, "finish_job", finish_job)
+    if outcome == "failed":
+        monkeypatch.setattr(runners, "write_archive", broken_archive)
+    created = create(client)
+    runners.run_export(created.json()["id"])
+
+    assert ExportJob.objects.get(pk=created.json()["id"]).status == outcome
+    assert folders_at_the_end == [[]]

@@ -26,12 +26,11 @@ from agents.solvers import load_solver
 from agents.turkle import Dataset
 from annotation.actions.agent_runs import split_tasks
 from annotation.actions.forms.render import task_page
-from annotation.actions.jobs import finish_job
 from annotation.models import AgentFieldResult, AgentRun, AgentRunInstance, Batch, BatchKind, JobStatus, Task
 
 from .exporters.turkingbench import ExportBatch, write_batch
 from .form_dataset import gold_rows
-from .runners import JobStopped, Progress, run_job
+from .runners import JobStopped, Progress, finish_clean, run_job
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +145,7 @@ def execute(run: AgentRun, workdir: Path) -> None:
     finally:
         driver.quit()
     progress.beat(force=True)
-    finish_job(run, JobStatus.DONE, results=result.as_dict())
+    finish_clean(run, workdir, JobStatus.DONE, results=result.as_dict())
 
 
 def run_agent(run_id: int) -> None:

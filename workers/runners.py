@@ -129,8 +129,15 @@ def export_pk(relative: str) -> int | None:
     return int(pk) if pk.isdigit() else None
 
 
+def finish_clean(job, workdir: Path, status: str, **fields) -> bool:
+    """``finish_job`` with the work folder removed first: whoever sees the job ended finds nothing left of it."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    return finish_job(job, status, **fields)
+
+
 def run_job(model, job_id: int, work) -> None:
-    """Claim the job, run ``work(job, workdir)``, record failure; the work folder is always removed."""
+    """Claim the job, run ``work(job, workdir)``, record failure; the work folder is always removed (before the
+    job is marked done or failed, ``finish_clean``)."""
     job = claim_job(model, job_id)
     if job is None:
         log.info("%s %s is not queued (cancelled, already run or reaped); skipping", model.__name__, job_id)
@@ -142,7 +149,7 @@ def run_job(model, job_id: int, work) -> None:
         log.info("%s stopped: %s", job, job.status)
     except Exception as error:
         log.exception("%s failed", job)
-        finish_job(job, JobStatus.FAILED, error=f"{type(error).__name__}: {error}")
+        finish_clean(job, workdir, JobStatus.FAILED, error=f"{type(error).__name__}: {error}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -213,7 +220,7 @@ def archive_and_publish(job: ExportJob, out: Path, workdir: Path, counts: dict) 
         Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing
         sha256, size = file_sha256(archive), archive.stat().st_size
         name = move_into_storage(archive, name)
-    if not finish_job(job, JobStatus.DONE, file=name, sha256=sha256, size=size, counts=counts):
+    if not finish_clean(job, workdir, JobStatus.DONE, file=name, sha256=sha256, size=size, counts=counts):
         default_storage.delete(name)  # cancelled at the last moment: nothing may stay downloadable
         raise JobStopped(f"job {job.pk} was cancelled before publishing")
 
@@ -270,7 +277,7 @@ def evaluate(evaluation: Evaluation, workdir: Path) -> None:
         turns = len(results["per_step"])
     # The evaluators refuse repeated or unknown turns, so every prediction names a distinct turn of the split.
     results["coverage"] = {"turns": turns, "predicted": len(evaluation.predictions)}
-    finish_job(evaluation, JobStatus.DONE, results=results, data_version=tree_sha256(out))
+    finish_clean(evaluation, workdir, JobStatus.DONE, results=results, data_version=tree_sha256(out))
 
 
 def tree_sha256(root: Path) -> str:
@@ -299,4 +306,4 @@ def evaluate_form_tasks(evaluation: Evaluation, workdir: Path) -> None:
     data = gold_directory(list(batches), workdir / "data")
     scoring = Progress(evaluation, 0, 1)
     results = score_predictions(data, evaluation.predictions, progress=lambda done, total: scoring(done / total))
-    finish_job(evaluation, JobStatus.DONE, results=results, data_version=tree_sha256(workdir / "data"))
+    finish_clean(evaluation, workdir, JobStatus.DONE, results=results, data_version=tree_sha256(workdir / "data"))
