@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotation.actions import ActionError
+from config import db_pool
 
 
 class PayloadTooLarge(APIException):
@@ -35,6 +36,10 @@ def exception_handler(exc, context):
         return Response(
             {"detail": exc.detail, "code": exc.code, "errors": exc.errors}, status=exc.status, headers=headers
         )
+    if db_pool.pool_exhausted(exc):
+        headers = {"Retry-After": str(db_pool.RETRY_AFTER)}
+        body = {"detail": db_pool.busy_detail(), "code": db_pool.CODE, "errors": []}
+        return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers=headers)
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge(f"request body exceeds {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
     response = drf_exception_handler(exc, context)

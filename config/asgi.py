@@ -6,6 +6,9 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# The server pools its PostgreSQL connections (settings.DB_POOL_SIZE): a request thread takes one for its queries and
+# gives it back when the response is sent, instead of opening a connection per request.
+os.environ.setdefault("DB_POOL_SIZE", "10")
 django_asgi_app = get_asgi_application()
 
 from config.checks import refuse_insecure_start  # noqa: E402

@@ -20,6 +20,9 @@ from importlib import import_module
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db import OperationalError
+
+from . import db_pool
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 OPEN_API_WRITES = ("/api/auth/token/",)  # sign-in: the credentials are the body
@@ -100,9 +103,15 @@ class BodyGuard:
             return await self.app(scope, receive, send)
         limit, setting = body_limit(scope["method"], scope["path"])
         if needs_credentials(scope["method"], scope["path"]):
-            allowed = await database_sync_to_async(has_credentials)(
-                token_of(scope), cookie(scope, settings.SESSION_COOKIE_NAME)
-            )
+            # Not thread-sensitive: the checks of concurrent requests need not queue for one thread.
+            check = database_sync_to_async(has_credentials, thread_sensitive=False)
+            try:
+                allowed = await check(token_of(scope), cookie(scope, settings.SESSION_COOKIE_NAME))
+            except OperationalError as error:
+                if not db_pool.pool_exhausted(error):
+                    raise
+                retry = [(b"retry-after", str(db_pool.RETRY_AFTER).encode())]
+                return await respond(send, 503, db_pool.busy_detail(), db_pool.CODE, retry)
             if not allowed:
                 detail = "Authentication credentials were not provided or are not valid."
                 return await respond(send, 401, detail, "not_authenticated", [(b"www-authenticate", b"Token")])
