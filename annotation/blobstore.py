@@ -2,6 +2,9 @@
 local files, or S3 (django-storages), where a range is read with one ranged GET and streamed, never downloaded whole.
 The worker makes the thumbnails."""
 
+import hashlib
+import time
+
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.utils.http import content_disposition_header
@@ -72,6 +75,75 @@ def s3_stream(storage, name: str, start: int = 0, length: int | None = None, cli
         yield from body.iter_chunks(CHUNK)
     finally:
         body.close()
+
+
+class S3ObjectReader:
+    """Whole stored objects read from S3 many at a time, as an export does (thousands of small blobs).
+
+    boto3's ``get_object`` costs about 2.5 ms of CPU per call in its event hooks, parsing and checks; on a worker
+    that reads thousands of blobs that CPU, not the network, is the bound. Here each object is one presigned GET
+    (signed by the storage's own client: its credentials, endpoint and addressing style, ~0.3 ms) sent through
+    that client's HTTP session (its proxies, TLS verification and connection pool): about a third of the CPU.
+    Thread-safe. A connection error or a 5xx/429 is tried again (``ATTEMPTS`` in all); a missing object is a
+    ``FileNotFoundError``; any other answer an ``OSError`` with the status."""
+
+    ATTEMPTS = 3
+    EXPIRES = 300  # seconds a presigned GET is valid: it is used at once
+
+    def __init__(self, storage):
+        self.storage, self.client = storage, s3_client(storage)
+        self.http = self.client._endpoint.http_session  # botocore's transport for this client (no public handle)
+
+    def copy(self, name: str, out) -> str:
+        """Write the object's bytes into the binary file ``out`` (from its start, truncated on a retry); returns
+        their sha256 (hex)."""
+        from botocore.exceptions import ConnectionError as ConnectFailed
+        from botocore.exceptions import HTTPClientError
+        from urllib3.exceptions import HTTPError
+
+        for attempt in range(self.ATTEMPTS):
+            out.seek(0)
+            out.truncate()
+            try:
+                return self.copy_once(name, out)
+            except (ConnectFailed, HTTPClientError, HTTPError, RetryableStatus) as error:
+                if attempt + 1 == self.ATTEMPTS:
+                    raise OSError(f"{name}: S3 read failed after {self.ATTEMPTS} attempts: {error}") from error
+                time.sleep(0.1 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def copy_once(self, name: str, out) -> str:
+        from botocore.awsrequest import AWSRequest
+
+        parameters = {"Bucket": self.storage.bucket_name, "Key": s3_key(self.storage, name)}
+        url = self.client.generate_presigned_url("get_object", Params=parameters, ExpiresIn=self.EXPIRES)
+        response, complete = self.http.send(AWSRequest(method="GET", url=url, stream_output=True).prepare()), False
+        try:
+            status = response.status_code
+            if status == 404:
+                raise FileNotFoundError(f"{name}: not in the bucket {self.storage.bucket_name!r}")
+            if status == 429 or status >= 500:
+                raise RetryableStatus(f"{name}: S3 answered {status}")
+            if status != 200:
+                raise OSError(f"{name}: S3 answered {status}: {response.raw.read(500)!r}")
+            size, digest = 0, hashlib.sha256()
+            for chunk in response.raw.stream(CHUNK, decode_content=False):
+                out.write(chunk)
+                digest.update(chunk)
+                size += len(chunk)
+            expected = response.headers.get("Content-Length")
+            if expected is not None and int(expected) != size:
+                raise RetryableStatus(f"{name}: {size} of {expected} bytes before the connection ended")
+            complete = True
+            return digest.hexdigest()
+        finally:
+            if not complete:  # a body left unread: the connection cannot serve another request
+                response.raw.close()
+            response.raw.release_conn()  # back to the pool (a closed one reconnects when next used)
+
+
+class RetryableStatus(Exception):
+    """An S3 answer worth asking again (throttled, a server error, a cut-short body)."""
 
 
 def presigned_download_url(storage, name: str, filename: str, content_type: str) -> str | None:

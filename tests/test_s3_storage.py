@@ -16,8 +16,9 @@ from django.core.cache import cache
 from django.core.files.storage import default_storage
 from django.db import connection
 
+from annotation.blobstore import S3ObjectReader
 from annotation.models import DemoReview, ExportJob, JobStatus, Turn, TurnCuration, sha256_path
-from devtools.processes import celery_beat, celery_worker, database_url
+from devtools.processes import celery_beat, celery_worker, database_url, free_port
 from tests.corpus import ingest_corpus
 from tests.review_data import recorded_demo
 from workers.runners import sweep_export_folders
@@ -216,3 +217,55 @@ def test_a_killed_export_leaves_nothing_downloadable_and_the_sweep_clears_the_bu
     assert client.get(f"{EXPORTS}{job_id}/download/").status_code == 409
     assert bucket_keys(s3_server, bucket, "exports/") == [f"exports/{other}/alpha-mind2web-{other}.tar.gz"]
     assert not s3_server.client().list_multipart_uploads(Bucket=bucket).get("Uploads")
+
+
+def test_the_export_reader_copies_objects_and_names_what_is_missing(s3_server, s3_storage, tmp_path):
+    """Blobs for an export are read with presigned GETs through the storage client's own HTTP session: the bytes
+    (a body bigger than one read chunk included) and their sha256 come back; a missing object is named."""
+    small, big = b"<html>tiny</html>", os.urandom(3 * MIB + 17)
+    default_storage.save("blobs/aa/small", io.BytesIO(small))
+    default_storage.save("blobs/bb/big", io.BytesIO(big))
+    reader = S3ObjectReader(default_storage)
+
+    with (tmp_path / "copy").open("w+b") as out:
+        out.write(b"left from an earlier attempt" * 1000)
+        digests = [reader.copy("blobs/aa/small", out)]
+        out.seek(0)
+        copied_small = out.read()
+        digests.append(reader.copy("blobs/bb/big", out))
+        out.seek(0)
+        copied_big = out.read()
+
+    assert (copied_small, copied_big) == (small, big)
+    assert digests == [hashlib.sha256(small).hexdigest(), hashlib.sha256(big).hexdigest()]
+    with pytest.raises(FileNotFoundError, match="blobs/cc/absent"), (tmp_path / "absent").open("wb") as out:
+        reader.copy("blobs/cc/absent", out)
+
+
+def test_the_export_reader_gives_up_on_an_unreachable_server_after_its_attempts(s3_server, s3_storage, tmp_path):
+    from storages.backends.s3 import S3Storage
+
+    unreachable = S3Storage(endpoint_url=f"http://127.0.0.1:{free_port()}")
+    reader = S3ObjectReader(unreachable)
+    with pytest.raises(OSError, match=f"after {reader.ATTEMPTS} attempts"), (tmp_path / "x").open("wb") as out:
+        reader.copy("blobs/aa/small", out)
+
+
+def test_an_export_fails_cleanly_on_a_blob_whose_stored_bytes_are_not_its_hash(
+    s3_server, s3_storage, researcher, api_for, worker
+):
+    """Blobs are named by their sha256, so what comes back from the bucket is checked against it: a blob altered
+    in storage fails the export with its name, instead of shipping bytes the manifest would vouch for."""
+    demo = ingest_corpus(project="alpha", demos=1, turns=6, elements=120, seed=8)[0]
+    page = Turn.objects.filter(demonstration=demo, page__isnull=False).first().page_id
+    bucket = s3_storage["AWS_STORAGE_BUCKET_NAME"]
+    s3_server.client().put_object(Bucket=bucket, Key=sha256_path(page), Body=b"<html>not what was uploaded</html>")
+    client = api_for(researcher)
+
+    job_id = client.post(EXPORTS, {"project": "alpha", "format": "weblinx"}, format="json").json()["id"]
+    final = finished_job(client, job_id)
+
+    assert final["status"] == "failed"
+    assert page in final["error"]
+    assert "does not match its sha256" in final["error"]
+    assert not bucket_keys(s3_server, bucket, f"exports/{job_id}/")

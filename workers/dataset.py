@@ -4,6 +4,8 @@ This is the one place that decides what an exported demo contains, so curation (
 here: ``export_timeline`` is where edits over the raw capture are applied.
 """
 
+import hashlib
+import io
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -14,7 +16,7 @@ from django.db.models import Prefetch
 
 # The demo selection and split assignment live with the domain (the splits page uses them too).
 from annotation.actions.splits import DEFAULT_STATUSES, selected_demos, split_of
-from annotation.blobstore import is_s3, s3_client, s3_stream, stream_file
+from annotation.blobstore import S3ObjectReader, is_s3, stream_file
 from annotation.models import (
     Demonstration,
     DemoReview,
@@ -148,11 +150,11 @@ class RemoteStorageBlobs:
     def __init__(self, cache: Path | None = None):
         self.cache, self.pool, self.pending = cache, None, []
         self.lock, self.claims = threading.Lock(), {}  # sha256 → set when its download ended
-        self.client = None  # S3: one boto3 client for every fetcher thread
+        self.reader = None  # S3: one reader (one client, one connection pool) for every fetcher thread
 
     def __enter__(self):
         if is_s3(default_storage):
-            self.client = s3_client(default_storage)
+            self.reader = S3ObjectReader(default_storage)
         if self.cache is not None:
             self.cache.mkdir(parents=True, exist_ok=True)
             self.pool = ThreadPoolExecutor(max_workers=self.FETCHERS, thread_name_prefix="blob-fetch")
@@ -170,7 +172,9 @@ class RemoteStorageBlobs:
                 future.result()
 
     def read(self, sha256: str) -> bytes:
-        return b"".join(stream_file(default_storage, sha256_path(sha256)))
+        out = io.BytesIO()
+        self.copy_checked(sha256, out)
+        return out.getvalue()
 
     def copy_to(self, sha256: str, destination: Path) -> None:
         if self.pool is None:
@@ -197,10 +201,19 @@ class RemoteStorageBlobs:
         DirectoryBlobs(lambda sha: self.cache / sha).copy_to(sha256, destination)
 
     def download(self, sha256: str, destination: Path) -> None:
-        name = sha256_path(sha256)
-        chunks = (
-            s3_stream(default_storage, name, client=self.client) if self.client else stream_file(default_storage, name)
-        )
         with destination.open("wb") as out:
-            for chunk in chunks:
+            self.copy_checked(sha256, out)
+
+    def copy_checked(self, sha256: str, out) -> None:
+        """The blob's bytes into the binary file ``out``, checked against its sha256 (blobs are named by it)."""
+        name = sha256_path(sha256)
+        if self.reader is not None:
+            digest = self.reader.copy(name, out)
+        else:
+            hashing = hashlib.sha256()
+            for chunk in stream_file(default_storage, name):
+                hashing.update(chunk)
                 out.write(chunk)
+            digest = hashing.hexdigest()
+        if digest != sha256:
+            raise OSError(f"blob {sha256} read from storage does not match its sha256 (read: {digest})")
