@@ -10,9 +10,9 @@ CODE = "busy"
 
 def pool_exhausted(error: BaseException) -> bool:
     """Django's OperationalError for psycopg_pool's PoolTimeout (no connection came free in time)."""
-    if not isinstance(error, OperationalError) or error.__cause__ is None:
-        return False
-    return type(error.__cause__).__name__ == "PoolTimeout" and type(error.__cause__).__module__.startswith("psycopg")
+    from psycopg_pool import PoolTimeout  # a pinned requirement; imported here, where a pool may be in use
+
+    return isinstance(error, OperationalError) and isinstance(error.__cause__, PoolTimeout)
 
 
 def busy_detail() -> str:

@@ -155,8 +155,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 # A pool of PostgreSQL connections per process (Django's psycopg pool), for the ASGI server: config/asgi.py turns
 # it on. Without it every request opens a connection (and the body guard's credential check another): a backend
-# process forked and warmed for a dozen queries, about half of an upload's cost. Workers and commands keep plain
-# connections (a prefork worker must not inherit its parent's pool). DB_POOL_SIZE: connections per process at most.
+# process forked and warmed for a dozen queries, a fifth of the server's CPU per recorder upload (docs/deployment.md).
+# Workers and commands keep plain connections (a prefork worker must not inherit its parent's pool). DB_POOL_SIZE:
+# connections per process at most.
 DB_POOL_SIZE = env_int("DB_POOL_SIZE", 0)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_POOL_SIZE > 0:
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # pooled connections go back to the pool after each request

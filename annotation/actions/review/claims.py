@@ -172,6 +172,6 @@ def do_bulk_export(user, names, export_format, archive_format="tar.gz") -> list:
                 statuses=STATUS_CHOICES,
                 archive_format=archive_format,
                 demos=sorted(by_project[project.name]),
-            )  # fmt: skip
+            )
             for project in projects
         ]
