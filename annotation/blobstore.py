@@ -80,10 +80,10 @@ def s3_stream(storage, name: str, start: int = 0, length: int | None = None, cli
 class S3ObjectReader:
     """Whole stored objects read from S3 many at a time, as an export does (thousands of small blobs).
 
-    boto3's ``get_object`` costs about 2.5 ms of CPU per call in its event hooks, parsing and checks; on a worker
-    that reads thousands of blobs that CPU, not the network, is the bound. Here each object is one presigned GET
-    (signed by the storage's own client: its credentials, endpoint and addressing style, ~0.3 ms) sent through
-    that client's HTTP session (its proxies, TLS verification and connection pool): about a third of the CPU.
+    boto3's ``get_object`` costs about 2.8 ms of CPU per small object in its event hooks, parsing and checks. Here
+    each object is one presigned GET (signed by the storage's own client: its credentials, endpoint and addressing
+    style) sent through that client's HTTP session (its proxies, TLS verification and connection pool): about
+    two thirds of that CPU, a sha256 of the bytes included (docs/deployment.md has the figures).
     Thread-safe. A connection error or a 5xx/429 is tried again (``ATTEMPTS`` in all); a missing object is a
     ``FileNotFoundError``; any other answer an ``OSError`` with the status."""
 
