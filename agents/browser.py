@@ -1,9 +1,10 @@
 """Headless Chromium for agents: the distribution's Chromium and ChromeDriver, a fresh profile, no downloads.
 
-``make_driver()`` starts the browser the harness and the offline evaluation use (flags as in
-``tests/e2e/browser.py`` and BROWSER-NOTES). By default the browser resolves only loopback host names: task
-pages load their CDN scripts and styles from the Internet, which benchmark runs must not depend on (and tests may
-not use), so those requests fail at once and identically every time. ``allow_network=True`` lifts that.
+``make_driver()`` starts the browser the harness and the offline evaluation use (``CHROME_FLAGS``, as BROWSER-NOTES
+asks; the tests' browsers are started with the same ``chrome_options`` and ``start_chrome``). By default the
+browser resolves only loopback host names: task pages load their CDN scripts and styles from the Internet, which
+benchmark runs must not depend on (and tests may not use), so those requests fail at once and identically every
+time. ``allow_network=True`` lifts that.
 ``WebDriverClock`` measures the time spent inside WebDriver commands (the benchmark's ``harness_share``).
 """
 
@@ -40,44 +41,63 @@ def chromedriver() -> str:
     return path
 
 
-def make_driver(width: int = 1280, height: int = 943, allow_network: bool = False) -> webdriver.Chrome:
-    """A headless Chromium with a fresh ``--user-data-dir`` (deleted on ``quit()``); 1280×800 viewport."""
-    profile = tempfile.mkdtemp(prefix="agents-chromium-")
+# The flags BROWSER-NOTES asks for: headless, no sandbox (root in a container), no GPU, nothing fetched in the
+# background, a device scale of 1 (screenshots in CSS pixels).
+CHROME_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--force-device-scale-factor=1",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+
+def chrome_options(profile: str, width: int, height: int) -> webdriver.ChromeOptions:
+    """Options for the distribution's headless Chromium on the ``--user-data-dir`` ``profile``, its window
+    ``width``×``height`` (1280×943 gives a 1280×800 viewport)."""
     options = webdriver.ChromeOptions()
     options.binary_location = chrome_binary()
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--force-device-scale-factor=1",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        f"--window-size={width},{height}",
-    ):
+    for flag in (*CHROME_FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"):
         options.add_argument(flag)
-    if not allow_network:
-        options.add_argument(f"--host-resolver-rules={LOOPBACK_ONLY}")
+    return options
+
+
+def start_chrome(options: webdriver.ChromeOptions, delete_profile: str | None) -> webdriver.Chrome:
+    """Start Chromium with the distribution's ChromeDriver. ``delete_profile``: a folder removed on ``quit()`` (and
+    at once if the browser does not start)."""
     try:
         driver = webdriver.Chrome(options=options, service=Service(chromedriver()))
     except Exception:
-        shutil.rmtree(profile, ignore_errors=True)
+        if delete_profile:
+            shutil.rmtree(delete_profile, ignore_errors=True)
         raise
     driver.set_page_load_timeout(60)
+    if not delete_profile:
+        return driver
     original_quit = driver.quit
 
     def quit_and_clean():
         try:
             original_quit()
         finally:
-            shutil.rmtree(profile, ignore_errors=True)
+            shutil.rmtree(delete_profile, ignore_errors=True)
 
     driver.quit = quit_and_clean
     return driver
+
+
+def make_driver(width: int = 1280, height: int = 943, allow_network: bool = False) -> webdriver.Chrome:
+    """A headless Chromium with a fresh ``--user-data-dir`` (deleted on ``quit()``); 1280×800 viewport."""
+    profile = tempfile.mkdtemp(prefix="agents-chromium-")
+    options = chrome_options(profile, width, height)
+    if not allow_network:
+        options.add_argument(f"--host-resolver-rules={LOOPBACK_ONLY}")
+    return start_chrome(options, delete_profile=profile)
 
 
 class WebDriverClock:

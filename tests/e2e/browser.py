@@ -1,39 +1,18 @@
-"""A real headless Chromium driven by Selenium, started with the flags this machine needs.
+"""A real headless Chromium driven by Selenium, started with the flags this machine needs (``agents.browser``).
 
 Uses the distribution's Chromium and ChromeDriver (never downloads one); ``CHROME_BINARY`` and
 ``CHROMEDRIVER`` override their paths.
 """
 
-import os
-import shutil
 import tempfile
-from pathlib import Path
 
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
-
-def chrome_binary() -> str:
-    for candidate in (
-        os.environ.get("CHROME_BINARY"),
-        "/usr/lib/chromium/chromium",
-        shutil.which("chromium"),
-        shutil.which("google-chrome"),
-    ):
-        if candidate and Path(candidate).exists():
-            return candidate
-    raise RuntimeError("no Chromium found: install the 'chromium' package or set CHROME_BINARY")
-
-
-def chromedriver() -> str:
-    path = os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver")
-    if not path:
-        raise RuntimeError("no ChromeDriver found: install the 'chromium-driver' package or set CHROMEDRIVER")
-    return path
+from agents.browser import chrome_options, start_chrome
 
 
 def make_driver(
@@ -43,49 +22,21 @@ def make_driver(
     extra_args: tuple[str, ...] = (),
     profile: str | None = None,
 ) -> webdriver.Chrome:
-    """Headless Chromium; ``--window-size=1280,943`` gives a 1280×800 viewport.
+    """Headless Chromium as the agents start it (``agents.browser``); ``--window-size=1280,943`` gives a 1280×800
+    viewport.
 
     ``extra_args``: more command-line flags (e.g. ``--allowlisted-extension-id=<id>`` for tab video).
     ``profile``: a ``--user-data-dir`` that outlives the browser (the caller deletes it), so another Chromium can
     start on it; by default a fresh profile, deleted on ``quit()``."""
     keep_profile = profile is not None
     profile = profile or tempfile.mkdtemp(prefix="chromium-profile-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chrome_binary()
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--force-device-scale-factor=1",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        f"--window-size={width},{height}",
-    ):
-        options.add_argument(flag)
+    options = chrome_options(profile, width, height)
     if extension_dir:
         options.add_argument(f"--load-extension={extension_dir}")
         options.add_argument(f"--disable-extensions-except={extension_dir}")
     for flag in extra_args:
         options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(chromedriver()))
-    driver.set_page_load_timeout(60)
-    if keep_profile:
-        return driver
-    original_quit = driver.quit
-
-    def quit_and_clean():
-        try:
-            original_quit()
-        finally:
-            shutil.rmtree(profile, ignore_errors=True)
-
-    driver.quit = quit_and_clean
-    return driver
+    return start_chrome(options, delete_profile=None if keep_profile else profile)
 
 
 def wait_for(driver, condition, timeout=20):
