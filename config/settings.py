@@ -77,16 +77,16 @@ INSTALLED_APPS = [
     "workers",
 ]
 
-MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
+MIDDLEWARE = [  # Django's, with their hooks run in the ASGI server's event loop (config/middleware.py)
+    "config.middleware.SecurityMiddleware",
     "config.middleware.StaticFilesMiddleware",  # WhiteNoise, async-capable
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "config.middleware.SessionMiddleware",
+    "config.middleware.CommonMiddleware",
+    "config.middleware.CsrfViewMiddleware",
+    "config.middleware.AuthenticationMiddleware",
+    "config.middleware.MessageMiddleware",
+    "config.middleware.XFrameOptionsMiddleware",
+    "config.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
