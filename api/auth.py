@@ -1,6 +1,9 @@
-"""Token authentication that says what to send when a client uses another ``Authorization`` scheme."""
+"""Token authentication that says what to send when a client uses another ``Authorization`` scheme, and that takes
+the token the ASGI body guard has just checked instead of reading it again."""
 
 from rest_framework import authentication, exceptions
+
+from config.body_guard import CHECKED_TOKEN
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
@@ -14,4 +17,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
             raise exceptions.AuthenticationFailed(
                 f"the {scheme!r} authorization scheme is not accepted: use `Authorization: Token <key>`"
             )
+        checked = getattr(request._request, "scope", {}).get(CHECKED_TOKEN)
+        if checked is not None and len(header) == 2 and header[1].decode(errors="replace") == checked.key:
+            return checked.user, checked  # found with an active user by the guard, moments ago, for this request
         return super().authenticate(request)

@@ -57,13 +57,17 @@ def cookie(scope, name: str) -> str | None:
     return None
 
 
-def has_credentials(token: str | None, session_key: str | None) -> bool:
-    """A token of an active user, or a session of a signed-in active user (the views check roles and CSRF)."""
+CHECKED_TOKEN = "webdemos.checked_token"  # scope key: the Token the guard found, for the API's authentication
+
+
+def has_credentials(token: str | None, session_key: str | None):
+    """A token of an active user (the ``Token``, its user loaded), or a session of a signed-in active user (True);
+    None or False otherwise. The views check roles and CSRF."""
     from django.contrib.auth import SESSION_KEY, get_user_model
     from rest_framework.authtoken.models import Token
 
     if token:
-        return Token.objects.filter(key=token, user__is_active=True).exists()
+        return Token.objects.select_related("user").filter(key=token, user__is_active=True).first()
     if session_key:
         user_id = import_module(settings.SESSION_ENGINE).SessionStore(session_key).get(SESSION_KEY)
         return user_id is not None and get_user_model().objects.filter(pk=user_id, is_active=True).exists()
@@ -115,6 +119,8 @@ class BodyGuard:
             if not allowed:
                 detail = "Authentication credentials were not provided or are not valid."
                 return await respond(send, 401, detail, "not_authenticated", [(b"www-authenticate", b"Token")])
+            if allowed is not True:  # the API's token authentication takes it from here instead of a second query
+                scope = {**scope, CHECKED_TOKEN: allowed}
         declared = header(scope, b"content-length")
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
             return await respond(send, 413, too_large(limit, setting, int(declared)), "too_large")

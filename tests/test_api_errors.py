@@ -3,10 +3,15 @@ match nothing (a typo), and the app's styled 403 / 404 / 500 pages (JSON under /
 
 import pytest
 from django.test import Client, RequestFactory
+from rest_framework.authtoken.models import Token
+from rest_framework.request import Request
 from rest_framework.test import APIClient
 
 from annotation import error_views
 from annotation.models import ExportJob
+from api.auth import TokenAuthentication
+from config.body_guard import CHECKED_TOKEN
+from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -17,6 +22,25 @@ def test_another_authorization_scheme_is_a_401_naming_the_right_one(owner, heade
     assert response.status_code == 401
     assert "use `Authorization: Token <key>`" in response.json()["detail"]
     assert response["WWW-Authenticate"] == "Token"
+
+
+def test_the_token_the_body_guard_checked_is_not_read_again(owner, django_assert_num_queries):
+    """The ASGI body guard found the token (with its active user) for this request: the API takes it from the scope
+    instead of a second query; a scope holding another key is ignored."""
+    token = Token.objects.create(user=owner)
+    other = Token.objects.create(user=make_user("other"))
+    auth = TokenAuthentication()
+
+    def request_with(checked):
+        django_request = RequestFactory().post("/api/recordings/", HTTP_AUTHORIZATION=f"Token {token.key}")
+        django_request.scope = {CHECKED_TOKEN: checked}
+        return Request(django_request)
+
+    with django_assert_num_queries(0):
+        assert auth.authenticate(request_with(token)) == (owner, token)
+    with django_assert_num_queries(1):
+        user, found = auth.authenticate(request_with(other))
+    assert (user, found) == (owner, token)
 
 
 def test_a_wrong_token_still_says_the_token_is_invalid(owner):
