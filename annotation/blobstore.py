@@ -65,12 +65,11 @@ def s3_client(storage):
     return storage.connection.meta.client
 
 
-def s3_stream(storage, name: str, start: int = 0, length: int | None = None, client=None):
+def s3_stream(storage, name: str, start: int = 0, length: int | None = None):
     key = s3_key(storage, name)
     end = "" if length is None else start + length - 1
     ranged = {"Range": f"bytes={start}-{end}"} if start or length is not None else {}
-    client = client or s3_client(storage)
-    body = client.get_object(Bucket=storage.bucket_name, Key=key, **ranged)["Body"]
+    body = s3_client(storage).get_object(Bucket=storage.bucket_name, Key=key, **ranged)["Body"]
     try:
         yield from body.iter_chunks(CHUNK)
     finally:
