@@ -21,6 +21,7 @@ from annotation.models import DemoReview, ExportJob, JobStatus, Turn, TurnCurati
 from devtools.processes import celery_beat, celery_worker, database_url, free_port
 from tests.corpus import ingest_corpus
 from tests.review_data import recorded_demo
+from workers.dataset import RemoteStorageBlobs
 from workers.runners import sweep_export_folders
 from workers.s3upload import MultipartWriter, abandoned_uploads
 
@@ -269,3 +270,18 @@ def test_an_export_fails_cleanly_on_a_blob_whose_stored_bytes_are_not_its_hash(
     assert page in final["error"]
     assert "does not match its sha256" in final["error"]
     assert not bucket_keys(s3_server, bucket, f"exports/{job_id}/")
+
+
+def test_blobs_read_one_at_a_time_go_through_the_checked_reader(s3_server, s3_storage):
+    """``read`` (the Mind2Web exporter's pages and bboxes, outside any ``with`` block) uses the same presigned,
+    sha256-checked reader as the export's fetchers: altered bytes are refused by name."""
+    good, altered = b"<html>kept</html>", b"<html>original</html>"
+    good_sha, altered_sha = hashlib.sha256(good).hexdigest(), hashlib.sha256(altered).hexdigest()
+    default_storage.save(sha256_path(good_sha), io.BytesIO(good))
+    default_storage.save(sha256_path(altered_sha), io.BytesIO(b"<html>changed in the bucket</html>"))
+    blobs = RemoteStorageBlobs()
+
+    assert isinstance(blobs.reader, S3ObjectReader)
+    assert blobs.read(good_sha) == good
+    with pytest.raises(OSError, match=f"{altered_sha} read from storage does not match its sha256"):
+        blobs.read(altered_sha)

@@ -150,11 +150,11 @@ class RemoteStorageBlobs:
     def __init__(self, cache: Path | None = None):
         self.cache, self.pool, self.pending = cache, None, []
         self.lock, self.claims = threading.Lock(), {}  # sha256 → set when its download ended
-        self.reader = None  # S3: one reader (one client, one connection pool) for every fetcher thread
+        # S3: one reader (one client, one connection pool) for every fetcher thread and for ``read``, inside the
+        # ``with`` block or not
+        self.reader = S3ObjectReader(default_storage) if is_s3(default_storage) else None
 
     def __enter__(self):
-        if is_s3(default_storage):
-            self.reader = S3ObjectReader(default_storage)
         if self.cache is not None:
             self.cache.mkdir(parents=True, exist_ok=True)
             self.pool = ThreadPoolExecutor(max_workers=self.FETCHERS, thread_name_prefix="blob-fetch")
