@@ -8,11 +8,12 @@ answers a 400 or an error message instead of a 500.
 """
 
 import json
-import math
 import re
+import sys
 
 import orjson
 
+FLOAT_MAX = sys.float_info.max  # numbers past a finite double (1e400, or an int of 400 digits) are refused
 MAX_DEPTH = 64  # the deepest real payload (a turn batch) is 6 levels; bboxes blobs are 2
 SURROGATE_ESCAPE = re.compile(r"\\u[dD]")
 
@@ -31,8 +32,8 @@ def refuse_constant(name: str):
 
 def loads(text, field: str = "", walk: bool = True):
     """Parse ``text`` (str or UTF-8 bytes) and check it with ``check``; raise ``JSONProblem``. ``walk=False`` is for
-    callers that check every value's type, depth and finiteness themselves (bboxes blobs: ``schema.bad_box``): the
-    walk then runs only when the text holds ``\\u`` surrogate escapes, and bytes are first tried with orjson (about
+    callers that check every value's type, depth and range themselves (bboxes blobs: ``schema.validate_bboxes``):
+    the walk then runs only when the text holds ``\\u`` surrogate escapes, and bytes are first tried with orjson (about
     twice as fast on a page's bboxes), which refuses all that ``check`` would (invalid UTF-8, lone surrogates, NaN,
     infinities, 1,024 levels): whatever it refuses is parsed again below for the precise message."""
     if not walk and isinstance(text, (bytes, bytearray)):
@@ -81,16 +82,17 @@ def encodable(text: str) -> bool:
 
 
 def check_leaf(value, where, strings: bool) -> None:
-    if type(value) is float and not math.isfinite(value):
+    if type(value) in (float, int) and not -FLOAT_MAX <= value <= FLOAT_MAX:
         raise JSONProblem(path(where), "number out of range (a finite double is expected)")
     if strings and type(value) is str and not encodable(value):
         raise JSONProblem(path(where), "contains a lone surrogate (\\ud800-\\udfff); not valid Unicode")
 
 
 def check(value, field: str = "", strings: bool = True) -> None:
-    """Walk a parsed value (iteratively: no recursion) and refuse nesting deeper than ``MAX_DEPTH``, numbers that
-    are not finite and, when ``strings``, strings (values or keys) that are not valid Unicode. Runs once per request
-    body and JSON blob, so the loop touches leaves inline and builds paths only for a report."""
+    """Walk a parsed value (iteratively: no recursion) and refuse nesting deeper than ``MAX_DEPTH``, numbers a
+    finite double cannot hold (inf, or an int past 1.8e308) and, when ``strings``, strings (values or keys) that
+    are not valid Unicode. Runs once per request body and JSON blob, so the loop touches leaves inline and builds
+    paths only for a report."""
     stack = [(value, field, 1)]
     while stack:
         item, where, depth = stack.pop()
@@ -106,5 +108,5 @@ def check(value, field: str = "", strings: bool = True) -> None:
             kind = type(child)
             if kind is dict or kind is list:
                 stack.append((child, (where, key), depth + 1))
-            elif kind is float or (strings and kind is str):
+            elif kind is float or kind is int or (strings and kind is str):
                 check_leaf(child, (where, key), strings)

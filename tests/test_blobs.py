@@ -292,6 +292,7 @@ def test_a_thumbnail_is_not_made_of_an_image_over_the_pixel_limit(db, media_stor
             b'{"a1": {"x": 1, "y": 0, "width": 1, "height": 1, "top": null}}', "body.a1.top", "null", id="nul"
         ),
         pytest.param(b'{"a1": {"x": 1e400, "y": 0, "width": 1, "height": 1}}', "body.a1.x", "out of range", id="1e400"),
+        pytest.param(b'{"a1": {"x": 0, "y": 1' + b"0" * 400 + b"}}", "body.a1.y", "out of range", id="400-digits"),
         pytest.param(b"[" * 2000 + b"]" * 2000, "body", "nested too deeply", id="nested-2000"),
         pytest.param(b'{"\\ud800": {}}', "body", "lone surrogate", id="lone-surrogate-key"),
     ],
@@ -309,4 +310,9 @@ def test_a_json_blob_that_is_not_a_bboxes_object_is_refused_naming_the_field(
 
 def test_a_bboxes_blob_as_the_recorder_sends_it_is_accepted(client):
     data = bboxes_json()
+    assert put_raw(client, data, "application/json", sha(data)).status_code == 201
+
+
+def test_a_bboxes_blob_whose_numbers_only_add_up_past_a_double_is_accepted(client):
+    data = b'{"a1": {"x": 1e308, "y": 1e308, "width": 1e308, "height": 1e308}}'
     assert put_raw(client, data, "application/json", sha(data)).status_code == 201

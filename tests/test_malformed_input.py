@@ -73,6 +73,16 @@ TURN_BODIES = [
         "turns[1].arguments.extra",
     ),
     (
+        "400-digit-integer-in-arguments",  # no double holds it (math.isfinite raised OverflowError: a 500)
+        lambda r: with_marker(turns_body(r, click(r, "X")), "X", "1" + "0" * 400),
+        "turns[1].arguments.extra",
+    ),
+    (
+        "400-digit-timestamp",
+        lambda r: with_marker(turns_body(r, chat_turn("c", timestamp="X")), "X", "-1" + "0" * 400),
+        "turns[1].timestamp",
+    ),
+    (
         "lone-surrogate-utterance",
         lambda r: raw(turns_body(r, chat_turn("c", utterance="\ud800"))),
         "turns[1].utterance",

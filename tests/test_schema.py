@@ -283,9 +283,67 @@ def test_referenced_blobs_lists_each_blob_field_present():
     assert schema.referenced_blobs(chat_turn("c")) == {}
 
 
-@pytest.mark.parametrize(("value", "expected"), [(0, True), (-2.5, True), (10**20, True), (True, False), (None, False)])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0, True),
+        (-2.5, True),
+        (10**20, True),
+        (-(10**308), True),
+        pytest.param(10**400, False, id="10**400"),  # no double holds it (math.isfinite raised OverflowError)
+        (float("inf"), False),
+        (float("nan"), False),
+        (True, False),
+        (None, False),
+    ],
+)
 def test_is_number_accepts_finite_numbers_but_not_booleans(value, expected):
     assert schema.is_number(value) is expected
+
+
+BOX = {"x": 1, "y": 2.5, "width": 3, "height": 4, "top": 2.5, "right": 4, "bottom": 6.5, "left": 1}
+
+
+@pytest.mark.parametrize(
+    ("changed", "refused"),
+    [
+        ({}, False),
+        ({"x": 1e308, "y": 1e308, "width": 1e308, "height": 1e308}, False),  # only their sum overflows
+        ({"x": -(10**300), "y": 10**300}, False),
+        ({"x": "1"}, True),
+        ({"top": None}, True),
+        ({"width": True}, True),
+        ({"height": float("inf")}, True),
+        ({"y": float("nan")}, True),
+        ({"x": 10**400}, True),
+        ({"left": -(10**400)}, True),
+        ({"extra": [1]}, True),
+    ],
+)
+def test_the_fast_bboxes_check_agrees_with_the_per_box_check(changed, refused):
+    boxes = {f"uid-{index}": dict(BOX) for index in range(50)}
+    boxes["uid-17"].update(changed)
+    bad = [(uid, box) for uid, box in boxes.items() if schema.bad_box(box)]
+    precise = [error for uid, box in bad for error in schema.box_errors(box, f"b.{uid}")]
+
+    assert bool(precise) is refused
+    assert not (refused and schema.boxes_ok(boxes))  # the fast check passes nothing the precise one refuses
+    assert schema.boxes_ok(boxes) or changed  # and the common case takes the fast path
+    assert schema.validate_bboxes(boxes, "b") == precise
+    assert all(error.field.startswith("b.uid-17.") for error in precise)
+
+
+@pytest.mark.parametrize(
+    ("boxes", "field"),
+    [
+        ({"a": [1, 2]}, "b.a"),
+        ({"a": {"x": 1, "y": 2, "width": 3}}, "b.a.height"),
+        ({"a": dict(BOX), "b": 5}, "b.b"),
+    ],
+)
+def test_the_fast_bboxes_check_sends_malformed_boxes_to_the_precise_one(boxes, field):
+    assert not schema.boxes_ok(boxes)
+    assert [error.field for error in schema.validate_bboxes(boxes, "b")] == [field]
 
 
 @pytest.mark.parametrize(
