@@ -20,6 +20,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from annotation.routing import SessionOriginValidator, websocket_urlpatterns  # noqa: E402
 from config.body_guard import BodyGuard  # noqa: E402
+from django.urls import get_resolver  # noqa: E402
+
+# Every view module, DRF and the serializers are imported now rather than by the first request each server process
+# serves (that request waited ~0.5 s for them; a worker restarted under load handed the wait to a client).
+get_resolver().url_patterns
 
 application = ProtocolTypeRouter(
     {
