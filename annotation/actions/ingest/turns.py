@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Q, Subquery
 
 from ... import schema
 from ...models import Blob, Demonstration, Project, Turn, TurnType
@@ -128,10 +128,8 @@ def do_ingest_turns(
     digests = [content_hash(turn) for turn in turns]
     with transaction.atomic():
         demo = Demonstration.objects.select_for_update().get(pk=demo.pk)
-        stored = dict(
-            demo.turns.filter(client_id__in=[t["client_id"] for t in turns]).values_list("client_id", "content_sha256")
-        )
-        check_no_conflicts(turns, digests, stored)
+        stored, top = stored_turns(demo, [turn["client_id"] for turn in turns])
+        check_no_conflicts(turns, digests, {client_id: digest for client_id, (digest, _) in stored.items()})
         fresh = [(turn, digest) for turn, digest in zip(turns, digests, strict=True) if turn["client_id"] not in stored]
         if fresh and not demo.is_recording:
             if not late:
@@ -140,12 +138,22 @@ def do_ingest_turns(
             forget_review_caches(demo)
         if before_store is not None:
             before_store()
-        top = demo.turns.aggregate(top=Max("seq"))["top"]
         next_seq = 0 if top is None else top + 1
         rows = [turn_row(demo, turn, next_seq + i, digest) for i, (turn, digest) in enumerate(fresh)]
         Turn.objects.bulk_create(rows)
         on_commit_turns(demo.name, rows)
-    return batch_result(turns, rows, stored, demo)
+    return batch_result(turns, rows, stored)
+
+
+def stored_turns(demo: Demonstration, client_ids: list) -> tuple[dict, int | None]:
+    """The turns of ``demo`` stored under ``client_ids`` (client id → (content digest, seq)) and the recording's
+    last seq, in one query. Read while the recording's row is locked: no other batch adds turns meanwhile."""
+    last = demo.turns.order_by("-seq").values("seq")[:1]
+    found = demo.turns.filter(Q(client_id__in=client_ids) | Q(seq=Subquery(last)))
+    rows = list(found.values_list("client_id", "content_sha256", "seq"))
+    wanted = set(client_ids)
+    stored = {client_id: (digest, seq) for client_id, digest, seq in rows if client_id in wanted}
+    return stored, max((seq for _, _, seq in rows), default=None)
 
 
 def check_no_conflicts(turns: list, digests: list, stored: dict) -> None:
@@ -158,10 +166,8 @@ def check_no_conflicts(turns: list, digests: list, stored: dict) -> None:
         raise Conflict("turn ids re-used with different content; nothing was stored", errors)
 
 
-def batch_result(turns: list, rows: list, stored: dict, demo: Demonstration) -> IngestResult:
-    seqs = {row.client_id: row.seq for row in rows}
-    if stored:
-        seqs.update(demo.turns.filter(client_id__in=list(stored)).values_list("client_id", "seq"))
+def batch_result(turns: list, rows: list, stored: dict) -> IngestResult:
+    seqs = {row.client_id: row.seq for row in rows} | {client_id: seq for client_id, (_, seq) in stored.items()}
     return IngestResult(
         created=len(rows),
         duplicates=len(turns) - len(rows),
