@@ -3,13 +3,23 @@ Channels for WebSocket. `make run` serves it with uvicorn."""
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # The server pools its PostgreSQL connections (settings.DB_POOL_SIZE): a request thread takes one for its queries and
 # gives it back when the response is sent, instead of opening a connection per request.
 os.environ.setdefault("DB_POOL_SIZE", "10")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)
+
+from django.conf import settings  # noqa: E402
+from django.core.handlers.asgi import ASGIHandler  # noqa: E402
+
+from config.handler import PooledASGIHandler  # noqa: E402
+
+# Each request's sync work runs on one of REQUEST_THREADS long-lived threads (config/handler.py); 0: Django's own
+# handler, a new thread per request.
+threads = settings.REQUEST_THREADS
+django_asgi_app = PooledASGIHandler(threads) if threads > 0 else ASGIHandler()
 
 from config.checks import refuse_insecure_start  # noqa: E402
 
@@ -17,14 +27,14 @@ refuse_insecure_start()  # no server on a known development key unless DEBUG is 
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.urls import get_resolver  # noqa: E402
 
 from annotation.routing import SessionOriginValidator, websocket_urlpatterns  # noqa: E402
 from config.body_guard import BodyGuard  # noqa: E402
-from django.urls import get_resolver  # noqa: E402
 
 # Every view module, DRF and the serializers are imported now rather than by the first request each server process
 # serves (that request waited ~0.5 s for them; a worker restarted under load handed the wait to a client).
-get_resolver().url_patterns
+_ = get_resolver().url_patterns
 
 application = ProtocolTypeRouter(
     {

@@ -153,6 +153,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 30,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+# The ASGI server's threads for requests' sync work (config/handler.py); 0 starts a thread per request as Django does.
+REQUEST_THREADS = env_int("REQUEST_THREADS", 8)
 # A pool of PostgreSQL connections per process (Django's psycopg pool), for the ASGI server: config/asgi.py turns
 # it on. Without it every request opens a connection (and the body guard's credential check another): a backend
 # process forked and warmed for a dozen queries, a fifth of the server's CPU per recorder upload (docs/deployment.md).
