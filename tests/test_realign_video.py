@@ -56,6 +56,13 @@ def cut(video: bytes, pieces: int) -> list[bytes]:
     return [video[i * size : (i + 1) * size] for i in range(pieces - 1)] + [video[(pieces - 1) * size :]]
 
 
+def garbled(size: int) -> bytes:
+    """Bytes in place of a chunk that no WebM parser can take for elements: zeros (no element id starts with one).
+    Not random bytes: now and then those read as a block whose size spans the next chunks, and the check finds the
+    damage chunks later than the test expects (seen in CI, 1 run in some hundreds)."""
+    return bytes(size)
+
+
 def screenshot(color) -> bytes:
     out = io.BytesIO()
     picture(color).resize((320, 180)).save(out, "PNG")
@@ -157,7 +164,7 @@ def test_each_run_is_read_and_decoded_once_for_all_turns():
 
 def test_decoding_stops_once_the_last_time_needed_is_reached():
     chunks = cut(mediarecorder_webm([RED, GREEN, BLUE, YELLOW]), 8)
-    video = b"".join(chunks[:6]) + os.urandom(len(chunks[6])) + chunks[7]
+    video = b"".join(chunks[:6]) + garbled(len(chunks[6])) + chunks[7]
     early = realign.sample(video, [0.5, 1.2])
     assert early.error is None  # the broken end was never decoded
     assert early.end < 1.5
@@ -205,7 +212,7 @@ def test_an_unreadable_chunk_blob_falls_back_without_failing(caplog):
 def test_a_corrupt_chunk_falls_back_for_the_turns_it_covers(caplog):
     store = Store(SHOTS)
     chunks = cut(mediarecorder_webm([RED, GREEN, BLUE, YELLOW]), 8)
-    chunks[4] = os.urandom(len(chunks[4]))
+    chunks[4] = garbled(len(chunks[4]))
     rows = recorded(store, [(0.0, chunks)])
     with caplog.at_level(logging.WARNING, logger="workers.realign"):
         chosen = realign.suggestions([turn(0.5), turn(3.5)], store.read, realign.video_runs(rows))
