@@ -81,8 +81,14 @@ def encodable(text: str) -> bool:
     return True
 
 
+def in_double_range(value) -> bool:
+    """A number a finite double can hold: False for inf, NaN and ints past 1.8e308 (``math.isfinite`` raises
+    OverflowError on those ints; every reader of our JSON converts numbers to doubles sooner or later)."""
+    return -FLOAT_MAX <= value <= FLOAT_MAX
+
+
 def check_leaf(value, where, strings: bool) -> None:
-    if type(value) in (float, int) and not -FLOAT_MAX <= value <= FLOAT_MAX:
+    if type(value) in (float, int) and not in_double_range(value):
         raise JSONProblem(path(where), "number out of range (a finite double is expected)")
     if strings and type(value) is str and not encodable(value):
         raise JSONProblem(path(where), "contains a lone surrogate (\\ud800-\\udfff); not valid Unicode")

@@ -7,9 +7,10 @@ The argument shapes are those of ``../shared/specs/weblinx-format.md`` and the o
 
 import math
 import operator
-import sys
 from dataclasses import dataclass
 from itertools import chain, repeat
+
+from .jsonsafe import in_double_range
 
 INTENTS = (
     "click",
@@ -85,15 +86,6 @@ class FieldError:
 
     def as_dict(self):
         return {"field": self.field, "message": self.message}
-
-
-FLOAT_MAX = sys.float_info.max
-
-
-def in_double_range(value) -> bool:
-    """A number a finite double can hold: False for inf, NaN and ints past 1.8e308 (``math.isfinite`` raises
-    OverflowError on those ints; every reader of our JSON converts numbers to doubles sooner or later)."""
-    return -FLOAT_MAX <= value <= FLOAT_MAX
 
 
 def is_number(value) -> bool:
