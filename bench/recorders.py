@@ -7,6 +7,9 @@ It starts a recording, then every second takes the next action of a synthetic de
 page HTML, bboxes and screenshots as the ``ingest`` benchmark's corpus) and uploads it as the recorder does: one
 gzipped ``POST .../batch/`` with the turn and the blobs it has not uploaded before. Every recorder's
 blobs are its own (a recorder id is written into each page, bboxes and PNG), so nothing is deduplicated away.
+The recorders' own work (marking, hashing, framing and gzipping each action's batch) is done before the run, as
+the ``ingest`` benchmark does it: a recorder does it in a browser on its annotator's machine, not on the server's
+cores, so during the run the simulated recorders only send bytes and wait for answers.
 
 ``upload_ms_p95``: the 95th percentile of the time from an action's second to the server's 2xx for it (an upload
 that waits for the previous one counts the wait). A failed request (network error, 5xx, 429) is retried after a
@@ -16,6 +19,7 @@ the server answered 2xx for but did not store; ``duplicated`` is stored turns be
 them in IndexedDB and sends them later; here the run stops).
 """
 
+import gzip
 import hashlib
 import http.client
 import json
@@ -29,6 +33,7 @@ import threading
 import time
 import uuid
 import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from devtools.processes import scratch_database
@@ -76,8 +81,9 @@ def marked(data: bytes, media_type: str, mark: str) -> bytes:
 
 
 class Actions:
-    """A recorder's actions, made one at a time (a copy of every blob for 100 recorders would not fit in memory):
-    the demo's turns with this recorder's client ids and blobs, each with the blobs it uses first."""
+    """A recorder's actions, made one at a time (``prepare`` keeps only each one's gzipped batch, ~5 MB for a
+    recorder's 60: 100 recorders' raw blobs would take several GB): the demo's turns with this recorder's client
+    ids and blobs, each with the blobs it uses first."""
 
     def __init__(self, spec, originals: dict, mark: str):
         self.turns, self.originals, self.mark = spec.turns, originals, mark
@@ -109,18 +115,37 @@ def refs(turn: dict) -> list[str]:
     return found + [frame["screenshot"] for frame in turn.get("frames") or []]
 
 
+@dataclass
+class Prepared:
+    """One action's request, made before the run: its turn's client id, the gzipped batch body and its payload
+    bytes (manifest and blobs before compression)."""
+
+    client_id: str
+    gz: bytes = field(repr=False)
+    payload: int
+
+
+def prepare(actions: Actions, count: int) -> list[Prepared]:
+    """The first ``count`` actions' batches, each with the blobs that action is the first to use."""
+    prepared = []
+    for index in range(count):
+        turn, blobs = actions[index]
+        pieces = ingest.batch_pieces([turn], blobs)
+        body = gzip.compress(b"".join(pieces), compresslevel=1)  # as ``ingest.Client`` compresses a batch
+        prepared.append(Prepared(turn["client_id"], body, sum(len(piece) for piece in pieces)))
+    return prepared
+
+
 # --- One recorder ---------------------------------------------------------------------------------------
 
 
 class Recorder(threading.Thread):
     """Uploads one action per second from ``start`` for ``seconds`` seconds; records each action's latency."""
 
-    def __init__(self, port: int, token: str, spec, originals: dict, project: str, index: int, start: float, seconds):
+    def __init__(self, port: int, token: str, spec, prepared: list, mark: str):
         super().__init__(daemon=True)
         self.client = ingest.Client(port, token, keep_pieces=False)
-        self.spec, self.project, self.start_at, self.seconds = spec, project, start, seconds
-        self.mark = f"r{index:03d}"
-        self.actions = Actions(spec, originals, self.mark)
+        self.spec, self.prepared, self.mark, self.start_at = spec, prepared, mark, None
         self.latencies, self.answered, self.retries, self.name, self.error = [], [], 0, None, None
         self.stopping = threading.Event()  # set when the run's time is up: upload no further action
 
@@ -130,24 +155,29 @@ class Recorder(threading.Thread):
         except Exception as error:  # reported as lost actions and in the figures, never silently
             self.error = f"{type(error).__name__}: {error}"
 
-    def record(self):
-        start = {**self.spec.start_body(self.project), "client_id": f"{self.mark}-{self.spec.client_id}"}
+    def begin(self, project: str) -> None:
+        """Start this recorder's recording (before the run's first second)."""
+        start = {**self.spec.start_body(project), "client_id": f"{self.mark}-{self.spec.client_id}"}
         _, body = self.retried("POST", "/api/recordings/", ingest.dump(start), ingest.JSON, (201, 200))
         self.name = json.loads(body)["name"]
-        for second in range(min(self.seconds, len(self.actions))):
+
+    def record(self):
+        for second, action in enumerate(self.prepared):
             if self.stopping.is_set():
                 return
             due = self.start_at + second
             time.sleep(max(0.0, due - time.monotonic()))
-            turn, blobs = self.actions[second]
-            self.retried_batch(turn, blobs)
+            self.retried_batch(action)
             self.latencies.append(time.monotonic() - due)
-            self.answered.append(turn["client_id"])
+            self.answered.append(action.client_id)
 
-    def retried_batch(self, turn, blobs):
+    def retried_batch(self, action: Prepared):
+        path = f"/api/recordings/{self.name}/batch/"
         while True:
             try:
-                return ingest.upload_batch(self.client, self.name, blobs, [turn])
+                self.client.request("POST", path, None, ingest.BATCH_MEDIA_TYPE, (200, 201), "batch", [], action.gz)
+                self.client.sent += action.payload
+                return
             except (OSError, http.client.HTTPException, ingest.BenchError) as error:
                 if isinstance(error, ingest.BenchError) and not RETRIED_STATUS.search(str(error)):
                     raise
@@ -215,9 +245,16 @@ def server_workers(database_url: str | None) -> int:
 
 def play(port: int, tokens: list, spec, project: str, seconds: int) -> list[Recorder]:
     originals = {hashlib.sha256(data).hexdigest(): (media_type, data) for data, media_type in spec.blobs}
-    start = time.monotonic() + 2 + len(tokens) * 0.02  # every recorder has started its recording by then
-    recorders = [Recorder(port, token, spec, originals, project, i, start, seconds) for i, token in enumerate(tokens)]
+    count = min(seconds, len(spec.turns))
+    recorders = []
+    for index, token in enumerate(tokens):
+        mark = f"r{index:03d}"
+        recorders.append(Recorder(port, token, spec, prepare(Actions(spec, originals, mark), count), mark))
     for recorder in recorders:
+        recorder.begin(project)
+    start = time.monotonic() + 1
+    for recorder in recorders:
+        recorder.start_at = start
         recorder.start()
     deadline = start + seconds + DRAIN_SECONDS
     for recorder in recorders:
