@@ -64,10 +64,11 @@ def has_credentials(token: str | None, session_key: str | None):
     """A token of an active user (the ``Token``, its user loaded), or a session of a signed-in active user (True);
     None or False otherwise. The views check roles and CSRF."""
     from django.contrib.auth import SESSION_KEY, get_user_model
-    from rest_framework.authtoken.models import Token
+
+    from annotation import hotsql
 
     if token:
-        return Token.objects.select_related("user").filter(key=token, user__is_active=True).first()
+        return hotsql.active_token(token)
     if session_key:
         user_id = import_module(settings.SESSION_ENGINE).SessionStore(session_key).get(SESSION_KEY)
         return user_id is not None and get_user_model().objects.filter(pk=user_id, is_active=True).exists()

@@ -1,10 +1,10 @@
 """Who may record in a project, read or write a demonstration, and read or upload blobs."""
 
 from django.db import connection
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import Q
 
-from ... import schema
-from ...models import READ_ROLES, RECORDING_ROLES, Blob, Demonstration, Membership, Project, Turn, VideoChunk
+from ... import hotsql, schema
+from ...models import RECORDING_ROLES, Blob, Demonstration, Project, Turn, VideoChunk
 from ..errors import Forbidden, NotFound, ValidationFailed
 from ..projects import check_project_role
 
@@ -16,16 +16,10 @@ def check_project_for_recording(user, project_name: str) -> Project:
 
 def visible_demo(user, name: str) -> Demonstration:
     """The demo named ``name`` in one of ``user``'s projects (any role: ``Demonstration.objects.visible_to``), with
-    their role there, in one query: the hot path of every upload."""
+    their role there, in two short queries (``hotsql``): the hot path of every upload."""
     if not user.is_authenticated:
         raise NotFound(f"no demonstration {name!r} among your projects")
-    role = Membership.objects.filter(project=OuterRef("project"), user_id=user.pk, role__in=READ_ROLES)
-    demo = (
-        Demonstration.objects.select_related("project")
-        .annotate(user_role=Subquery(role.values("role")[:1]))
-        .filter(name=name)
-        .first()
-    )
+    demo = hotsql.demo_with_role(user.pk, name)
     if demo is None or (demo.user_role is None and not user.is_superuser):
         raise NotFound(f"no demonstration {name!r} among your projects")
     demo.project.remember_role(user, demo.user_role)

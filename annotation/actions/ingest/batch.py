@@ -22,7 +22,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from isal import isal_zlib  # zlib's API and stream format, with Intel's ISA-L: inflates ~2.4x faster
 
-from ... import jsonsafe, schema
+from ... import hotsql, jsonsafe, schema
 from ...models import Blob, Demonstration, ProjectBlob, sha256_path
 from ..errors import MalformedJSON, TooLarge, UnsupportedMediaType, ValidationFailed
 from .blobs import BLOB_MEDIA_TYPES, MAX_BLOB_QUERY, check_blob_content, normalise_media_type
@@ -150,7 +150,7 @@ def check_batch_blobs(batch: Batch, project, meanwhile=None) -> Batch:
     validation) runs on this thread while they do. A blob's problem is raised first (in manifest order), then
     what ``meanwhile`` raised."""
     shas = [blob.sha256 for blob in batch.blobs]
-    owned = set(ProjectBlob.objects.filter(project=project, blob_id__in=shas).values_list("blob_id", flat=True))
+    owned = hotsql.owned_blobs(project.pk, shas)
     checks = [CHECKERS.submit(blob_problem, blob, blob.sha256 not in owned) for blob in batch.blobs]
     problem = None
     try:
@@ -192,7 +192,7 @@ def store_batch_blobs(batch: Batch, project, user) -> None:
     """Files first, then rows (a row never points at a missing file); bytes another project stored are not written
     again. Runs inside the batch's transaction, after every check passed."""
     shas = [blob.sha256 for blob in batch.fresh]
-    existing = set(Blob.objects.filter(sha256__in=shas).values_list("sha256", flat=True))
+    existing = hotsql.existing_blobs(shas)
     new = [blob for blob in batch.fresh if blob.sha256 not in existing]
     names = list(CHECKERS.map(lambda blob: default_storage.save(sha256_path(blob.sha256), ContentFile(blob.data)), new))
     rows = [

@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, Subquery
 
-from ... import schema
-from ...models import Blob, Demonstration, Project, Turn, TurnType
+from ... import hotsql, schema
+from ...models import Demonstration, Project, Turn, TurnType
 from ..errors import Conflict, ValidationFailed
 from ..events import on_commit_turns
 from .late import check_late_turns, forget_review_caches
@@ -59,8 +58,7 @@ def check_blob_references(turns: list, project: Project, uploaded: dict | None =
     media = dict(uploaded or {})
     wanted = {sha for turn in turns for sha in schema.referenced_blobs(turn).values()} - media.keys()
     if wanted:  # a batch that brings every blob it uses needs no query
-        stored = Blob.objects.filter(sha256__in=wanted, rights__project=project).values_list("sha256", "media_type")
-        media.update(stored)
+        media.update(hotsql.project_media_types(project.pk, list(wanted)))
     errors = []
     for index, turn in enumerate(turns):
         for name, sha in schema.referenced_blobs(turn).items():
@@ -148,9 +146,7 @@ def do_ingest_turns(
 def stored_turns(demo: Demonstration, client_ids: list) -> tuple[dict, int | None]:
     """The turns of ``demo`` stored under ``client_ids`` (client id → (content digest, seq)) and the recording's
     last seq, in one query. Read while the recording's row is locked: no other batch adds turns meanwhile."""
-    last = demo.turns.order_by("-seq").values("seq")[:1]
-    found = demo.turns.filter(Q(client_id__in=client_ids) | Q(seq=Subquery(last)))
-    rows = list(found.values_list("client_id", "content_sha256", "seq"))
+    rows = hotsql.stored_turns(demo.pk, client_ids)
     wanted = set(client_ids)
     stored = {client_id: (digest, seq) for client_id, digest, seq in rows if client_id in wanted}
     return stored, max((seq for _, _, seq in rows), default=None)

@@ -1,0 +1,152 @@
+"""The SQL of the few reads every upload makes, from strings built once (docs/ingest.md, "Where the time goes").
+
+Django's ORM spends 0.4-1.4 ms of CPU building and compiling each of these queries, ten times what the database
+spends answering them and, together, about a fifth of a one-action batch's server CPU. They return plain values
+(text and integers: no conversion, no model instances), so they run as SQL through Django's connection (same
+transaction, same connection pool) with table and column names read from the models, never spelled out here.
+The recording an upload is for is read as model instances through ``Manager.raw`` (which converts each column as
+the ORM does), without the ORM's compilation of a join, a subquery and an ordering.
+``tests/test_hotsql.py`` checks each against the ORM query it replaces.
+"""
+
+from functools import cache
+
+from django.db import connection
+
+from .models import READ_ROLES, Blob, Demonstration, Membership, Project, ProjectBlob, Turn
+
+
+def column(model, field: str) -> str:
+    return connection.ops.quote_name(model._meta.get_field(field).column)
+
+
+def table(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def placeholders(count: int) -> str:
+    return ", ".join(["%s"] * count) or "NULL"  # IN (NULL) matches nothing
+
+
+def fetch(sql: str, params: list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+@cache
+def stored_turns_sql(vendor: str, count: int) -> str:
+    demo, seq, client_id = column(Turn, "demonstration"), column(Turn, "seq"), column(Turn, "client_id")
+    return (
+        f"SELECT {client_id}, {column(Turn, 'content_sha256')}, {seq} FROM {table(Turn)} "
+        f"WHERE {demo} = %s AND ({client_id} IN ({placeholders(count)}) "
+        f"OR {seq} = (SELECT MAX({seq}) FROM {table(Turn)} WHERE {demo} = %s))"
+    )
+
+
+def stored_turns(demo_id: int, client_ids: list) -> list[tuple[str, str, int]]:
+    """``(client_id, content_sha256, seq)`` of the recording's turns stored under ``client_ids``, and of its last
+    turn (the highest seq)."""
+    return fetch(stored_turns_sql(connection.vendor, len(client_ids)), [demo_id, *client_ids, demo_id])
+
+
+@cache
+def owned_blobs_sql(vendor: str, count: int) -> str:
+    blob = column(ProjectBlob, "blob")
+    return (
+        f"SELECT {blob} FROM {table(ProjectBlob)} "
+        f"WHERE {column(ProjectBlob, 'project')} = %s AND {blob} IN ({placeholders(count)})"
+    )
+
+
+def owned_blobs(project_id: int, shas: list) -> set[str]:
+    """Which of ``shas`` the project has rights to (uploaded to it before)."""
+    return {row[0] for row in fetch(owned_blobs_sql(connection.vendor, len(shas)), [project_id, *shas])}
+
+
+@cache
+def existing_blobs_sql(vendor: str, count: int) -> str:
+    sha = column(Blob, "sha256")
+    return f"SELECT {sha} FROM {table(Blob)} WHERE {sha} IN ({placeholders(count)})"
+
+
+def existing_blobs(shas: list) -> set[str]:
+    """Which of ``shas`` are stored (for any project)."""
+    return {row[0] for row in fetch(existing_blobs_sql(connection.vendor, len(shas)), list(shas))}
+
+
+@cache
+def project_media_types_sql(vendor: str, count: int) -> str:
+    sha, rights_blob = column(Blob, "sha256"), column(ProjectBlob, "blob")
+    return (
+        f"SELECT b.{sha}, b.{column(Blob, 'media_type')} FROM {table(Blob)} b "
+        f"INNER JOIN {table(ProjectBlob)} r ON r.{rights_blob} = b.{sha} "
+        f"WHERE r.{column(ProjectBlob, 'project')} = %s AND b.{sha} IN ({placeholders(count)})"
+    )
+
+
+def project_media_types(project_id: int, shas: list) -> list[tuple[str, str]]:
+    """``(sha256, media_type)`` of those of ``shas`` the project has rights to."""
+    return fetch(project_media_types_sql(connection.vendor, len(shas)), [project_id, *shas])
+
+
+def columns(model, alias: str) -> str:
+    return ", ".join(f"{alias}.{connection.ops.quote_name(field.column)}" for field in model._meta.concrete_fields)
+
+
+@cache
+def demo_with_role_sql(vendor: str) -> str:
+    member = column(Membership, "project")
+    return (
+        f"SELECT {columns(Demonstration, 'd')}, (SELECT m.{column(Membership, 'role')} FROM {table(Membership)} m "
+        f"WHERE m.{member} = d.{column(Demonstration, 'project')} AND m.{column(Membership, 'user')} = %s "
+        f"AND m.{column(Membership, 'role')} IN ({placeholders(len(READ_ROLES))}) LIMIT 1) AS user_role "
+        f"FROM {table(Demonstration)} d WHERE d.{column(Demonstration, 'name')} = %s"
+    )
+
+
+@cache
+def project_sql(vendor: str) -> str:
+    return f"SELECT {columns(Project, 'p')} FROM {table(Project)} p WHERE p.{column(Project, 'id')} = %s"
+
+
+def demo_with_role(user_id: int, name: str) -> Demonstration | None:
+    """The recording named ``name`` with its project loaded (``demo.project``) and ``user_role``: the user's role
+    in that project when it is one of ``READ_ROLES``, else None. None when there is no such recording."""
+    params = [user_id, *(str(role) for role in READ_ROLES), name]
+    demo = next(iter(Demonstration.objects.raw(demo_with_role_sql(connection.vendor), params)), None)
+    if demo is not None:
+        demo.project = next(iter(Project.objects.raw(project_sql(connection.vendor), [demo.project_id])))
+    return demo
+
+
+@cache
+def token_sql(vendor: str) -> str:
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    user = get_user_model()
+    return (
+        f"SELECT {columns(Token, 't')} FROM {table(Token)} t INNER JOIN {table(user)} u "
+        f"ON u.{column(user, 'id')} = t.{column(Token, 'user')} "
+        f"WHERE t.{column(Token, 'key')} = %s AND u.{column(user, 'is_active')} = %s"
+    )
+
+
+@cache
+def user_sql(vendor: str) -> str:
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model()
+    return f"SELECT {columns(user, 'u')} FROM {table(user)} u WHERE u.{column(user, 'id')} = %s"
+
+
+def active_token(key: str):
+    """The API token ``key`` of an active user, with its user loaded (``token.user``); None when there is none."""
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    token = next(iter(Token.objects.raw(token_sql(connection.vendor), [key, True])), None)
+    if token is not None:
+        token.user = next(iter(get_user_model().objects.raw(user_sql(connection.vendor), [token.user_id])))
+    return token
