@@ -150,3 +150,39 @@ def active_token(key: str):
     if token is not None:
         token.user = next(iter(get_user_model().objects.raw(user_sql(connection.vendor), [token.user_id])))
     return token
+
+
+@cache
+def locked_demo_sql(vendor: str) -> str:
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    where = f"d.{column(Demonstration, 'id')} = %s"
+    return f"SELECT {columns(Demonstration, 'd')} FROM {table(Demonstration)} d WHERE {where}{lock}"
+
+
+def locked_demo(demo_id: int) -> Demonstration:
+    """The recording read again with its row locked until the transaction ends (``select_for_update``); the
+    caller is inside ``transaction.atomic``. ``Demonstration.DoesNotExist`` when it was deleted meanwhile."""
+    demo = next(iter(Demonstration.objects.raw(locked_demo_sql(connection.vendor), [demo_id])), None)
+    if demo is None:
+        raise Demonstration.DoesNotExist(f"no demonstration {demo_id}")
+    return demo
+
+
+def insert_new(model, fields: list[str], rows: list[tuple]) -> None:
+    """``INSERT ... ON CONFLICT DO NOTHING`` of ``rows`` (values of ``fields``, in that order): what
+    ``bulk_create(ignore_conflicts=True)`` does, without building model instances. At most a few thousand
+    parameters (a batch brings at most ``MAX_BLOB_QUERY`` blobs), under both databases' limits."""
+    if not rows:
+        return
+    names = ", ".join(column(model, name) for name in fields)
+    values = ", ".join([f"({placeholders(len(fields))})"] * len(rows))
+    with connection.cursor() as cursor:
+        sql = f"INSERT INTO {table(model)} ({names}) VALUES {values} ON CONFLICT DO NOTHING"
+        cursor.execute(sql, [value for row in rows for value in row])
+
+
+def now_for_db():
+    """The current time as a ``DateTimeField`` parameter of this database (SQLite stores text)."""
+    from django.utils import timezone
+
+    return connection.ops.adapt_datetimefield_value(timezone.now())

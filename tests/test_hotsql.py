@@ -116,3 +116,57 @@ def test_a_token_is_found_with_its_user_only_while_the_user_is_active(owner, tea
     owner.is_active = False
     owner.save()
     assert hotsql.active_token(key) is None
+
+
+def test_the_locked_recording_is_read_whole_and_locked_where_the_database_can(owner, alpha):
+    from django.db import connection, transaction
+
+    from annotation.models import Demonstration
+
+    demo = start_demo(owner, alpha, task="Rent a car")
+    with transaction.atomic():
+        found = hotsql.locked_demo(demo.pk)
+    assert (found.pk, found.name, found.status, found.task_description, found.recording_start) == (
+        demo.pk,
+        demo.name,
+        demo.status,
+        "Rent a car",
+        demo.recording_start,
+    )
+    assert hotsql.locked_demo_sql(connection.vendor).endswith(
+        " FOR UPDATE" if connection.features.has_select_for_update else "= %s"
+    )
+    with pytest.raises(Demonstration.DoesNotExist), transaction.atomic():
+        hotsql.locked_demo(demo.pk + 1000)
+
+
+def test_inserting_rows_that_exist_keeps_the_stored_ones_and_adds_the_others(owner, alpha, beta):
+    first, second = f"{1:064x}", f"{2:064x}"
+    fields = ["sha256", "size", "media_type", "file", "created_at"]
+    hotsql.insert_new(Blob, fields, [(first, 10, "image/png", "blobs/first", hotsql.now_for_db())])
+    stored = Blob.objects.get(pk=first)
+
+    hotsql.insert_new(
+        Blob,
+        fields,
+        [
+            (first, 99, "text/html", "blobs/other", hotsql.now_for_db()),
+            (second, 5, "text/html", "blobs/2", hotsql.now_for_db()),
+        ],
+    )
+    hotsql.insert_new(ProjectBlob, ["project", "blob", "uploaded_by", "created_at"], [])
+    rights = [(project.pk, first, owner.pk, hotsql.now_for_db()) for project in (alpha, beta, alpha)]
+    hotsql.insert_new(ProjectBlob, ["project", "blob", "uploaded_by", "created_at"], rights)
+
+    again = Blob.objects.get(pk=first)
+    assert (again.size, again.media_type, again.file.name, again.created_at) == (
+        10,
+        "image/png",
+        "blobs/first",
+        stored.created_at,
+    )
+    assert Blob.objects.get(pk=second).size == 5
+    assert sorted(ProjectBlob.objects.values_list("project__name", "blob_id", "uploaded_by")) == [
+        ("alpha", first, owner.pk),
+        ("beta", first, owner.pk),
+    ]

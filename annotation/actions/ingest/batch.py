@@ -195,13 +195,12 @@ def store_batch_blobs(batch: Batch, project, user) -> None:
     existing = hotsql.existing_blobs(shas)
     new = [blob for blob in batch.fresh if blob.sha256 not in existing]
     names = list(CHECKERS.map(lambda blob: default_storage.save(sha256_path(blob.sha256), ContentFile(blob.data)), new))
-    rows = [
-        Blob(sha256=b.sha256, size=len(b.data), media_type=b.media_type, file=n)
-        for b, n in zip(new, names, strict=True)
-    ]
-    Blob.objects.bulk_create(rows, ignore_conflicts=True)  # a concurrent upload of the same bytes: same content
-    rights = [ProjectBlob(project=project, blob_id=sha, uploaded_by=user) for sha in shas]
-    ProjectBlob.objects.bulk_create(rights, ignore_conflicts=True)
+    now = hotsql.now_for_db()
+    rows = [(b.sha256, len(b.data), b.media_type, n, now) for b, n in zip(new, names, strict=True)]
+    # A concurrent upload of the same bytes may have inserted a row meanwhile: same content, so it is kept.
+    hotsql.insert_new(Blob, ["sha256", "size", "media_type", "file", "created_at"], rows)
+    rights = [(project.pk, sha, user.pk, now) for sha in shas]
+    hotsql.insert_new(ProjectBlob, ["project", "blob", "uploaded_by", "created_at"], rights)
 
 
 @dataclass

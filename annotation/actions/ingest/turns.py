@@ -125,7 +125,7 @@ def do_ingest_turns(
         check_turn_batch(turns, demo.project, uploaded)
     digests = [content_hash(turn) for turn in turns]
     with transaction.atomic():
-        demo = Demonstration.objects.select_for_update().get(pk=demo.pk)
+        demo = hotsql.locked_demo(demo.pk)
         stored, top = stored_turns(demo, [turn["client_id"] for turn in turns])
         check_no_conflicts(turns, digests, {client_id: digest for client_id, (digest, _) in stored.items()})
         fresh = [(turn, digest) for turn, digest in zip(turns, digests, strict=True) if turn["client_id"] not in stored]
