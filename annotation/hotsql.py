@@ -1,12 +1,12 @@
-"""The SQL of the few reads every upload makes, from strings built once (docs/ingest.md, "Where the time goes").
+"""The SQL of the queries every upload makes, from strings built once (docs/ingest.md, "Where the time goes").
 
 Django's ORM spends 0.4-1.4 ms of CPU building and compiling each of these queries, ten times what the database
-spends answering them and, together, about a fifth of a one-action batch's server CPU. They return plain values
-(text and integers: no conversion, no model instances), so they run as SQL through Django's connection (same
-transaction, same connection pool) with table and column names read from the models, never spelled out here.
-The recording an upload is for is read as model instances through ``Manager.raw`` (which converts each column as
-the ORM does), without the ORM's compilation of a join, a subquery and an ordering.
-``tests/test_hotsql.py`` checks each against the ORM query it replaces.
+spends answering them and, together, about a fifth of a one-action batch's server CPU. Most read or write plain
+values (text, integers, a timestamp: no conversion, no model instances), so they run as SQL through Django's
+connection (same transaction, same connection pool) with table and column names read from the models, never
+spelled out here. The token and the recording an upload is for are read as model instances through
+``Manager.raw`` (which converts each column as the ORM does), without the ORM's compilation of joins, subqueries
+and orderings. ``tests/test_hotsql.py`` checks each against the ORM query it replaces.
 """
 
 from functools import cache
