@@ -59,7 +59,7 @@ class Upload:
     gzipped: list = field(default_factory=list)  # per batch, its gzipped body with every blob (see ``upload_batch``)
 
     def compress(self) -> "Upload":
-        self.gzipped = [gzip.compress(b"".join(batch_pieces(turns, blobs)), 1) for blobs, turns in self.batches]
+        self.gzipped = [gzipped_batch(turns, blobs)[0] for blobs, turns in self.batches]
         return self
 
 
@@ -99,6 +99,13 @@ def batch_pieces(turns: list, blobs: list) -> list[bytes]:
         "blobs": [{"sha256": sha, "media_type": media_type, "size": len(data)} for sha, media_type, data in blobs],
     }
     return [dump(manifest) + b"\n", *(data for _, _, data in blobs)]
+
+
+def gzipped_batch(turns: list, blobs: list) -> tuple[bytes, int]:
+    """A batch body gzipped as the recorder sends it (level 1, as ``Client`` compresses), and its payload bytes
+    (manifest and blobs before compression)."""
+    pieces = batch_pieces(turns, blobs)
+    return gzip.compress(b"".join(pieces), compresslevel=1), sum(len(piece) for piece in pieces)
 
 
 # --- The client -----------------------------------------------------------------------------------------

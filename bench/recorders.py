@@ -19,7 +19,6 @@ the server answered 2xx for but did not store; ``duplicated`` is stored turns be
 them in IndexedDB and sends them later; here the run stops).
 """
 
-import gzip
 import hashlib
 import http.client
 import json
@@ -130,9 +129,7 @@ def prepare(actions: Actions, count: int) -> list[Prepared]:
     prepared = []
     for index in range(count):
         turn, blobs = actions[index]
-        pieces = ingest.batch_pieces([turn], blobs)
-        body = gzip.compress(b"".join(pieces), compresslevel=1)  # as ``ingest.Client`` compresses a batch
-        prepared.append(Prepared(turn["client_id"], body, sum(len(piece) for piece in pieces)))
+        prepared.append(Prepared(turn["client_id"], *ingest.gzipped_batch([turn], blobs)))
     return prepared
 
 
