@@ -2,14 +2,23 @@
 
 import sys
 
+# uvicorn's settings, as ``uvicorn.Config`` keywords; the command line below and ``config.serve`` both use them.
+UVICORN = {"lifespan": "off", "ws": "websockets-sansio", "timeout_graceful_shutdown": 10}
+
+
+def uvicorn_options() -> list[str]:
+    """``UVICORN`` as uvicorn's command-line options."""
+    return [part for key, value in UVICORN.items() for part in (f"--{key.replace('_', '-')}", str(value))]
+
 
 def server_command(host: str, port: int, workers: int = 1) -> list[str]:
     """uvicorn serving HTTP and WebSocket (``config.asgi``). Not Daphne: Daphne receives a whole request body before
     the application runs, so a size or credential check could only come after a 300 MB upload (docs/limits.md);
     uvicorn hands the body over as it arrives and stops reading while the application does not ask for more.
-    ``workers`` > 1: that many processes on the port (production: one per core, docs/deployment.md)."""
-    return [
-        *(sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", host, "--port", str(port)),
-        *("--lifespan", "off", "--ws", "websockets-sansio", "--timeout-graceful-shutdown", "10"),
-        *(("--workers", str(workers)) if workers > 1 else ()),
-    ]
+    ``workers`` > 1: that many processes on the port, each with its own listening socket so that connections spread
+    evenly (``config.serve``; production: one per core, docs/deployment.md)."""
+    if workers > 1:
+        return [sys.executable, "-m", "config.serve", "--host", host, "--port", str(port), "--workers", str(workers)]
+    return [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", host, "--port", str(port)] + (
+        uvicorn_options()
+    )

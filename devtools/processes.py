@@ -208,15 +208,16 @@ def asgi_server(env_overrides: dict, log: Path, timeout: float = 60):
 
 
 @contextlib.contextmanager
-def asgi_process(env_overrides: dict, log: Path, timeout: float = 60):
-    """``asgi_server`` yielding ``(url, process)``, for tests that kill a server the way a lost machine goes."""
+def asgi_process(env_overrides: dict, log: Path, timeout: float = 60, workers: int = 1):
+    """``asgi_server`` yielding ``(url, process)``, for tests that kill a server the way a lost machine goes.
+    ``workers`` > 1: that many server processes under ``config.serve`` (``process`` is their supervisor)."""
     from config.server import server_command
 
     port = free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONUNBUFFERED": "1", **env_overrides}
     with log.open("w") as out:
         process = subprocess.Popen(
-            server_command("127.0.0.1", port), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+            server_command("127.0.0.1", port, workers), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
         )
     try:
         wait_http_ok(f"http://127.0.0.1:{port}/healthz", timeout, process, log)
