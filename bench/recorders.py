@@ -3,7 +3,8 @@
 Each recorder is a thread with its own user, token and keep-alive connection to the ASGI server `make run` starts
 (``config/server.py``, uvicorn serving ``config.asgi``; with PostgreSQL (DATABASE_URL, a scratch database) one
 process per core as in production, ``server_workers``).
-It starts a recording, then every second takes the next action of a synthetic demonstration (``annotation.synth``:
+It starts a recording, then every second (recorder i of N from i/N s into the run: independent annotators do not
+act in the same instant) takes the next action of a synthetic demonstration (``annotation.synth``:
 page HTML, bboxes and screenshots as the ``ingest`` benchmark's corpus) and uploads it as the recorder does: one
 gzipped ``POST .../batch/`` with the turn and the blobs it has not uploaded before. Every recorder's
 blobs are its own (a recorder id is written into each page, bboxes and PNG), so nothing is deduplicated away.
@@ -250,8 +251,8 @@ def play(port: int, tokens: list, spec, project: str, seconds: int) -> list[Reco
     for recorder in recorders:
         recorder.begin(project)
     start = time.monotonic() + 1
-    for recorder in recorders:
-        recorder.start_at = start
+    for index, recorder in enumerate(recorders):
+        recorder.start_at = start + index / len(recorders)  # independent annotators: not all in the same instant
         recorder.start()
     deadline = start + seconds + DRAIN_SECONDS
     for recorder in recorders:
