@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from annotation.models import Blob, ProjectBlob, Role
+from annotation.models import Blob, ProjectBlob, Role, sha256_path
 from tests.conftest import make_user, token_client
 
 from .payloads import BlobFile, browser_turn, chat_turn, numbered_turns, png_bytes, state_blobs, state_refs
@@ -95,6 +95,22 @@ def test_a_retried_batch_stores_nothing_twice_and_answers_the_same_seqs(client, 
     assert retry.json() == {**first.json(), "created": 0, "duplicates": 2, "blobs_created": 0}
     assert demo.turns.count() == 2
     assert (Blob.objects.count(), ProjectBlob.objects.count(), len(stored_files(media_storage))) == (3, 3, 3)
+
+
+def test_a_leftover_file_at_a_blobs_name_is_replaced_not_stored_beside(client, demo, files, media_storage):
+    """A batch rolled back after its files were written leaves them, unreferenced; the next upload of those bytes
+    writes the blob whole at its own name again (the storage overwrites: no second, suffixed copy)."""
+    page = files["page"]
+    leftover = media_storage / sha256_path(page.sha256)
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(page.data[: len(page.data) // 2])  # cut short, as a crash mid-write would leave it
+
+    response = post_batch(client, demo.name, frame(numbered_turns(1, state_refs(files)), list(files.values())))
+
+    assert response.status_code == 201, response.content
+    assert Blob.objects.get(sha256=page.sha256).file.name == sha256_path(page.sha256)
+    assert leftover.read_bytes() == page.data
+    assert sorted(path.name for path in stored_files(media_storage)) == sorted(blob.sha256 for blob in files.values())
 
 
 def test_turns_may_use_blobs_the_project_has_from_earlier_uploads(client, demo, files):
