@@ -1,10 +1,11 @@
 """Unit tests of ``annotation.schema``: the WebLINX turn validation, without database or HTTP."""
 
+import json
 import math
 
 import pytest
 
-from annotation import schema
+from annotation import jsonsafe, schema, synth
 from annotation.schema import INTENTS, FieldError, validate_turn
 
 from .payloads import browser_turn, chat_turn, sha
@@ -329,8 +330,51 @@ def test_the_fast_bboxes_check_agrees_with_the_per_box_check(changed, refused):
     assert bool(precise) is refused
     assert not (refused and schema.boxes_ok(boxes))  # the fast check passes nothing the precise one refuses
     assert schema.boxes_ok(boxes) or changed  # and the common case takes the fast path
+    data = json.dumps(boxes).encode()  # NaN and infinities come out as NaN and Infinity: not JSON
+    assert not (refused and schema.bboxes_blob_ok(data))  # nor does the check on the blob's bytes
+    assert schema.bboxes_blob_ok(data) or changed
     assert schema.validate_bboxes(boxes, "b") == precise
     assert all(error.field.startswith("b.uid-17.") for error in precise)
+
+
+BOX_JSON = b'{"x":1,"y":2.5,"width":3,"height":4}'
+
+
+@pytest.mark.parametrize(
+    ("data", "valid", "fast"),
+    [
+        (b'{"u":' + BOX_JSON + b"}", True, True),
+        (b"{}", True, True),
+        (b'{"u":{"x":1,"x":2,"y":2,"width":3,"height":4}}', True, True),  # a repeated key: the last one counts
+        (b'{"u":{"x":12345678901234567890123,"y":2,"width":3,"height":4}}', True, True),
+        (b'{"u":{"x":1,"y":2,"width":3,"height":4,"extra":5}}', True, False),  # another key: the precise check
+        (b'{"\\ud800":' + BOX_JSON + b"}", False, False),  # a lone surrogate
+        (b'{"\xff":' + BOX_JSON + b"}", False, False),  # not UTF-8
+        (b'\xef\xbb\xbf{"u":' + BOX_JSON + b"}", False, False),  # a byte order mark
+        (b'{"u":' + BOX_JSON + b"} x", False, False),
+        (b'{"u":' + BOX_JSON + b",}", False, False),
+        (b'{"u":{"x":1e400,"y":2,"width":3,"height":4}}', False, False),
+        (b'{"u":{"x":NaN,"y":2,"width":3,"height":4}}', False, False),
+        (b'{"u":{"x":1,"y":2,"width":3}}', False, False),
+        (b'{"u":{"x":1,"y":2,"width":3,"height":4,"top":null}}', False, False),
+        (b'[{"x":1,"y":2,"width":3,"height":4}]', False, False),
+    ],
+)
+def test_the_check_on_a_bboxes_blobs_bytes_passes_only_what_the_precise_check_accepts(data, valid, fast):
+    try:
+        precise = schema.validate_bboxes(jsonsafe.loads(data, "body", walk=False)) == []
+    except jsonsafe.JSONProblem:
+        precise = False
+
+    assert (precise, schema.bboxes_blob_ok(data)) == (valid, fast)
+
+
+def test_the_recorders_bboxes_take_the_check_on_the_bytes():
+    spec = next(synth.generate_corpus(1, 6, 300, 7))
+    pages = [data for data, media_type in spec.blobs if media_type == "application/json"]
+
+    assert pages
+    assert all(schema.bboxes_blob_ok(data) for data in pages)
 
 
 @pytest.mark.parametrize(
