@@ -27,7 +27,7 @@ import sys
 import time
 import traceback
 
-from config.server import UVICORN
+from config.server import APPLICATION, UVICORN
 
 STARTUP_FAILURE = 3  # a server process's exit status when it never served (uvicorn's own code for it)
 STOP_SECONDS = UVICORN["timeout_graceful_shutdown"] + 5  # then the processes still running are killed
@@ -124,7 +124,7 @@ def serve_socket(fd: int, parent: int) -> int:
         return 0
     import uvicorn
 
-    config = uvicorn.Config("config.asgi:application", **UVICORN)
+    config = uvicorn.Config(APPLICATION, **UVICORN)
     try:
         config.load()  # imports config.asgi: the settings' and the application's errors come here
     except SystemExit:  # uvicorn logged why

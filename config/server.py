@@ -2,6 +2,7 @@
 
 import sys
 
+APPLICATION = "config.asgi:application"
 # uvicorn's settings, as ``uvicorn.Config`` keywords; the command line below and ``config.serve`` both use them.
 UVICORN = {"lifespan": "off", "ws": "websockets-sansio", "timeout_graceful_shutdown": 10}
 
@@ -19,6 +20,4 @@ def server_command(host: str, port: int, workers: int = 1) -> list[str]:
     evenly (``config.serve``; production: one per core, docs/deployment.md)."""
     if workers > 1:
         return [sys.executable, "-m", "config.serve", "--host", host, "--port", str(port), "--workers", str(workers)]
-    return [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", host, "--port", str(port)] + (
-        uvicorn_options()
-    )
+    return [sys.executable, "-m", "uvicorn", APPLICATION, "--host", host, "--port", str(port)] + uvicorn_options()
