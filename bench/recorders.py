@@ -1,6 +1,6 @@
 """Many recorders at once: N simulated recorders, each uploading one action per second, against the real server.
 
-Each recorder is a thread with its own user, token and keep-alive connection to the ASGI server `make run` starts
+Each recorder has its own user, token and keep-alive connection to the ASGI server `make run` starts
 (``config/server.py``, uvicorn serving ``config.asgi``; with PostgreSQL (DATABASE_URL, a scratch database) one
 process per core as in production, ``server_workers``).
 It starts a recording, then every second (recorder i of N from i/N s into the run: independent annotators do not
@@ -10,7 +10,8 @@ gzipped ``POST .../batch/`` with the turn and the blobs it has not uploaded befo
 blobs are its own (a recorder id is written into each page, bboxes and PNG), so nothing is deduplicated away.
 The recorders' own work (marking, hashing, framing and gzipping each action's batch) is done before the run, as
 the ``ingest`` benchmark does it: a recorder does it in a browser on its annotator's machine, not on the server's
-cores, so during the run the simulated recorders only send bytes and wait for answers.
+cores, so during the run the simulated recorders only send bytes and wait for answers, all of them on one event
+loop (``Recorder``).
 
 ``upload_ms_p95``: the 95th percentile of the time from an action's second to the server's 2xx for it (an upload
 that waits for the previous one counts the wait). A failed request (network error, 5xx, 429) is retried after a
@@ -20,16 +21,15 @@ the server answered 2xx for but did not store; ``duplicated`` is stored turns be
 them in IndexedDB and sends them later; here the run stops).
 """
 
+import asyncio
 import hashlib
 import http.client
 import json
 import os
-import re
 import shutil
 import statistics
 import struct
 import tempfile
-import threading
 import time
 import uuid
 import zlib
@@ -43,7 +43,6 @@ from . import ingest
 FULL = {"recorders": 100, "seconds": 60, "elements": 2000}
 QUICK = {"recorders": 4, "seconds": 4, "elements": 120}
 RETRY_PAUSE = 0.5  # seconds before a failed upload is tried again
-RETRIED_STATUS = re.compile(r" answered (5\d\d|429):")  # as the recorder: server trouble is retried, 4xx is not
 DRAIN_SECONDS = 300  # how long the recorders may take, after the last action second, to upload what they hold
 
 SETUP = """
@@ -137,21 +136,31 @@ def prepare(actions: Actions, count: int) -> list[Prepared]:
 # --- One recorder ---------------------------------------------------------------------------------------
 
 
-class Recorder(threading.Thread):
-    """Uploads one action per second from ``start`` for ``seconds`` seconds; records each action's latency."""
+class Recorder:
+    """Uploads one action per second from ``start_at`` for the run's seconds; records each action's latency.
+
+    The timed uploads run as a task on the run's one event loop (``play``), each recorder on its own keep-alive
+    connection: a browser's fetch costs its annotator's machine, not the server's cores, and 100 threads of
+    ``http.client`` (header parsing through ``email``, a GIL hand-over per wake-up) took ~3 ms of this machine's CPU
+    per upload, a sixth of what the server needs for it. Starting and finishing the recording (untimed) go through
+    ``ingest.Client``."""
 
     def __init__(self, port: int, token: str, spec, prepared: list, mark: str):
-        super().__init__(daemon=True)
         self.client = ingest.Client(port, token, keep_pieces=False)
+        self.port, self.auth = port, f"Token {token}"
         self.spec, self.prepared, self.mark, self.start_at = spec, prepared, mark, None
         self.latencies, self.answered, self.retries, self.name, self.error = [], [], 0, None, None
-        self.stopping = threading.Event()  # set when the run's time is up: upload no further action
+        self.sent = 0  # payload bytes of the uploads the server answered 2xx for
+        self.stopping = False  # set when the run's time is up: upload no further action
+        self.connection = None  # (reader, writer) of the upload connection
 
-    def run(self):
+    async def run(self):
         try:
-            self.record()
+            await self.record()
         except Exception as error:  # reported as lost actions and in the figures, never silently
             self.error = f"{type(error).__name__}: {error}"
+        finally:
+            self.disconnect()
 
     def begin(self, project: str) -> None:
         """Start this recorder's recording (before the run's first second)."""
@@ -159,39 +168,66 @@ class Recorder(threading.Thread):
         _, body = self.retried("POST", "/api/recordings/", ingest.dump(start), ingest.JSON, (201, 200))
         self.name = json.loads(body)["name"]
 
-    def record(self):
+    async def record(self):
         for second, action in enumerate(self.prepared):
-            if self.stopping.is_set():
+            if self.stopping:
                 return
             due = self.start_at + second
-            time.sleep(max(0.0, due - time.monotonic()))
-            self.retried_batch(action)
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            await self.retried_batch(action)
             self.latencies.append(time.monotonic() - due)
             self.answered.append(action.client_id)
 
-    def retried_batch(self, action: Prepared):
+    async def retried_batch(self, action: Prepared):
         path = f"/api/recordings/{self.name}/batch/"
         while True:
             try:
-                self.client.request("POST", path, None, ingest.BATCH_MEDIA_TYPE, (200, 201), "batch", [], action.gz)
-                self.client.sent += action.payload
+                status, body = await self.post(path, action.gz)
+            except (OSError, EOFError, ValueError):  # the connection broke: opened again, the upload sent again
+                await self.pause()
+                continue
+            if status in (200, 201):
+                self.sent += action.payload
                 return
-            except (OSError, http.client.HTTPException, ingest.BenchError) as error:
-                if isinstance(error, ingest.BenchError) and not RETRIED_STATUS.search(str(error)):
-                    raise
-                self.pause()
+            if status != 429 and status < 500:  # as the recorder: server trouble is retried, 4xx is not
+                raise ingest.BenchError(f"POST {path} answered {status}: {body[:1000]!r}")
+            await self.pause()
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        if self.connection is None:
+            self.connection = await asyncio.open_connection("127.0.0.1", self.port)
+        reader, writer = self.connection
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nAuthorization: {self.auth}\r\n"
+            f"Content-Type: {ingest.BATCH_MEDIA_TYPE}\r\nContent-Encoding: gzip\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        writer.write(head.encode("latin-1"))
+        writer.write(body)
+        await writer.drain()
+        status, keep_alive, answer = await read_response(reader)
+        if not keep_alive:
+            self.disconnect()
+        return status, answer
+
+    def disconnect(self):
+        if self.connection is not None:
+            self.connection[1].close()
+            self.connection = None
 
     def retried(self, *args):
         while True:
             try:
                 return self.client.request(*args)
             except (OSError, http.client.HTTPException):  # the connection is closed and opened again
-                self.pause()
+                self.retries += 1
+                self.client.close()
+                time.sleep(RETRY_PAUSE)
 
-    def pause(self):
+    async def pause(self):
         self.retries += 1
-        self.client.close()
-        time.sleep(RETRY_PAUSE)
+        self.disconnect()
+        await asyncio.sleep(RETRY_PAUSE)
 
     def stored(self) -> list[str]:
         """Finish the recording and read back the client ids of its stored turns."""
@@ -201,6 +237,32 @@ class Recorder(threading.Thread):
         self.retried("POST", f"/api/recordings/{self.name}/finish/", finish, ingest.JSON, (200,))
         _, body = self.retried("GET", f"/api/recordings/{self.name}/turns/", None, None, (200,))
         return [turn["client_id"] for turn in json.loads(body)]
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bool, bytes]:
+    """An HTTP/1.1 response: its status, whether the connection stays open, its body (``Content-Length``,
+    chunked, or up to the end of the connection). Raises EOFError or ValueError on a broken connection."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as error:
+        raise EOFError("the server closed the connection before answering") from error
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    status = int(status_line.split(" ", 2)[1])
+    headers = {}
+    for line in filter(None, lines):
+        key, _, value = line.partition(":")
+        headers[key.strip().lower()] = value.strip()
+    keep_alive = headers.get("connection", "").lower() != "close"
+    if "content-length" in headers:
+        return status, keep_alive, await reader.readexactly(int(headers["content-length"]))
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        parts = []
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            parts.append(await reader.readexactly(size))
+            await reader.readexactly(2)
+        await reader.readuntil(b"\r\n")  # the last chunk's line ends the body (no trailers from our server)
+        return status, keep_alive, b"".join(parts)
+    return status, False, await reader.read()
 
 
 # --- The run --------------------------------------------------------------------------------------------
@@ -250,18 +312,21 @@ def play(port: int, tokens: list, spec, project: str, seconds: int) -> list[Reco
         recorders.append(Recorder(port, token, spec, prepare(Actions(spec, originals, mark), count), mark))
     for recorder in recorders:
         recorder.begin(project)
+    asyncio.run(uploads(recorders, seconds))
+    return recorders
+
+
+async def uploads(recorders: list[Recorder], seconds: int) -> None:
+    """Every recorder's timed uploads, on this event loop; recorders still uploading ``DRAIN_SECONDS`` after the
+    last action's second are stopped after the upload under way (what they did not send counts as not uploaded)."""
     start = time.monotonic() + 1
     for index, recorder in enumerate(recorders):
         recorder.start_at = start + index / len(recorders)  # independent annotators: not all in the same instant
-        recorder.start()
-    deadline = start + seconds + DRAIN_SECONDS
+    tasks = [asyncio.create_task(recorder.run()) for recorder in recorders]
+    await asyncio.wait(tasks, timeout=max(0.0, start + seconds + DRAIN_SECONDS - time.monotonic()))
     for recorder in recorders:
-        recorder.join(timeout=max(0.0, deadline - time.monotonic()))
-    for recorder in recorders:  # out of time: actions not uploaded by now count as lost
-        recorder.stopping.set()
-    for recorder in recorders:
-        recorder.join()  # ends with the upload under way
-    return recorders
+        recorder.stopping = True
+    await asyncio.gather(*tasks)
 
 
 def figures(recorders: list, stored: list, size: dict, spec) -> dict:
@@ -283,6 +348,6 @@ def figures(recorders: list, stored: list, size: dict, spec) -> dict:
         "seconds": size["seconds"],
         "elements": size["elements"],
         "retries": sum(recorder.retries for recorder in recorders),
-        "mb": round(sum(recorder.client.sent for recorder in recorders) / 1e6, 1),
+        "mb": round(sum(recorder.sent for recorder in recorders) / 1e6, 1),
         "errors": errors[:3],
     }
