@@ -153,6 +153,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 30,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Parameters bound by the server, and a statement a connection runs DB_PREPARE_THRESHOLD times prepared: planning
+    # was half of PostgreSQL's time for an upload's statements (docs/ingest.md). Django turns preparing off unless
+    # asked; 0 keeps it off (a pooler in transaction mode that does not track prepared statements).
+    prepare_threshold = env_int("DB_PREPARE_THRESHOLD", 5)
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        server_side_binding=True, prepare_threshold=prepare_threshold if prepare_threshold > 0 else None
+    )
 # The ASGI server's threads for requests' sync work (config/handler.py); 0 starts a thread per request as Django does.
 REQUEST_THREADS = env_int("REQUEST_THREADS", 8)
 # A pool of PostgreSQL connections per process (Django's psycopg pool), for the ASGI server: config/asgi.py turns

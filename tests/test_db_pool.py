@@ -1,5 +1,7 @@
 """The ASGI server pools its PostgreSQL connections (``DB_POOL_SIZE``, turned on by config/asgi.py): requests reuse
-the server's connections instead of opening one each (and the body guard's credential check another)."""
+the server's connections instead of opening one each (and the body guard's credential check another). On
+PostgreSQL, parameters are bound by the server and statements a connection repeats are prepared
+(``DB_PREPARE_THRESHOLD``)."""
 
 import json
 import os
@@ -16,6 +18,8 @@ from django.conf import settings
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
+from annotation import hotsql
+from annotation.models import ProjectBlob
 from devtools.processes import asgi_process, database_url
 
 PRINT_DATABASE = """
@@ -62,17 +66,45 @@ def test_the_asgi_entry_point_pools_and_leaves_a_set_size_alone(tmp_path):
     assert sized["options"]["pool"]["max_size"] == 3
 
 
+def test_postgresql_binds_on_the_server_and_prepares_what_a_connection_repeats(tmp_path):
+    var = str(tmp_path)
+    default = database_settings({"VAR_DIR": var, "DATABASE_URL": POSTGRES})["options"]
+    assert (default["server_side_binding"], default["prepare_threshold"]) == (True, 5)
+    sooner = database_settings({"VAR_DIR": var, "DATABASE_URL": POSTGRES, "DB_PREPARE_THRESHOLD": "2"})["options"]
+    assert sooner["prepare_threshold"] == 2
+    off = database_settings({"VAR_DIR": var, "DATABASE_URL": POSTGRES, "DB_PREPARE_THRESHOLD": "0"})["options"]
+    assert (off["server_side_binding"], off["prepare_threshold"]) == (True, None)  # None: psycopg never prepares
+    sqlite = database_settings({"VAR_DIR": var})["options"]
+    assert not {"server_side_binding", "prepare_threshold"} & sqlite.keys()
+
+
+@pytest.mark.django_db
+def test_a_statement_the_connection_repeats_is_planned_once(alpha):
+    needs_postgresql("prepared statements are PostgreSQL's")
+
+    def prepared() -> set:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            return {row[0] for row in cursor.fetchall()}
+
+    before, sha = prepared(), "0" * 64
+    for _ in range(settings.DATABASES["default"]["OPTIONS"]["prepare_threshold"] + 1):
+        assert hotsql.owned_blobs(alpha.pk, [sha]) == set()
+    new = prepared() - before
+    assert any(hotsql.table(ProjectBlob) in statement and "$2" in statement for statement in new), new
+
+
 def server_backends(pid: int) -> set:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", [f"webdemos-server-{pid}"])
         return {row[0] for row in cursor.fetchall()}
 
 
-def needs_postgresql():
+def needs_postgresql(what: str = "the connection pool is for PostgreSQL"):
     if connection.vendor != "postgresql":
-        # The pool is PostgreSQL's (SQLite has no connection to open): skipped on a bare `make test`, saying why;
-        # CI (.ci/run) sets DATABASE_URL, and there it always runs.
-        pytest.skip("the connection pool is for PostgreSQL: needs DATABASE_URL, as .ci/run sets it")
+        # SQLite has no pool and no prepared statements: skipped on a bare `make test`, saying why; CI (.ci/run)
+        # sets DATABASE_URL, and there it always runs.
+        pytest.skip(f"{what}: needs DATABASE_URL, as .ci/run sets it")
 
 
 def call(url: str, token: str, method: str = "GET", body: bytes | None = None) -> tuple:
