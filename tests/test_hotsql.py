@@ -76,12 +76,21 @@ def test_blob_reads_are_per_project_as_the_orm_reads_them(owner, alpha, beta):
     assert hotsql.project_media_types(alpha.pk, []) == []
 
 
+def loaded(instance) -> dict:
+    """Every concrete field's value as loaded (JSON, times, booleans converted), and the instance's state."""
+    values = {field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields}
+    return {**values, "state": (instance._state.db, instance._state.adding)}
+
+
 def test_a_recording_comes_with_its_project_and_the_users_role_there(owner, alpha, beta, outsider):
-    from annotation.models import Membership, Role
+    from annotation.models import Demonstration, Membership, Project, Role
 
     from .conftest import make_user
 
+    alpha.category_choices, alpha.region_choices = ["Travel", "Shopping"], [{"name": "Europe", "codes": [1, 2.5]}]
+    alpha.save()
     demo = start_demo(owner, alpha, task="Book a table")
+    Demonstration.objects.filter(pk=demo.pk).update(websites=["a.example", {"url": "b.example"}], discarded=True)
     guest = make_user("guest", alpha, Role.REVIEWER)
     Membership.objects.create(project=beta, user=owner, role=Role.ADMIN)  # a role elsewhere does not count
 
@@ -93,6 +102,13 @@ def test_a_recording_comes_with_its_project_and_the_users_role_there(owner, alph
         demo.created_at,
     )
     assert (found.project.pk, found.project.name, found.project.created_at) == (alpha.pk, "alpha", alpha.created_at)
+    assert loaded(found) == loaded(Demonstration.objects.get(pk=demo.pk))
+    assert loaded(found.project) == loaded(Project.objects.get(pk=alpha.pk))
+    assert (found.websites, found.discarded, found.project.region_choices[0]["codes"]) == (
+        ["a.example", {"url": "b.example"}],
+        True,
+        [1, 2.5],
+    )
     assert found.user_role == Role.ANNOTATOR
     assert hotsql.demo_with_role(guest.pk, demo.name).user_role == Role.REVIEWER
     assert hotsql.demo_with_role(outsider.pk, demo.name).user_role is None
@@ -112,6 +128,8 @@ def test_a_token_is_found_with_its_user_only_while_the_user_is_active(owner, tea
         "owner",
         owner.date_joined,
     )
+    assert loaded(found) == loaded(Token.objects.get(key=key))
+    assert loaded(found.user) == loaded(type(owner).objects.get(pk=owner.pk))
     assert hotsql.active_token("0" * 40) is None
     owner.is_active = False
     owner.save()
@@ -133,6 +151,7 @@ def test_the_locked_recording_is_read_whole_and_locked_where_the_database_can(ow
         "Rent a car",
         demo.recording_start,
     )
+    assert loaded(found) == loaded(Demonstration.objects.get(pk=demo.pk))
     assert hotsql.locked_demo_sql(connection.vendor).endswith(
         " FOR UPDATE" if connection.features.has_select_for_update else "= %s"
     )

@@ -16,7 +16,7 @@ def check_project_for_recording(user, project_name: str) -> Project:
 
 def visible_demo(user, name: str) -> Demonstration:
     """The demo named ``name`` in one of ``user``'s projects (any role: ``Demonstration.objects.visible_to``), with
-    their role there, in two short queries (``hotsql``): the hot path of every upload."""
+    their role there, in one short query (``hotsql``): the hot path of every upload."""
     if not user.is_authenticated:
         raise NotFound(f"no demonstration {name!r} among your projects")
     demo = hotsql.demo_with_role(user.pk, name)
