@@ -54,17 +54,20 @@ def stored_turns(demo_id: int, client_ids: list) -> list[tuple[str, str, int]]:
 
 
 @cache
-def owned_blobs_sql(vendor: str, count: int) -> str:
-    blob = column(ProjectBlob, "blob")
+def known_blobs_sql(vendor: str, count: int) -> str:
+    sha, rights_blob = column(Blob, "sha256"), column(ProjectBlob, "blob")
     return (
-        f"SELECT {blob} FROM {table(ProjectBlob)} "
-        f"WHERE {column(ProjectBlob, 'project')} = %s AND {blob} IN ({placeholders(count)})"
+        f"SELECT b.{sha}, r.{rights_blob} IS NOT NULL FROM {table(Blob)} b LEFT JOIN {table(ProjectBlob)} r "
+        f"ON r.{rights_blob} = b.{sha} AND r.{column(ProjectBlob, 'project')} = %s "
+        f"WHERE b.{sha} IN ({placeholders(count)})"
     )
 
 
-def owned_blobs(project_id: int, shas: list) -> set[str]:
-    """Which of ``shas`` the project has rights to (uploaded to it before)."""
-    return {row[0] for row in fetch(owned_blobs_sql(connection.vendor, len(shas)), [project_id, *shas])}
+def known_blobs(project_id: int, shas: list) -> dict[str, bool]:
+    """Which of ``shas`` are stored (for any project), each with whether the project has rights to it."""
+    return {
+        sha: bool(owned) for sha, owned in fetch(known_blobs_sql(connection.vendor, len(shas)), [project_id, *shas])
+    }
 
 
 @cache

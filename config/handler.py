@@ -8,9 +8,12 @@ that thread to its end (what "thread sensitive" asks: one connection, one transa
 reading its body holds no thread, so slow uploads do not take threads from the others.
 """
 
+import tempfile
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext
+from django.conf import settings
+from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler
 
 
@@ -64,3 +67,21 @@ class PooledASGIHandler(ASGIHandler):
                 await self.handle(scope, receive, send)
         finally:
             executor.release()
+
+    async def read_body(self, receive):
+        """The body as Django reads it, kept in memory up to ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (what a view may read
+        whole: a recorder's batch, 16 MiB) instead of ``FILE_UPLOAD_MAX_MEMORY_SIZE`` (2.5 MiB), past which Django
+        wrote it to a temporary file from the event loop and the view read it back. Larger bodies still go to disk."""
+        size = max(settings.FILE_UPLOAD_MAX_MEMORY_SIZE, settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0)
+        body = tempfile.SpooledTemporaryFile(max_size=size, mode="w+b")  # noqa: SIM115 (the request closes it)
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                body.close()
+                raise RequestAborted()
+            if "body" in message:
+                body.write(message["body"])
+            if not message.get("more_body", False):
+                break
+        body.seek(0)
+        return body

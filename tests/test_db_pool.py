@@ -89,7 +89,7 @@ def test_a_statement_the_connection_repeats_is_planned_once(alpha):
 
     before, sha = prepared(), "0" * 64
     for _ in range(settings.DATABASES["default"]["OPTIONS"]["prepare_threshold"] + 1):
-        assert hotsql.owned_blobs(alpha.pk, [sha]) == set()
+        assert hotsql.known_blobs(alpha.pk, [sha]) == {}
     new = prepared() - before
     assert any(hotsql.table(ProjectBlob) in statement and "$2" in statement for statement in new), new
 

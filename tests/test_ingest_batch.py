@@ -3,13 +3,25 @@ checked whole and stored atomically, idempotent on retry, per project."""
 
 import gzip
 import json
+import os
+import shutil
+import time
 
 import pytest
 
 from annotation.models import Blob, ProjectBlob, Role, sha256_path
 from tests.conftest import make_user, token_client
 
-from .payloads import BlobFile, browser_turn, chat_turn, numbered_turns, png_bytes, state_blobs, state_refs
+from .payloads import (
+    BlobFile,
+    browser_turn,
+    chat_turn,
+    numbered_turns,
+    page_html,
+    png_bytes,
+    state_blobs,
+    state_refs,
+)
 from .recorder import assert_nothing_stored, blob_url, missing, recordings_url, start_demo, stored_files, upload_blobs
 
 BATCH = "application/x-webtasks-batch"
@@ -144,6 +156,19 @@ def test_an_image_that_does_not_decode_stores_nothing_and_names_the_blob(client,
     files = {**state_blobs(), "screenshot": broken}
 
     response = post_batch(client, demo.name, frame(numbered_turns(1, state_refs(files)), list(files.values())))
+
+    assert_refused(response, 400, "blobs[0]")
+    assert_nothing_stored(demo, media_storage)
+
+
+def test_a_refused_blob_leaves_none_of_the_blobs_checked_after_it(client, demo, media_storage):
+    """Blobs that pass are written (privately) while the others are checked: the batch answers only once every
+    check has ended and then removes them all, however many passed after the refused one."""
+    broken = BlobFile(png_bytes(64, 64)[:-30], "image/png")
+    pages = [BlobFile(page_html(title=f"Page {i}") * 50, "text/html") for i in range(40)]
+    turns = [browser_turn(f"t-{i}", page=page.sha256) for i, page in enumerate(pages)]
+
+    response = post_batch(client, demo.name, frame(turns, [broken, *pages]))
 
     assert_refused(response, 400, "blobs[0]")
     assert_nothing_stored(demo, media_storage)
@@ -291,3 +316,70 @@ def test_a_batch_bringing_its_blobs_asks_few_queries_whatever_its_size(client, f
 
 
 QUERIES_PER_BATCH = 12  # 15 before the role was read with the demo and in-batch blobs were no longer looked up
+
+
+def test_blob_folders_removed_between_batches_are_made_again(client, demo, files, media_storage):
+    """New blobs are written into folders the server remembers having made: one removed meanwhile (a restore, an
+    operator's cleanup) is made again, not a 500."""
+    assert (
+        post_batch(client, demo.name, frame(numbered_turns(1, state_refs(files)), list(files.values()))).status_code
+        == 201
+    )
+    shutil.rmtree(media_storage / "blobs")
+    other = state_blobs(seed=7)
+
+    response = post_batch(client, demo.name, frame(numbered_turns(1, state_refs(other), "u"), list(other.values())))
+
+    assert response.status_code == 201, response.content
+    new = [blob for blob in other.values() if blob.sha256 not in {old.sha256 for old in files.values()}]
+    assert new
+    assert len(stored_files(media_storage)) == len(new)
+    for blob in new:
+        assert (media_storage / sha256_path(blob.sha256)).read_bytes() == blob.data
+
+
+def test_staged_blobs_are_moved_to_their_names_and_others_saved_through_the_storage(media_storage):
+    """A batch's new blobs are written while it is checked (``staging.py``); once it is stored they move to their
+    content addresses. A blob not staged (stored for another project when the batch was checked, gone since) is
+    saved through the storage instead; a refused batch's staged files are removed."""
+    from annotation.actions.ingest.batch import CHECKERS, BatchBlob
+    from annotation.actions.ingest.staging import Staging
+
+    blobs = [
+        BatchBlob(i, blob.sha256, blob.media_type, memoryview(blob.data))
+        for i, blob in enumerate(state_blobs().values())
+    ]
+    staging = Staging()
+    for blob in blobs[:2]:
+        staging.stage(blob.sha256, blob.data)
+    assert len(stored_files(media_storage)) == 2  # private files, not yet at the blobs' names
+    assert not any((media_storage / sha256_path(blob.sha256)).exists() for blob in blobs)
+
+    names = staging.place(blobs, CHECKERS)
+
+    assert names == [sha256_path(blob.sha256) for blob in blobs]
+    assert sorted(stored_files(media_storage)) == sorted(media_storage / name for name in names)
+    for blob, name in zip(blobs, names, strict=True):
+        assert (media_storage / name).read_bytes() == blob.data
+
+    refused = Staging()
+    refused.stage("f" * 64, b"<html></html>")
+    refused.discard()
+    assert len(stored_files(media_storage)) == 3
+
+
+@pytest.mark.django_db
+def test_files_a_killed_server_staged_are_swept_after_an_hour(media_storage):
+    from annotation.actions.ingest.staging import INCOMING, Staging
+    from workers.runners import sweep_export_folders
+
+    staging = Staging()
+    staging.stage("a" * 64, b"<html>left by a killed server</html>")
+    staging.stage("b" * 64, b"<html>a batch being checked now</html>")
+    old = staging.files["a" * 64]
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+
+    sweep_export_folders()
+
+    assert [path.name for path in stored_files(media_storage)] == [os.path.basename(staging.files["b" * 64])]
+    assert (media_storage / INCOMING).is_dir()

@@ -108,3 +108,46 @@ def test_a_request_keeps_its_thread_from_its_first_sync_call_to_its_last(handler
     assert len(steps) == 12
     assert all(steps[(str(index), "view")] == steps[(str(index), "close")] for index in range(6))
     assert view_threads() == {"request-0_0", "request-1_0"}  # six at once: spread over both
+
+
+def body_messages(size: int, chunk: int = 65536) -> list[dict]:
+    data = bytes(size)
+    pieces = [data[start : start + chunk] for start in range(0, size, chunk)]
+    return [{"type": "http.request", "body": piece, "more_body": i < len(pieces) - 1} for i, piece in enumerate(pieces)]
+
+
+def read_body(handler, messages: list[dict]):
+    queue = iter(messages)
+
+    async def receive():
+        return next(queue)
+
+    return asyncio.run(handler.read_body(receive))
+
+
+@pytest.mark.parametrize("size", [3 * 1024 * 1024, 12 * 1024 * 1024])
+def test_a_body_a_view_may_read_whole_is_kept_in_memory(handler, settings, size):
+    """Django spools a body past FILE_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) to a temporary file, written from the event
+    loop; up to DATA_UPLOAD_MAX_MEMORY_SIZE (what a recorder's batch may be) it stays in memory here."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 16 * 1024 * 1024
+
+    body = read_body(handler, body_messages(size))
+
+    assert not body._rolled
+    assert body.read() == bytes(size)
+
+
+def test_a_body_past_what_a_view_may_read_whole_goes_to_disk(handler, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+
+    body = read_body(handler, body_messages(3 * 1024 * 1024))
+
+    assert body._rolled
+    assert len(body.read()) == 3 * 1024 * 1024
+
+
+def test_a_client_gone_while_sending_its_body_aborts_the_request(handler):
+    from django.core.exceptions import RequestAborted
+
+    with pytest.raises(RequestAborted):
+        read_body(handler, [*body_messages(200_000)[:2], {"type": "http.disconnect"}])

@@ -11,21 +11,19 @@ A gzip body is inflated with a cap (``INGEST_MAX_UPLOAD_BYTES``): a small body t
 a gigabyte in memory."""
 
 import hashlib
-import io
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from django.db import transaction
 from isal import isal_zlib  # zlib's API and stream format, with Intel's ISA-L: inflates ~2.4x faster
 
 from ... import hotsql, jsonsafe, schema
-from ...models import Blob, Demonstration, ProjectBlob, sha256_path
+from ...models import Blob, Demonstration, ProjectBlob
 from ..errors import MalformedJSON, TooLarge, UnsupportedMediaType, ValidationFailed
-from .blobs import BLOB_MEDIA_TYPES, MAX_BLOB_QUERY, check_blob_content, normalise_media_type
+from .blobs import BLOB_MEDIA_TYPES, MAX_BLOB_QUERY, check_blob_bytes, normalise_media_type
+from .staging import Staging
 from .turns import IngestResult, check_turn_batch, do_ingest_turns
 
 BATCH_MEDIA_TYPE = "application/x-webtasks-batch"
@@ -143,21 +141,27 @@ def blob_entry(entry, index: int) -> tuple[str, str, int]:
     return sha, media_type, size
 
 
-def check_batch_blobs(batch: Batch, project, meanwhile=None) -> Batch:
+def check_batch_blobs(batch: Batch, project, meanwhile=None, staging: Staging | None = None) -> Batch:
     """Every blob must hash to its sha256; those new to ``project`` must also be what their media type says
     (decodable image, bboxes JSON, UTF-8 HTML). Sets ``batch.fresh``. The blobs are checked on a few threads:
     hashing and image decoding release the GIL, so a batch uses every core, and ``meanwhile()`` (the turns'
-    validation) runs on this thread while they do. A blob's problem is raised first (in manifest order), then
-    what ``meanwhile`` raised."""
-    shas = [blob.sha256 for blob in batch.blobs]
-    owned = hotsql.owned_blobs(project.pk, shas)
-    checks = [CHECKERS.submit(blob_problem, blob, blob.sha256 not in owned) for blob in batch.blobs]
+    validation) runs on this thread while they do. A checked blob that is stored nowhere yet is written to
+    ``staging`` by its thread (``staging.py``). A blob's problem is raised first (in manifest order), then what
+    ``meanwhile`` raised."""
+    known = hotsql.known_blobs(project.pk, [blob.sha256 for blob in batch.blobs])
+    owned = {sha for sha, rights in known.items() if rights}
+    checks = [
+        CHECKERS.submit(blob_problem, blob, blob.sha256 not in owned, staging if blob.sha256 not in known else None)
+        for blob in batch.blobs
+    ]
     problem = None
     try:
         if meanwhile is not None:
             meanwhile()
     except ValidationFailed as error:
         problem = error
+    finally:
+        wait(checks)  # every check has ended, so none is still writing to ``staging`` when it is discarded
     first = next((found for found in (check.result() for check in checks) if found is not None), None)
     if first is not None or problem is not None:
         raise first or problem
@@ -169,18 +173,20 @@ def check_batch_blobs(batch: Batch, project, meanwhile=None) -> Batch:
 CHECKERS = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="batch-blobs")
 
 
-def blob_problem(blob: BatchBlob, fresh: bool) -> ValidationFailed | None:
-    """Why the blob is refused, or None."""
+def blob_problem(blob: BatchBlob, fresh: bool, staging: Staging | None = None) -> ValidationFailed | None:
+    """Why the blob is refused, or None; a blob that passes is written to ``staging`` when one is given."""
     where = f"blobs[{blob.index}]"
     if hashlib.sha256(blob.data).hexdigest() != blob.sha256:
         return refused(f"{where}.sha256", "does not match the blob's bytes")
     if not fresh:
         return None  # the project has these bytes, checked when they first came
     try:
-        check_blob_content(io.BytesIO(blob.data), blob.media_type)
+        check_blob_bytes(blob.data, blob.media_type)
     except ValidationFailed as error:
         errors = [{**e, "field": where + e["field"].removeprefix("body")} for e in error.errors]
         return ValidationFailed(f"{where}: {error.detail}; nothing was stored", errors or [refusal(where, error)])
+    if staging is not None:
+        staging.stage(blob.sha256, blob.data)
     return None
 
 
@@ -188,13 +194,13 @@ def refusal(where: str, error: ValidationFailed) -> dict:
     return {"field": where, "message": error.detail}
 
 
-def store_batch_blobs(batch: Batch, project, user) -> None:
+def store_batch_blobs(batch: Batch, project, user, staging: Staging) -> None:
     """Files first, then rows (a row never points at a missing file); bytes another project stored are not written
     again. Runs inside the batch's transaction, after every check passed."""
     shas = [blob.sha256 for blob in batch.fresh]
     existing = hotsql.existing_blobs(shas)
     new = [blob for blob in batch.fresh if blob.sha256 not in existing]
-    names = list(CHECKERS.map(lambda blob: default_storage.save(sha256_path(blob.sha256), ContentFile(blob.data)), new))
+    names = staging.place(new, CHECKERS)
     now = hotsql.now_for_db()
     rows = [(b.sha256, len(b.data), b.media_type, n, now) for b, n in zip(new, names, strict=True)]
     # A concurrent upload of the same bytes may have inserted a row meanwhile: same content, so it is kept.
@@ -226,15 +232,19 @@ def do_ingest_batch(demo: Demonstration, body: bytes, content_type: str, encodin
     check_batch_media_type(content_type)
     batch = parse_batch(inflate(body, encoding))
     check_turns = (lambda: check_turn_batch(batch.turns, demo.project, batch.media)) if batch.turns else None
-    check_batch_blobs(batch, demo.project, meanwhile=check_turns)
-    if not batch.turns:
-        with transaction.atomic():
-            store_batch_blobs(batch, demo.project, user)
-        return BatchResult(IngestResult(), len(batch.fresh))
-    result = do_ingest_turns(
-        demo,
-        batch.turns,
-        before_store=lambda: store_batch_blobs(batch, demo.project, user),
-        checked=True,
-    )
+    staging = Staging()
+    try:
+        check_batch_blobs(batch, demo.project, meanwhile=check_turns, staging=staging)
+        if not batch.turns:
+            with transaction.atomic():
+                store_batch_blobs(batch, demo.project, user, staging)
+            return BatchResult(IngestResult(), len(batch.fresh))
+        result = do_ingest_turns(
+            demo,
+            batch.turns,
+            before_store=lambda: store_batch_blobs(batch, demo.project, user, staging),
+            checked=True,
+        )
+    finally:
+        staging.discard()  # what a refused batch wrote; nothing once the batch is stored
     return BatchResult(result, len(batch.fresh))

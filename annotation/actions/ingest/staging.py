@@ -1,0 +1,132 @@
+"""A batch's new blob files, written while the batch is still being checked and moved into place once it is stored.
+
+On local storage a checker thread writes each new blob, right after checking it, to a private file under
+``blobs/.incoming/``; the batch's transaction then renames the files to their content addresses (an atomic
+``os.replace`` on the same file system), files before rows as always. Writing in the checker threads overlaps the
+writes with the other blobs' checks and the turns' validation, and writes each blob with one ``os.write`` from the
+body's buffer (``Storage.save`` copied it into a ``BytesIO``, wrote it in 64 KiB pieces, and created its folders
+again for every file). A refused batch unlinks what it staged: nothing reaches the content addresses, and a file is
+only ever seen there whole; what a killed process staged is removed by ``sweep_staged`` (Celery beat) after an
+hour. Other storages (S3) write as before, once the batch is accepted."""
+
+import contextlib
+import os
+import secrets
+import time
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import FileSystemStorage, default_storage
+from django.core.files.storage.filesystem import safe_makedirs
+
+from ...models import sha256_path
+
+INCOMING = "blobs/.incoming"
+# A staged file older than this is what a killed server process left (a batch is checked and stored in seconds).
+STAGED_MAX_AGE = 3600
+
+# Folders known to exist, so a write does not ask again (``os.makedirs`` stats each level). A folder removed
+# behind our back is made again when a write finds it missing.
+KNOWN_FOLDERS: set[str] = set()
+
+
+class Staging:
+    """The files one batch wrote before it was accepted: ``stage`` from the checker threads, then ``place`` in the
+    batch's transaction, ``discard`` always (it removes only what was not placed)."""
+
+    def __init__(self, storage=None):
+        self.storage = storage or default_storage
+        self.local = isinstance(self.storage, FileSystemStorage)
+        self.files: dict[str, str] = {}  # sha256 → staged path
+
+    def stage(self, sha256: str, data) -> None:
+        """Write ``data`` to a private file now (local storage only; S3 is written when the batch is placed)."""
+        if not self.local:
+            return
+        path = os.path.join(self.storage.path(INCOMING), f"{sha256}.{secrets.token_hex(8)}")
+        write_file(path, data, self.storage)
+        self.files[sha256] = path
+
+    def place(self, blobs: list, pool) -> list[str]:
+        """Store each of ``blobs`` under its content address and return the storage names: staged files are moved
+        there, the others (S3, or a blob that was stored elsewhere when the batch was checked and is gone now)
+        saved through the storage on ``pool``."""
+        names = [sha256_path(blob.sha256) for blob in blobs]
+        unstaged = []
+        for blob, name in zip(blobs, names, strict=True):
+            staged = self.files.pop(blob.sha256, None)
+            if staged is None:
+                unstaged.append((blob, name))
+            else:
+                move_file(staged, self.storage.path(name), self.storage)
+        saved = pool.map(lambda item: self.storage.save(item[1], ContentFile(bytes(item[0].data))), unstaged)
+        placed = dict(zip((name for _, name in unstaged), saved, strict=True))
+        return [placed.get(name, name) for name in names]
+
+    def discard(self) -> None:
+        for path in self.files.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        self.files.clear()
+
+
+def write_file(path: str, data, storage: FileSystemStorage) -> None:
+    """A new file at ``path`` holding ``data``, written from the caller's buffer, with the storage's permissions."""
+    fd = open_new(path, storage)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if storage.file_permissions_mode is not None:
+            os.fchmod(fd, storage.file_permissions_mode)
+    except BaseException:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    os.close(fd)
+
+
+def open_new(path: str, storage: FileSystemStorage) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    ensure_folder(os.path.dirname(path), storage)
+    try:
+        return os.open(path, flags, 0o666)
+    except FileNotFoundError:
+        ensure_folder(os.path.dirname(path), storage, again=True)
+        return os.open(path, flags, 0o666)
+
+
+def move_file(source: str, target: str, storage: FileSystemStorage) -> None:
+    ensure_folder(os.path.dirname(target), storage)
+    try:
+        os.replace(source, target)
+    except FileNotFoundError:
+        if not os.path.exists(source):
+            raise
+        ensure_folder(os.path.dirname(target), storage, again=True)
+        os.replace(source, target)
+
+
+def ensure_folder(folder: str, storage: FileSystemStorage, again: bool = False) -> None:
+    if folder in KNOWN_FOLDERS and not again:
+        return
+    if storage.directory_permissions_mode is None:
+        os.makedirs(folder, exist_ok=True)
+    else:
+        safe_makedirs(folder, storage.directory_permissions_mode, exist_ok=True)
+    KNOWN_FOLDERS.add(folder)
+
+
+def sweep_staged(storage=None, max_age: float = STAGED_MAX_AGE) -> int:
+    """Remove staged files older than ``max_age`` seconds: left by a server process killed between checking a batch
+    and storing it (Celery beat, with the export sweep). Returns how many."""
+    storage = storage or default_storage
+    if not isinstance(storage, FileSystemStorage):
+        return 0
+    folder, removed = storage.path(INCOMING), 0
+    with contextlib.suppress(FileNotFoundError), os.scandir(folder) as entries:
+        for entry in entries:
+            with contextlib.suppress(FileNotFoundError):
+                if entry.is_file() and entry.stat().st_mtime < time.time() - max_age:
+                    os.unlink(entry.path)
+                    removed += 1
+    return removed
