@@ -220,6 +220,19 @@ def test_a_turn_id_reused_with_other_content_is_a_conflict_and_stores_no_blob(cl
     assert_nothing_stored(demo, media_storage, turns=1)
 
 
+def test_a_blobs_problem_is_reported_before_a_turns_conflict(client, demo, files, media_storage):
+    """The turns' rows are written while the blobs are checked; a blob that fails rolls them back, and its problem
+    is the one reported, as when the checks ran first."""
+    assert post_batch(client, demo.name, frame([chat_turn("c-1")], [])).status_code == 201
+    broken = {**state_blobs(seed=7), "screenshot": BlobFile(png_bytes(64, 64)[:-30], "image/png")}
+    turns = [browser_turn("t-1", **state_refs(broken)), chat_turn("c-1", utterance="changed")]
+
+    response = post_batch(client, demo.name, frame(turns, list(broken.values())))
+
+    assert_refused(response, 400, "blobs[0]")
+    assert_nothing_stored(demo, media_storage, turns=1)
+
+
 def test_a_turn_referring_to_a_blob_neither_sent_nor_stored_names_it(client, demo, files, media_storage):
     blobs = [files["page"], files["bboxes"]]
 
