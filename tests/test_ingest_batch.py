@@ -396,3 +396,42 @@ def test_files_a_killed_server_staged_are_swept_after_an_hour(media_storage):
 
     assert [path.name for path in stored_files(media_storage)] == [os.path.basename(staging.files["b" * 64])]
     assert (media_storage / INCOMING).is_dir()
+
+
+def big_pages(count: int, seed: int = 0) -> list[BlobFile]:
+    """Pages of ~400 KB that gzip poorly: a gzipped batch of them is megabytes both ways."""
+    import random
+
+    rng = random.Random(seed)
+    return [
+        BlobFile(page_html(title=f"Big {seed}-{i}") + rng.randbytes(300_000).hex().encode()[:400_000], "text/html")
+        for i in range(count)
+    ]
+
+
+def test_a_gzipped_batch_of_megabytes_stores_every_blob_whole(client, demo, media_storage):
+    pages = big_pages(8)
+    body = frame([], pages)
+    assert len(body) > 3 * 1024 * 1024
+
+    response = post_batch(client, demo.name, gzip.compress(body, compresslevel=1), gzipped=True)
+
+    assert response.status_code == 201, response.content
+    for page in pages:
+        assert (media_storage / sha256_path(page.sha256)).read_bytes() == page.data
+    assert len(stored_files(media_storage)) == len(pages)
+
+
+@pytest.mark.parametrize("cut", [-1, 1])
+def test_a_gzipped_batch_whose_blobs_do_not_add_up_stores_nothing(client, demo, media_storage, cut):
+    """A body shorter or longer than its manifest says, once inflated, is refused naming the body: nothing kept."""
+    pages = big_pages(6, seed=1)
+    body = frame([], pages)
+    body = body[:-1000] if cut < 0 else body + b"x" * 1000
+
+    response = post_batch(client, demo.name, gzip.compress(body, compresslevel=1), gzipped=True)
+
+    assert_refused(response, 400, "body")
+    expected = len(body) - len(body.split(b"\n", 1)[0]) - 1
+    assert f"but {expected} follow it" in response.json()["detail"]
+    assert_nothing_stored(demo, media_storage)
