@@ -6,7 +6,7 @@ import hashlib
 import time
 
 from django.conf import settings
-from django.core.files.storage import default_storage
+from django.core.files.storage import FileSystemStorage, default_storage
 from django.utils.http import content_disposition_header
 
 from .models import sha256_path
@@ -27,6 +27,12 @@ def thumbnail_path(sha256: str) -> str:
 
 def has_thumbnail(sha256: str) -> bool:
     return default_storage.exists(thumbnail_path(sha256))
+
+
+def is_local(storage) -> bool:
+    """Whether ``storage`` keeps its files on this machine's file system (Django's ``FileSystemStorage``): they have
+    paths, so they can be written, renamed and hard-linked in place instead of copied through the storage."""
+    return isinstance(storage, FileSystemStorage)
 
 
 def is_s3(storage) -> bool:

@@ -384,7 +384,7 @@ def test_staged_blobs_are_moved_to_their_names_and_others_saved_through_the_stor
 @pytest.mark.django_db
 def test_files_a_killed_server_staged_are_swept_after_an_hour(media_storage):
     from annotation.actions.ingest.staging import INCOMING, Staging
-    from workers.runners import sweep_export_folders
+    from workers.tasks import sweep_staged_blobs
 
     staging = Staging()
     staging.stage("a" * 64, b"<html>left by a killed server</html>")
@@ -392,7 +392,7 @@ def test_files_a_killed_server_staged_are_swept_after_an_hour(media_storage):
     old = staging.files["a" * 64]
     os.utime(old, (time.time() - 7200, time.time() - 7200))
 
-    sweep_export_folders()
+    sweep_staged_blobs()  # the beat task, run in this process
 
     assert [path.name for path in stored_files(media_storage)] == [os.path.basename(staging.files["b" * 64])]
     assert (media_storage / INCOMING).is_dir()
@@ -435,3 +435,49 @@ def test_a_gzipped_batch_whose_blobs_do_not_add_up_stores_nothing(client, demo, 
     expected = len(body) - len(body.split(b"\n", 1)[0]) - 1
     assert f"but {expected} follow it" in response.json()["detail"]
     assert_nothing_stored(demo, media_storage)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_batches_of_megabytes_through_the_real_server_are_stored_whole(owner, media_storage, tmp_path):
+    """Bodies past ``FILE_UPLOAD_MAX_MEMORY_SIZE`` (2.5 MiB, where Django would spool them to a file) through uvicorn
+    as `make run` starts it (``config/handler.py`` keeps them in memory up to ``DATA_UPLOAD_MAX_MEMORY_SIZE``): plain
+    and gzipped, every blob stored byte for byte; a truncated one stores nothing."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from django.conf import settings
+    from django.db import connection
+    from rest_framework.authtoken.models import Token
+
+    from devtools.processes import asgi_process, database_url
+
+    demo = start_demo(token_client(owner))
+    token = Token.objects.get(user=owner).key
+    plain, packed, cut = big_pages(9, seed=3), big_pages(12, seed=4), big_pages(8, seed=5)
+    bodies = {
+        "plain": (frame([], plain), {}),
+        "gzipped": (gzip.compress(frame([], packed), compresslevel=1), {"Content-Encoding": "gzip"}),
+        "cut": (frame([], cut)[:-4096], {}),
+    }
+    for body, _ in bodies.values():
+        assert settings.FILE_UPLOAD_MAX_MEMORY_SIZE < len(body) < settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    env = {"DATABASE_URL": database_url(connection.settings_dict), "MEDIA_ROOT": str(media_storage)}
+    answers = {}
+    with asgi_process(env, tmp_path / "server.log") as (url, _):
+        server = http.client.HTTPConnection(urlsplit(url).hostname, urlsplit(url).port, timeout=120)
+        for kind, (body, headers) in bodies.items():  # one keep-alive connection, as the recorder
+            headers = {"Authorization": f"Token {token}", "Content-Type": BATCH, **headers}
+            server.request("POST", recordings_url(demo.name, "batch"), body, headers)
+            response = server.getresponse()
+            answers[kind] = (response.status, json.loads(response.read()))
+        server.close()
+
+    assert answers["plain"][0] == 201, answers["plain"]
+    assert answers["gzipped"][0] == 201, answers["gzipped"]
+    assert answers["cut"][0] == 400, answers["cut"]
+    assert "nothing was stored" in answers["cut"][1]["detail"]
+    for page in plain + packed:
+        assert (media_storage / sha256_path(page.sha256)).read_bytes() == page.data
+    assert len(stored_files(media_storage)) == len(plain) + len(packed)
+    assert Blob.objects.count() == len(plain) + len(packed)

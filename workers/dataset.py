@@ -16,7 +16,7 @@ from django.db.models import Prefetch
 
 # The demo selection and split assignment live with the domain (the splits page uses them too).
 from annotation.actions.splits import DEFAULT_STATUSES, selected_demos, split_of
-from annotation.blobstore import S3ObjectReader, is_s3, stream_file
+from annotation.blobstore import S3ObjectReader, is_local, is_s3, stream_file
 from annotation.models import (
     Demonstration,
     DemoReview,
@@ -131,9 +131,7 @@ def export_demos(
 def storage_blobs(cache: Path | None = None) -> DirectoryBlobs:
     """Blob bytes from the platform's storage (local file system: hard links; remote storage: downloads, each blob
     once into ``cache`` when given, then hard-linked from there like local blobs)."""
-    try:
-        default_storage.path(sha256_path("0" * 64))
-    except NotImplementedError:
+    if not is_local(default_storage):
         return RemoteStorageBlobs(cache)
     return DirectoryBlobs(lambda sha: Path(default_storage.path(sha256_path(sha))))
 

@@ -17,7 +17,6 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 
-from annotation.actions.ingest.staging import sweep_staged
 from annotation.actions.jobs import beat, claim_job, finish_job, reap_stale_jobs
 from annotation.blobstore import is_s3
 from annotation.formats import ARCHIVE_MEDIA_TYPES
@@ -71,8 +70,7 @@ def folder_job(name: str) -> tuple[str, int] | None:
 def sweep_export_folders() -> int:
     """Remove the work folders of jobs that are not running (failed, cancelled, reaped, deleted). A job's own worker
     removes its folder when the job ends; a killed worker never does, so beat runs this every EXPORT_SWEEP_SECONDS.
-    Stale jobs are reaped first; blob files a killed server staged are removed too (``sweep_staged``). Returns how
-    many folders and files were removed."""
+    Stale jobs are reaped first. Returns how many folders and files were removed."""
     reap_stale_jobs()
     root = settings.EXPORT_TMP_DIR
     # Folders are listed BEFORE the running jobs are read: a job is claimed (running) before its folder exists,
@@ -89,7 +87,7 @@ def sweep_export_folders() -> int:
             shutil.rmtree(folder, ignore_errors=True)
             log.info("removed the work folder %s of %s %s (not running)", folder.name, *job)
             removed += 1
-    return removed + sweep_export_files() + sweep_staged()
+    return removed + sweep_export_files()
 
 
 def sweep_export_files() -> int:

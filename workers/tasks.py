@@ -31,6 +31,14 @@ def sweep_export_folders() -> None:
     runners.sweep_export_folders()
 
 
+@shared_task(name="workers.sweep_staged_blobs")
+def sweep_staged_blobs() -> None:
+    """Periodic (beat): remove blob files a killed server process staged for a batch it never stored."""
+    from annotation.actions.ingest.staging import sweep_staged
+
+    sweep_staged()
+
+
 @shared_task(name="workers.make_thumbnails", acks_late=True)
 def make_thumbnails(shas: list) -> None:
     """Thumbnails of these screenshot blobs for the review page (see ``thumbnails.make_thumbnails``)."""

@@ -18,6 +18,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.core.files.storage.filesystem import safe_makedirs
 
+from ...blobstore import is_local
 from ...models import sha256_path
 
 INCOMING = "blobs/.incoming"
@@ -35,7 +36,7 @@ class Staging:
 
     def __init__(self, storage=None):
         self.storage = storage or default_storage
-        self.local = isinstance(self.storage, FileSystemStorage)
+        self.local = is_local(self.storage)
         self.files: dict[str, str] = {}  # sha256 → staged path
 
     def stage(self, sha256: str, data) -> None:
@@ -87,23 +88,22 @@ def write_file(path: str, data, storage: FileSystemStorage) -> None:
 
 def open_new(path: str, storage: FileSystemStorage) -> int:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    ensure_folder(os.path.dirname(path), storage)
-    try:
-        return os.open(path, flags, 0o666)
-    except FileNotFoundError:
-        ensure_folder(os.path.dirname(path), storage, again=True)
-        return os.open(path, flags, 0o666)
+    return in_folder(os.path.dirname(path), storage, lambda: os.open(path, flags, 0o666))
 
 
 def move_file(source: str, target: str, storage: FileSystemStorage) -> None:
-    ensure_folder(os.path.dirname(target), storage)
+    in_folder(os.path.dirname(target), storage, lambda: os.replace(source, target))
+
+
+def in_folder(folder: str, storage: FileSystemStorage, action):
+    """``action()``, which makes an entry in ``folder``, once the folder exists; if it fails for a missing file
+    (the folder was removed after it was known), the folder is made again and ``action`` tried once more."""
+    ensure_folder(folder, storage)
     try:
-        os.replace(source, target)
+        return action()
     except FileNotFoundError:
-        if not os.path.exists(source):
-            raise
-        ensure_folder(os.path.dirname(target), storage, again=True)
-        os.replace(source, target)
+        ensure_folder(folder, storage, again=True)
+        return action()
 
 
 def ensure_folder(folder: str, storage: FileSystemStorage, again: bool = False) -> None:
@@ -118,9 +118,9 @@ def ensure_folder(folder: str, storage: FileSystemStorage, again: bool = False) 
 
 def sweep_staged(storage=None, max_age: float = STAGED_MAX_AGE) -> int:
     """Remove staged files older than ``max_age`` seconds: left by a server process killed between checking a batch
-    and storing it (Celery beat, with the export sweep). Returns how many."""
+    and storing it (Celery beat: ``workers.sweep_staged_blobs``). Returns how many."""
     storage = storage or default_storage
-    if not isinstance(storage, FileSystemStorage):
+    if not is_local(storage):
         return 0
     folder, removed = storage.path(INCOMING), 0
     with contextlib.suppress(FileNotFoundError), os.scandir(folder) as entries:
