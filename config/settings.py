@@ -296,6 +296,10 @@ WHITENOISE_USE_FINDERS = True
 INGEST_MAX_BATCH_BYTES = env_int("INGEST_MAX_BATCH_BYTES", 16 * 1024 * 1024)
 INGEST_MAX_BATCH_TURNS = env_int("INGEST_MAX_BATCH_TURNS", 1000)
 INGEST_MAX_BLOB_BYTES = env_int("INGEST_MAX_BLOB_BYTES", 64 * 1024 * 1024)
+# Local storage: a new blob's file and its folder entry are flushed to disk (fsync) before its row commits, so a
+# power loss cannot leave a stored row naming a missing or partial file (docs/ingest.md). Off: the OS writes them back
+# within seconds, and a crash in that window can lose blobs the database says it has.
+BLOB_FSYNC = env_bool("BLOB_FSYNC", True)
 # A batch upload (blobs + turns, POST /api/recordings/<name>/batch/): its body as sent and once gunzipped.
 INGEST_MAX_UPLOAD_BYTES = env_int("INGEST_MAX_UPLOAD_BYTES", 64 * 1024 * 1024)
 # Images (screenshots) whose header declares more pixels are refused before decoding (decompression bombs); the

@@ -481,3 +481,61 @@ def test_batches_of_megabytes_through_the_real_server_are_stored_whole(owner, me
         assert (media_storage / sha256_path(page.sha256)).read_bytes() == page.data
     assert len(stored_files(media_storage)) == len(plain) + len(packed)
     assert Blob.objects.count() == len(plain) + len(packed)
+
+
+def fsynced(monkeypatch) -> list[str]:
+    """What is fsync'ed from now on, by path (read from /proc when it happens), in order."""
+    synced, real = [], os.fsync
+
+    def record(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", record)
+    return synced
+
+
+def test_a_batch_has_its_new_files_and_their_folder_entries_on_disk_before_it_answers(
+    client, demo, files, media_storage, monkeypatch
+):
+    """BLOB_FSYNC (on by default): each new blob's bytes are flushed while still staged (before the rename that
+    publishes them), then every folder the renames wrote into, and the new folders' entries in their parents."""
+    synced = fsynced(monkeypatch)
+    turns = numbered_turns(1, state_refs(files))
+
+    response = post_batch(client, demo.name, frame(turns, list(files.values())))
+
+    assert response.status_code == 201, response.content
+    media = str(media_storage.resolve())
+    for blob in files.values():
+        final = os.path.join(media, sha256_path(blob.sha256))
+        staged = [i for i, path in enumerate(synced) if os.path.basename(path).startswith(blob.sha256 + ".")]
+        assert len(staged) == 1, synced  # its staged file (the fd's path is the staged name: not yet renamed)
+        assert os.path.dirname(final) in synced[staged[0] :]  # its folder entry, after the bytes
+        assert final not in synced  # never synced under its final name: it was whole before it got it
+    assert os.path.join(media, "blobs") in synced  # a new folder's entry in its parent
+    assert len(stored_files(media_storage)) == len(files)
+
+
+def test_blob_fsync_off_flushes_nothing(client, demo, files, media_storage, monkeypatch, settings):
+    settings.BLOB_FSYNC = False
+    synced = fsynced(monkeypatch)
+
+    response = post_batch(client, demo.name, frame(numbered_turns(1, state_refs(files)), list(files.values())))
+
+    assert response.status_code == 201, response.content
+    assert synced == []
+    for blob in files.values():
+        assert (media_storage / sha256_path(blob.sha256)).read_bytes() == blob.data
+
+
+def test_a_put_blob_is_on_disk_with_every_folder_down_to_it_before_it_answers(client, media_storage, monkeypatch):
+    from .recorder import put_blob
+
+    synced = fsynced(monkeypatch)
+    page = BlobFile(page_html(title="Put alone"), "text/html")
+
+    assert put_blob(client, page).status_code == 201
+    media, name = str(media_storage.resolve()), sha256_path(page.sha256)
+    folders = [os.path.join(media, *name.split("/")[:depth]) for depth in range(3, 0, -1)]
+    assert synced == [os.path.join(media, name), *folders, media]

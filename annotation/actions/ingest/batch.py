@@ -235,6 +235,7 @@ def do_ingest_batch(demo: Demonstration, body: bytes, content_type: str, encodin
     staging = Staging()
     try:
         check_batch_blobs(batch, demo.project, meanwhile=check_turns, staging=staging)
+        staging.flush()  # outside the transaction: the recording's row is not locked while the disk catches up
         if not batch.turns:
             with transaction.atomic():
                 store_batch_blobs(batch, demo.project, user, staging)

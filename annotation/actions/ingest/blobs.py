@@ -19,6 +19,7 @@ from PIL import Image, UnidentifiedImageError
 from ... import jsonsafe, pngcheck, schema
 from ...models import Blob, Project, ProjectBlob, sha256_path
 from ..errors import TooLarge, UnsupportedMediaType, ValidationFailed
+from .staging import sync_saved
 
 BLOB_MEDIA_TYPES = (
     "image/png",
@@ -211,6 +212,7 @@ def do_store_blob(
 def store_new_blob(spool, sha256: str, size: int, media_type: str) -> Blob:
     """Write the file, then its row; a concurrent upload of the same bytes may win the row (same content)."""
     name = default_storage.save(sha256_path(sha256), File(spool))
+    sync_saved(default_storage, name)  # on disk before the row commits (BLOB_FSYNC)
     try:
         with transaction.atomic():
             return Blob.objects.create(sha256=sha256, size=size, media_type=media_type, file=name)
