@@ -29,6 +29,8 @@ from .mind2web_serializers import VerificationCountsSerializer
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409, 413)}
 ERROR_415 = OpenApiResponse(s.ErrorSerializer)
+# The server could not write the upload (disk full, an I/O error): nothing stored, retry after ``Retry-After``.
+ERROR_STORAGE = OpenApiResponse(s.ErrorSerializer, description="storage_unavailable: nothing was stored; retry later")
 CONTENT_ENCODING = OpenApiParameter(
     "Content-Encoding",
     str,
@@ -207,7 +209,13 @@ class RecordingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     @extend_schema(
         request={actions.BATCH_MEDIA_TYPE: OpenApiTypes.BINARY},
         parameters=[CONTENT_ENCODING],
-        responses={201: s.BatchResultSerializer, 200: s.BatchResultSerializer, 415: ERROR_415, **ERRORS},
+        responses={
+            201: s.BatchResultSerializer,
+            200: s.BatchResultSerializer,
+            415: ERROR_415,
+            503: ERROR_STORAGE,
+            **ERRORS,
+        },
     )
     @action(detail=True, methods=["post"], parser_classes=[])  # the body is framed bytes, read by the action
     def batch(self, request, name=None):
@@ -309,7 +317,7 @@ class BlobView(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAMETER],
         request=BLOB_BODY,
-        responses={201: None, 200: None, 415: OpenApiResponse(s.ErrorSerializer), **ERRORS},
+        responses={201: None, 200: None, 415: ERROR_415, 503: ERROR_STORAGE, **ERRORS},
     )
     def put(self, request, sha256):
         """Upload a blob to a project. The server checks the sha256 and, for images, that they decode. 201 new to

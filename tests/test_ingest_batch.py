@@ -1,6 +1,7 @@
 """Batch upload (``POST /api/recordings/<name>/batch/``): blobs and turns in one framed, optionally gzipped request,
 checked whole and stored atomically, idempotent on retry, per project."""
 
+import errno
 import gzip
 import json
 import os
@@ -539,3 +540,46 @@ def test_a_put_blob_is_on_disk_with_every_folder_down_to_it_before_it_answers(cl
     media, name = str(media_storage.resolve()), sha256_path(page.sha256)
     folders = [os.path.join(media, *name.split("/")[:depth]) for depth in range(3, 0, -1)]
     assert synced == [os.path.join(media, name), *folders, media]
+
+
+def failing_fsync(monkeypatch) -> None:
+    """The disk fails: every fsync reports an I/O error, as Linux does for a write-back that could not be written."""
+
+    def fail(fd: int) -> None:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "fsync", fail)
+
+
+def test_a_batch_the_disk_fails_to_store_is_a_503_to_retry_with_nothing_stored(
+    client, demo, files, media_storage, monkeypatch
+):
+    failing_fsync(monkeypatch)
+
+    response = post_batch(client, demo.name, frame(numbered_turns(2, state_refs(files)), list(files.values())))
+
+    assert response.status_code == 503, response.content
+    assert response["Retry-After"] == "30"
+    body = response.json()
+    assert body["code"] == "storage_unavailable"
+    assert "could not store the batch (Input/output error); nothing was stored" in body["detail"]
+    assert body["errors"] == [{"field": "body", "message": "Input/output error"}]
+    assert_nothing_stored(demo, media_storage)  # no turn, no blob row, no file (the staged ones removed)
+
+
+def test_a_put_blob_the_disk_fails_to_store_is_a_503_and_not_recorded(client, media_storage, monkeypatch):
+    from .recorder import put_blob
+
+    failing_fsync(monkeypatch)
+    page = BlobFile(page_html(title="Lost write"), "text/html")
+
+    response = put_blob(client, page)
+
+    assert response.status_code == 503, response.content
+    assert response.json()["code"] == "storage_unavailable"
+    assert f"could not store blob {page.sha256}" in response.json()["detail"]
+    assert not Blob.objects.filter(sha256=page.sha256).exists()
+    assert client.head(blob_url(page.sha256)).status_code == 404  # the recorder will send it again
+    monkeypatch.undo()
+    assert put_blob(client, page).status_code == 201  # and then it is stored
+    assert (media_storage / sha256_path(page.sha256)).read_bytes() == page.data

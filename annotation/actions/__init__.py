@@ -14,6 +14,7 @@ from .errors import (
     Gone,
     MalformedJSON,
     NotFound,
+    StorageUnavailable,
     TooLarge,
     TooManyRequests,
     UnsupportedMediaType,

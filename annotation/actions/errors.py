@@ -1,6 +1,11 @@
 """Errors the domain raises; ``status`` is the HTTP status the API answers with."""
 
+import contextlib
+import logging
+
 from .. import schema
+
+log = logging.getLogger(__name__)
 
 
 class ActionError(Exception):
@@ -62,3 +67,27 @@ class TooManyRequests(ActionError):
     def __init__(self, detail: str, errors: list | None = None, retry_after: int = 60):
         super().__init__(detail, errors)
         self.retry_after = retry_after
+
+
+class StorageUnavailable(ActionError):
+    """The server could not write what it was sent (disk full, an I/O error): nothing was stored, and the same
+    request may succeed later (``Retry-After``; the recorder backs off and retries on a 503)."""
+
+    status, code = 503, "storage_unavailable"
+    retry_after = 30
+
+
+@contextlib.contextmanager
+def storage_failures(what: str):
+    """Inside: an ``OSError`` (what writing files raises) becomes a ``StorageUnavailable`` naming ``what`` and the
+    system's reason, and is logged with its traceback for the operators (it is the server's fault, not the
+    client's)."""
+    try:
+        yield
+    except OSError as error:
+        log.exception("storing %s failed", what)
+        reason = error.strerror or str(error) or type(error).__name__
+        raise StorageUnavailable(
+            f"the server could not store {what} ({reason}); nothing was stored, send it again later",
+            [{"field": "body", "message": reason}],
+        ) from error

@@ -21,7 +21,7 @@ from isal import isal_zlib  # zlib's API and stream format, with Intel's ISA-L: 
 
 from ... import hotsql, jsonsafe, schema
 from ...models import Blob, Demonstration, ProjectBlob
-from ..errors import MalformedJSON, TooLarge, UnsupportedMediaType, ValidationFailed
+from ..errors import MalformedJSON, TooLarge, UnsupportedMediaType, ValidationFailed, storage_failures
 from .blobs import BLOB_MEDIA_TYPES, MAX_BLOB_QUERY, check_blob_bytes, normalise_media_type
 from .staging import Staging
 from .turns import IngestResult, check_turn_batch, do_ingest_turns
@@ -232,8 +232,9 @@ def do_ingest_batch(demo: Demonstration, body: bytes, content_type: str, encodin
     check_batch_media_type(content_type)
     batch = parse_batch(inflate(body, encoding))
     check_turns = (lambda: check_turn_batch(batch.turns, demo.project, batch.media)) if batch.turns else None
-    staging = Staging()
-    try:
+    # An OSError writing the files (disk full, an I/O error) is a 503 naming the batch; leaving the block removes
+    # what a refused or failed batch staged (nothing once the batch is stored).
+    with storage_failures("the batch"), Staging() as staging:
         check_batch_blobs(batch, demo.project, meanwhile=check_turns, staging=staging)
         staging.flush()  # outside the transaction: the recording's row is not locked while the disk catches up
         if not batch.turns:
@@ -246,6 +247,4 @@ def do_ingest_batch(demo: Demonstration, body: bytes, content_type: str, encodin
             before_store=lambda: store_batch_blobs(batch, demo.project, user, staging),
             checked=True,
         )
-    finally:
-        staging.discard()  # what a refused batch wrote; nothing once the batch is stored
     return BatchResult(result, len(batch.fresh))

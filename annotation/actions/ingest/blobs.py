@@ -18,7 +18,7 @@ from PIL import Image, UnidentifiedImageError
 
 from ... import jsonsafe, pngcheck, schema
 from ...models import Blob, Project, ProjectBlob, sha256_path
-from ..errors import TooLarge, UnsupportedMediaType, ValidationFailed
+from ..errors import TooLarge, UnsupportedMediaType, ValidationFailed, storage_failures
 from .staging import sync_saved
 
 BLOB_MEDIA_TYPES = (
@@ -192,6 +192,15 @@ def do_store_blob(
     owned = Blob.objects.filter(sha256=sha256, rights__project=project).first()
     if owned is not None:
         return owned, False
+    with storage_failures(f"blob {sha256}"):
+        blob = check_and_store(sha256, media_type, stream)
+    ProjectBlob.objects.get_or_create(project=project, blob=blob, defaults={"uploaded_by": user})
+    return blob, True
+
+
+def check_and_store(sha256: str, media_type: str, stream) -> Blob:
+    """The body read (spooled and hashed), checked against its sha256 and media type, and stored unless another
+    project stored the same bytes already."""
     spool, digest, size = spool_and_hash(stream)
     with spool:
         if size == 0:
@@ -204,9 +213,7 @@ def do_store_blob(
             check_blob_content(spool, media_type)
         except ValidationFailed as error:
             raise ValidationFailed(f"blob {sha256}: {error.detail}", error.errors) from None
-        blob = Blob.objects.filter(sha256=sha256).first() or store_new_blob(spool, sha256, size, media_type)
-    ProjectBlob.objects.get_or_create(project=project, blob=blob, defaults={"uploaded_by": user})
-    return blob, True
+        return Blob.objects.filter(sha256=sha256).first() or store_new_blob(spool, sha256, size, media_type)
 
 
 def store_new_blob(spool, sha256: str, size: int, media_type: str) -> Blob:

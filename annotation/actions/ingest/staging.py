@@ -43,14 +43,20 @@ SYNCERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="blob-fsync")
 class Staging:
     """The files one batch wrote before it was accepted: ``stage`` from the checker threads, ``flush`` once every
     check passed, then ``place`` in the batch's transaction, ``discard`` always (it removes only what was not
-    placed). With ``BLOB_FSYNC`` a blob's bytes are on disk before its file is renamed into place, and the rename
-    before the batch's rows commit."""
+    placed; leaving ``with Staging() as staging`` does it). With ``BLOB_FSYNC`` a blob's bytes are on disk before
+    its file is renamed into place, and the rename before the batch's rows commit."""
 
     def __init__(self, storage=None):
         self.storage = storage or default_storage
         self.local, self.sync = is_local(self.storage), settings.BLOB_FSYNC
         self.files: dict[str, str] = {}  # sha256 → staged path
         self.syncing = []  # the staged files' fsyncs, started as they are written
+
+    def __enter__(self) -> "Staging":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.discard()
 
     def stage(self, sha256: str, data) -> None:
         """Write ``data`` to a private file now (local storage only; S3 is written when the batch is placed)."""
