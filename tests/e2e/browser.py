@@ -7,7 +7,7 @@ Uses the distribution's Chromium and ChromeDriver (never downloads one); ``CHROM
 import tempfile
 
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -43,11 +43,24 @@ def wait_for(driver, condition, timeout=20):
     """Wait until ``condition(driver)`` is truthy; returns its value.
 
     A condition finds its elements afresh on every poll, so an element that goes stale between the find and the read
-    (the page was replaced under it, e.g. by a form submission) means "not yet", not a failure.
+    (the page was replaced under it, e.g. by a form submission) means "not yet", not a failure. ChromeDriver reports
+    that race either as a stale element or, when the read reaches the inspector first, as an "unknown error" that
+    the node "does not belong to the document": both are the same race.
     """
-    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
-        lambda d: condition(d)
-    )
+
+    def poll(d):
+        try:
+            return condition(d)
+        except WebDriverException as error:
+            if DETACHED_NODE in (error.msg or ""):
+                return False
+            raise
+
+    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(poll)
+
+
+# What ChromeDriver says when an element found in one document is read after the page replaced that document.
+DETACHED_NODE = "does not belong to the document"
 
 
 def sign_in_form(driver, base_url: str, username: str, password: str) -> None:
