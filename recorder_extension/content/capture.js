@@ -26,7 +26,8 @@
  * Private fields (lib/privacy.js): values, copied and pasted text are masked ("********" or "").
  * Step mode (state.step, lib/step.js): none of the above; a left click selects its element instead (all its
  *   pointer/mouse/click events are stopped in the capture phase, the page never sees them) and sends
- *   {type: STEP_SELECT, turn, page, …, options?, label}: the page before the step. The worker then asks
+ *   {type: STEP_SELECT, turn, page, …, options?, label, privacy}: the page before the step, and the element's
+ *   privacy level (the worker masks the value a step gives a private element). The worker then asks
  *   (STEP_EXEC) for the element's part of the operation and performs the rest with CDP input, let through.
  * Private pixels: `regions` is this frame's private-regions report (C.MSG.REGIONS, taken with the action); the worker
  * asks every other frame for theirs and masks the screenshot with all of them (lib/regions.js).
@@ -808,18 +809,24 @@
       properties: { x: p.x, y: p.y, clientX: p.x, clientY: p.y, button: 0, buttons: 1, pointerType: event.pointerType || "mouse" },
     });
     message.type = C.MSG.STEP_SELECT;
+    // The element's privacy level: the worker masks the value a step gives a private element in its turn.
+    message.privacy = dom.privacyLevel(el, domOptions());
     if (el.localName === "select") {
+      // For the panel to offer (never recorded as such: a private select's chosen value and text are masked).
       message.options = Array.from(el.options, (o) => ({ value: o.value, text: o.text.trim(), selected: o.selected }));
     }
-    message.label = stepLabel(el);
+    message.label = stepLabel(el, message.privacy);
     stepSelected = el;
     sendToWorker(message, (reply) => {
       if (reply && reply.ok && stepSelected === el) showHighlight(el);
     });
   }
 
-  function stepLabel(el) {
-    const text = (el.getAttribute("aria-label") || el.value || el.textContent || el.getAttribute("placeholder") || "").trim();
+  /** What the panel names the selection by: tag, id and a text; no value or text of a private element. */
+  function stepLabel(el, level) {
+    const text = level === dom.NONE
+      ? (el.getAttribute("aria-label") || el.value || el.textContent || el.getAttribute("placeholder") || "").trim()
+      : "(private)";
     const id = el.id ? `#${el.id}` : "";
     return `<${el.localName}${id}> ${text.replace(/\s+/g, " ").slice(0, 80)}`.trim();
   }
