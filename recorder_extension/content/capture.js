@@ -128,7 +128,7 @@
         if (message.clear) unhighlight();
         return { ok: true };
       case C.MSG.REGIONS:
-        return regionsReport(message.privateSelectors);
+        return regionsReport(message.privateSelectors, null, Boolean(message.fields));
       default:
         console.warn("[webtasks] content script: unknown message type", message.type);
     }
@@ -301,8 +301,10 @@
   /**
    * This frame's private areas and iframe boxes in its own viewport: {url, viewport, rects, frames}. `rects`: the
    * private elements visible in this viewport (same-origin subframes included); pass them when just measured.
+   * `fields`: also count the private fields anywhere in the document (privateFields; step mode keeps an MHTML copy
+   * only without any), a walk of the whole document.
    */
-  function regionsReport(selectors, rects) {
+  function regionsReport(selectors, rects, fields = false) {
     const list = Array.isArray(selectors) && selectors.length ? selectors : state.privateSelectors;
     const size = { width: window.innerWidth, height: window.innerHeight };
     let own = rects;
@@ -323,9 +325,9 @@
       frames.push({ frameId: id, x: box.x, y: box.y, width: box.width, height: box.height });
     }
     if (unnamed) askChildFrameIds();
-    // Private fields anywhere in this document, in view or not (step mode keeps an MHTML copy only without any).
-    const privateFields = dom.privateElements(document, { privateSelectors: list }).length;
-    return { url: location.href, viewport: size, rects: own.map((r) => ({ x: r.x, y: r.y, width: r.width, height: r.height })), frames, privateFields };
+    const report = { url: location.href, viewport: size, rects: own.map((r) => ({ x: r.x, y: r.y, width: r.width, height: r.height })), frames };
+    if (fields) report.privateFields = dom.privateElements(document, { privateSelectors: list }).length;
+    return report;
   }
 
   function tellParentFrameId() {

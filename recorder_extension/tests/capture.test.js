@@ -766,5 +766,25 @@ test("an action's capture carries its frame's regions report, taken with it", as
 
 test("a frame without private fields reports none (step mode may keep its MHTML)", async () => {
   const { ask } = await load({ html: `<!doctype html><html><body><input id="q"><p>Hello</p></body></html>` });
-  assert.equal(ask({ target: C.TARGET.CONTENT, type: C.MSG.REGIONS })[0].privateFields, 0);
+  const fields = { target: C.TARGET.CONTENT, type: C.MSG.REGIONS, fields: true };
+  assert.equal(ask(fields)[0].privateFields, 0);
+  assert.equal("privateFields" in ask({ target: C.TARGET.CONTENT, type: C.MSG.REGIONS })[0], false, "counted when asked");
+});
+
+test("private fields are counted anywhere: light DOM, open shadow trees, credential inputs, configured selectors", async () => {
+  const fields = { target: C.TARGET.CONTENT, type: C.MSG.REGIONS, fields: true };
+  const count = async (body, setup) => {
+    const page = await load({ html: `<!doctype html><html><body><input id="q">${body}</body></html>` });
+    if (setup) setup(page.doc);
+    return page.ask(fields)[0].privateFields;
+  };
+  assert.equal(await count('<input type="password">'), 1);
+  assert.equal(await count('<div data-private>x</div>'), 1);
+  assert.equal(await count('<p class="secret-box">x</p>'), 1, "the configured selector");
+  assert.equal(await count('<input autocomplete="shipping cc-number">'), 1);
+  assert.equal(await count('<input autocomplete="name">'), 0);
+  const inShadow = (html) => (doc) => (doc.getElementById("box").attachShadow({ mode: "open" }).innerHTML = html);
+  assert.equal(await count('<div id="box"></div>', inShadow("<p data-private>secret</p>")), 1);
+  assert.equal(await count('<div id="box"></div>', inShadow('<input autocomplete="current-password">')), 1);
+  assert.equal(await count('<div id="box"></div>', inShadow("<p>nothing</p>")), 0);
 });
