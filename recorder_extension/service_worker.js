@@ -19,6 +19,7 @@
  */
 importScripts(
   "lib/constants.js",
+  "lib/privacy.js",
   "lib/clock.js",
   "lib/sessions.js",
   "lib/store.js",
@@ -236,11 +237,12 @@ async function onStepSelect(message, sender, first) {
   // Masked like every screenshot: the selecting frame's own report, every other frame of the tab asked now.
   const own = message.regions ? { frameId: sender.frameId, report: message.regions } : null;
   const screenshot = png && (await maskTab(png, tab.tabId, { own, topUrl: tab.url, legacy: message }));
-  const { type, target, options, label, ...capture } = message;
+  const { type, target, options, label, privacy, ...capture } = message;
   const selection = {
     tabId: tab.tabId, frameId: sender.frameId || 0, tabUrl: tab.url, capture: { ...capture, type: C.MSG.CAPTURE },
     options: Array.isArray(options) ? options : null, label: String(label || ""),
     clientId: capture.turn && capture.turn.client_id,
+    privacy: Number.isInteger(privacy) ? privacy : null, // the element's level (lib/privacy.js); null: private
   };
   let error = null;
   await tabsKv.mutate(C.STORAGE.STEP, (current) => {
@@ -276,7 +278,7 @@ async function onStepOperate(recorder, { op, value, mhtml }) {
   notifyPanel();
   try {
     if (op === "ignore") return { ok: true };
-    const capture = W.step.stepCapture(selection.capture, op, value, selection.options || []);
+    const capture = W.step.stepCapture(selection, op, value); // a private element's value masked
     const blobs = stepBlobs.get(selection.clientId) || {};
     const zoomLevel = await chrome.tabs.getZoom(selection.tabId).catch(() => undefined);
     let snapshot = session.mhtml && typeof mhtml === "string" && mhtml ? base64Bytes(mhtml) : null;
@@ -328,7 +330,11 @@ function publicStep(state) {
   const sel = s.selection;
   return {
     phase: s.phase, op: s.op || null,
-    selection: sel && { tabId: sel.tabId, frameId: sel.frameId, label: sel.label, options: sel.options, tagName: sel.capture.turn.arguments.element && sel.capture.turn.arguments.element.tagName },
+    selection: sel && {
+      tabId: sel.tabId, frameId: sel.frameId, label: sel.label, options: sel.options,
+      tagName: sel.capture.turn.arguments.element && sel.capture.turn.arguments.element.tagName,
+      private: W.step.isPrivateSelection(sel),
+    },
   };
 }
 

@@ -26,7 +26,8 @@
  * Private fields (lib/privacy.js): values, copied and pasted text are masked ("********" or "").
  * Step mode (state.step, lib/step.js): none of the above; a left click selects its element instead (all its
  *   pointer/mouse/click events are stopped in the capture phase, the page never sees them) and sends
- *   {type: STEP_SELECT, turn, page, …, options?, label}: the page before the step. The worker then asks
+ *   {type: STEP_SELECT, turn, page, …, options?, label, privacy}: the page before the step, and the element's
+ *   privacy level (the worker masks the value a step gives a private element). The worker then asks
  *   (STEP_EXEC) for the element's part of the operation and performs the rest with CDP input, let through.
  * Private pixels: `regions` is this frame's private-regions report (C.MSG.REGIONS, taken with the action); the worker
  * asks every other frame for theirs and masks the screenshot with all of them (lib/regions.js).
@@ -127,7 +128,7 @@
         if (message.clear) unhighlight();
         return { ok: true };
       case C.MSG.REGIONS:
-        return regionsReport(message.privateSelectors);
+        return regionsReport(message.privateSelectors, null, Boolean(message.fields));
       default:
         console.warn("[webtasks] content script: unknown message type", message.type);
     }
@@ -300,8 +301,10 @@
   /**
    * This frame's private areas and iframe boxes in its own viewport: {url, viewport, rects, frames}. `rects`: the
    * private elements visible in this viewport (same-origin subframes included); pass them when just measured.
+   * `fields`: also count the private fields anywhere in the document (privateFields; step mode keeps an MHTML copy
+   * only without any), a walk of the whole document.
    */
-  function regionsReport(selectors, rects) {
+  function regionsReport(selectors, rects, fields = false) {
     const list = Array.isArray(selectors) && selectors.length ? selectors : state.privateSelectors;
     const size = { width: window.innerWidth, height: window.innerHeight };
     let own = rects;
@@ -322,9 +325,9 @@
       frames.push({ frameId: id, x: box.x, y: box.y, width: box.width, height: box.height });
     }
     if (unnamed) askChildFrameIds();
-    // Private fields anywhere in this document, in view or not (step mode keeps an MHTML copy only without any).
-    const privateFields = dom.privateElements(document, { privateSelectors: list }).length;
-    return { url: location.href, viewport: size, rects: own.map((r) => ({ x: r.x, y: r.y, width: r.width, height: r.height })), frames, privateFields };
+    const report = { url: location.href, viewport: size, rects: own.map((r) => ({ x: r.x, y: r.y, width: r.width, height: r.height })), frames };
+    if (fields) report.privateFields = dom.privateElements(document, { privateSelectors: list }).length;
+    return report;
   }
 
   function tellParentFrameId() {
@@ -808,18 +811,24 @@
       properties: { x: p.x, y: p.y, clientX: p.x, clientY: p.y, button: 0, buttons: 1, pointerType: event.pointerType || "mouse" },
     });
     message.type = C.MSG.STEP_SELECT;
+    // The element's privacy level: the worker masks the value a step gives a private element in its turn.
+    message.privacy = dom.privacyLevel(el, domOptions());
     if (el.localName === "select") {
+      // For the panel to offer (never recorded as such: a private select's chosen value and text are masked).
       message.options = Array.from(el.options, (o) => ({ value: o.value, text: o.text.trim(), selected: o.selected }));
     }
-    message.label = stepLabel(el);
+    message.label = stepLabel(el, message.privacy);
     stepSelected = el;
     sendToWorker(message, (reply) => {
       if (reply && reply.ok && stepSelected === el) showHighlight(el);
     });
   }
 
-  function stepLabel(el) {
-    const text = (el.getAttribute("aria-label") || el.value || el.textContent || el.getAttribute("placeholder") || "").trim();
+  /** What the panel names the selection by: tag, id and a text; no value or text of a private element. */
+  function stepLabel(el, level) {
+    const text = level === dom.NONE
+      ? (el.getAttribute("aria-label") || el.value || el.textContent || el.getAttribute("placeholder") || "").trim()
+      : "(private)";
     const id = el.id ? `#${el.id}` : "";
     return `<${el.localName}${id}> ${text.replace(/\s+/g, " ").slice(0, 80)}`.trim();
   }

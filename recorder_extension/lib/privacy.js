@@ -141,11 +141,28 @@
     return value ? MASK : "";
   }
 
-  /** The private elements of a document's light DOM (to test whether a text selection touches one). */
+  /**
+   * The private elements of a document, its open shadow trees included: the roots of private subtrees and the
+   * private-value inputs (password, once a password, credential autocomplete). To test whether a text selection
+   * touches one, and whether a page holds any (step mode keeps an MHTML copy of a page only without). Walks the
+   * whole document for shadow roots: ask for it when needed, not with every capture. opts: {privateSelectors,
+   * shadowRootOf?}.
+   */
   function privateElements(doc, opts) {
     const policy = policyFor(opts, doc);
-    const selector = `[${PRIVATE}], input[type=password]` + (policy.selector ? `, ${policy.selector}` : "");
-    return Array.from(doc.querySelectorAll(selector));
+    const selector = `[${PRIVATE}], input` + (policy.selector ? `, ${policy.selector}` : "");
+    const shadowRootOf = (opts && opts.shadowRootOf) || ((el) => el.shadowRoot || null);
+    const found = [];
+    (function visit(root) {
+      for (const el of root.querySelectorAll(selector)) {
+        if (el.localName !== "input" || startsPrivateSubtree(el, policy) || isSensitiveInput(el)) found.push(el);
+      }
+      for (const el of root.querySelectorAll("*")) {
+        const shadow = shadowRootOf(el);
+        if (shadow) visit(shadow);
+      }
+    })(doc);
+    return found;
   }
 
   const api = {

@@ -132,11 +132,12 @@
   }
 
   /** Ask one frame's content script for its report; null when it does not answer (in time). */
-  function askFrame(tabId, frameId, selectors) {
+  function askFrame(tabId, frameId, selectors, fields = false) {
     let timer;
     const timeout = new Promise((resolve) => (timer = setTimeout(() => resolve(null), REPORT_TIMEOUT_MS)));
+    const message = { target: C.TARGET.CONTENT, type: C.MSG.REGIONS, privateSelectors: selectors || [], fields };
     const ask = chrome.tabs
-      .sendMessage(tabId, { target: C.TARGET.CONTENT, type: C.MSG.REGIONS, privateSelectors: selectors || [] }, { frameId })
+      .sendMessage(tabId, message, { frameId })
       .then((report) => (report && report.viewport ? report : null), () => null);
     return Promise.race([ask, timeout]).finally(() => clearTimeout(timer));
   }
@@ -169,8 +170,9 @@
 
   /**
    * Whether a frame of tab `tabId` holds a private field (password, data-private, a configured selector; anywhere in
-   * its document, not only in view) or might (a frame that does not answer). An MHTML snapshot is the page's text as
-   * the browser serializes it, values included: step mode keeps one only when this is false.
+   * its document or its open shadow trees, not only in view) or might (a frame that does not answer, or does not
+   * count them). An MHTML snapshot is the page's markup and text as the browser serializes it (shadow trees and
+   * value attributes included; Chromium leaves typed values out): step mode keeps one only when this is false.
    */
   async function hasPrivateFields(tabId, selectors) {
     let frames;
@@ -180,7 +182,7 @@
       frames = [];
     }
     if (!frames.some((f) => f.frameId === 0)) frames.push({ frameId: 0, parentFrameId: -1 });
-    const answers = await Promise.all(frames.map((f) => askFrame(tabId, f.frameId, selectors)));
+    const answers = await Promise.all(frames.map((f) => askFrame(tabId, f.frameId, selectors, true)));
     return answers.some((report) => !report || report.privateFields !== 0);
   }
 

@@ -10,9 +10,17 @@
  * Operation → turn (the contract of docs/mind2web.md "Step-mode turns"): click → click; type → textInput with
  * `text`; hover → hover; enter → submit on the element; select → change with the option's `value`; fake → click
  * with properties.fakeClick; ignore → no turn. Every turn keeps properties.stepOp, the annotator's operation.
+ *
+ * Privacy: the selection carries the element's privacy level as the content script measured it (lib/privacy.js:
+ * NONE, VALUE or SUBTREE). The value a step gives a private element (Type's text, Select's value and option text)
+ * is masked in its turn with privacy.maskValue ("********", or "" for nothing); only the trusted input that
+ * performs the step gets the real value. A selection whose level is unknown counts as private, and so does an
+ * element whose serialized attributes say type=password, whatever the level says.
  */
 (function (root) {
   "use strict";
+
+  const privacy = (root.WebTasks && root.WebTasks.privacy) || require("./privacy.js");
 
   const OPS = Object.freeze(["click", "type", "hover", "enter", "select", "fake", "ignore"]);
   const INTENT = Object.freeze({ click: "click", type: "textInput", hover: "hover", enter: "submit", select: "change", fake: "click" });
@@ -61,24 +69,38 @@
     return null;
   }
 
+  /** Whether the value a step gives the selected element must be masked in its turn (see Privacy above). */
+  function isPrivateSelection(selection) {
+    const level = selection ? selection.privacy : undefined;
+    if (level !== privacy.NONE) return true; // VALUE, SUBTREE, or not measured
+    const turn = selection.capture && selection.capture.turn;
+    const element = turn && turn.arguments && turn.arguments.element;
+    const type = element && element.attributes ? element.attributes.type : null;
+    return typeof type === "string" && type.trim().toLowerCase() === "password";
+  }
+
   /**
    * The CAPTURE message of the step's turn: the selection's capture (page, boxes, element, metadata of the page
-   * before the step) with the operation's intent and arguments. null for ignore.
+   * before the step) with the operation's intent and arguments, the value masked for a private element. null for
+   * ignore. `selection`: {capture, options?, privacy} as the worker keeps it.
    */
-  function stepCapture(capture, op, value, options = []) {
+  function stepCapture(selection, op, value) {
     if (!INTENT[op]) return null;
-    const copy = JSON.parse(JSON.stringify(capture));
+    const copy = JSON.parse(JSON.stringify(selection.capture));
+    const secret = isPrivateSelection(selection);
+    const recorded = (text) => (secret ? privacy.maskValue(text) : text);
     const turn = copy.turn;
     const args = turn.arguments || {};
     const properties = { ...(args.properties || {}), stepOp: ORIGINAL_OP[op] };
     if (op === "fake") properties.fakeClick = true;
     else delete properties.fakeClick;
     const next = { metadata: args.metadata, element: args.element, properties };
-    if (op === "type") next.text = value;
+    if (op === "type") next.text = recorded(value);
     if (op === "select") {
-      next.value = value;
+      next.value = recorded(value);
+      const options = Array.isArray(selection.options) ? selection.options : [];
       const option = options.find((o) => o.value === value);
-      if (option) properties.optionText = option.text;
+      if (option) properties.optionText = recorded(option.text);
     }
     turn.intent = INTENT[op];
     turn.arguments = next;
@@ -114,7 +136,9 @@
     }
   }
 
-  const api = { performInput, OPS, INTENT, ORIGINAL_OP, IDLE, reduce, checkOperation, stepCapture, executes };
+  const api = {
+    performInput, OPS, INTENT, ORIGINAL_OP, IDLE, reduce, checkOperation, isPrivateSelection, stepCapture, executes,
+  };
   root.WebTasks = root.WebTasks || {};
   root.WebTasks.step = api;
   if (typeof module === "object" && module.exports) module.exports = api;

@@ -154,6 +154,8 @@
       : step.phase === "executing" ? `Performing ${step.op}…` : `Selected: ${selected.label}`;
     $("step-ops").hidden = !selected;
     $("step-type-form").hidden = !selected;
+    // A private element's text is typed unseen here too (its turn records it masked).
+    $("step-type-value").type = selected && selected.private ? "password" : "text";
     const options = selected && Array.isArray(selected.options) ? selected.options : null;
     $("step-select-form").hidden = !options;
     const select = $("step-select-value");

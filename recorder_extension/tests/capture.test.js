@@ -665,6 +665,28 @@ test("step mode: a select's options are sent with the selection", async () => {
   assert.deepEqual(selected.options.map((o) => o.value), ["SELECTOR-SECRET-99", "other"]);
 });
 
+test("step mode: the selection carries the element's privacy level; a private one's label shows no value", async () => {
+  const { window, doc, sent } = await loadStep();
+  const password = doc.getElementById("password");
+  password.value = "Zq7pw-Secret-4242"; // filled in before (by the page or the browser)
+  doc.getElementById("private-input").value = "PRIV-INPUT-12";
+  const card = doc.createElement("input");
+  card.id = "card";
+  card.setAttribute("autocomplete", "cc-number");
+  card.value = "4111222233334444";
+  doc.body.append(card);
+  const expected = { password: 1, card: 1, "private-input": 2, "secret-select": 2, name: 0, link: 0 };
+  for (const id of Object.keys(expected)) pointerDown(window, doc.getElementById(id));
+  const selects = sent.filter((m) => m.type === C.MSG.STEP_SELECT);
+  const levels = Object.fromEntries(selects.map((m) => [m.turn.arguments.element.attributes.id || "private-input", m.privacy]));
+  assert.deepEqual(levels, expected);
+  for (const m of selects.slice(0, 4)) assert.match(m.label, /^<(input|select)#[a-z-]+> \(private\)$/, m.label);
+  const everything = JSON.stringify(selects.map(({ options, ...rest }) => rest));
+  for (const secret of ["Zq7pw-Secret-4242", "PRIV-INPUT-12", "4111222233334444", "SELECTOR-SECRET-99"]) {
+    assert.ok(!everything.includes(secret), `${secret} was sent with a selection`);
+  }
+});
+
 test("step mode off again: clicks act and are recorded", async () => {
   const { window, doc, captures, broadcast } = await loadStep();
   broadcast({ target: C.TARGET.CONTENT, type: C.MSG.STATE, state: { ...RECORDING, mode: "task", step: false } });
@@ -744,5 +766,25 @@ test("an action's capture carries its frame's regions report, taken with it", as
 
 test("a frame without private fields reports none (step mode may keep its MHTML)", async () => {
   const { ask } = await load({ html: `<!doctype html><html><body><input id="q"><p>Hello</p></body></html>` });
-  assert.equal(ask({ target: C.TARGET.CONTENT, type: C.MSG.REGIONS })[0].privateFields, 0);
+  const fields = { target: C.TARGET.CONTENT, type: C.MSG.REGIONS, fields: true };
+  assert.equal(ask(fields)[0].privateFields, 0);
+  assert.equal("privateFields" in ask({ target: C.TARGET.CONTENT, type: C.MSG.REGIONS })[0], false, "counted when asked");
+});
+
+test("private fields are counted anywhere: light DOM, open shadow trees, credential inputs, configured selectors", async () => {
+  const fields = { target: C.TARGET.CONTENT, type: C.MSG.REGIONS, fields: true };
+  const count = async (body, setup) => {
+    const page = await load({ html: `<!doctype html><html><body><input id="q">${body}</body></html>` });
+    if (setup) setup(page.doc);
+    return page.ask(fields)[0].privateFields;
+  };
+  assert.equal(await count('<input type="password">'), 1);
+  assert.equal(await count('<div data-private>x</div>'), 1);
+  assert.equal(await count('<p class="secret-box">x</p>'), 1, "the configured selector");
+  assert.equal(await count('<input autocomplete="shipping cc-number">'), 1);
+  assert.equal(await count('<input autocomplete="name">'), 0);
+  const inShadow = (html) => (doc) => (doc.getElementById("box").attachShadow({ mode: "open" }).innerHTML = html);
+  assert.equal(await count('<div id="box"></div>', inShadow("<p data-private>secret</p>")), 1);
+  assert.equal(await count('<div id="box"></div>', inShadow('<input autocomplete="current-password">')), 1);
+  assert.equal(await count('<div id="box"></div>', inShadow("<p>nothing</p>")), 0);
 });

@@ -3,10 +3,11 @@
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const step = require("../lib/step.js");
+const privacy = require("../lib/privacy.js");
 const sessions = require("../lib/sessions.js");
 
 const SELECTION = {
-  label: "<select#size>", options: [{ value: "m", text: "Medium" }, { value: "l", text: "Large" }],
+  label: "<select#size>", options: [{ value: "m", text: "Medium" }, { value: "l", text: "Large" }], privacy: 0,
   capture: {
     type: "capture",
     turn: {
@@ -53,7 +54,7 @@ test("operations are checked: type needs text, select one of the options", () =>
 });
 
 test("operation → turn: the contract's intents, values and the original operation", () => {
-  const turnOf = (op, value) => step.stepCapture(SELECTION.capture, op, value, SELECTION.options).turn;
+  const turnOf = (op, value) => step.stepCapture(SELECTION, op, value).turn;
   const expected = {
     click: ["click", "CLICK"], hover: ["hover", "HOVER"], enter: ["submit", "ENTER"],
     type: ["textInput", "TYPE"], select: ["change", "SELECT"], fake: ["click", "CLICK"],
@@ -70,11 +71,43 @@ test("operation → turn: the contract's intents, values and the original operat
   assert.equal(turnOf("type", "blue shoes").arguments.text, "blue shoes");
   assert.equal(turnOf("select", "l").arguments.value, "l");
   assert.equal(turnOf("select", "l").arguments.properties.optionText, "Large");
-  assert.equal(step.stepCapture(SELECTION.capture, "ignore"), null);
+  assert.equal(step.stepCapture(SELECTION, "ignore"), null);
   assert.equal(SELECTION.capture.turn.intent, "click", "the selection is not changed");
-  assert.deepEqual(SELECTION.capture.page, step.stepCapture(SELECTION.capture, "click").page, "the page before the step");
+  assert.deepEqual(SELECTION.capture.page, step.stepCapture(SELECTION, "click").page, "the page before the step");
   assert.equal(step.executes("fake"), false);
   assert.equal(step.executes("click"), true);
+});
+
+/** A selection of `element` ({tagName, attributes}) at privacy level `privacy` (lib/privacy.js), with options. */
+function selectionOf(element, privacy, options = SELECTION.options) {
+  const capture = JSON.parse(JSON.stringify(SELECTION.capture));
+  capture.turn.arguments.element = { ...element, attributes: { "data-webtasks-id": "u1", ...element.attributes } };
+  return { ...SELECTION, options, privacy, capture };
+}
+
+test("a private element's value is masked in the step's turn: Type's text, Select's value and option text", () => {
+  const secret = "Pw0rd-Zebra-7731";
+  const options = [{ value: "m", text: "Medium" }, { value: secret, text: `Card ${secret}` }];
+  const cases = [
+    ["a password (private value)", selectionOf({ tagName: "INPUT", attributes: { type: "password" } }, privacy.VALUE)],
+    ["a data-private subtree", selectionOf({ tagName: "INPUT", attributes: { type: "text" } }, privacy.SUBTREE)],
+    ["a private select", selectionOf({ tagName: "SELECT", attributes: {} }, privacy.SUBTREE, options)],
+    ["an unmeasured level", selectionOf({ tagName: "INPUT", attributes: { type: "text" } }, undefined)],
+    ["a password by its attributes", selectionOf({ tagName: "INPUT", attributes: { type: " PassWord" } }, privacy.NONE)],
+  ];
+  for (const [what, selection] of cases) {
+    assert.equal(step.isPrivateSelection(selection), true, what);
+    const typed = step.stepCapture(selection, "type", secret);
+    assert.equal(typed.turn.arguments.text, privacy.MASK, what);
+    const chosen = step.stepCapture(selection, "select", secret);
+    assert.equal(chosen.turn.arguments.value, privacy.MASK, what);
+    for (const capture of [typed, chosen]) assert.ok(!JSON.stringify(capture).includes(secret), `${what}: ${JSON.stringify(capture)}`);
+    if (selection.options === options) assert.equal(chosen.turn.arguments.properties.optionText, privacy.MASK);
+    assert.equal(step.stepCapture(selection, "select", "").turn.arguments.value, "", `${what}: nothing chosen stays ""`);
+  }
+  const plain = selectionOf({ tagName: "INPUT", attributes: { type: "text" } }, privacy.NONE);
+  assert.equal(step.isPrivateSelection(plain), false);
+  assert.equal(step.stepCapture(plain, "type", "blue shoes").turn.arguments.text, "blue shoes", "other fields keep their text");
 });
 
 test("CDP input of each operation", async () => {

@@ -7,10 +7,15 @@
   without Selenium switching tabs (switching would itself be recorded as a ``tabswitch``).
 - ``Recorder``: drives the extension through its automation interface (``chrome.runtime.sendMessage`` from the
   side panel page opened in a separate window, or the ``webtasks.command`` storage key).
-- Platform helpers: an annotator with a token, the stored turns of a demonstration and the bytes of its blobs.
+- Platform helpers: a member with a token, the stored turns of a demonstration and the bytes of its blobs.
+- Secrets: ``leaks`` finds a secret in stored bytes in any form it could be stored in (UTF-8, UTF-16, base64; inside
+  gzip and MHTML parts).
 """
 
+import base64
 import contextlib
+import email
+import gzip
 import http.server
 import itertools
 import json
@@ -332,20 +337,32 @@ def extension_browser(live=None, project: str | None = None, extra_args=()):
         driver.quit()
 
 
-def create_annotator(platform, username: str, project: str) -> str:
-    """A user with the annotator role in ``project`` (created if needed) and an API token; returns the token."""
+def create_member(platform, username: str, project: str, role: str = "annotator") -> str:
+    """A user with ``role`` in ``project`` (both created if needed) and an API token; returns the token."""
     code = (
         "from django.contrib.auth import get_user_model\n"
-        "from annotation.models import Membership, Project, Role\n"
+        "from annotation.models import Membership, Project\n"
         "from rest_framework.authtoken.models import Token\n"
         f"user, _ = get_user_model().objects.get_or_create(username={username!r})\n"
         f"project, _ = Project.objects.get_or_create(name={project!r}, defaults={{'title': {project!r}}})\n"
-        "Membership.objects.get_or_create(project=project, user=user, defaults={'role': Role.ANNOTATOR})\n"
+        f"Membership.objects.get_or_create(project=project, user=user, defaults={{'role': {role!r}}})\n"
         "print(Token.objects.get_or_create(user=user)[0].key)\n"
     )
     result = platform.manage("shell", "-c", code)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip().splitlines()[-1]
+
+
+def create_annotator(platform, username: str, project: str) -> str:
+    """A user with the annotator role in ``project`` (created if needed) and an API token; returns the token."""
+    return create_member(platform, username, project)
+
+
+def http_get(platform, path: str, token: str) -> bytes:
+    """The body of ``GET path`` as ``token``'s user (an error status raises ``HTTPError``)."""
+    request = urllib.request.Request(platform.url + path, headers={"Authorization": f"Token {token}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.read()
 
 
 def api(platform, path: str, token: str, body: dict | None = None, method: str | None = None):
@@ -393,6 +410,39 @@ def blob_bytes(platform, token: str, sha256: str) -> bytes:
     with contextlib.suppress(urllib.error.HTTPError), urllib.request.urlopen(request, timeout=30) as response:
         return response.read()
     return blob_path(platform, sha256).read_bytes()
+
+
+def secret_forms(secret: str) -> list[bytes]:
+    """The bytes a stored copy of ``secret`` would contain: UTF-8 (also JSON, HTML and quoted-printable text for a
+    secret of letters, digits and hyphens), UTF-16 in both byte orders, and base64 at each of the three offsets
+    it can start at within a longer base64 text (only the characters that depend on the secret alone)."""
+    raw = secret.encode()
+    forms = [raw, secret.encode("utf-16-le"), secret.encode("utf-16-be")]
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + raw)
+        forms.append(encoded[-(-shift * 8 // 6) : (shift + len(raw)) * 8 // 6])
+    return forms
+
+
+def readable_forms(data: bytes) -> list[bytes]:
+    """``data`` and what it holds encoded: a gzip stream inflated, an MHTML document's parts decoded (quoted-printable
+    text can break a secret across a soft line break; base64 parts hide it)."""
+    forms = [data]
+    if data[:2] == b"\x1f\x8b":
+        with contextlib.suppress(OSError, EOFError):
+            forms.append(gzip.decompress(data))
+    if b"multipart/related" in data[:4000]:
+        for part in email.message_from_bytes(data).walk():
+            payload = None if part.is_multipart() else part.get_payload(decode=True)
+            if payload:
+                forms.append(payload)
+    return forms
+
+
+def leaks(data: bytes, secrets) -> list[str]:
+    """The ``secrets`` found in ``data``, in any of their forms (``secret_forms``, ``readable_forms``)."""
+    forms = readable_forms(data)
+    return [secret for secret in secrets if any(n in form for form in forms for n in secret_forms(secret))]
 
 
 def media_files(platform) -> list[Path]:

@@ -22,6 +22,7 @@ from tests.e2e.recorder_harness import (
     api,
     blob_bytes,
     extension_browser,
+    http_get,
     live_platform,
     wait_until,
 )
@@ -143,6 +144,23 @@ def test_every_screenshot_masks_the_private_areas_of_every_frame_and_nothing_els
 # The tab video: its frames are masked before MediaRecorder sees them
 
 
+def first_video_run(live, name: str) -> bytes:
+    """The recording's first run of tab video (its chunks through the API, in order), one WebM."""
+    chunks = sorted(api(live.platform, f"/api/recordings/{name}/video/", live.token), key=lambda c: c["index"])
+    assert chunks, "no video"
+    first_run = [c for c in chunks if c["started_at"] == chunks[0]["started_at"]]
+    return b"".join(http_get(live.platform, f"/api/blobs/{c['blob']}", live.token) for c in first_run)
+
+
+def frame_area(frame: Image.Image, rect: dict, by: int) -> Image.Image:
+    """The part of a video frame that shows ``rect`` (tab-viewport CSS px) inset by ``by``. Tab capture fits the page
+    into its frame size, centred (e.g. 1280 × 800 in 800 × 600: black bars above and below)."""
+    scale = min(frame.width / VIEWPORT[0], frame.height / VIEWPORT[1])
+    dx, dy = (frame.width - VIEWPORT[0] * scale) / 2, (frame.height - VIEWPORT[1] * scale) / 2
+    x0, y0, x1, y1 = inset(rect, by)
+    return frame.crop(tuple(round(v) for v in (dx + x0 * scale, dy + y0 * scale, dx + x1 * scale, dy + y1 * scale)))
+
+
 def last_video_frame(webm: bytes) -> Image.Image:
     """The last frame of a WebM run (decoded forward: MediaRecorder WebM has no index)."""
     import av
@@ -178,21 +196,9 @@ def test_the_tab_video_shows_private_areas_black(live, servers):
         cdp.close()
         driver.quit()
     wait_until(lambda: api(live.platform, f"/api/recordings/{name}/", live.token)["status"] == "recorded", 120)
-    chunks = sorted(api(live.platform, f"/api/recordings/{name}/video/", live.token), key=lambda c: c["index"])
-    first_run = [c for c in chunks if c["started_at"] == chunks[0]["started_at"]]
-    webm = b"".join(blob_bytes(live.platform, live.token, c["blob"]) for c in first_run)
-    frame = last_video_frame(webm)
-    # Tab capture fits the page into its frame size, centred (e.g. 1280 × 800 in 800 × 600: black bars above and below).
-    scale = min(frame.width / VIEWPORT[0], frame.height / VIEWPORT[1])
-    dx, dy = (frame.width - VIEWPORT[0] * scale) / 2, (frame.height - VIEWPORT[1] * scale) / 2
-
-    def area(rect, by):
-        x0, y0, x1, y1 = inset(rect, by)
-        box = (dx + x0 * scale, dy + y0 * scale, dx + x1 * scale, dy + y1 * scale)
-        return frame.crop(tuple(round(v) for v in box))
-
+    frame = last_video_frame(first_video_run(live, name))
     for private in ("password", "secret-box"):
         # Lossy video: near black, far from the fields' own colours.
-        assert area(areas[private], 4).convert("L").getextrema()[1] < 40, f"#{private} shows in the video"
-    plain = area(areas["plain"], 6).resize((1, 1)).getpixel((0, 0))
+        assert frame_area(frame, areas[private], 4).convert("L").getextrema()[1] < 40, f"#{private} shows in the video"
+    plain = frame_area(frame, areas["plain"], 6).resize((1, 1)).getpixel((0, 0))
     assert all(abs(a - b) < 40 for a, b in zip(plain, YELLOW, strict=True)), plain

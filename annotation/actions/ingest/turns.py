@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -12,6 +13,14 @@ from ...models import Demonstration, Project, Turn, TurnType
 from ..errors import Conflict, ValidationFailed
 from ..events import on_commit_turns
 from .late import check_late_turns, forget_review_caches
+
+log = logging.getLogger(__name__)
+
+# What a recorder puts for a private field's value (recorder_extension/lib/privacy.js maskValue): the mask when
+# something was entered, "" when nothing was.
+MASK = "********"
+# The arguments that carry what an element was given or held: typed text, a chosen value, pasted or copied text.
+VALUE_ARGUMENTS = ("text", "value", "pasted", "selected")
 
 
 @dataclass
@@ -71,6 +80,29 @@ def check_blob_references(turns: list, project: Project, uploaded: dict | None =
     return errors
 
 
+def mask_password_values(demo: Demonstration, turns: list) -> None:
+    """Defence in depth behind the recorder's masking (docs/recorder-privacy.md): a turn on an element that is plainly
+    a password input (its serialized attributes say ``type=password``) keeps no clear value: a ``text``, ``value``,
+    ``pasted`` or ``selected`` other than the mask or "" becomes the mask, in place, before the turn is hashed or
+    stored. A recorder that sent one is logged (never the value). A few dict reads per turn: ingest's hot path."""
+    for turn in turns:
+        args = turn.get("arguments")
+        element = args.get("element") if isinstance(args, dict) else None
+        attributes = element.get("attributes") if isinstance(element, dict) else None
+        kind = attributes.get("type") if isinstance(attributes, dict) else None
+        if not isinstance(kind, str) or kind.strip().lower() != "password":
+            continue
+        for name in VALUE_ARGUMENTS:
+            if args.get(name) not in (None, "", MASK):
+                args[name] = MASK
+                log.warning(
+                    "recording %s: turn %r on a password field came with a clear %s; masked",
+                    demo.name,
+                    turn.get("client_id"),
+                    name,
+                )
+
+
 def check_turn_batch(turns, project: Project, uploaded: dict | None = None) -> list:
     """Validate a whole batch for a recording of ``project`` (shape, every turn, ids, blobs, counting those
     ``uploaded`` with it); raise ``ValidationFailed`` listing every problem."""
@@ -123,6 +155,7 @@ def do_ingest_turns(
     """
     if not checked:
         check_turn_batch(turns, demo.project, uploaded)
+    mask_password_values(demo, turns)
     digests = [content_hash(turn) for turn in turns]
     with transaction.atomic():
         demo = hotsql.locked_demo(demo.pk)
