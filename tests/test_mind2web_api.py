@@ -15,11 +15,14 @@ from annotation.models import (
     Demonstration,
     ProposalRound,
     ProposalStatus,
+    Role,
     SeedSource,
+    Task,
     Website,
 )
-from tests.conftest import make_user
+from tests.conftest import make_user, token_client
 from tests.mind2web_data import SEEDS, propose, review, start_round, website
+from tests.test_form_queue import run_at_once
 
 WEBSITE = {"project": "alpha", "name": "exploretock", "url": "https://www.exploretock.com/", "domain": "Travel"}
 
@@ -355,6 +358,39 @@ def test_an_accepted_proposal_becomes_a_demonstration_task_of_its_proposer(api_f
     assert [(t["task"], t["website"], t["domain"], t["subdomain"]) for t in tasks] == [
         ("Track the order I placed yesterday", "exploretock", "Travel", "Restaurant")
     ]
+
+
+def test_every_accepted_proposal_becomes_a_demonstration_task_of_its_own(api_for, site, owner, reviewer):
+    """The second and third accepts of a project each make the next task (the first one's index is 0)."""
+    body = propose(api_for(owner), site, ["Track my order", "Find the gift card balance page", "Book a table"])
+    for proposal in body["proposals"]:
+        accepted = review(api_for(reviewer), proposal["id"], "accept")
+        assert accepted.status_code == 200, accepted.content
+    tasks = api_for(owner).get("/api/demonstration-tasks/").json()
+    assert [t["task"] for t in tasks] == ["Track my order", "Find the gift card balance page", "Book a table"]
+    assert sorted(Task.objects.filter(batch__kind=BatchKind.DEMONSTRATION).values_list("index", flat=True)) == [0, 1, 2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reviewers_accepting_at_once_each_get_a_task(alpha):
+    """Accepts at the same moment by different reviewers: one task each with its own index, never a 500."""
+    proposers = [make_user(f"p{i}", alpha, Role.ANNOTATOR) for i in range(4)]
+    reviewers = [make_user(f"r{i}", alpha, Role.REVIEWER) for i in range(4)]
+    for turn in range(2):  # the first time also creates the demonstration batch, at once
+        site = website(alpha, f"site-{turn}")
+        proposals = [
+            mind2web.do_submit_round(who, mind2web.do_start_round(who, site).pk, [f"Task {turn} of {who}"])[0]
+            for who in proposers
+        ]
+        answers = run_at_once(
+            [
+                lambda who=who, proposal=proposal: review(token_client(who), proposal.pk, "accept")
+                for who, proposal in zip(reviewers, proposals, strict=True)
+            ]
+        )
+        assert [answer.status_code for answer in answers] == [200] * 4, [answer.content for answer in answers]
+    indexes = Task.objects.filter(batch__kind=BatchKind.DEMONSTRATION).values_list("index", flat=True)
+    assert sorted(indexes) == list(range(8))
 
 
 def test_accepted_tasks_join_the_screening(api_for, alpha, owner, teammate, reviewer):
