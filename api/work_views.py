@@ -95,7 +95,8 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
     def partial_update(self, request, pk=None):
         """Change a batch's settings (researchers and admins of its project)."""
         batch = work.check_batch_manageable(request.user, self.get_object().pk)
-        form = ws.BatchUpdateSerializer(data=request.data if isinstance(request.data, dict) else {})
+        # partial: a setting left out (of form data too) stays as it is, never read as false
+        form = ws.BatchUpdateSerializer(data=request.data if isinstance(request.data, dict) else {}, partial=True)
         form.is_valid(raise_exception=True)
         data = dict(form.validated_data)
         people = {key: data.pop(key) for key in ("workers", "worker_groups") if key in data}
