@@ -7,17 +7,10 @@ from django.http import FileResponse, Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from .actions import NotFound
 from .actions import agent_runs as actions
+from .page_errors import action_errors
 
 RUNS_SHOWN = 100
-
-
-def or_404(check, *args):
-    try:
-        return check(*args)
-    except NotFound as error:
-        raise Http404(error.detail) from None
 
 
 @login_required
@@ -29,8 +22,9 @@ def run_list(request):
 
 @login_required
 @require_GET
+@action_errors
 def run_detail(request, run_id: int):
-    run = or_404(actions.check_run_readable, request.user, run_id)
+    run = actions.check_run_readable(request.user, run_id)
     others = actions.runs_readable_by(request.user).filter(project=run.project).exclude(pk=run.pk)[:RUNS_SHOWN]
     context = {
         "run": run,
@@ -43,15 +37,17 @@ def run_detail(request, run_id: int):
 
 @login_required
 @require_GET
+@action_errors
 def instance_detail(request, run_id: int, row_id: int):
-    row = or_404(actions.check_instance_readable, request.user, run_id, row_id)
+    row = actions.check_instance_readable(request.user, run_id, row_id)
     return render(request, "agents/instance.html", {"run": row.run, "row": row, "fields": row.fields.order_by("pk")})
 
 
 @login_required
 @require_GET
+@action_errors
 def instance_screenshot(request, run_id: int, row_id: int):
-    row = or_404(actions.check_instance_readable, request.user, run_id, row_id)
+    row = actions.check_instance_readable(request.user, run_id, row_id)
     if not row.screenshot:
         raise Http404("this instance has no screenshot")
     response = FileResponse(row.screenshot.open("rb"), content_type="image/png")
@@ -61,10 +57,11 @@ def instance_screenshot(request, run_id: int, row_id: int):
 
 @login_required
 @require_GET
+@action_errors
 def compare(request):
     ids = [request.GET.get("a", ""), request.GET.get("b", "")]
     if not all(value.isdigit() for value in ids):
         raise Http404("compare takes two run ids: ?a=<run>&b=<run>")
-    first, second = (or_404(actions.check_run_readable, request.user, int(value)) for value in ids)
+    first, second = (actions.check_run_readable(request.user, int(value)) for value in ids)
     table = actions.compare_tables(actions.score_table(first), actions.score_table(second))
     return render(request, "agents/compare.html", {"a": first, "b": second, "table": table})

@@ -6,23 +6,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import manage_forms
-from .actions import ActionError, Forbidden, NotFound, manage
+from .actions import ActionError, manage
 from .models import Project, Role
-
-
-def page_check(check, *args):
-    """Run a ``check_*``; its 404 and 403 become the app's 404 and 403 pages."""
-    try:
-        return check(*args)
-    except NotFound as error:
-        raise Http404(error.detail) from None
-    except Forbidden as error:
-        raise PermissionDenied(error.detail) from None
+from .page_errors import action_errors
 
 
 def form_error(form, error: ActionError) -> None:
@@ -60,9 +50,10 @@ def projects(request):
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@action_errors
 def project_settings(request, name: str):
     """Title, description and the category / subcategory / region suggestions (project admins)."""
-    project = page_check(manage.check_project_admin, request.user, name)
+    project = manage.check_project_admin(request.user, name)
     form = manage_forms.ProjectSettingsForm(request.POST or None) if request.method == "POST" else None
     if form is not None and form.is_valid():
         try:
@@ -80,9 +71,10 @@ def project_settings(request, name: str):
 
 @login_required
 @require_GET
+@action_errors
 def members(request, name: str):
     """The members and their roles, with forms to add, change and remove (project admins)."""
-    project = page_check(manage.check_project_admin, request.user, name)
+    project = manage.check_project_admin(request.user, name)
     return render_members(request, project, manage_forms.MemberAddForm())
 
 
@@ -101,8 +93,9 @@ def render_members(request, project, form, status=200):
 
 @login_required
 @require_POST
+@action_errors
 def member_add(request, name: str):
-    project = page_check(manage.check_project_admin, request.user, name)
+    project = manage.check_project_admin(request.user, name)
     form = manage_forms.MemberAddForm(request.POST)
     if form.is_valid():
         try:
@@ -117,8 +110,9 @@ def member_add(request, name: str):
 
 @login_required
 @require_POST
+@action_errors
 def member_role(request, name: str, membership_id: int):
-    project = page_check(manage.check_project_admin, request.user, name)
+    project = manage.check_project_admin(request.user, name)
     return member_change(
         request, project, lambda: manage.do_change_role(project, membership_id, request.POST.get("role"))
     )
@@ -126,8 +120,9 @@ def member_role(request, name: str, membership_id: int):
 
 @login_required
 @require_POST
+@action_errors
 def member_remove(request, name: str, membership_id: int):
-    project = page_check(manage.check_project_admin, request.user, name)
+    project = manage.check_project_admin(request.user, name)
     return member_change(request, project, lambda: manage.do_remove_member(project, membership_id))
 
 

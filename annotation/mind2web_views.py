@@ -1,18 +1,19 @@
 """The Mind2Web pages (session auth): a project's websites, seed tasks and verification counts; proposing tasks;
-the reviewers' keyboard-friendly proposal queue. Thin: each view calls ``annotation.actions.mind2web`` and shows
-refusals as messages (a refused request stores nothing)."""
+the reviewers' keyboard-friendly proposal queue. Thin: each view calls ``annotation.actions.mind2web`` and shows a
+refused change as a message (a refused request stores nothing); what the user may not see is the 404 or 403 page
+(``page_errors``)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from .actions import ActionError, NotFound, ValidationFailed
+from .actions import ActionError, ValidationFailed
 from .actions import mind2web as m2w
 from .actions.projects import check_project_role
 from .actions.work import WORK_ROLES
-from .models import READ_ROLES, Project, ProposalRound, ProposedTask, Role, Website
+from .models import READ_ROLES, Project, ProposalRound, Role, Website
+from .page_errors import action_errors
 
 MANAGE = (Role.RESEARCHER, Role.ADMIN)
 REVIEW = (Role.REVIEWER, Role.ADMIN)
@@ -20,10 +21,7 @@ COUNTS = (Role.REVIEWER, Role.RESEARCHER, Role.ADMIN)
 
 
 def member_project(user, name) -> Project:
-    try:
-        return check_project_role(user, name, READ_ROLES, "see this project")
-    except NotFound as error:
-        raise Http404(error.detail) from error
+    return check_project_role(user, name, READ_ROLES, "see this project")
 
 
 def refused(request, error: ActionError) -> None:
@@ -41,6 +39,7 @@ def index(request):
 
 @login_required
 @require_GET
+@action_errors
 def project_page(request, project):
     """A project's websites (accepted / target, seed tasks), what you may propose, your demonstration tasks, the
     review queue's size and the verification counts, as your role allows."""
@@ -69,6 +68,7 @@ def project_page(request, project):
 
 @login_required
 @require_POST
+@action_errors
 def website_add(request, project):
     try:
         found = m2w.check_project_for_websites(request.user, project)
@@ -84,6 +84,7 @@ def website_add(request, project):
 
 @login_required
 @require_POST
+@action_errors
 def website_import(request, project):
     try:
         found = m2w.check_project_for_websites(request.user, project)
@@ -99,10 +100,12 @@ def website_import(request, project):
 
 @login_required
 @require_POST
+@action_errors
 def seeds_import(request, website_id):
     """Seed tasks from a file or a text area (one task per line)."""
+    website = m2w.visible_website(request.user, website_id)
     try:
-        website = m2w.managed_website(request.user, website_id)
+        m2w.check_project_for_websites(request.user, website.project.name)
         upload = request.FILES.get("file")
         if upload is not None:
             texts = m2w.seed_texts_of_file(upload.read(), upload.name or "")
@@ -112,21 +115,17 @@ def seeds_import(request, website_id):
         messages.success(request, f"{len(created)} seed tasks added to {website.name!r}.")
     except ActionError as error:
         refused(request, error)
-        website = Website.objects.filter(pk=website_id).select_related("project").first()
-        if website is None or not website.project.has_role(request.user, READ_ROLES):
-            raise Http404("no such website") from None
     return redirect("mind2web-project", project=website.project.name)
 
 
 @login_required
 @require_POST
+@action_errors
 def round_start(request, website_id):
     """Start (or resume) proposing for a website, then its round page."""
+    website = m2w.visible_website(request.user, website_id)
     try:
-        website = m2w.visible_website(request.user, website_id)
         proposal_round = m2w.do_start_round(request.user, website)
-    except NotFound as error:
-        raise Http404(error.detail) from error
     except ActionError as error:
         refused(request, error)
         return redirect("mind2web-project", project=website.project.name)
@@ -134,12 +133,10 @@ def round_start(request, website_id):
 
 
 @login_required
+@action_errors
 def round_page(request, round_id):
     """GET: the seed tasks drawn for the round and the proposal form (up to 5). POST: submit the proposals."""
-    try:
-        proposal_round = m2w.check_round_of(request.user, round_id)
-    except NotFound as error:
-        raise Http404(error.detail) from error
+    proposal_round = m2w.check_round_of(request.user, round_id)
     if request.method == "POST":
         texts = [text for text in request.POST.getlist("task") if text.strip()]
         try:
@@ -160,6 +157,7 @@ def round_page(request, round_id):
 
 @login_required
 @require_GET
+@action_errors
 def review_queue(request, project):
     """Pending proposals, oldest first, with their screening: accept (editable), reject; j/k, a, e, r keys."""
     found = member_project(request.user, project)
@@ -173,16 +171,14 @@ def review_queue(request, project):
 
 @login_required
 @require_POST
+@action_errors
 def proposal_review(request, proposal_id):
     decision = request.POST.get("decision")
+    proposal = m2w.check_proposal_reviewable(request.user, proposal_id)
     try:
-        proposal = m2w.check_proposal_reviewable(request.user, proposal_id)
         m2w.do_review(request.user, proposal_id, decision, request.POST.get("text"))
         verb = "accepted" if decision == "accept" else "rejected"
         messages.success(request, f"Proposal {verb}: {proposal.text[:80]}")
-    except NotFound as error:
-        raise Http404(error.detail) from error
     except ActionError as error:
         refused(request, error)
-        proposal = ProposedTask.objects.select_related("website__project").get(pk=proposal_id)
     return redirect("mind2web-review", project=proposal.website.project.name)

@@ -13,15 +13,16 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from . import manage_forms
 from .actions import ActionError, check_choice, jobs, splits
 from .actions.projects import check_project_role
-from .manage_views import form_error, page_check
+from .manage_views import form_error
 from .models import READ_ROLES, Evaluation, ExportJob, SplitConfig
+from .page_errors import action_errors
 
 PAGE_JOBS = 50
 
 
 def project_page(request, name: str, roles=READ_ROLES, cannot="read this project"):
     """``(project, your role)`` or the 404 / 403 page."""
-    project = page_check(check_project_role, request.user, name, roles, cannot)
+    project = check_project_role(request.user, name, roles, cannot)
     return project, project.role_of(request.user)
 
 
@@ -34,6 +35,7 @@ def report_statuses(request) -> list[str]:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@action_errors
 def splits_page(request, name: str):
     """Per-split counts and the leakage report for both schemes; project admins also change the configuration."""
     project, role = project_page(request, name)
@@ -50,12 +52,7 @@ def splits_page(request, name: str):
             else:
                 messages.success(request, "Split configuration saved.")
                 return redirect("research-splits", name=project.name)
-    try:
-        statuses = report_statuses(request)
-    except ActionError as error:
-        return render(
-            request, "errors/error.html", {"code": 400, "title": "Bad request", "detail": error.detail}, status=400
-        )
+    statuses = report_statuses(request)
     context = {
         "project": project,
         "project_role": role,
@@ -74,6 +71,7 @@ def export_page(request, name: str):
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@action_errors
 def exports(request, name: str):
     """Start an export (format, splits, statuses, archive) and list the project's exports."""
     project, role = export_page(request, name)
@@ -96,6 +94,7 @@ def exports(request, name: str):
 
 @login_required
 @require_GET
+@action_errors
 def export_detail(request, name: str, job_id: int):
     project, role = export_page(request, name)
     jobs.reap_stale_jobs(ExportJob)
@@ -107,6 +106,7 @@ def export_detail(request, name: str, job_id: int):
 
 @login_required
 @require_POST
+@action_errors
 def job_cancel(request, name: str, kind: str, job_id):
     """Cancel a queued or running export or evaluation, then back to its page."""
     project, _ = export_page(request, name)
@@ -137,6 +137,7 @@ def read_predictions(form) -> list | None:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@action_errors
 def evaluations(request, name: str):
     """Upload predictions for a split and list the project's evaluations with their main scores."""
     project, role = export_page(request, name)
@@ -161,6 +162,7 @@ def evaluations(request, name: str):
 
 @login_required
 @require_GET
+@action_errors
 def evaluation_detail(request, name: str, job_id: int):
     """An evaluation's progress, then its aggregate scores, the share of the split's turns that had predictions,
     and the data version it scored."""

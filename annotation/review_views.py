@@ -11,10 +11,11 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
 from . import jsonsafe, review_page
-from .actions import ActionError, MalformedJSON, NotFound, ValidationFailed, check_blob_readable, live
+from .actions import ActionError, MalformedJSON, ValidationFailed, check_blob_readable, live
 from .actions import review as actions
 from .blobstore import has_thumbnail, read_blob, thumbnail_path
 from .models import DemoMode
+from .page_errors import action_errors
 
 # op → function(user, demo, revision, body) -> Edit | Comment
 OPS = {
@@ -35,13 +36,6 @@ OPS = {
 
 def error_response(error: ActionError) -> JsonResponse:
     return JsonResponse({"detail": error.detail, "code": error.code, "errors": error.errors}, status=error.status)
-
-
-def demo_or_404(user, name):
-    try:
-        return actions.check_demo_reviewable(user, name)
-    except NotFound as error:
-        raise Http404(error.detail) from error
 
 
 @login_required
@@ -112,9 +106,10 @@ def exports_started(request, jobs):
 
 @login_required
 @require_GET
+@action_errors
 def review_demo(request, name):
     """The review page of one demonstration."""
-    demo = demo_or_404(request.user, name)
+    demo = actions.check_demo_reviewable(request.user, name)
     context = review_page.page_context(request.user, demo, read_blob)
     return render(request, "review/demo.html", {**context, "session_url": session_url(request.user, demo)})
 
@@ -188,10 +183,11 @@ PAGE_CSP = (
 @login_required
 @require_GET
 @xframe_options_sameorigin  # framed by our review page only
+@action_errors
 def review_turn_page(request, name, turn_id):
     """The turn's recorded page HTML, inline for a sandboxed iframe: hostile content, so no scripts, a unique
     opaque origin (CSP ``sandbox``) and nothing loaded from anywhere."""
-    demo = demo_or_404(request.user, name)
+    demo = actions.check_demo_reviewable(request.user, name)
     turn = demo.turns.filter(pk=turn_id).select_related("page").first()
     if turn is None or turn.page is None:
         raise Http404("this turn has no recorded page")
@@ -214,12 +210,10 @@ PLACEHOLDER = (
 
 @login_required
 @require_GET
+@action_errors
 def review_thumbnail(request, sha256):
     """A screenshot's thumbnail once the worker made it, a placeholder until then."""
-    try:
-        check_blob_readable(request.user, sha256)
-    except ActionError as error:
-        raise Http404(error.detail) from error
+    check_blob_readable(request.user, sha256)
     if not has_thumbnail(sha256):
         response = HttpResponse(PLACEHOLDER, content_type="image/svg+xml")
         response["Cache-Control"] = "no-store"

@@ -9,7 +9,6 @@ import io
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -17,19 +16,15 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods
 
 from . import activity, charts, stats
-from .actions import Forbidden, NotFound
 from .actions.projects import check_project_role
 from .models import READ_ROLES, PayRates, Role
+from .page_errors import action_errors
 
 
 def project_for(request, name: str, roles=READ_ROLES, cannot="read its statistics"):
-    """The project ``name`` for a member with one of ``roles``: 404 for a non-member, 403 for another role."""
-    try:
-        return check_project_role(request.user, name, roles, cannot)
-    except NotFound as error:
-        raise Http404(error.detail) from None
-    except Forbidden as error:
-        raise PermissionDenied(error.detail) from None
+    """The project ``name`` for a member with one of ``roles``: a non-member gets the 404 page, another role the 403
+    page (``action_errors``)."""
+    return check_project_role(request.user, name, roles, cannot)
 
 
 def download(filename: str, columns, rows) -> HttpResponse:
@@ -55,6 +50,7 @@ def json_download(filename: str, data) -> JsonResponse:
 
 @require_GET
 @login_required
+@action_errors
 def stats_page(request, name: str):
     project = project_for(request, name)
     tables = stats.project_stats(project)
@@ -70,6 +66,7 @@ def stats_page(request, name: str):
 
 @require_GET
 @login_required
+@action_errors
 def stats_all(request, name: str):
     project = project_for(request, name)
     tables = [table.as_dict() for table in stats.project_stats(project)]
@@ -78,6 +75,7 @@ def stats_all(request, name: str):
 
 @require_GET
 @login_required
+@action_errors
 def stats_table(request, name: str, key: str, fmt: str):
     project = project_for(request, name)
     table = next((table for table in stats.project_stats(project) if table.key == key), None)
@@ -131,6 +129,7 @@ def bad_period(view):
 @require_GET
 @login_required
 @bad_period
+@action_errors
 def activity_page(request, name: str):
     project, rates, only, period = activity_scope(request, name)
     people = activity.activity(project, only, rates, period)
@@ -155,6 +154,7 @@ def activity_page(request, name: str):
 @require_GET
 @login_required
 @bad_period
+@action_errors
 def activity_csv(request, name: str):
     project, rates, only, period = activity_scope(request, name)
     rows = activity.day_rows(activity.activity(project, only, rates, period))
@@ -164,6 +164,7 @@ def activity_csv(request, name: str):
 @require_GET
 @login_required
 @bad_period
+@action_errors
 def pay_csv(request, name: str):
     project, rates, only, period = activity_scope(request, name)
     rows = activity.pay_report(activity.activity(project, only, rates, period), rates)
@@ -187,6 +188,7 @@ class PayRatesForm(forms.ModelForm):
 
 @require_http_methods(["GET", "POST"])
 @login_required
+@action_errors
 def pay_rates(request, name: str):
     """Project admins set the pay rates; a bad value re-shows the form with the field's error (400)."""
     project = project_for(request, name, roles=(Role.ADMIN,), cannot="change pay rates")

@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
-from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -17,9 +17,10 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import work_forms
-from .actions import ActionError, NotFound, work
+from .actions import ActionError, work
 from .actions import forms as actions
 from .models import Assignment, AssignmentStatus, Batch, BatchKind
+from .page_errors import action_errors
 
 HISTORY_PAGE = 50
 
@@ -36,19 +37,13 @@ def app_csp(view):
     return wrapped
 
 
-def or_404(check, *args):
-    try:
-        return check(*args)
-    except NotFound as error:
-        raise Http404(error.detail) from None
-
-
 def auto_accept(request) -> bool:
     return request.session.get("form_auto_accept", settings.FORM_AUTO_ACCEPT_DEFAULT)
 
 
 @login_required
 @require_GET
+@action_errors
 def work_index(request):
     """Your assignments in progress, the batches with work for you (and how much), your submitted work, and the
     batches you manage."""
@@ -84,6 +79,7 @@ def managed_batches(user) -> list:
 
 @login_required
 @require_POST
+@action_errors
 def batch_accept(request, batch_id: int):
     """Accept the batch's next task (or resume yours); back to the work page when none is left."""
     try:
@@ -100,9 +96,10 @@ def batch_accept(request, batch_id: int):
 
 @login_required
 @require_GET
+@action_errors
 def batch_preview(request, batch_id: int):
     """Preview the next task you would get (Turkle's preview of the next task)."""
-    batch = or_404(work.check_batch_for_work, request.user, batch_id)
+    batch = work.check_batch_for_work(request.user, batch_id)
     task = work.queue.open_tasks(batch, request.user).order_by("index").first()
     if task is None:
         messages.info(request, f"No more tasks for you in {batch.name!r}.")
@@ -113,9 +110,10 @@ def batch_preview(request, batch_id: int):
 @app_csp
 @login_required
 @require_GET
+@action_errors
 def task_preview(request, task_id: int):
     """A task's preview in its sandboxed frame, with Accept when you may take it."""
-    task = or_404(work.check_task_previewable, request.user, task_id)
+    task = work.check_task_previewable(request.user, task_id)
     batch = task.batch
     context = {
         "batch": batch,
@@ -128,9 +126,10 @@ def task_preview(request, task_id: int):
 
 @login_required
 @require_POST
+@action_errors
 def task_accept(request, task_id: int):
     """Accept the previewed task."""
-    task = or_404(work.check_task_previewable, request.user, task_id)
+    task = work.check_task_previewable(request.user, task_id)
     try:
         work.check_batch_accept(request.user, task.batch_id)
         assignment = work.do_accept_task(request.user, task)
@@ -143,10 +142,11 @@ def task_accept(request, task_id: int):
 @app_csp
 @login_required
 @require_GET
+@action_errors
 def assignment_page(request, assignment_id: int):
     """The worker's page of one assignment: instructions, countdown, the task frame, Skip and Return; once
     submitted, the work read-only."""
-    assignment = or_404(work.check_assignment_of, request.user, assignment_id)
+    assignment = work.check_assignment_of(request.user, assignment_id)
     if assignment.is_active and timezone.now() >= assignment.expires_at:
         work.do_expire(assignment.pk)
         assignment.refresh_from_db()
@@ -181,9 +181,10 @@ def state_of(assignment: Assignment) -> dict:
 
 @login_required
 @require_GET
+@action_errors
 def assignment_state(request, assignment_id: int):
     """``GET``: the assignment's status; its page polls it (and asks when the frame says it submitted)."""
-    assignment = or_404(work.check_assignment_of, request.user, assignment_id)
+    assignment = work.check_assignment_of(request.user, assignment_id)
     if assignment.is_active and timezone.now() >= assignment.expires_at:
         work.do_expire(assignment.pk)
         assignment.refresh_from_db()
@@ -194,9 +195,10 @@ def assignment_state(request, assignment_id: int):
 
 @login_required
 @require_POST
+@action_errors
 def assignment_skip(request, assignment_id: int):
     """Skip: give this task back and take the batch's next one (the skipped one comes last for you)."""
-    assignment = or_404(work.check_assignment_of, request.user, assignment_id)
+    assignment = work.check_assignment_of(request.user, assignment_id)
     try:
         following = work.do_skip(assignment)
     except ActionError as error:
@@ -210,9 +212,10 @@ def assignment_skip(request, assignment_id: int):
 
 @login_required
 @require_POST
+@action_errors
 def assignment_return(request, assignment_id: int):
     """Return: give the task back unanswered and go back to the work page."""
-    assignment = or_404(work.check_assignment_of, request.user, assignment_id)
+    assignment = work.check_assignment_of(request.user, assignment_id)
     try:
         work.do_return(assignment)
     except ActionError as error:
@@ -233,6 +236,7 @@ def set_auto_accept(request):
 @app_csp
 @login_required
 @require_http_methods(["GET", "POST"])
+@action_errors
 def batch_new(request):
     """Upload a batch Turkle/MTurk style: a project, a name, the HTML template and the CSV of inputs."""
     form = work_forms.BatchUploadForm(request.user, request.POST or None, request.FILES or None)
@@ -258,9 +262,10 @@ def batch_new(request):
 @app_csp
 @login_required
 @require_GET
+@action_errors
 def batch_detail(request, batch_id: int):
     """A batch's progress and time (Turkle's statistics), its settings, and the results download."""
-    batch = or_404(work.check_batch_stats, request.user, batch_id)
+    batch = work.check_batch_stats(request.user, batch_id)
     first = batch.tasks.order_by("index").first()
     context = {
         "batch": batch,
@@ -273,15 +278,10 @@ def batch_detail(request, batch_id: int):
 
 @login_required
 @require_GET
+@action_errors
 def batch_results(request, batch_id: int):
     """The Turkle results CSV of the batch, as a download."""
-    try:
-        batch = work.check_batch_manageable(request.user, batch_id)
-    except NotFound as error:
-        raise Http404(error.detail) from None
-    except ActionError as error:
-        return HttpResponse(error.detail, status=error.status, content_type="text/plain; charset=utf-8")
-    return results_response(batch)
+    return results_response(work.check_batch_manageable(request.user, batch_id))
 
 
 def results_response(batch) -> StreamingHttpResponse:

@@ -25,6 +25,7 @@ from annotation.splits import SPLITS
 
 from . import serializers as s
 from .downloads import file_download
+from .filters import EvaluationFilter, ExportJobFilter
 from .mind2web_serializers import VerificationCountsSerializer
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409, 413)}
@@ -372,7 +373,7 @@ class ExportJobViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOn
 
     model = ExportJob
     serializer_class = s.ExportJobSerializer
-    filterset_fields = {"project__name": ["exact"], "status": ["exact"], "format": ["exact"]}
+    filterset_class = ExportJobFilter
 
     @extend_schema(request=s.ExportCreateSerializer, responses={202: s.ExportJobSerializer, **ERRORS})
     def create(self, request):
@@ -411,7 +412,7 @@ class EvaluationViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadO
 
     model = Evaluation
     serializer_class = s.EvaluationSerializer
-    filterset_fields = {"project__name": ["exact"], "status": ["exact"], "format": ["exact"], "split": ["exact"]}
+    filterset_class = EvaluationFilter
 
     @extend_schema(request=s.EvaluationCreateSerializer, responses={202: s.EvaluationSerializer, **ERRORS})
     def create(self, request):

@@ -103,6 +103,9 @@ class BatchCreateSerializer(BatchSettingsMixin):
     name = serializers.CharField(required=False, max_length=200, help_text="Default: the CSV's file name.")
     template = serializers.FileField(help_text="The HTML template (UTF-8) with ${column} placeholders.")
     csv = serializers.FileField(help_text="The CSV (UTF-8): a header, one row per task; Answer.* columns = gold.")
+    # Given defaults, a boolean left out of form data is true (DRF would read a missing checkbox as false).
+    published = serializers.BooleanField(default=True, help_text="Workers see the batch. Default: true.")
+    active = serializers.BooleanField(default=True, help_text="The batch hands out work. Default: true.")
 
     def validate_name(self, name):
         return forms.check_batch_name(name)

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from annotation import work_forms
 from annotation.actions import TooLarge, work
 from annotation.actions import forms as actions
-from annotation.models import Assignment, Batch, Project
+from annotation.models import Assignment, Batch, BatchKind, Project
 from annotation.work_views import results_response
 
 from . import serializers as s
@@ -36,11 +36,13 @@ class CSVRenderer(renderers.BaseRenderer):
 
 
 def batches_for(user):
-    """Batches of projects where ``user`` sees statistics, plus the published ones they may work on."""
+    """Form batches of projects where ``user`` sees statistics, plus the published ones they may work on. Mind2Web's
+    proposal and demonstration batches are served by their own endpoints (``api/mind2web_views.py``)."""
     seen = Project.objects.for_user(user, work.STATS_ROLES)
     workable = work.workable_batches(user).filter(published=True)
     return (
-        Batch.objects.filter(Q(project__in=seen) | Q(pk__in=workable.values("pk")))
+        Batch.objects.forms()
+        .filter(Q(project__in=seen) | Q(pk__in=workable.values("pk")))
         .select_related("project", "created_by")
         .prefetch_related("workers", "worker_groups")
         .annotate(tasks_total=Count("tasks"), tasks_done=Count("tasks", filter=Q(tasks__completed=True)))
@@ -93,7 +95,8 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
     def partial_update(self, request, pk=None):
         """Change a batch's settings (researchers and admins of its project)."""
         batch = work.check_batch_manageable(request.user, self.get_object().pk)
-        form = ws.BatchUpdateSerializer(data=request.data if isinstance(request.data, dict) else {})
+        # partial: a setting left out (of form data too) stays as it is, never read as false
+        form = ws.BatchUpdateSerializer(data=request.data if isinstance(request.data, dict) else {}, partial=True)
         form.is_valid(raise_exception=True)
         data = dict(form.validated_data)
         people = {key: data.pop(key) for key in ("workers", "worker_groups") if key in data}
@@ -151,7 +154,9 @@ def settings_of(data: dict) -> dict:
 
 
 class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
-    """Assignments: your own, and every assignment of the batches you manage (researchers, admins)."""
+    """Assignments of form batches: your own, and every assignment of the batches you manage (researchers, admins).
+    Mind2Web's proposal rounds and demonstration tasks are under ``/api/proposal-rounds/`` and
+    ``/api/demonstration-tasks/``."""
 
     serializer_class = ws.AssignmentSerializer
     filterset_fields = {"task__batch": ["exact"], "status": ["exact"], "worker__username": ["exact"]}
@@ -163,6 +168,7 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         managed = work.managed_projects(user)
         return (
             Assignment.objects.filter(Q(worker=user) | Q(task__batch__project__in=managed))
+            .filter(task__batch__kind=BatchKind.FORM)
             .select_related("task", "worker")
             .order_by("-accepted_at", "-pk")
         )

@@ -76,6 +76,36 @@ def test_known_filter_values_still_filter(researcher, alpha, api_for):
     assert api_for(researcher).get("/api/demonstrations/?split=train").status_code == 200
 
 
+def list_paths() -> list[str]:
+    from api.urls import router
+
+    return [f"/api/{prefix}/" for prefix, _, _ in router.registry]
+
+
+@pytest.mark.parametrize("path", list_paths())
+def test_every_list_answers_the_browsable_apis_own_format_links(researcher, alpha, api_for, path):
+    """``?format=json`` and ``?format=api`` are the links the browsable API shows on every page: they choose the
+    answer's format and are never read as a filter (the job's format filter is ``job_format``)."""
+    ExportJob.objects.create(project=alpha, owner=researcher, format="weblinx", statuses=["validated"])
+    client = api_for(researcher)
+    as_json = client.get(f"{path}?format=json")
+    assert as_json.status_code == 200, as_json.content
+    assert as_json["Content-Type"] == "application/json"
+    browsable = client.get(f"{path}?format=api")
+    assert browsable.status_code == 200, browsable.content[:500]
+    assert browsable["Content-Type"].startswith("text/html")
+
+
+def test_jobs_are_filtered_by_their_format_as_job_format(researcher, alpha, api_for):
+    ExportJob.objects.create(project=alpha, owner=researcher, format="weblinx", statuses=["validated"])
+    client = api_for(researcher)
+    assert client.get("/api/exports/?job_format=weblinx").json()["count"] == 1
+    assert client.get("/api/exports/?job_format=mind2web&format=json").json()["count"] == 0
+    refused = client.get("/api/evaluations/?job_format=rouge")
+    assert refused.status_code == 400
+    assert [error["field"] for error in refused.json()["errors"]] == ["job_format"]
+
+
 def test_a_403_page_is_the_apps_styled_page(owner, alpha):
     client = Client()
     client.force_login(owner)

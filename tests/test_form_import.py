@@ -234,6 +234,21 @@ def test_a_template_with_crowd_elements_uploads_with_a_warning(manager, api_for)
 # --- Uploads through the web form ---------------------------------------------------------------------------
 
 
+def test_an_upload_is_published_and_active_unless_it_says_otherwise(manager, owner, api_for):
+    """Multipart form data has no value for a boolean left out: it is the documented default (true), as on the web
+    form, never false; a multipart change of other settings leaves both as they are."""
+    plain = upload(api_for(manager)).json()
+    assert (plain["published"], plain["active"]) == (True, True)
+    assert [b["id"] for b in api_for(owner).get(BATCHES).json()["results"]] == [plain["id"]]  # a worker sees it
+    hidden = upload(api_for(manager), csv_text="topic,sentence\nx,y\n", name="hidden", published="false").json()
+    assert (hidden["published"], hidden["active"]) == (False, True)
+    paused = upload(api_for(manager), csv_text="topic,sentence\nz,w\n", name="paused", active="false").json()
+    assert (paused["published"], paused["active"]) == (True, False)
+    renamed = api_for(manager).patch(f"{BATCHES}{plain['id']}/", {"name": "renamed"}, format="multipart")
+    assert renamed.status_code == 200, renamed.content
+    assert (renamed.json()["name"], renamed.json()["published"], renamed.json()["active"]) == ("renamed", True, True)
+
+
 def web_upload(user, template=TEMPLATE, csv_text=CSV, **fields):
     client = Client()
     client.force_login(user)

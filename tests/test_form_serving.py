@@ -239,6 +239,30 @@ def test_an_outsider_cannot_open_a_projects_tasks_batches_or_assignments(batch, 
     assert api.get("/api/assignments/").json()["count"] == 0
 
 
+def test_a_member_whose_role_may_not_open_a_batch_page_gets_the_styled_403(batch, owner, reviewer, researcher):
+    """The batch's statistics are for reviewers, researchers and admins; its preview for its workers; its results
+    for researchers and admins: anyone else of the project gets the app's 403 page saying why, never a 500."""
+    refused = {
+        f"/work/batches/{batch.pk}/": {owner: "cannot see batch statistics"},
+        f"/work/batches/{batch.pk}/preview/": {
+            reviewer: "not among the workers of batch 'questions'",
+            researcher: "not among the workers of batch 'questions'",
+        },
+        f"/work/batches/{batch.pk}/results.csv": {
+            owner: "cannot manage batches (needs researcher or admin)",
+            reviewer: "cannot manage batches (needs researcher or admin)",
+        },
+    }
+    for path, users in refused.items():
+        for user, reason in users.items():
+            response = signed_in(user).get(path)
+            assert response.status_code == 403, (path, user.username)
+            assert response["Content-Type"].startswith("text/html"), (path, user.username)
+            page = lxml.html.document_fromstring(response.content.decode())
+            assert page.get_element_by_id("error-page").get("data-status") == "403"
+            assert reason in page.get_element_by_id("error-page").text_content(), (path, user.username)
+
+
 def test_another_worker_cannot_open_or_change_someone_elses_assignment(assignment, teammate):
     client = signed_in(teammate)
     assert client.get(f"/work/assignments/{assignment.pk}/").status_code == 404

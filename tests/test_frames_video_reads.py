@@ -6,8 +6,9 @@ import pytest
 
 from annotation.models import Demonstration, Turn, VideoChunk
 
-from .payloads import BlobFile, browser_turn, png_bytes, state_blobs, state_refs
+from .payloads import BlobFile, browser_turn, intent_arguments, png_bytes, state_blobs, state_refs
 from .recorder import post_turns, put_blob, recordings_url, start_demo, upload_blobs
+from .test_blobs import MHTML
 
 
 @pytest.fixture
@@ -106,6 +107,39 @@ def test_blob_bytes_are_served_to_project_members_as_sandboxed_attachments(
     assert response["X-Content-Type-Options"] == "nosniff"
     assert frame.status_code == 200
     assert api_for(outsider).get(f"/api/blobs/{page.sha256}").status_code == 404
+
+
+def test_every_blob_a_recording_refers_to_is_read_through_the_api_by_its_readers_only(
+    client, demo, blobs, frames, webm, api_for, teammate, reviewer, outsider
+):
+    """Screenshot, page, boxes, each frame, step mode's MHTML snapshot (``arguments.properties.mhtml``) and the tab
+    video: every member who may read the recording gets the bytes from ``GET /api/blobs/<sha>``; an outsider gets
+    404, and so does a blob a turn merely mentions somewhere else in its arguments."""
+    snapshot, mentioned = BlobFile(MHTML, "multipart/related"), BlobFile(png_bytes(color=(5, 6, 7)), "image/png")
+    upload_blobs(client, [snapshot, mentioned])
+    arguments = intent_arguments("click")
+    arguments["properties"] = {"mhtml": snapshot.sha256, "note": mentioned.sha256}
+    turn = browser_turn("b1", arguments=arguments, **state_refs(blobs), frames=frames)
+    assert post_turns(client, demo.name, [turn]).status_code == 201
+    body = {"index": 0, "blob": webm.sha256, "started_at": 0.0}
+    assert client.post(recordings_url(demo.name, "video"), body, format="json").status_code == 201
+    stored = client.get(recordings_url(demo.name, "turns")).json()[0]
+    referenced = {
+        **{name: stored[name] for name in ("screenshot", "page", "bboxes")},
+        **{f"frames[{i}]": frame["screenshot"] for i, frame in enumerate(stored["frames"])},
+        "mhtml": stored["arguments"]["properties"]["mhtml"],
+        "video": webm.sha256,
+    }
+    data = {blob.sha256: blob.data for blob in [*blobs.values(), snapshot, webm]}
+    for reader in (client, api_for(teammate), api_for(reviewer)):
+        for name, sha in referenced.items():
+            response = reader.get(f"/api/blobs/{sha}")
+            assert response.status_code == 200, name
+            if sha in data:
+                assert b"".join(response.streaming_content) == data[sha], name
+    for sha in referenced.values():
+        assert api_for(outsider).get(f"/api/blobs/{sha}").status_code == 404
+    assert client.get(f"/api/blobs/{mentioned.sha256}").status_code == 404
 
 
 def test_a_blob_no_demo_of_yours_uses_is_not_found(client):

@@ -6,20 +6,31 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+from django.test import Client
 
-from annotation.actions import Conflict, mind2web
+from annotation.actions import Conflict, forms, mind2web
 from annotation.models import (
+    Assignment,
     AssignmentStatus,
+    Batch,
     BatchKind,
     DemoMode,
     Demonstration,
     ProposalRound,
     ProposalStatus,
+    Role,
     SeedSource,
+    Task,
     Website,
 )
-from tests.conftest import make_user
+from tests.conftest import make_user, token_client
 from tests.mind2web_data import SEEDS, propose, review, start_round, website
+from tests.test_form_queue import run_at_once
+
+
+def anonymous_get(url):
+    return Client().get(url)
+
 
 WEBSITE = {"project": "alpha", "name": "exploretock", "url": "https://www.exploretock.com/", "domain": "Travel"}
 
@@ -357,6 +368,39 @@ def test_an_accepted_proposal_becomes_a_demonstration_task_of_its_proposer(api_f
     ]
 
 
+def test_every_accepted_proposal_becomes_a_demonstration_task_of_its_own(api_for, site, owner, reviewer):
+    """The second and third accepts of a project each make the next task (the first one's index is 0)."""
+    body = propose(api_for(owner), site, ["Track my order", "Find the gift card balance page", "Book a table"])
+    for proposal in body["proposals"]:
+        accepted = review(api_for(reviewer), proposal["id"], "accept")
+        assert accepted.status_code == 200, accepted.content
+    tasks = api_for(owner).get("/api/demonstration-tasks/").json()
+    assert [t["task"] for t in tasks] == ["Track my order", "Find the gift card balance page", "Book a table"]
+    assert sorted(Task.objects.filter(batch__kind=BatchKind.DEMONSTRATION).values_list("index", flat=True)) == [0, 1, 2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reviewers_accepting_at_once_each_get_a_task(alpha):
+    """Accepts at the same moment by different reviewers: one task each with its own index, never a 500."""
+    proposers = [make_user(f"p{i}", alpha, Role.ANNOTATOR) for i in range(4)]
+    reviewers = [make_user(f"r{i}", alpha, Role.REVIEWER) for i in range(4)]
+    for turn in range(2):  # the first time also creates the demonstration batch, at once
+        site = website(alpha, f"site-{turn}")
+        proposals = [
+            mind2web.do_submit_round(who, mind2web.do_start_round(who, site).pk, [f"Task {turn} of {who}"])[0]
+            for who in proposers
+        ]
+        answers = run_at_once(
+            [
+                lambda who=who, proposal=proposal: review(token_client(who), proposal.pk, "accept")
+                for who, proposal in zip(reviewers, proposals, strict=True)
+            ]
+        )
+        assert [answer.status_code for answer in answers] == [200] * 4, [answer.content for answer in answers]
+    indexes = Task.objects.filter(batch__kind=BatchKind.DEMONSTRATION).values_list("index", flat=True)
+    assert sorted(indexes) == list(range(8))
+
+
 def test_accepted_tasks_join_the_screening(api_for, alpha, owner, teammate, reviewer):
     site = website(alpha, "carmax", seeds=[])
     body = propose(api_for(owner), site, ["Find a used SUV under 20000 dollars near Denver"])
@@ -460,6 +504,60 @@ def test_proposal_and_demonstration_batches_stay_off_the_form_work_pages(client,
     page = client.get("/work/").content.decode()
     assert "mind2web-demonstrations" not in page
     assert "mind2web-proposals" not in page
+
+
+def test_mind2web_batches_cannot_be_worked_through_the_form_pages_or_the_work_api(
+    client, api_for, alpha, owner, teammate, reviewer, researcher
+):
+    """The form pages and the work API serve form batches only: a proposal round cannot be accepted there on a
+    website at its target nor submitted without proposals, and a demonstration task cannot be returned to the pool
+    (the project keeps demonstrations off it), taken by someone else, or submitted without a recording. Mind2Web's
+    own endpoints keep working."""
+    full = website(alpha, "carmax", target=1)
+    body = propose(api_for(teammate), full, ["Find a used SUV under 20000 dollars near Denver"])
+    assert review(api_for(reviewer), body["proposals"][0]["id"], "accept").status_code == 200
+    demo_task = api_for(teammate).get("/api/demonstration-tasks/").json()[0]
+    demo_assignment = Assignment.objects.get(pk=demo_task["id"])
+    proposals_batch = Batch.objects.get(project=alpha, kind=BatchKind.PROPOSAL)
+    demos_batch = Batch.objects.get(project=alpha, kind=BatchKind.DEMONSTRATION)
+    round_task = proposals_batch.tasks.get()
+    held = Assignment.objects.count()
+
+    client.force_login(owner)  # an annotator: the workers of every batch of the project
+    for batch in (proposals_batch, demos_batch):
+        assert client.post(f"/work/batches/{batch.pk}/accept/").status_code == 302
+        assert client.get(f"/work/batches/{batch.pk}/preview/").status_code == 404
+    for task in (round_task, demo_assignment.task):
+        assert client.get(f"/work/tasks/{task.pk}/preview/").status_code == 404
+        assert client.post(f"/work/tasks/{task.pk}/accept/").status_code == 404
+        assert anonymous_get(forms.preview_url(task)).status_code == 404
+    assert Assignment.objects.count() == held, "nothing was accepted through the form pages"
+
+    client.force_login(teammate)  # the demonstration's assignee
+    for path in ("", "state"):
+        assert client.get(f"/work/assignments/{demo_assignment.pk}/{path}").status_code == 404
+    for path in ("return", "skip"):
+        assert client.post(f"/work/assignments/{demo_assignment.pk}/{path}").status_code == 404
+    assert Client().post(forms.work_url(demo_assignment), {"recording": ""}).status_code == 404
+    demo_assignment.refresh_from_db()
+    assert demo_assignment.status == AssignmentStatus.ACTIVE
+    assert api_for(teammate).get("/api/demonstration-tasks/").json()[0]["id"] == demo_assignment.pk
+
+    for user in (researcher, reviewer, owner):
+        client.force_login(user)
+        for batch in (proposals_batch, demos_batch):
+            assert client.get(f"/work/batches/{batch.pk}/").status_code == 404
+            assert client.get(f"/work/batches/{batch.pk}/results.csv").status_code == 404
+        api = api_for(user)
+        assert api.get("/api/batches/").json()["results"] == []
+        assert api.get(f"/api/batches/?kind={BatchKind.PROPOSAL}").json()["results"] == []
+        for batch in (proposals_batch, demos_batch):
+            for path in ("", "results/", "stats/", "tasks/"):
+                assert api.get(f"/api/batches/{batch.pk}/{path}").status_code == 404
+        assert api.get("/api/assignments/").json()["count"] == 0
+    changed = api_for(researcher).patch(f"/api/batches/{demos_batch.pk}/", {"active": False}, format="json")
+    assert changed.status_code == 404
+    assert start_round(api_for(owner), full).status_code == 409, "the website is at its target"
 
 
 def test_verification_counts_need_a_reviewing_role(api_for, owner, reviewer, alpha):

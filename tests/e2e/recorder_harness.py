@@ -7,7 +7,8 @@
   without Selenium switching tabs (switching would itself be recorded as a ``tabswitch``).
 - ``Recorder``: drives the extension through its automation interface (``chrome.runtime.sendMessage`` from the
   side panel page opened in a separate window, or the ``webtasks.command`` storage key).
-- Platform helpers: a member with a token, the stored turns of a demonstration and the bytes of its blobs.
+- Platform helpers: a member with a token, and what the platform stored read as its users read it, through the
+  API: the stored turns of a demonstration, the bytes of its blobs, the files of an export.
 - Secrets: ``leaks`` finds a secret in stored bytes in any form it could be stored in (UTF-8, UTF-16, base64; inside
   gzip and MHTML parts).
 """
@@ -17,8 +18,10 @@ import contextlib
 import email
 import gzip
 import http.server
+import io
 import itertools
 import json
+import tarfile
 import threading
 import time
 import urllib.error
@@ -373,43 +376,40 @@ def api(platform, path: str, token: str, body: dict | None = None, method: str |
         return json.load(response)
 
 
-TURNS_FROM_DB = """
-import json
-from annotation.models import Demonstration
-demo = Demonstration.objects.get(name={name!r})
-rows = []
-for t in demo.turns.order_by("timestamp", "seq"):
-    row = {{"client_id": t.client_id, "seq": t.seq, "type": t.type, "timestamp": t.timestamp}}
-    if t.type == "chat":
-        row.update(speaker=t.speaker, utterance=t.utterance)
-    else:
-        row.update(intent=t.intent, arguments=t.arguments, screenshot=t.screenshot_id, page=t.page_id,
-                   bboxes=t.bboxes_id, frames=getattr(t, "frames", []))
-    rows.append(row)
-print(json.dumps({{"status": demo.status, "turns": rows}}))
-"""
-
-
 def stored_turns(platform, token: str, name: str) -> list[dict]:
-    """The demonstration's stored turns in order: ``GET /api/recordings/{name}/turns/``, else from the database."""
-    with contextlib.suppress(urllib.error.HTTPError):
-        body = api(platform, f"/api/recordings/{name}/turns/", token)
-        return body["turns"] if isinstance(body, dict) and "turns" in body else body
-    result = platform.manage("shell", "-c", TURNS_FROM_DB.format(name=name))
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])["turns"]
-
-
-def blob_path(platform, sha256: str) -> Path:
-    return platform.var_dir / "media" / "blobs" / sha256[:2] / sha256[2:4] / sha256
+    """The demonstration's stored turns in timeline order, as ``GET /api/recordings/{name}/turns/`` answers them."""
+    return api(platform, f"/api/recordings/{name}/turns/", token)
 
 
 def blob_bytes(platform, token: str, sha256: str) -> bytes:
-    """A blob's bytes: ``GET /api/blobs/{sha256}``, else the stored file."""
+    """A blob's bytes as a member reads them: ``GET /api/blobs/{sha256}`` (an error status fails the test)."""
     request = urllib.request.Request(f"{platform.url}/api/blobs/{sha256}", headers={"Authorization": f"Token {token}"})
-    with contextlib.suppress(urllib.error.HTTPError), urllib.request.urlopen(request, timeout=30) as response:
+    with urllib.request.urlopen(request, timeout=30) as response:
         return response.read()
-    return blob_path(platform, sha256).read_bytes()
+
+
+EXPORTABLE = ["recorded", "in_review", "returned", "validated", "rejected"]
+
+
+def exported_files(platform, token: str, project: str, export_format: str, statuses=EXPORTABLE) -> dict[str, bytes]:
+    """An export as a researcher makes one: ``POST /api/exports/``, its job polled until it ends, the archive
+    downloaded; ``{path inside the export: bytes}`` (paths without the archive's top folder)."""
+    body = {"project": project, "format": export_format, "statuses": list(statuses)}
+    job = api(platform, "/api/exports/", token, body)
+    job = wait_until(
+        lambda: (found := api(platform, f"/api/exports/{job['id']}/", token))["status"] in ("done", "failed") and found,
+        240,
+        interval=0.5,
+        message=f"export {job['id']} ends",
+    )
+    assert job["status"] == "done", job["error"]
+    request = urllib.request.Request(job["download_url"], headers={"Authorization": f"Token {token}"})
+    with (
+        urllib.request.urlopen(request, timeout=120) as response,
+        tarfile.open(fileobj=io.BytesIO(response.read())) as tar,
+    ):
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile() or m.islnk()}
+    return {name.split("/", 1)[1]: data for name, data in files.items()}
 
 
 def secret_forms(secret: str) -> list[bytes]:

@@ -10,7 +10,15 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from tests.e2e.browser import sign_in_form, wait_for
-from tests.e2e.recorder_harness import api, extension_browser, live_platform, stored_turns, wait_until
+from tests.e2e.recorder_harness import (
+    api,
+    create_member,
+    exported_files,
+    extension_browser,
+    live_platform,
+    stored_turns,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -48,7 +56,7 @@ def frame_element(driver, element_id):
     return driver.find_element(By.ID, element_id)
 
 
-def test_a_person_doing_a_form_task_is_recorded_in_the_task_frame_and_names_the_assignment(live, tmp_path):
+def test_a_person_doing_a_form_task_is_recorded_in_the_task_frame_and_names_the_assignment(live):
     with extension_browser(live, PROJECT) as (driver, _cdp, recorder):
         sign_in_form(driver, live.url, USER, PASSWORD)
         driver.get(f"{live.url}/work/")
@@ -91,10 +99,8 @@ def test_a_person_doing_a_form_task_is_recorded_in_the_task_frame_and_names_the_
     ), intents
     assert all(t.get("screenshot") for t in in_frame if t["intent"] in ("click", "textInput", "change"))
 
-    out = tmp_path / "weblinx"
-    exported = live.platform.manage(
-        "export_dataset", "--format", "weblinx", "--project", PROJECT, "--status", "all", "--out", str(out)
+    researcher = create_member(live.platform, "form-researcher", PROJECT, "researcher")
+    replay = json.loads(
+        exported_files(live.platform, researcher, PROJECT, "weblinx")[f"demonstrations/{name}/replay.json"]
     )
-    assert exported.returncode == 0, exported.stderr
-    replay = json.loads((out / "demonstrations" / name / "replay.json").read_text())
     assert "calm and blue" in json.dumps(replay)

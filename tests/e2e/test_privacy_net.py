@@ -345,9 +345,7 @@ def test_no_secret_in_the_api_answers(recorded, live):
             answers[f"{kind} {sha}"] = http_get(live.platform, f"/api/blobs/{sha}", live.token)
         except urllib.error.HTTPError as error:
             unreadable.append((kind, error.code))
-    # Known: snapshots are not yet readable through the blobs API (issue #27, item 2); their bytes are searched on
-    # disk and in the Mind2Web export's download.
-    assert set(unreadable) <= {("mhtml", 404)}, unreadable
+    assert unreadable == [], "every blob a turn refers to is readable by its recorder"
     assert set(blobs.values()) >= {"screenshot", "page", "bboxes", "mhtml", "video"}
     assert {where: leaked for where, data in answers.items() if (leaked := leaks(data, SECRETS))} == {}
 

@@ -19,10 +19,13 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
+from annotation.splits import MIND2WEB_SPLITS
 from tests.e2e.recorder_harness import (
     Recorder,
     api,
     blob_bytes,
+    create_member,
+    exported_files,
     extension_browser,
     fixture_servers,
     live_platform,
@@ -278,12 +281,9 @@ def test_a_step_mode_demonstration_of_an_assigned_task(live):
     )
     assert verified.returncode == 0, verified.stderr
     assert "verified" in verified.stdout
-    out = live.platform.var_dir / "mind2web-export"
-    exported = live.platform.manage(
-        "export_dataset", "--format", "mind2web", "--out", str(out), "--project", PROJECT, "--status", "all"
-    )
-    assert exported.returncode == 0, exported.stderr
-    records = [record for path in sorted(out.glob("*.json")) for record in json.loads(path.read_text())]
+    researcher = create_member(live.platform, "step-researcher", PROJECT, "researcher")
+    files = exported_files(live.platform, researcher, PROJECT, "mind2web")
+    records = [record for split in MIND2WEB_SPLITS for record in json.loads(files.get(f"{split}.json", b"[]"))]
     assert [record["confirmed_task"] for record in records] == [REFINED]
     record = records[0]
     assert [tuple(action["operation"].values()) for action in record["actions"]] == [
@@ -293,7 +293,7 @@ def test_a_step_mode_demonstration_of_an_assigned_task(live):
         ("CLICK", "ENTER", ""),
         ("CLICK", "CLICK", ""),
     ], [action["operation"] for action in record["actions"]]
-    snapshots = out / "task" / record["annotation_id"] / "processed" / "snapshots"
+    snapshots = f"task/{record['annotation_id']}/processed/snapshots"
     for action in record["actions"]:
         assert f'data_pw_testid_buckeye="{action["action_uid"]}"' in action["raw_html"]
-        assert b"Step mode fixture" in (snapshots / f"{action['action_uid']}_before.mhtml").read_bytes()
+        assert b"Step mode fixture" in files[f"{snapshots}/{action['action_uid']}_before.mhtml"]

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core import signing
 from django.urls import reverse
 
-from ...models import Assignment, Task
+from ...models import Assignment, BatchKind, Task
 from ..errors import NotFound
 
 PREVIEW_SALT = "form-task-preview"
@@ -29,6 +29,11 @@ VIEW_SALT = "form-assignment-view"
 VIEW_MAX_AGE = 12 * 3600
 SANDBOX = "allow-scripts allow-forms allow-popups allow-modals"  # never allow-same-origin
 NOT_AVAILABLE = "ASSIGNMENT_ID_NOT_AVAILABLE"  # MTurk's assignmentId in a preview
+
+
+def form_assignments():
+    """Only form batches have task frames: a Mind2Web round or demonstration is never shown or submitted as a form."""
+    return Assignment.objects.filter(task__batch__kind=BatchKind.FORM)
 
 
 def preview_token(task: Task) -> str:
@@ -42,7 +47,8 @@ def check_preview_token(task_id: int, token: str, max_age=None) -> Task:
         signed = signing.loads(token or "", salt=PREVIEW_SALT, max_age=max_age)
     except signing.BadSignature:  # also SignatureExpired
         signed = None
-    task = Task.objects.select_related("batch").filter(pk=task_id).first() if signed == task_id else None
+    forms = Task.objects.select_related("batch").filter(batch__kind=BatchKind.FORM)
+    task = forms.filter(pk=task_id).first() if signed == task_id else None
     if task is None:
         raise NotFound("this preview link is wrong or has expired")
     return task
@@ -66,7 +72,7 @@ def work_frame_url(assignment: Assignment) -> str:
 
 def check_work_token(assignment_id: int, token: str) -> Assignment:
     assignment = (
-        Assignment.objects.select_related("task__batch", "worker").filter(pk=assignment_id).first()
+        form_assignments().select_related("task__batch", "worker").filter(pk=assignment_id).first()
         if isinstance(assignment_id, int)
         else None
     )
@@ -86,7 +92,7 @@ def check_view_token(assignment_id: int, token: str) -> Assignment:
     except signing.BadSignature:
         signed = None
     assignment = (
-        Assignment.objects.select_related("task__batch").filter(pk=assignment_id).first()
+        form_assignments().select_related("task__batch").filter(pk=assignment_id).first()
         if signed == assignment_id
         else None
     )

@@ -44,22 +44,36 @@ def check_demo_writable(user, name: str) -> Demonstration:
 
 
 def check_blob_readable(user, sha256: str) -> Blob:
-    """A blob that a demonstration of one of ``user``'s projects uses (screenshot, page, bboxes, frame, video)."""
+    """A blob that a demonstration ``user`` may read uses: one its turns refer to (screenshot, page, bboxes, a
+    frame, the MHTML snapshot) or a chunk of its video. Any other blob is a 404, whoever uploaded it."""
     blob = Blob.objects.filter(sha256=sha256).first() if schema.is_sha256(sha256) else None
     if blob is None or not blob_used_by(Demonstration.objects.screen_visible_to(user), blob):
         raise NotFound(f"no blob {sha256} in your projects")
     return blob
 
 
+# ``schema.SNAPSHOT_FIELD`` (``arguments.properties.mhtml``) as a lookup into the turn's ``arguments`` JSON.
+SNAPSHOT_LOOKUP = schema.SNAPSHOT_FIELD.replace(".", "__")
+
+
 def blob_used_by(demos, blob: Blob) -> bool:
+    """Whether a turn of ``demos`` refers to ``blob`` wherever ``schema.referenced_blobs`` finds references (the
+    columns of ``schema.BLOB_FIELDS``, each frame's screenshot, the step's MHTML snapshot), or ``blob`` is a chunk
+    of their video. The indexed columns are asked first; the JSON places in a second query."""
     turns = Turn.objects.filter(demonstration__in=demos)
-    if turns.filter(Q(screenshot=blob) | Q(page=blob) | Q(bboxes=blob)).exists():
+    columns = Q()
+    for name in schema.BLOB_FIELDS:
+        columns |= Q(**{name: blob})
+    if turns.filter(columns).exists():
         return True
     if VideoChunk.objects.filter(demonstration__in=demos, blob=blob).exists():
         return True
+    snapshot = Q(**{SNAPSHOT_LOOKUP: blob.sha256})
     if connection.features.supports_json_field_contains:
-        return turns.filter(frames__contains=[{"screenshot": blob.sha256}]).exists()
+        return turns.filter(Q(frames__contains=[{"screenshot": blob.sha256}]) | snapshot).exists()
     # SQLite cannot search inside JSON lists: look through the turns that have frames.
+    if turns.filter(snapshot).exists():
+        return True
     frame_lists = turns.exclude(frames=[]).values_list("frames", flat=True).iterator()
     return any(frame.get("screenshot") == blob.sha256 for frames in frame_lists for frame in frames)
 

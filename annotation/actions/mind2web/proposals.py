@@ -235,8 +235,10 @@ def make_demonstration_task(proposal) -> Task:
     """The demonstration batch's task of an accepted proposal, assigned to its proposer unless the project sends
     demonstrations to the pool."""
     website, project = proposal.website, proposal.website.project
+    # The batch row's lock makes reviewers accepting at once take the next index one after the other.
     batch = Batch.objects.select_for_update().get(pk=mind2web_batch(project, BatchKind.DEMONSTRATION).pk)
-    index = (batch.tasks.aggregate(last=Max("index"))["last"] or -1) + 1
+    last = batch.tasks.aggregate(last=Max("index"))["last"]
+    index = 0 if last is None else last + 1
     inputs = {
         "task": proposal.final_text,
         "website": website.name,

@@ -4,11 +4,16 @@ Workers: a batch that names users or groups is open to those only (they also nee
 otherwise to the project's annotators and admins. Managers (create batches, read results, gold and statistics):
 the project's researchers and admins. A superuser is both everywhere. Refusals that would reveal a batch the
 user cannot see are 404s.
+
+The ``check_*`` functions are the doors of the form-task pages (``/work/``) and the work API: they open form
+batches only. Mind2Web's proposal and demonstration batches use the same queue through their own actions
+(``annotation.actions.mind2web``), which keep their rules (a website's target, a round's proposals, a
+demonstration's recording); to the form pages and the work API they do not exist (404).
 """
 
 from django.db.models import Exists, OuterRef, Q
 
-from ...models import Batch, Project, Role, Task
+from ...models import Batch, BatchKind, Project, Role, Task
 from ...models.capture import Membership
 from ..errors import Forbidden, NotFound
 from ..projects import check_project_role
@@ -56,10 +61,10 @@ def can_see_stats(user, batch: Batch) -> bool:
 
 
 def visible_batch(user, batch_id) -> Batch:
-    """A batch of one of ``user``'s projects, or 404 (a non-member learns nothing about it)."""
-    batch = Batch.objects.in_projects_of(user).select_related("project").filter(pk=batch_id).first()
+    """A form batch of one of ``user``'s projects, or 404 (a non-member learns nothing about it)."""
+    batch = Batch.objects.forms().in_projects_of(user).select_related("project").filter(pk=batch_id).first()
     if batch is None:
-        raise NotFound(f"no batch {batch_id} among your projects")
+        raise NotFound(f"no form batch {batch_id} among your projects")
     return batch
 
 
@@ -93,8 +98,8 @@ def check_project_for_batches(user, project_name) -> Project:
 
 
 def check_task_previewable(user, task_id) -> Task:
-    """A task ``user`` may preview: one of a batch they may work on or manage."""
-    task = Task.objects.select_related("batch__project").filter(pk=task_id).first()
+    """A task ``user`` may preview: one of a form batch they may work on or manage."""
+    task = Task.objects.select_related("batch__project").filter(pk=task_id, batch__kind=BatchKind.FORM).first()
     if task is None or not (can_work_on(user, task.batch) or can_manage(user, task.batch)):
         raise NotFound(f"no task {task_id} among your batches")
     return task

@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
 
-from ...models import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, Task
+from ...models import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
 from ..errors import Conflict, NotFound
 from .access import check_batch_for_work, open_for_work, workable_batches
 
@@ -239,10 +239,11 @@ def do_update_batch_settings(batch: Batch, **fields) -> Batch:
 
 
 def check_assignment_of(user, assignment_id) -> Assignment:
-    """One of ``user``'s own assignments (anyone else's is a 404)."""
+    """One of ``user``'s own assignments of a form batch (anyone else's is a 404, and so are Mind2Web's: a
+    proposal round or a demonstration task ends through its own actions)."""
     assignment = (
         Assignment.objects.select_related("task__batch__project", "worker")
-        .filter(pk=assignment_id, worker=user)
+        .filter(pk=assignment_id, worker=user, task__batch__kind=BatchKind.FORM)
         .first()
     )
     if assignment is None:
