@@ -63,8 +63,11 @@ def instance_screenshot(request, run_id: int, row_id: int):
 @require_GET
 def compare(request):
     ids = [request.GET.get("a", ""), request.GET.get("b", "")]
-    if not all(value.isdigit() for value in ids):
-        raise Http404("compare takes two run ids: ?a=<run>&b=<run>")
+    missing = [name for name, value in zip("ab", ids, strict=True) if not value.isdigit()]
+    if missing:
+        detail = f"Compare takes two run ids, ?a=<run>&b=<run>: choose run {' and '.join(missing)}."
+        context = {"code": 400, "title": "Bad request", "detail": detail}
+        return render(request, "errors/error.html", context, status=400)
     first, second = (or_404(actions.check_run_readable, request.user, int(value)) for value in ids)
     table = actions.compare_tables(actions.score_table(first), actions.score_table(second))
     return render(request, "agents/compare.html", {"a": first, "b": second, "table": table})
