@@ -4,11 +4,12 @@ refusals as messages (a refused request stores nothing)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from .actions import ActionError, NotFound, ValidationFailed
+from .actions import ActionError, Forbidden, NotFound, ValidationFailed
 from .actions import mind2web as m2w
 from .actions.projects import check_project_role
 from .actions.work import WORK_ROLES
@@ -67,11 +68,22 @@ def project_page(request, project):
     return render(request, "mind2web/project.html", context)
 
 
+def managed_project(user, name) -> Project:
+    """The project whose websites ``user`` manages: the 404 page for another project, the 403 page for a member
+    whose role does not manage websites (what they post is never read)."""
+    try:
+        return m2w.check_project_for_websites(user, name)
+    except NotFound as error:
+        raise Http404(error.detail) from error
+    except Forbidden as error:
+        raise PermissionDenied(error.detail) from error
+
+
 @login_required
 @require_POST
 def website_add(request, project):
+    found = managed_project(request.user, project)
     try:
-        found = m2w.check_project_for_websites(request.user, project)
         fields = {key: request.POST.get(key, "") for key in ("name", "url", "domain", "subdomain", "description")}
         if request.POST.get("target_tasks"):
             fields["target_tasks"] = request.POST["target_tasks"]
@@ -85,8 +97,8 @@ def website_add(request, project):
 @login_required
 @require_POST
 def website_import(request, project):
+    found = managed_project(request.user, project)
     try:
-        found = m2w.check_project_for_websites(request.user, project)
         upload = request.FILES.get("file")
         if upload is None:
             raise ValidationFailed("choose a file", [{"field": "file", "message": "required"}])
