@@ -372,7 +372,9 @@ class ExportJobViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOn
 
     model = ExportJob
     serializer_class = s.ExportJobSerializer
-    filterset_fields = {"project__name": ["exact"], "status": ["exact"], "format": ["exact"]}
+    # No ``format`` filter: ``?format=`` picks the renderer (``json``, ``api``); as a filter it made the browsable
+    # API's own format links a 400, and any export format a 404 (no renderer of that name).
+    filterset_fields = {"project__name": ["exact"], "status": ["exact"]}
 
     @extend_schema(request=s.ExportCreateSerializer, responses={202: s.ExportJobSerializer, **ERRORS})
     def create(self, request):
@@ -411,7 +413,7 @@ class EvaluationViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadO
 
     model = Evaluation
     serializer_class = s.EvaluationSerializer
-    filterset_fields = {"project__name": ["exact"], "status": ["exact"], "format": ["exact"], "split": ["exact"]}
+    filterset_fields = {"project__name": ["exact"], "status": ["exact"], "split": ["exact"]}  # no format: as exports
 
     @extend_schema(request=s.EvaluationCreateSerializer, responses={202: s.EvaluationSerializer, **ERRORS})
     def create(self, request):
