@@ -459,6 +459,11 @@ def fillings(pattern, params: list, sides: dict, mixed: bool) -> list:
     return found
 
 
+def object_params(pattern) -> set:
+    """The parameters of ``pattern`` that name an object (its query token included)."""
+    return {p for p in [*pattern.params, *(["token"] if pattern.route in QUERY_TOKENS else [])] if p not in VALUES}
+
+
 def url_of(pattern, filled: dict) -> str:
     path_values = {k: v for k, v in filled.items() if k in pattern.params}
     query = {k: v for k, v in filled.items() if k not in pattern.params}
@@ -517,16 +522,20 @@ def test_every_page_of_ones_own_project_answers_every_role_without_an_error(worl
     )
 
 
-def refused(response, admin: bool) -> bool:
-    if admin:  # the admin answers non-staff with its sign-in page, whatever the object
+def refused(response, admin: bool, outside: bool) -> bool:
+    """The admin answers non-staff with its sign-in page, whatever the object. Elsewhere what lies wholly outside
+    one's projects is a 404, never a 403 (its existence does not leak: docs/security.md); with one's own project in
+    the URL, one's role there may be refused first (403)."""
+    if admin:
         return response.status == 302 and response.location.startswith("/admin/login/")
-    return response.status in (403, 404)
+    return response.status in ((404,) if outside else (403, 404))
 
 
 def test_another_projects_objects_answer_404_or_403_to_every_role(world, objects):
     """Every pattern filled with the other project's objects, or with one of them among one's own, as each alpha
-    role and the outsider: GET and POST (empty, with the CSRF token or the API token) are refused with 404 or 403
-    (405 when the pattern does not take the method), never the object, never a 5xx."""
+    role and the outsider: GET and POST (empty, with the CSRF token or the API token) are refused with 404 (403 for
+    one's role in one's own project; 405 when the pattern does not take the method), never the object, never a
+    5xx."""
     people = dict.fromkeys(ONE_PER_ROLE["alpha"], "alpha") | {"otto": "beta"}
     requests = []
     for pattern, params in checked_patterns()[0]:
@@ -544,11 +553,11 @@ def test_another_projects_objects_answer_404_or_403_to_every_role(world, objects
         answers = list(pool.map(ask, requests))
     failures = []
     for pattern, username, url, kinds, got, posted in answers:
-        admin = pattern.route.startswith("admin/")
+        admin, outside = pattern.route.startswith("admin/"), set(kinds) == object_params(pattern)
         allowed = () if admin else (405,)
         if not (
-            all(refused(r, admin) or r.status in allowed for r in (got, posted))
-            and (refused(got, admin) or refused(posted, admin))
+            all(refused(r, admin, outside) or r.status in allowed for r in (got, posted))
+            and (refused(got, admin, outside) or refused(posted, admin, outside))
         ):
             body = (got.text if got.status != 405 else posted.text)[:150]
             failures.append(
