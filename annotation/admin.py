@@ -1,6 +1,8 @@
 """Admin registrations. The raw capture (turns, blobs) is shown read-only: it is never edited in place."""
 
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 
 from .actions import work
 from .models import (
@@ -54,6 +56,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+def api_file_link(url: str, stored_name: str):
+    """A stored file, linked where it is served: the API, with the reader's rights (``/media/`` is not served)."""
+    return format_html('<a href="{}">{}</a>', url, stored_name) if stored_name else "–"
 
 
 class TurnInline(admin.TabularInline):
@@ -110,6 +117,12 @@ class BlobAdmin(ReadOnlyAdmin):
     list_display = ["sha256", "media_type", "size", "created_at"]
     list_filter = ["media_type"]
     search_fields = ["sha256"]
+    exclude = ["file"]
+    readonly_fields = ["stored_file"]
+
+    @admin.display(description="file")
+    def stored_file(self, blob):
+        return api_file_link(reverse("blob", args=[blob.sha256]), blob.file.name)
 
 
 @admin.register(Invitation)
@@ -132,6 +145,13 @@ class SplitConfigAdmin(admin.ModelAdmin):
 class ExportJobAdmin(ReadOnlyAdmin):
     list_display = ["pk", "project", "format", "status", "progress", "owner", "created_at", "finished_at", "size"]
     list_filter = ["status", "format", "project"]
+    exclude = ["file"]
+    readonly_fields = ["archive"]
+
+    @admin.display(description="file")
+    def archive(self, job):
+        name = job.file.name if job.is_downloadable else ""
+        return api_file_link(reverse("export-download", args=[job.pk]), name)
 
 
 @admin.register(Evaluation)

@@ -60,8 +60,10 @@ def instance_screenshot(request, run_id: int, row_id: int):
 @action_errors
 def compare(request):
     ids = [request.GET.get("a", ""), request.GET.get("b", "")]
-    if not all(value.isdigit() for value in ids):
-        raise Http404("compare takes two run ids: ?a=<run>&b=<run>")
+    missing = [name for name, value in zip("ab", ids, strict=True) if not value.isdigit()]
+    if missing:
+        detail = f"Compare takes two run ids, ?a=<run>&b=<run>: choose run {' and '.join(missing)}."
+        raise actions.ValidationFailed(detail, [{"field": name, "message": "required"} for name in missing])
     first, second = (actions.check_run_readable(request.user, int(value)) for value in ids)
     table = actions.compare_tables(actions.score_table(first), actions.score_table(second))
     return render(request, "agents/compare.html", {"a": first, "b": second, "table": table})

@@ -70,8 +70,8 @@ def project_page(request, project):
 @require_POST
 @action_errors
 def website_add(request, project):
+    found = m2w.check_project_for_websites(request.user, project)  # 404/403 pages before the post is read
     try:
-        found = m2w.check_project_for_websites(request.user, project)
         fields = {key: request.POST.get(key, "") for key in ("name", "url", "domain", "subdomain", "description")}
         if request.POST.get("target_tasks"):
             fields["target_tasks"] = request.POST["target_tasks"]
@@ -86,8 +86,8 @@ def website_add(request, project):
 @require_POST
 @action_errors
 def website_import(request, project):
+    found = m2w.check_project_for_websites(request.user, project)  # 404/403 pages before the post is read
     try:
-        found = m2w.check_project_for_websites(request.user, project)
         upload = request.FILES.get("file")
         if upload is None:
             raise ValidationFailed("choose a file", [{"field": "file", "message": "required"}])

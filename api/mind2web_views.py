@@ -183,6 +183,7 @@ class ProposalViewSet(viewsets.ReadOnlyModelViewSet):
     def review(self, request, pk=None):
         """Accept (``text``: the edited task, blank = as proposed) or reject a pending proposal. Accepting makes a
         demonstration task, assigned to the proposer unless the project sends them to the pool."""
+        m2w.check_proposal_reviewable(request.user, pk)  # a proposal not yours to review: 404/403 whatever the body
         data = body_object(request)
         proposal = m2w.do_review(request.user, pk, data.get("decision"), data.get("text"))
         return Response(self.get_serializer(self.get_queryset().get(pk=proposal.pk)).data)
@@ -218,6 +219,7 @@ class DemonstrationTaskViewSet(viewsets.ReadOnlyModelViewSet):
     def start(self, request, pk=None):
         """Start the task-mode recording of this task: task, website, domain and subdomain filled in, linked to
         the task. Re-sending the same ``client_id`` returns the same recording (200)."""
+        m2w.check_demonstration_of(request.user, pk)  # a task not yours: 404 whatever the body
         form = ms.DemonstrationStartSerializer(data=body_object(request))
         form.is_valid(raise_exception=True)
         demo, created = m2w.do_start_demonstration(request.user, pk, **form.validated_data)

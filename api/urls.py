@@ -6,7 +6,10 @@ from rest_framework.routers import DefaultRouter
 
 from . import agent_views, mind2web_views, views, work_views
 
+# No format-suffix routes (``/api/exports/1.json``): never documented, and every ``@action`` given one answered 500
+# (its ``format`` argument unexpected). The browsable API's ``?format=`` is how to ask for a renderer.
 router = DefaultRouter()
+router.include_format_suffixes = False
 router.register("projects", views.ProjectViewSet, basename="project")
 router.register("recordings", views.RecordingViewSet, basename="recording")
 router.register("demonstrations", views.DemonstrationViewSet, basename="demonstration")

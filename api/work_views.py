@@ -27,7 +27,8 @@ MULTIPART_SLACK = 1024 * 1024  # form fields and part headers around the two fil
 
 
 class CSVRenderer(renderers.BaseRenderer):
-    """``text/csv`` for the results download (an error under this media type is its JSON text)."""
+    """``text/csv`` for the results download, so a client may ask for it (``Accept: text/csv``). The CSV itself is
+    streamed by ``results_response``; an error is answered as JSON (``BatchViewSet.finalize_response``)."""
 
     media_type, format, charset = "text/csv", "csv", "utf-8"
 
@@ -58,6 +59,12 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
     parser_classes = [LimitedJSONParser, MultiPartParser, FormParser]
     filterset_fields = {"project__name": ["exact"], "kind": ["exact"], "completed": ["exact"]}
     http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        """An error of the CSV download is the API's JSON error, labelled as JSON (it was JSON text as text/csv)."""
+        if response.status_code >= 400 and isinstance(getattr(request, "accepted_renderer", None), CSVRenderer):
+            request.accepted_renderer, request.accepted_media_type = renderers.JSONRenderer(), "application/json"
+        return super().finalize_response(request, response, *args, **kwargs)
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):

@@ -116,3 +116,12 @@ def test_only_researchers_and_admins_of_the_project_see_runs(client, alpha, beta
     assert all(client.get(url).status_code == 200 for url in urls)
     client.logout()
     assert client.get(f"/agents/runs/{run.pk}/").status_code == 302  # to sign in
+
+
+def test_compare_without_two_runs_is_a_400_naming_what_to_choose(client, researcher):
+    """The runs page's compare form needs both radios (``required``); asked without them, the page says which."""
+    client.force_login(researcher)
+    for query, missing in (("", "run a and b"), ("?a=1", "run b"), ("?a=1&b=x", "run b")):
+        response = client.get(f"/agents/compare/{query}")
+        assert response.status_code == 400, query
+        assert missing in response.content.decode()

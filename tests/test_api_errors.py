@@ -122,3 +122,14 @@ def test_the_500_page_renders_without_a_request_context():
     assert 'data-status="500"' in response.content.decode()
     api = error_views.server_error(RequestFactory().get("/api/projects/"))
     assert (api.status_code, api["Content-Type"]) == (500, "application/json")
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/api/projects/alpha/splits.json", "/api/projects/alpha.json", "/api/exports.json", "/api/batches/1/stats.api"],
+)
+def test_a_format_suffix_is_no_route_of_the_api(owner, api_for, path):
+    """``.json`` after a path is not a way to ask for a renderer (it made every ``@action`` a 500): an unknown path."""
+    response = api_for(owner).get(path)
+    assert response.status_code == 404
+    assert response.json()["code"] == "not_found"

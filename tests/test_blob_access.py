@@ -165,3 +165,14 @@ def test_a_step_snapshot_reference_is_checked_like_every_blob(owner_client, outs
     assert malformed.status_code == 400
     assert malformed.json()["errors"][0]["field"] == "turns[0].arguments.properties.mhtml"
     assert post_turns(owner_client, mine.name, [with_snapshot("ok", snapshot.sha256)]).status_code == 201
+
+
+def test_the_admins_blob_page_links_the_file_where_it_is_served(alphas_blobs, client, django_user_model):
+    """The admin shows a blob's file as a link to ``/api/blobs/<sha256>`` (``/media/`` is not served)."""
+    screenshot = alphas_blobs["screenshot"]
+    client.force_login(django_user_model.objects.create_superuser("root", "root@x.org", "pw"))
+    page = client.get(f"/admin/annotation/blob/{screenshot.sha256}/change/").content.decode()
+
+    assert f'href="/api/blobs/{screenshot.sha256}"' in page
+    assert "/media/" not in page
+    assert b"".join(client.get(f"/api/blobs/{screenshot.sha256}").streaming_content) == screenshot.data

@@ -256,3 +256,32 @@ def test_a_job_is_seen_ended_only_once_its_work_folder_is_gone(client, alpha, se
 
     assert ExportJob.objects.get(pk=created.json()["id"]).status == outcome
     assert folders_at_the_end == [[]]
+
+
+def test_the_admins_export_page_links_the_archive_where_it_is_served(finished_job):
+    """The admin shows the archive as a link to the API's download (``/media/`` is not served: it was a 404)."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    job, data = finished_job
+    admin = Client()
+    admin.force_login(get_user_model().objects.create_superuser("root", "root@x.org", "pw"))
+    page = admin.get(f"/admin/annotation/exportjob/{job.pk}/change/").content.decode()
+
+    assert f'href="/api/exports/{job.pk}/download/"' in page
+    assert "/media/" not in page
+    assert b"".join(admin.get(f"/api/exports/{job.pk}/download/").streaming_content) == data
+
+
+def test_the_browsable_apis_format_links_answer(client, finished_job):
+    """``?format=json`` and ``?format=api`` (the browsable API's own links) pick the renderer (they were a 400: a
+    ``format`` filter took them for export formats)."""
+    browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+    job, _ = finished_job
+    as_json = client.get(f"{EXPORTS}?format=json", HTTP_ACCEPT=browser)
+    as_page = client.get(f"{EXPORTS}?format=api", HTTP_ACCEPT=browser)
+    assert as_json.status_code == as_page.status_code == 200
+    assert [row["id"] for row in as_json.json()["results"]] == [job.pk]
+    assert as_page["Content-Type"].startswith("text/html")
+    for query in ("format=json", "format=api"):
+        assert client.get(f"/api/evaluations/?{query}", HTTP_ACCEPT=browser).status_code == 200

@@ -116,3 +116,14 @@ def test_managers_change_batch_settings_and_workers_cannot(alpha, owner, researc
     other = make_batch(alpha, name="other")
     clash = api_for(researcher).patch(f"/api/batches/{other.pk}/", {"name": "questions"}, format="json")
     assert clash.status_code == 409
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("accept", ["text/csv", "*/*"])
+def test_a_refused_results_download_is_the_apis_json_error(worked_batch, accept):
+    """A worker may not read the results: 403 in the API's JSON error shape, labelled JSON (not text/csv)."""
+    batch, ann = worked_batch
+    response = token_client(ann).get(f"/api/batches/{batch.pk}/results/", HTTP_ACCEPT=accept)
+    assert response.status_code == 403
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["code"] == "forbidden"

@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 
 from annotation.actions import do_ingest_turns, do_store_blob_bytes, live
-from annotation.models import Role
+from annotation.models import Invitation, Role
 from tests import payloads
 from tests.conftest import make_user, start_demo
 
@@ -196,3 +196,14 @@ def test_the_navigator_page_has_a_copy_button_for_the_invitation_and_none_once_e
     assert ended.status_code == 200
     assert 'id="chat-form"' in ended.text
     assert 'id="invite-url"' not in ended.text
+
+
+def test_a_task_mode_recording_is_given_no_invitation_by_its_pages(owner, alpha):
+    """Task mode is the navigator alone: opening its navigator page issues no instructor invitation (as the home
+    page shows none), and a join link cannot be made for it."""
+    demo = start_demo(owner, alpha, mode="task")
+    page = browser(owner).get(f"/sessions/{demo.name}/navigate")
+    assert page.status_code == 200
+    assert "/sessions/join/" not in page.content.decode()
+    assert live.do_issue_invitation(owner, demo) is None
+    assert not Invitation.objects.filter(demonstration=demo).exists()

@@ -426,8 +426,9 @@ def test_reviewing_needs_the_reviewer_role_and_someone_else(api_for, alpha, site
     proposal = propose(api_for(admin), site, ["Track my order"])["proposals"][0]["id"]
     assert review(api_for(teammate), proposal, "accept").status_code == 403  # an annotator of the project
     assert review(api_for(outsider), proposal, "accept").status_code == 404
+    assert review(api_for(outsider), proposal, "maybe").status_code == 404  # not theirs, whatever the decision
     assert review(api_for(admin), proposal, "accept").status_code == 403  # their own
-    assert review(api_for(admin), proposal, "maybe").status_code == 400
+    assert review(api_for(make_user("judge", alpha, "reviewer")), proposal, "maybe").status_code == 400
 
 
 def test_the_review_queue_lists_pending_proposals_with_their_screening(api_for, site, owner, reviewer, alpha):
@@ -486,9 +487,11 @@ def test_the_annotator_confirms_an_edited_description_when_finishing(api_for, ow
 
 
 def test_nobody_else_starts_your_demonstration_task(api_for, teammate, outsider, assigned):
+    """Someone else's task is not found, whatever the body (an empty one is not a 400 naming a field first)."""
     for user in (teammate, outsider):
         url = f"/api/demonstration-tasks/{assigned['id']}/start/"
         assert api_for(user).post(url, {"client_id": "x"}, format="json").status_code == 404
+        assert api_for(user).post(url, {}, format="json").status_code == 404
     assert api_for(teammate).get("/api/demonstration-tasks/").json() == []
 
 

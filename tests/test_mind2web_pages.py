@@ -60,11 +60,17 @@ def test_a_bad_website_form_names_the_field_and_stores_nothing(client, researche
     assert "rows[1].domain" in response.content.decode()
 
 
-def test_annotators_cannot_add_websites(client, owner, alpha):
-    client.force_login(owner)
+def test_annotators_cannot_add_websites_and_other_projects_are_not_found(client, owner, outsider, alpha, beta):
+    """The 403 page for a member whose role does not manage websites, the 404 page for another project's: adding
+    and importing alike, and nothing stored."""
     form = {"name": "carmax", "url": "https://www.carmax.com/", "domain": "Shopping"}
-    response = client.post("/mind2web/projects/alpha/websites/add", form, follow=True)
-    assert "cannot manage websites" in response.content.decode()
+    csv = b"name,url,domain\nunited,https://www.united.com/,Travel\n"
+    for user, status in ((owner, 403), (outsider, 404)):
+        client.force_login(user)
+        added = client.post("/mind2web/projects/alpha/websites/add", form)
+        imported = client.post("/mind2web/projects/alpha/websites/import", {"file": SimpleUploadedFile("s.csv", csv)})
+        assert added.status_code == imported.status_code == status
+        assert "cannot manage websites" in added.content.decode() or status == 404
     assert not Website.objects.exists()
 
 

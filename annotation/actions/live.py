@@ -15,7 +15,7 @@ from django.db.models import Max
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from ..models import Blob, Demonstration, Invitation, Role, TurnType, code_digest
+from ..models import Blob, DemoMode, Demonstration, Invitation, Role, TurnType, code_digest
 from .errors import Conflict, Forbidden, Gone, NotFound, ValidationFailed
 from .events import on_commit_send, turn_event
 from .ingest import do_finish_recording, do_ingest_turns
@@ -248,8 +248,8 @@ INVITING_ROLES = (NAVIGATOR, OBSERVER)
 
 
 def takes_instructor(demo: Demonstration) -> bool:
-    """A recording still without an instructor (what an invitation is for)."""
-    return demo.is_recording and demo.instructor_id is None
+    """A chat-mode recording still without an instructor (what an invitation is for); task mode has none."""
+    return demo.is_recording and demo.instructor_id is None and demo.mode == DemoMode.CHAT
 
 
 def do_issue_invitation(user, demo: Demonstration) -> Invitation | None:

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from rest_framework.authtoken.models import Token
 
 from ..models import Membership, Project, Role
-from .errors import Conflict, Forbidden, ValidationFailed
+from .errors import Conflict, Forbidden, NotFound, ValidationFailed
 from .projects import check_project_role
 
 MANAGE_ROLES = (Role.ADMIN,)
@@ -85,9 +85,10 @@ def do_add_member(project, username: str, role) -> Membership:
 
 
 def check_membership(project, membership_id) -> Membership:
+    """The project's membership ``membership_id``; another project's is not found here (404), as a made-up one."""
     membership = project.memberships.select_related("user").filter(pk=membership_id).first()
     if membership is None:
-        raise invalid("membership", f"no membership {membership_id} in {project.name}")
+        raise NotFound(f"no membership {membership_id} in {project.name}")
     return membership
 
 
