@@ -81,9 +81,11 @@ def managed_batches(user) -> list:
 @require_POST
 @action_errors
 def batch_accept(request, batch_id: int):
-    """Accept the batch's next task (or resume yours); back to the work page when none is left."""
+    """Accept the batch's next task (or resume yours); back to the work page when none is left. Another project's
+    batch is the 404 page and one you may not work on the 403 page; a closed batch is a message on the work page."""
+    batch = work.check_batch_for_work(request.user, batch_id)
     try:
-        batch = work.check_batch_accept(request.user, batch_id)
+        work.queue.check_open(batch)
         assignment = work.do_accept_next(request.user, batch)
     except ActionError as error:
         messages.error(request, error.detail)

@@ -229,7 +229,7 @@ def test_an_outsider_cannot_open_a_projects_tasks_batches_or_assignments(batch, 
     assert client.get(f"/work/tasks/{task.pk}/preview/").status_code == 404
     assert client.get(f"/work/batches/{batch.pk}/").status_code == 404
     assert client.get(f"/work/batches/{batch.pk}/preview/").status_code == 404
-    assert client.post(f"/work/batches/{batch.pk}/accept/").status_code == 302
+    assert client.post(f"/work/batches/{batch.pk}/accept/").status_code == 404
     assert not Assignment.objects.filter(worker=outsider).exists()
     assert client.get(f"/work/assignments/{assignment.pk}/").status_code == 404
     assert client.get(f"/work/batches/{batch.pk}/results.csv").status_code == 404
