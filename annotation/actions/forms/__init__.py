@@ -20,6 +20,7 @@ from .frames import (
     check_view_token,
     check_work_token,
     frame_csp,
+    frame_headers,
     preview_token,
     preview_url,
     view_url,
