@@ -135,6 +135,10 @@ SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
 if env_bool("SECURE_PROXY_SSL_HEADER", False):
     # Only behind a proxy that sets X-Forwarded-Proto itself (and strips it from clients' requests).
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Reverse proxies whose X-Forwarded-For (the client's address: sign-in throttling) and X-Forwarded-Proto the server
+# believes: addresses or networks (``10.0.0.0/8``), comma-separated. None by default: the client is the connection's
+# peer, whatever headers it sends (config/asgi.py; uvicorn's own forwarded-header handling is off, config/server.py).
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", [])
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
