@@ -2,8 +2,6 @@
 cancel, download) and evaluations (upload predictions, read scores). Thin: they call ``annotation.actions``; the
 progress is polled from the API's job JSON (``static/js/app.js``) and archives download through the API."""
 
-import json
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -11,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import manage_forms
-from .actions import ActionError, check_choice, jobs, splits
+from .actions import ActionError, check_choice, jobs, parse_json, splits
 from .actions.projects import check_project_role
 from .manage_views import form_error
 from .models import READ_ROLES, Evaluation, ExportJob, SplitConfig
@@ -129,9 +127,9 @@ def read_predictions(form) -> list | None:
         form.add_error("predictions", f"over the limit of {limit} bytes (INGEST_MAX_BATCH_BYTES)")
         return None
     try:
-        return json.loads(upload.read().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        form.add_error("predictions", f"not a JSON file: {error}")
+        return parse_json(upload.read(), "predictions")
+    except ActionError as error:
+        form.add_error("predictions", f"not a JSON file: {error.detail.removeprefix('predictions: ')}")
         return None
 
 

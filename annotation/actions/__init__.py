@@ -19,6 +19,7 @@ from .errors import (
     TooManyRequests,
     UnsupportedMediaType,
     ValidationFailed,
+    parse_json,
 )
 from .ingest import (
     BATCH_MEDIA_TYPE,

@@ -13,8 +13,9 @@ import urllib.request
 from django.conf import settings
 from django.db import transaction
 
+from ... import jsonsafe
 from ...models import SeedSource, SeedTask
-from ..errors import ActionError, Conflict, ValidationFailed
+from ..errors import ActionError, Conflict, ValidationFailed, parse_json
 from .websites import decode
 
 TASK_MAX_CHARS = 500
@@ -52,12 +53,7 @@ def seed_texts_of_file(data: bytes, filename: str) -> list:
     """Task texts from a file: a JSON list of strings, a CSV with a ``task`` column, or one task per line."""
     text = decode(data, "file")
     if filename.lower().endswith(".json") or text.lstrip().startswith("["):
-        try:
-            texts = json.loads(text)
-        except json.JSONDecodeError as error:
-            message = f"is not JSON: {error.msg} at line {error.lineno} column {error.colno}"
-            raise ValidationFailed(f"file {message}", [{"field": "file", "message": message}]) from None
-        return texts
+        return parse_json(text, "file")
     if filename.lower().endswith(".csv"):
         rows = list(csv.DictReader(io.StringIO(text)))
         if rows and "task" not in rows[0]:
@@ -102,7 +98,7 @@ def ask_model(prompt: str) -> str:
     request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=settings.SEED_TASKS_LLM_TIMEOUT_SECONDS) as response:
-            answer = json.loads(response.read())
+            answer = jsonsafe.loads(response.read())
         return answer["choices"][0]["message"]["content"]
     except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as error:
         raise UpstreamFailed(f"the seed-task model at {url} failed: {error}") from None
@@ -112,8 +108,8 @@ def parse_generated(content: str) -> list[str]:
     """Task texts from the model's answer: a JSON list (possibly inside a code fence), else one task per line."""
     stripped = content.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
     try:
-        found = json.loads(stripped)
-    except json.JSONDecodeError:
+        found = jsonsafe.loads(stripped)
+    except jsonsafe.JSONProblem:
         found = [line.lstrip("-*0123456789.) ").strip() for line in stripped.splitlines()]
     if not isinstance(found, list):
         raise UpstreamFailed("the seed-task model did not answer a list of tasks")
