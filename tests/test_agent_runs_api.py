@@ -29,6 +29,18 @@ def form_batch(alpha):
         ({"instances": 0}, "instances", "greater than or equal to 1"),
         ({"metric": "bleu"}, "metric", "not a valid choice"),
         ({"seed": "x"}, "seed", "valid integer"),
+        # The seed column holds 32 bits: 2^31 was stored as -2^31, 2^63 and up were a 500.
+        ({"seed": 2**63}, "seed", "less than or equal to 2147483647"),
+        ({"seed": 2**64 + 1}, "seed", "less than or equal to 2147483647"),
+        ({"seed": 2**31}, "seed", "less than or equal to 2147483647"),
+        ({"seed": -1}, "seed", "greater than or equal to 0"),
+        ({"instances": 2**63}, "instances", "less than or equal to 100000"),
+        ({"instances": -(2**63)}, "instances", "greater than or equal to 1"),
+        # A spec that names no Solver class: refused here, not on the worker.
+        ({"solver": "python:agents.harness:FieldRequest"}, "solver", "is not a subclass of agents.harness.Solver"),
+        ({"solver": "python:agents.solvers:load_solver"}, "solver", "is not a subclass of agents.harness.Solver"),
+        ({"solver": "python:agents.solvers:Nope"}, "solver", "cannot load solver"),
+        ({"solver": "python:agents.nowhere:Solver"}, "solver", "cannot load solver"),
     ],
 )
 def test_a_bad_request_is_a_400_naming_the_field_and_stores_nothing(
@@ -58,6 +70,34 @@ def test_a_run_is_created_queued_with_its_settings(researcher, api_for, form_bat
     assert body["metric"] == "official"
     assert body["results"] == {}
     assert body["results_page"].endswith(f"/agents/runs/{body['id']}/")
+
+
+def test_the_largest_seed_is_stored_as_given(researcher, api_for, form_batch, django_capture_on_commit_callbacks):
+    client = api_for(researcher)
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client.post(RUNS, {"project": "alpha", "solver": "oracle", "seed": 2**31 - 1}, format="json")
+
+    assert response.status_code == 202, response.json()
+    assert client.get(f"{RUNS}{response.json()['id']}/").json()["seed"] == 2**31 - 1
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"seed": 2**31}, "seed: expected a whole number from 0 to 2147483647"),
+        ({"seed": -3}, "seed: expected a whole number from 0 to 2147483647"),
+        ({"solver": "python:agents.harness:FieldRequest"}, "is not a subclass of agents.harness.Solver"),
+    ],
+)
+def test_the_run_agent_command_refuses_the_same_before_creating_a_run(
+    researcher, form_batch, tmp_path, options, message
+):
+    from django.core.management import CommandError, call_command
+
+    arguments = {"project": "alpha", "solver": "oracle", "out": tmp_path, "user": "researcher", **options}
+    with pytest.raises(CommandError, match=message):
+        call_command("run_agent", **arguments)
+    assert not AgentRun.objects.exists()
 
 
 @pytest.mark.parametrize(("who", "status"), [("outsider", 404), ("owner", 403), ("reviewer", 403)])
