@@ -65,7 +65,7 @@ def work_frame(request, assignment_id: int, token: str):
 
 def submit(request, assignment) -> HttpResponse:
     try:
-        answers = actions.answers_from_post(request.POST)
+        answers = actions.answers_from_request(request)
     except RequestDataTooBig:
         return refused(413, "invalid", "The answers are too large; nothing was stored.")
     except SuspiciousOperation as error:  # e.g. more fields than DATA_UPLOAD_MAX_NUMBER_FIELDS

@@ -28,5 +28,5 @@ from .frames import (
     work_url,
 )
 from .parse import ParsedBatch, TemplateInfo, analyse_template, check_batch_name, parse_batch
-from .render import answers_from_post, check_answers, fill_template, result_page, task_page
+from .render import answers_from_request, check_answers, fill_template, result_page, task_page
 from .results import results_csv, results_csv_lines, results_filename
