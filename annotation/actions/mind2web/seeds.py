@@ -2,7 +2,8 @@
 
 Generation is off unless ``SEED_TASKS_LLM_URL`` is set (the base URL of an OpenAI-compatible API, e.g.
 ``http://127.0.0.1:8080/v1``); it asks ``SEED_TASKS_LLM_MODEL`` (with ``SEED_TASKS_LLM_KEY`` as bearer token, if
-set) for ``SEED_TASKS_PER_WEBSITE`` tasks exercising different functions of the site, and keeps the new ones."""
+set) for ``SEED_TASKS_PER_WEBSITE`` tasks exercising different functions of the site, and keeps the new ones. A
+redirect from the endpoint is refused (502), so the key never reaches another host."""
 
 import csv
 import io
@@ -84,6 +85,17 @@ def generation_prompt(website, count: int) -> str:
     )
 
 
+class RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect from the model's endpoint is an error, never followed: the request carries the bearer token,
+    which belongs to ``SEED_TASKS_LLM_URL`` only (urllib would send it on to wherever a 30x points)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        raise urllib.error.HTTPError(req.full_url, code, f"redirected to {newurl}; not followed", headers, fp)
+
+
+MODEL_OPENER = urllib.request.build_opener(RefuseRedirects)
+
+
 def ask_model(prompt: str) -> str:
     """The content of the chat endpoint's first choice."""
     body = {
@@ -97,7 +109,7 @@ def ask_model(prompt: str) -> str:
     url = settings.SEED_TASKS_LLM_URL.rstrip("/") + "/chat/completions"
     request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=settings.SEED_TASKS_LLM_TIMEOUT_SECONDS) as response:
+        with MODEL_OPENER.open(request, timeout=settings.SEED_TASKS_LLM_TIMEOUT_SECONDS) as response:
             answer = jsonsafe.loads(response.read())
         return answer["choices"][0]["message"]["content"]
     except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as error:
