@@ -97,9 +97,8 @@ def export_detail(request, name: str, job_id: int):
     project, role = export_page(request, name)
     jobs.reap_stale_jobs(ExportJob)
     job = get_object_or_404(ExportJob.objects.select_related("owner"), project=project, pk=job_id)
-    return render(
-        request, "research/export.html", {"project": project, "project_role": role, "tab": "exports", "job": job}
-    )
+    context = {"project": project, "project_role": role, "tab": "exports", "job": job}
+    return render(request, "research/export.html", {**context, "may_cancel": jobs.may_cancel(request.user, job)})
 
 
 @login_required
@@ -109,7 +108,8 @@ def job_cancel(request, name: str, kind: str, job_id):
     """Cancel a queued or running export or evaluation, then back to its page."""
     project, _ = export_page(request, name)
     model, page = (ExportJob, "research-export") if kind == "exports" else (Evaluation, "research-evaluation")
-    job = get_object_or_404(model, project=project, pk=int(job_id))
+    job = get_object_or_404(model.objects.select_related("project"), project=project, pk=int(job_id))
+    jobs.check_job_cancellable(request.user, job)  # its owner or a project admin; the 403 page otherwise
     try:
         jobs.do_cancel_job(job)
     except ActionError as error:
@@ -173,6 +173,7 @@ def evaluation_detail(request, name: str, job_id: int):
         "project_role": role,
         "tab": "evaluations",
         "job": evaluation,
+        "may_cancel": jobs.may_cancel(request.user, evaluation),
         "aggregate": sorted((results.get("aggregate") or {}).items()),
         "coverage": results.get("coverage"),
     }
