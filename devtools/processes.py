@@ -4,6 +4,10 @@
 beat)
 with its own VAR_DIR and, when DATABASE_URL points at PostgreSQL, its own throw-away database, so it never
 touches the database pytest-django uses.
+
+Every server started here goes through ``spawn``: its own process group (stopped as one), and killed by the kernel
+when the process that started it dies, however it dies. A test run stopped by SIGTERM or SIGKILL (a time limit, a
+cancelled CI job) runs no ``finally``; without this its servers (SeaweedFS, uvicorn, Celery) would run on for good.
 """
 
 import contextlib
@@ -23,6 +27,24 @@ import dj_database_url
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def spawn(command: list[str], log: Path, env: dict, cwd: Path = ROOT, before=None) -> subprocess.Popen:
+    """A server for a test or benchmark, output to ``log``: in its own process group (``stop_group``) and sent
+    SIGKILL by the kernel when the process that started it ends (``config.serve.dies_with_this_process``); its own
+    children die with it in turn (`make run`'s and ``config.serve``'s do, Celery's pool processes too)."""
+    from config.serve import dies_with_this_process
+
+    with log.open("w") as out:
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=dies_with_this_process(signal.SIGKILL, before),
+        )
 
 
 def free_port() -> int:
@@ -115,15 +137,9 @@ def start_platform(var_dir: Path, database_url: str | None, port: int, *extra, s
         env["DATABASE_URL"] = database_url
     var_dir.mkdir(parents=True, exist_ok=True)
     log = var_dir / f"platform-{port}.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "runplatform", "--port", str(port), *extra],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None,
-        )
+    command = [sys.executable, "manage.py", "runplatform", "--port", str(port), *extra]
+    ignore_sigint = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
+    process = spawn(command, log, env, before=ignore_sigint)
     platform = Platform(f"http://127.0.0.1:{port}", env, var_dir, process, log)
     wait_http_ok(platform.url + "/healthz", 240, process, log)
     # The worker and beat start beside the server: wait for them too, or a control broadcast (inspect ping) sent
@@ -184,10 +200,7 @@ def celery_worker(env_overrides: dict, log: Path, timeout: float = 90):
         "--without-mingle",
         "--without-gossip",
     ]
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    process = spawn(command, log, env)
     try:
         deadline = time.monotonic() + timeout
         while "ready." not in log.read_text(errors="replace"):
@@ -215,21 +228,12 @@ def asgi_process(env_overrides: dict, log: Path, timeout: float = 60, workers: i
 
     port = free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONUNBUFFERED": "1", **env_overrides}
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            server_command("127.0.0.1", port, workers), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
-        )
+    process = spawn(server_command("127.0.0.1", port, workers), log, env)
     try:
         wait_http_ok(f"http://127.0.0.1:{port}/healthz", timeout, process, log)
         yield f"http://127.0.0.1:{port}", process
     finally:
-        if process.poll() is None:
-            process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_group(process)
 
 
 @contextlib.contextmanager
@@ -248,10 +252,7 @@ def celery_beat(env_overrides: dict, log: Path, schedule: Path, timeout: float =
         "--schedule",
         str(schedule),
     ]
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    process = spawn(command, log, env)
     try:
         deadline = time.monotonic() + timeout
         while "beat: Starting" not in log.read_text(errors="replace"):

@@ -1,0 +1,118 @@
+"""Servers a test run starts die with the run, however it is stopped: a pytest run using the suite's own fixtures
+(SeaweedFS, the platform as `make run` starts it) and ``devtools.processes`` servers (uvicorn with two processes,
+a Celery worker, Celery beat) is stopped with SIGTERM, as a time limit or a cancelled CI job stops it (no
+``finally`` runs), and every process it had started, their children included, is gone."""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dj_database_url
+import psycopg
+import pytest
+
+from devtools.processes import ROOT
+
+pytestmark = pytest.mark.slow
+
+INNER_TEST = """
+import os
+import time
+from pathlib import Path
+
+from devtools.processes import asgi_process, celery_beat, celery_worker
+
+
+def test_servers_run_until_the_run_is_stopped(s3_server, platform, tmp_path):
+    env = {"DATABASE_URL": platform.env["DATABASE_URL"], "VAR_DIR": str(platform.var_dir)}
+    with (
+        asgi_process(env, tmp_path / "server.log", workers=2),
+        celery_worker(env, tmp_path / "worker.log"),
+        celery_beat(env, tmp_path / "beat.log", tmp_path / "beat-schedule"),
+    ):
+        Path(os.environ["READY_FILE"]).write_text(platform.env["DATABASE_URL"])
+        while True:
+            time.sleep(3600)  # until the run is stopped
+"""
+
+
+def processes() -> dict[int, int]:
+    """pid → parent pid of every process on the machine."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = (entry / "stat").read_text()
+                table[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return table
+
+
+def descendants(root: int) -> set[int]:
+    table, found, frontier = processes(), set(), {root}
+    while frontier:
+        frontier = {pid for pid, parent in table.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for its parent to reap it is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def drop_database(url: str) -> None:
+    if not url.startswith(("postgres://", "postgresql://")):
+        return
+    config = dj_database_url.parse(url)
+    admin = {"host": config["HOST"], "port": config["PORT"] or 5432, "user": config["USER"], "dbname": "postgres"}
+    with psycopg.connect(**admin, password=config["PASSWORD"], autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{config["NAME"]}" WITH (FORCE)')
+
+
+def test_a_test_run_stopped_by_sigterm_leaves_no_server_running(tmp_path):
+    (tmp_path / "conftest.py").write_text("from tests.conftest import platform, s3_server  # noqa: F401\n")
+    (tmp_path / "test_inner.py").write_text(INNER_TEST)
+    ready = tmp_path / "ready"
+    env = {**os.environ, "READY_FILE": str(ready), "VAR_DIR": str(tmp_path / "var"), "CELERY_QUEUE": "sigterm-run"}
+    env.pop("CACHE_KEY_PREFIX", None)  # the inner run's own, from its VAR_DIR
+    command = [sys.executable, "-m", "pytest", "-q", "--rootdir", str(ROOT), "-c"]
+    command += [str(ROOT / "pyproject.toml"), "-p", "no:cacheprovider", str(tmp_path / "test_inner.py")]
+    with (tmp_path / "inner.log").open("w") as log:
+        run = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    started: set[int] = set()
+    try:
+        deadline = time.monotonic() + 400
+        while not ready.exists():
+            assert run.poll() is None, (tmp_path / "inner.log").read_text()[-4000:]
+            assert time.monotonic() < deadline, "the inner run never started its servers"
+            time.sleep(0.2)
+        started = descendants(run.pid)
+        commands = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ") for pid in started}
+        assert any(b"weed" in line for line in commands.values()), commands
+        assert sum(b"config.serve" in line for line in commands.values()) == 3, commands  # supervisor + 2
+        assert sum(b"runplatform" in line for line in commands.values()) == 1, commands
+
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=30) == -signal.SIGTERM
+
+        deadline = time.monotonic() + 60
+        while (left := {pid for pid in started if alive(pid)}) and time.monotonic() < deadline:
+            time.sleep(0.2)  # the kernel's SIGKILL/SIGTERM is immediate; a graceful stop takes a moment
+        assert not left, {pid: commands.get(pid) for pid in left}
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        for pid in started:  # what a failing run left behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if ready.exists():
+            drop_database(ready.read_text())
