@@ -4,15 +4,15 @@ side. Researchers and admins of the run's project only; anyone else gets a 404. 
 cancelled from its page by the one who started it or a project admin (403 for other researchers). Thin:
 ``actions.agent_runs``, ``actions.jobs``."""
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from .actions import ActionError, jobs
 from .actions import agent_runs as actions
+from .actions import jobs
 from .page_errors import action_errors
+from .research_views import cancel_from_page
 
 RUNS_SHOWN = 100
 
@@ -46,13 +46,7 @@ def run_detail(request, run_id: int):
 def run_cancel(request, run_id: int):
     """Cancel a queued or running run (its owner or a project admin), then back to its page."""
     run = actions.check_run_readable(request.user, run_id)
-    jobs.check_job_cancellable(request.user, run)
-    try:
-        jobs.do_cancel_job(run)
-    except ActionError as error:
-        messages.error(request, error.detail)
-    else:
-        messages.success(request, "Cancelled: the instances it finished are kept; it stores no more.")
+    cancel_from_page(request, run, "Cancelled: the instances it finished are kept; it stores no more.")
     return redirect("agent-run", run_id=run.pk)
 
 

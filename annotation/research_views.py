@@ -109,14 +109,21 @@ def job_cancel(request, name: str, kind: str, job_id):
     project, _ = export_page(request, name)
     model, page = (ExportJob, "research-export") if kind == "exports" else (Evaluation, "research-evaluation")
     job = get_object_or_404(model.objects.select_related("project"), project=project, pk=int(job_id))
-    jobs.check_job_cancellable(request.user, job)  # its owner or a project admin; the 403 page otherwise
+    cancel_from_page(request, job, "Cancelled: nothing is published.")
+    return redirect(page, name=project.name, job_id=job.pk)
+
+
+def cancel_from_page(request, job, cancelled: str) -> None:
+    """Cancel ``job`` (an export, evaluation or agent run) for the signed-in person: ``Forbidden`` (the 403 page,
+    for views under ``action_errors``) unless they started it or are an admin of its project; the outcome
+    (``cancelled``, or why not) as the next page's message."""
+    jobs.check_job_cancellable(request.user, job)
     try:
         jobs.do_cancel_job(job)
     except ActionError as error:
         messages.error(request, error.detail)
     else:
-        messages.success(request, "Cancelled: nothing is published.")
-    return redirect(page, name=project.name, job_id=job.pk)
+        messages.success(request, cancelled)
 
 
 def read_predictions(form) -> list | None:

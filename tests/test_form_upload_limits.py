@@ -7,15 +7,13 @@ import secrets
 
 import pytest
 import requests
-from django.db import connection
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from annotation.models import Batch
-from devtools.processes import asgi_server, database_url
 from tests.form_data import TEMPLATE
 
-from .test_body_guard import Upload
+from .test_body_guard import Upload, limited_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -25,13 +23,8 @@ ROWS = 200
 
 @pytest.fixture
 def server(media_storage, tmp_path):
-    env = {
-        "DATABASE_URL": database_url(connection.settings_dict),
-        "MEDIA_ROOT": str(media_storage),
-        "INGEST_MAX_BATCH_BYTES": str(MiB),
-        "FORM_CSV_MAX_BYTES": str(3 * MiB),
-    }
-    with asgi_server(env, tmp_path / "server.log") as url:
+    limits = {"INGEST_MAX_BATCH_BYTES": MiB, "FORM_CSV_MAX_BYTES": 3 * MiB}
+    with limited_server(media_storage, tmp_path / "server.log", **limits) as url:
         yield url
 
 
