@@ -40,32 +40,51 @@ def test_servers_run_until_the_run_is_stopped(s3_server, platform, tmp_path):
 """
 
 
-def processes() -> dict[int, int]:
-    """pid → parent pid of every process on the machine."""
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state, parent, ...), None once it has ended."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def processes() -> dict[int, tuple[int, str]]:
+    """pid → (parent pid, start time) of every process on the machine."""
     table = {}
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                stat = (entry / "stat").read_text()
-                table[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        if entry.name.isdigit() and (fields := stat_fields(int(entry.name))) is not None:
+            table[int(entry.name)] = (int(fields[1]), fields[19])
     return table
 
 
-def descendants(root: int) -> set[int]:
-    table, found, frontier = processes(), set(), {root}
+def descendants(root: int) -> dict[int, str]:
+    """pid → start time of every process under ``root`` (the start time tells a reused pid apart)."""
+    table, found, frontier = processes(), {}, {root}
     while frontier:
-        frontier = {pid for pid, parent in table.items() if parent in frontier} - found
-        found |= frontier
+        frontier = {pid for pid, (parent, _) in table.items() if parent in frontier and pid not in found}
+        found.update({pid: table[pid][1] for pid in frontier})
     return found
 
 
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for its parent to reap it is not)."""
+def command_line(pid: int) -> bytes | None:
+    """The process's command line, None once it has ended."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
     except OSError:
-        return False
-    return state != "Z"
+        return None
+
+
+def inner_log(folder: Path) -> str:
+    """The inner run's output, and the logs of the servers it started (each one's end)."""
+    logs = sorted(folder.rglob("*.log"), key=lambda path: path.stat().st_mtime)
+    return "\n".join(f"--- {path}\n{path.read_text(errors='replace')[-3000:]}" for path in logs)
+
+
+def alive(pid: int, started_at: str) -> bool:
+    """The process that had this pid and start time still runs (a zombie waiting to be reaped does not; another
+    process that got the pid since is not it)."""
+    fields = stat_fields(pid)
+    return fields is not None and fields[19] == started_at and fields[0] != "Z"
 
 
 def drop_database(url: str) -> None:
@@ -87,32 +106,34 @@ def test_a_test_run_stopped_by_sigterm_leaves_no_server_running(tmp_path):
     command += [str(ROOT / "pyproject.toml"), "-p", "no:cacheprovider", str(tmp_path / "test_inner.py")]
     with (tmp_path / "inner.log").open("w") as log:
         run = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    started: set[int] = set()
+    started: dict[int, str] = {}
     try:
         deadline = time.monotonic() + 400
         while not ready.exists():
-            assert run.poll() is None, (tmp_path / "inner.log").read_text()[-4000:]
+            assert run.poll() is None, inner_log(tmp_path)
             assert time.monotonic() < deadline, "the inner run never started its servers"
             time.sleep(0.2)
         started = descendants(run.pid)
-        commands = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ") for pid in started}
-        assert any(b"weed" in line for line in commands.values()), commands
-        assert sum(b"config.serve" in line for line in commands.values()) == 3, commands  # supervisor + 2
-        assert sum(b"runplatform" in line for line in commands.values()) == 1, commands
+        commands = {pid: line for pid in started if (line := command_line(pid)) is not None}
+        shown = f"{commands}\n{inner_log(tmp_path)}"
+        assert any(b"weed" in line for line in commands.values()), shown
+        assert sum(b"config.serve" in line for line in commands.values()) == 3, shown  # supervisor + 2
+        assert sum(b"runplatform" in line for line in commands.values()) == 1, shown
 
         run.send_signal(signal.SIGTERM)
-        assert run.wait(timeout=30) == -signal.SIGTERM
+        assert run.wait(timeout=30) == -signal.SIGTERM, inner_log(tmp_path)
 
         deadline = time.monotonic() + 60
-        while (left := {pid for pid in started if alive(pid)}) and time.monotonic() < deadline:
+        while (left := {pid for pid, at in started.items() if alive(pid, at)}) and time.monotonic() < deadline:
             time.sleep(0.2)  # the kernel's SIGKILL/SIGTERM is immediate; a graceful stop takes a moment
         assert not left, {pid: commands.get(pid) for pid in left}
     finally:
         if run.poll() is None:
             run.kill()
             run.wait()
-        for pid in started:  # what a failing run left behind
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        for pid, at in started.items():  # what a failing run left behind
+            if alive(pid, at):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         if ready.exists():
             drop_database(ready.read_text())
