@@ -133,7 +133,7 @@ def die_with_parent(parent: int, sig: int = signal.SIGTERM) -> bool:
 def dies_with_this_process(sig: int = signal.SIGTERM, before=None):
     """A ``preexec_fn`` for ``subprocess.Popen``: the child is sent ``sig`` when the process starting it ends (the
     starting thread, in fact: start children from the main thread); ``before`` runs first. `make run`'s children
-    and the servers tests start use it."""
+    use it."""
     parent = os.getpid()
 
     def preexec():

@@ -5,9 +5,10 @@ beat)
 with its own VAR_DIR and, when DATABASE_URL points at PostgreSQL, its own throw-away database, so it never
 touches the database pytest-django uses.
 
-Every server started here goes through ``spawn``: its own process group (stopped as one), and killed by the kernel
-when the process that started it dies, however it dies. A test run stopped by SIGTERM or SIGKILL (a time limit, a
-cancelled CI job) runs no ``finally``; without this its servers (SeaweedFS, uvicorn, Celery) would run on for good.
+Every server started here goes through ``spawn``: its own process group (stopped as one), watched by a
+``devtools.watchdog`` that kills the group when the process that started it ends, however it ends. A test run
+stopped by SIGTERM or SIGKILL (a time limit, a cancelled CI job) runs no ``finally``; without this its servers
+(SeaweedFS, uvicorn, Celery, `make run`) would run on for good.
 """
 
 import contextlib
@@ -30,21 +31,32 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def spawn(command: list[str], log: Path, env: dict, cwd: Path = ROOT, before=None) -> subprocess.Popen:
-    """A server for a test or benchmark, output to ``log``: in its own process group (``stop_group``) and sent
-    SIGKILL by the kernel when the process that started it ends (``config.serve.dies_with_this_process``); its own
-    children die with it in turn (`make run`'s and ``config.serve``'s do, Celery's pool processes too)."""
-    from config.serve import dies_with_this_process
-
+    """A server for a test or benchmark, output to ``log``, in its own process group (``stop_group``), with a
+    watchdog (``devtools.watchdog``) that kills the whole group once this process lets it go (``release``) or
+    ends, however it ends and whichever thread started it. ``before``: a ``preexec_fn``."""
     with log.open("w") as out:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             command,
             cwd=cwd,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=dies_with_this_process(signal.SIGKILL, before),
+            preexec_fn=before,
         )
+    watchdog = [sys.executable, "-m", "devtools.watchdog", str(process.pid)]
+    process.watchdog = subprocess.Popen(watchdog, cwd=ROOT, stdin=subprocess.PIPE, start_new_session=True)
+    return process
+
+
+def release(process: subprocess.Popen) -> None:
+    """Tell a server's watchdog that the server was stopped here (it leaves without killing anything)."""
+    watchdog = getattr(process, "watchdog", None)
+    if watchdog is not None and not watchdog.stdin.closed:
+        with contextlib.suppress(BrokenPipeError):
+            watchdog.stdin.write(b"released")
+            watchdog.stdin.close()
+        watchdog.wait()
 
 
 def free_port() -> int:
@@ -141,10 +153,14 @@ def start_platform(var_dir: Path, database_url: str | None, port: int, *extra, s
     ignore_sigint = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
     process = spawn(command, log, env, before=ignore_sigint)
     platform = Platform(f"http://127.0.0.1:{port}", env, var_dir, process, log)
-    wait_http_ok(platform.url + "/healthz", 240, process, log)
-    # The worker and beat start beside the server: wait for them too, or a control broadcast (inspect ping) sent
-    # before the worker subscribed is lost.
-    wait_logged(("ready.", "beat: Starting"), 120, process, log)
+    try:
+        wait_http_ok(platform.url + "/healthz", 240, process, log)
+        # The worker and beat start beside the server: wait for them too, or a control broadcast (inspect ping) sent
+        # before the worker subscribed is lost.
+        wait_logged(("ready.", "beat: Starting"), 120, process, log)
+    except BaseException:
+        stop_group(process)
+        raise
     return platform
 
 
@@ -158,15 +174,18 @@ def wait_logged(lines: tuple, timeout: float, process: subprocess.Popen, log: Pa
 
 def stop_platform(platform: Platform, timeout: float = 30) -> int:
     """Ctrl-C, as a person would; returns the exit code."""
-    if platform.process.poll() is None:
-        platform.process.send_signal(signal.SIGINT)
-        try:
-            platform.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            platform.process.kill()
-            platform.process.wait()
-            raise
-    return platform.process.returncode
+    try:
+        if platform.process.poll() is None:
+            platform.process.send_signal(signal.SIGINT)
+            try:
+                platform.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                platform.process.kill()
+                platform.process.wait()
+                raise
+        return platform.process.returncode
+    finally:
+        release(platform.process)
 
 
 @contextlib.contextmanager
@@ -265,7 +284,8 @@ def celery_beat(env_overrides: dict, log: Path, schedule: Path, timeout: float =
 
 
 def stop_group(process: subprocess.Popen, timeout: float = 20) -> None:
-    """SIGTERM to the process's group (started with ``start_new_session``), SIGKILL if it lingers."""
+    """SIGTERM to the process's group (started with ``start_new_session``), SIGKILL if it lingers; then its
+    watchdog is released."""
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -273,6 +293,7 @@ def stop_group(process: subprocess.Popen, timeout: float = 20) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+    release(process)
 
 
 def database_url(settings_dict: dict) -> str:

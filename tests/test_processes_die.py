@@ -1,7 +1,8 @@
 """Servers a test run starts die with the run, however it is stopped: a pytest run using the suite's own fixtures
 (SeaweedFS, the platform as `make run` starts it) and ``devtools.processes`` servers (uvicorn with two processes,
 a Celery worker, Celery beat) is stopped with SIGTERM, as a time limit or a cancelled CI job stops it (no
-``finally`` runs), and every process it had started, their children included, is gone."""
+``finally`` runs), and every process it had started, their children included, is gone. And `make run` killed
+outright takes its server, worker and beat with it."""
 
 import contextlib
 import os
@@ -15,7 +16,7 @@ import dj_database_url
 import psycopg
 import pytest
 
-from devtools.processes import ROOT
+from devtools.processes import ROOT, free_port, release, scratch_database, start_platform
 
 pytestmark = pytest.mark.slow
 
@@ -137,3 +138,28 @@ def test_a_test_run_stopped_by_sigterm_leaves_no_server_running(tmp_path):
                     os.kill(pid, signal.SIGKILL)
         if ready.exists():
             drop_database(ready.read_text())
+
+
+def test_make_run_killed_outright_takes_its_server_worker_and_beat_with_it(tmp_path):
+    with scratch_database() as database_url:
+        platform = start_platform(tmp_path, database_url, free_port())
+        children: dict[int, str] = {}
+        try:
+            children = descendants(platform.process.pid)
+            commands = [command_line(pid) or b"" for pid in children]
+            assert sum(b"uvicorn" in line for line in commands) == 1, commands
+            assert sum(b"beat" in line for line in commands) == 1, commands
+
+            platform.process.kill()  # SIGKILL: no handler runs, the children are not told
+            platform.process.wait()
+
+            deadline = time.monotonic() + 60
+            while (left := {pid for pid, at in children.items() if alive(pid, at)}) and time.monotonic() < deadline:
+                time.sleep(0.2)  # they were sent SIGTERM and stop gracefully
+            assert not left, [command_line(pid) for pid in left]
+        finally:
+            for pid, at in children.items():  # what a failing run left behind
+                if alive(pid, at):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+            release(platform.process)
