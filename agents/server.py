@@ -2,7 +2,9 @@
 
 For tests, benchmarks and offline evaluation: ``GET /tasks/<quoted task name>/<instance>/`` answers the page
 ``TaskDir.render_page`` builds (Turkle's preview iframe). ``serve_pages`` serves any page function: the platform's
-agent runs serve its own preview pages of form tasks with it. The harness only needs a URL per instance.
+agent runs serve its own preview pages of form tasks with it, with the headers of the web app's task frames
+(``headers``: the sandboxing CSP, so a template's scripts cannot reach loopback services from the agent's browser).
+The harness only needs a URL per instance.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .turkle import Dataset
@@ -31,7 +33,7 @@ class TaskPages:
         return self.base_url + instance_path(task, instance)
 
 
-def _handler(page_for: Callable[[str, int], str]):
+def _handler(page_for: Callable[[str, int], str], page_headers: Mapping[str, str]):
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - the http.server hook name
             parts = urllib.parse.urlsplit(self.path).path.strip("/").split("/")
@@ -41,14 +43,15 @@ def _handler(page_for: Callable[[str, int], str]):
                 page = page_for(urllib.parse.unquote(parts[1]), int(parts[2]))
             except (KeyError, IndexError) as error:
                 return self._send(404, str(error))
-            return self._send(200, page, "text/html; charset=utf-8")
+            return self._send(200, page, "text/html; charset=utf-8", page_headers)
 
-        def _send(self, status: int, body: str, media: str = "text/plain; charset=utf-8"):
+        def _send(self, status: int, body: str, media: str = "text/plain; charset=utf-8", headers=None):
             data = body.encode("utf-8")
             self.send_response(status)
             self.send_header("Content-Type", media)
             self.send_header("Content-Length", str(len(data)))
-            self.send_header("Cache-Control", "no-store")
+            for name, value in {"Cache-Control": "no-store", **(headers or {})}.items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
 
@@ -64,9 +67,12 @@ def serve(dataset: Dataset):
 
 
 @contextlib.contextmanager
-def serve_pages(page_for: Callable[[str, int], str], dataset: Dataset | None = None) -> Iterator[TaskPages]:
-    """Serve ``page_for(task, instance)`` (KeyError/IndexError → 404) on a free loopback port for the block."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(page_for))
+def serve_pages(
+    page_for: Callable[[str, int], str], dataset: Dataset | None = None, headers: Mapping[str, str] | None = None
+) -> Iterator[TaskPages]:
+    """Serve ``page_for(task, instance)`` (KeyError/IndexError → 404) on a free loopback port for the block, each
+    page with ``headers``."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(page_for, dict(headers or {})))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="turkingbench-pages", daemon=True)
     thread.start()

@@ -104,23 +104,38 @@ class SolverSpecError(ValueError):
     """A solver name that names no usable solver."""
 
 
-def load_solver(spec: str, seed: int = 0) -> Solver:
-    """``oracle`` (seeded), ``do-nothing`` or ``python:module:Class`` (a ``Solver`` subclass made with no
-    arguments, or with ``seed=`` when it takes one)."""
-    if spec == "oracle":
-        return Oracle(seed)
+def spec_parts(spec: str) -> tuple[str, str] | None:
+    """``(module, class name)`` of a ``python:module:Class`` spec, None for a baseline; ``SolverSpecError`` for
+    anything else. Nothing is imported (the platform checks the module against its allowed list first)."""
     if spec in BASELINES:
-        return BASELINES[spec]()
+        return None
     kind, _, rest = spec.partition(":")
     module_name, _, class_name = rest.partition(":")
     if kind != "python" or not module_name or not class_name:
         raise SolverSpecError(f"unknown solver {spec!r}; expected oracle, do-nothing or python:module:Class")
+    return module_name, class_name
+
+
+def solver_class(spec: str) -> type[Solver]:
+    """The class ``spec`` names: ``oracle``, ``do-nothing`` or ``python:module:Class`` (imported; it must be a
+    ``Solver`` subclass). ``SolverSpecError`` otherwise, so a run can be refused before it is queued."""
+    parts = spec_parts(spec)
+    if parts is None:
+        return BASELINES[spec]
+    module_name, class_name = parts
     try:
         cls = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as error:
         raise SolverSpecError(f"cannot load solver {spec!r}: {error}") from error
     if not (isinstance(cls, type) and issubclass(cls, Solver)):
         raise SolverSpecError(f"{spec!r} is not a subclass of agents.harness.Solver")
+    return cls
+
+
+def load_solver(spec: str, seed: int = 0) -> Solver:
+    """The solver ``spec`` names (``solver_class``), made with ``seed=`` when it takes one (the oracle), else with
+    no arguments."""
+    cls = solver_class(spec)
     try:
         return cls(seed=seed)
     except TypeError:

@@ -1,14 +1,18 @@
 """The results of agent runs in the web app (session): the runs you may read, one run's score table (task × field
 type, ``all``, overall), one instance's fields with the page screenshot and the gold answers, and two runs side by
-side. Researchers and admins of the run's project only; anyone else gets a 404. Thin: ``actions.agent_runs``."""
+side. Researchers and admins of the run's project only; anyone else gets a 404. A queued or running run is
+cancelled from its page by the one who started it or a project admin (403 for other researchers). Thin:
+``actions.agent_runs``, ``actions.jobs``."""
 
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
 from .actions import agent_runs as actions
+from .actions import jobs
 from .page_errors import action_errors
+from .research_views import cancel_from_page
 
 RUNS_SHOWN = 100
 
@@ -31,8 +35,19 @@ def run_detail(request, run_id: int):
         "table": actions.score_table(run),
         "instances": run.instances.order_by("pk"),
         "others": others,
+        "may_cancel": jobs.may_cancel(request.user, run),
     }
     return render(request, "agents/run.html", context)
+
+
+@login_required
+@require_POST
+@action_errors
+def run_cancel(request, run_id: int):
+    """Cancel a queued or running run (its owner or a project admin), then back to its page."""
+    run = actions.check_run_readable(request.user, run_id)
+    cancel_from_page(request, run, "Cancelled: the instances it finished are kept; it stores no more.")
+    return redirect("agent-run", run_id=run.pk)
 
 
 @login_required

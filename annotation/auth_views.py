@@ -1,10 +1,14 @@
-"""Sign-in pages with throttling (``annotation.actions.signin``): the app's login and the admin's."""
+"""Sign-in pages with throttling (``annotation.actions.signin``): the app's login and the admin's; password reset
+only when mail can be sent (``PASSWORD_RESET_ENABLED``)."""
 
 from functools import wraps
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import Http404
 from django.shortcuts import render
+from django.urls import path
 
 from .actions import TooManyRequests
 from .actions.signin import check_sign_in_allowed, client_address
@@ -28,5 +32,36 @@ def sign_in_throttled(view):
     return throttled
 
 
-login = sign_in_throttled(auth_views.LoginView.as_view())
+class SignInView(auth_views.LoginView):
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), "password_reset": settings.PASSWORD_RESET_ENABLED}
+
+
+login = sign_in_throttled(SignInView.as_view())
 admin_login = sign_in_throttled(admin.site.login)
+
+
+def with_mail(view):
+    """Password reset mails a link: without a configured mail backend its pages are a 404 (and the sign-in page
+    offers no link), instead of a form that says a mail was sent when none can be."""
+
+    @wraps(view)
+    def checked(request, *args, **kwargs):
+        if not settings.PASSWORD_RESET_ENABLED:
+            raise Http404("password reset is off: no mail is configured (EMAIL_HOST or EMAIL_BACKEND)")
+        return view(request, *args, **kwargs)
+
+    return checked
+
+
+# Django's password-reset pages (``django.contrib.auth.urls``), each behind ``with_mail``; listed before that include.
+password_reset_urls = [
+    path("password_reset/", with_mail(auth_views.PasswordResetView.as_view()), name="password_reset"),
+    path("password_reset/done/", with_mail(auth_views.PasswordResetDoneView.as_view()), name="password_reset_done"),
+    path(
+        "reset/<uidb64>/<token>/",
+        with_mail(auth_views.PasswordResetConfirmView.as_view()),
+        name="password_reset_confirm",
+    ),
+    path("reset/done/", with_mail(auth_views.PasswordResetCompleteView.as_view()), name="password_reset_complete"),
+]

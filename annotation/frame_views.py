@@ -23,13 +23,8 @@ log = logging.getLogger(__name__)
 
 
 def frame_response(page: str, status: int = 200, form_action: str | None = None) -> HttpResponse:
-    response = HttpResponse(page, status=status, content_type="text/html; charset=utf-8")
-    response["Content-Security-Policy"] = actions.frame_csp(form_action)
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Referrer-Policy"] = "no-referrer"
-    response["Cache-Control"] = "no-store"
-    response["X-Robots-Tag"] = "noindex"
-    return response
+    headers = actions.frame_headers(form_action)
+    return HttpResponse(page, status=status, content_type="text/html; charset=utf-8", headers=headers)
 
 
 def refused(status: int, state: str, message: str) -> HttpResponse:
@@ -70,7 +65,7 @@ def work_frame(request, assignment_id: int, token: str):
 
 def submit(request, assignment) -> HttpResponse:
     try:
-        answers = actions.answers_from_post(request.POST)
+        answers = actions.answers_from_request(request)
     except RequestDataTooBig:
         return refused(413, "invalid", "The answers are too large; nothing was stored.")
     except SuspiciousOperation as error:  # e.g. more fields than DATA_UPLOAD_MAX_NUMBER_FIELDS

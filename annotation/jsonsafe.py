@@ -3,8 +3,8 @@
 ``json.loads`` accepts more than PostgreSQL's ``jsonb`` and our code can: ``1e400`` parses to infinity, ``"\\ud800"``
 to a string that cannot be encoded as UTF-8, and deep nesting raises ``RecursionError`` (not a ``ValueError``).
 ``loads`` refuses all of these with a ``JSONProblem`` naming the path of the offending value, e.g.
-``turns[3].arguments.text``, so every JSON entry point (API bodies, review edits, live-session frames, JSON blobs)
-answers a 400 or an error message instead of a 500.
+``turns[3].arguments.text``, so every JSON entry point (API bodies, review edits, live-session frames, JSON blobs,
+uploaded JSON files through ``actions.errors.parse_json``) answers a 400 or an error message instead of a 500.
 """
 
 import json

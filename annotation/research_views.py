@@ -2,8 +2,6 @@
 cancel, download) and evaluations (upload predictions, read scores). Thin: they call ``annotation.actions``; the
 progress is polled from the API's job JSON (``static/js/app.js``) and archives download through the API."""
 
-import json
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -11,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import manage_forms
-from .actions import ActionError, check_choice, jobs, splits
+from .actions import ActionError, check_choice, jobs, parse_json, splits
 from .actions.projects import check_project_role
 from .manage_views import form_error
 from .models import READ_ROLES, Evaluation, ExportJob, SplitConfig
@@ -99,9 +97,8 @@ def export_detail(request, name: str, job_id: int):
     project, role = export_page(request, name)
     jobs.reap_stale_jobs(ExportJob)
     job = get_object_or_404(ExportJob.objects.select_related("owner"), project=project, pk=job_id)
-    return render(
-        request, "research/export.html", {"project": project, "project_role": role, "tab": "exports", "job": job}
-    )
+    context = {"project": project, "project_role": role, "tab": "exports", "job": job}
+    return render(request, "research/export.html", {**context, "may_cancel": jobs.may_cancel(request.user, job)})
 
 
 @login_required
@@ -111,14 +108,22 @@ def job_cancel(request, name: str, kind: str, job_id):
     """Cancel a queued or running export or evaluation, then back to its page."""
     project, _ = export_page(request, name)
     model, page = (ExportJob, "research-export") if kind == "exports" else (Evaluation, "research-evaluation")
-    job = get_object_or_404(model, project=project, pk=int(job_id))
+    job = get_object_or_404(model.objects.select_related("project"), project=project, pk=int(job_id))
+    cancel_from_page(request, job, "Cancelled: nothing is published.")
+    return redirect(page, name=project.name, job_id=job.pk)
+
+
+def cancel_from_page(request, job, cancelled: str) -> None:
+    """Cancel ``job`` (an export, evaluation or agent run) for the signed-in person: ``Forbidden`` (the 403 page,
+    for views under ``action_errors``) unless they started it or are an admin of its project; the outcome
+    (``cancelled``, or why not) as the next page's message."""
+    jobs.check_job_cancellable(request.user, job)
     try:
         jobs.do_cancel_job(job)
     except ActionError as error:
         messages.error(request, error.detail)
     else:
-        messages.success(request, "Cancelled: nothing is published.")
-    return redirect(page, name=project.name, job_id=job.pk)
+        messages.success(request, cancelled)
 
 
 def read_predictions(form) -> list | None:
@@ -129,9 +134,9 @@ def read_predictions(form) -> list | None:
         form.add_error("predictions", f"over the limit of {limit} bytes (INGEST_MAX_BATCH_BYTES)")
         return None
     try:
-        return json.loads(upload.read().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        form.add_error("predictions", f"not a JSON file: {error}")
+        return parse_json(upload.read(), "predictions")
+    except ActionError as error:
+        form.add_error("predictions", f"not a JSON file: {error.detail.removeprefix('predictions: ')}")
         return None
 
 
@@ -175,6 +180,7 @@ def evaluation_detail(request, name: str, job_id: int):
         "project_role": role,
         "tab": "evaluations",
         "job": evaluation,
+        "may_cancel": jobs.may_cancel(request.user, evaluation),
         "aggregate": sorted((results.get("aggregate") or {}).items()),
         "coverage": results.get("coverage"),
     }

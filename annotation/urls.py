@@ -85,6 +85,7 @@ urlpatterns = [
     # Agent runs on form tasks (TurkingBench): results, drill-down, comparison.
     path("agents/runs/", agent_views.run_list, name="agent-runs"),
     path("agents/runs/<int:run_id>/", agent_views.run_detail, name="agent-run"),
+    path("agents/runs/<int:run_id>/cancel", agent_views.run_cancel, name="agent-run-cancel"),
     path("agents/runs/<int:run_id>/instances/<int:row_id>/", agent_views.instance_detail, name="agent-run-instance"),
     path(
         "agents/runs/<int:run_id>/instances/<int:row_id>/screenshot.png",

@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from annotation.actions.agent_runs import MAX_INSTANCES_PER_TASK, MAX_SEED
 from annotation.models import AgentFieldResult, AgentRun
 
 from .serializers import JobFieldsMixin
@@ -49,9 +50,14 @@ class AgentRunCreateSerializer(serializers.Serializer):
         help_text="oracle, do-nothing, or python:module:Class under the platform's AGENT_SOLVER_MODULES."
     )
     instances = serializers.IntegerField(
-        required=False, allow_null=True, default=None, min_value=1, help_text="Instances per task (default: all)."
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        max_value=MAX_INSTANCES_PER_TASK,
+        help_text="Instances per task (default: all).",
     )
-    seed = serializers.IntegerField(required=False, default=0)
+    seed = serializers.IntegerField(required=False, default=0, min_value=0, max_value=MAX_SEED)
     metric = serializers.ChoiceField(choices=["official", "paper"], required=False, default="official")
 
 

@@ -363,8 +363,11 @@ class JobViewSetMixin:
     @extend_schema(request=None, responses={200: None, **ERRORS})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
-        """Cancel a queued or running job (409 when it has already ended)."""
-        job = actions.do_cancel_job(self.get_object())
+        """Cancel a queued or running job (409 when it has already ended): its owner or an admin of its project;
+        another researcher of the project gets 403."""
+        job = self.get_object()
+        actions.check_job_cancellable(request.user, job)
+        job = actions.do_cancel_job(job)
         return Response(self.get_serializer(job).data)
 
 

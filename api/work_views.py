@@ -3,7 +3,6 @@ and assignments. Thin: each view checks with ``annotation.actions.work`` and cal
 
 import json
 
-from django.conf import settings
 from django.db.models import Count, Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -13,8 +12,8 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from annotation import work_forms
-from annotation.actions import TooLarge, work
 from annotation.actions import forms as actions
+from annotation.actions import work
 from annotation.models import Assignment, Batch, BatchKind, Project
 from annotation.work_views import results_response
 
@@ -23,7 +22,6 @@ from . import work_serializers as ws
 from .parsers import LimitedJSONParser
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409, 413)}
-MULTIPART_SLACK = 1024 * 1024  # form fields and part headers around the two files
 
 
 class CSVRenderer(renderers.BaseRenderer):
@@ -81,8 +79,8 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
     def create(self, request):
         """Upload a batch: ``template`` and ``csv`` files plus settings (multipart). One task per distinct row of
         input values; ``Answer.*`` columns become gold answers. Every problem is named (400), files over the limits
-        are 413, and nothing is stored unless all of it is valid."""
-        check_body_size(request)
+        are 413 (a body over both files' limits is refused before it is read, ``config.body_guard``), and nothing
+        is stored unless all of it is valid."""
         form = ws.BatchCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = dict(form.validated_data)
@@ -139,17 +137,6 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
         batch = work.check_batch_manageable(request.user, self.get_object().pk)
         page = self.paginate_queryset(batch.tasks.order_by("index"))
         return self.get_paginated_response(ws.TaskSerializer(page, many=True, context={"request": request}).data)
-
-
-def check_body_size(request) -> None:
-    """Refuse an upload larger than both files' limits before parsing it (413)."""
-    limit = settings.FORM_TEMPLATE_MAX_BYTES + settings.FORM_CSV_MAX_BYTES + MULTIPART_SLACK
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > limit:
-        raise TooLarge(f"the upload is {length} bytes; at most {limit} (FORM_TEMPLATE_MAX_BYTES + FORM_CSV_MAX_BYTES)")
 
 
 def settings_of(data: dict) -> dict:

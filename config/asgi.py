@@ -1,5 +1,6 @@
 """ASGI entry point: Django for HTTP (behind ``BodyGuard``: sizes and credentials checked before a body is read),
-Channels for WebSocket. `make run` serves it with uvicorn."""
+Channels for WebSocket, both behind ``behind_proxies`` (forwarded headers from ``TRUSTED_PROXIES`` only). `make run`
+serves it with uvicorn."""
 
 import os
 
@@ -36,9 +37,23 @@ from config.body_guard import BodyGuard  # noqa: E402
 # serves (that request waited ~0.5 s for them; a worker restarted under load handed the wait to a client).
 _ = get_resolver().url_patterns
 
-application = ProtocolTypeRouter(
-    {
-        "http": BodyGuard(django_asgi_app),
-        "websocket": SessionOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-    }
+
+def behind_proxies(app):
+    """``app`` taking the client's address and scheme from ``X-Forwarded-For`` / ``X-Forwarded-Proto`` only when
+    the connection comes from one of ``TRUSTED_PROXIES`` (the rightmost address no trusted proxy added is the
+    client's); with none (the default) the connection's own address is the client's, whatever headers it sends."""
+    if not settings.TRUSTED_PROXIES:
+        return app
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+    return ProxyHeadersMiddleware(app, trusted_hosts=settings.TRUSTED_PROXIES)
+
+
+application = behind_proxies(
+    ProtocolTypeRouter(
+        {
+            "http": BodyGuard(django_asgi_app),
+            "websocket": SessionOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        }
+    )
 )

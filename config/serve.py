@@ -115,12 +115,40 @@ class Supervisor:
                 worker.process.wait()
 
 
+try:
+    PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up once, so a forked child only calls it
+except (OSError, AttributeError):  # not Linux
+    PRCTL = None
+
+
+def die_with_parent(parent: int, sig: int = signal.SIGTERM) -> bool:
+    """Ask the kernel to send ``sig`` to this process when its parent ends, however it ends (a SIGKILL included);
+    False when ``parent`` is already gone (it died before the request took effect). Safe in a ``preexec_fn``. Linux
+    only (``PR_SET_PDEATHSIG``; elsewhere nothing is asked)."""
+    if PRCTL is not None:
+        PRCTL(PR_SET_PDEATHSIG, sig)
+    return os.getppid() == parent
+
+
+def dies_with_this_process(sig: int = signal.SIGTERM, before=None):
+    """A ``preexec_fn`` for ``subprocess.Popen``: the child is sent ``sig`` when the process starting it ends (the
+    starting thread, in fact: start children from the main thread); ``before`` runs first. `make run`'s children
+    use it."""
+    parent = os.getpid()
+
+    def preexec():
+        if before is not None:
+            before()
+        if not die_with_parent(parent, sig):
+            os._exit(1)  # the parent ended while this process was starting
+
+    return preexec
+
+
 def serve_socket(fd: int, parent: int) -> int:
     """A server process: uvicorn serving ``config.asgi`` on the inherited socket ``fd``; ends with its parent.
     Returns ``STARTUP_FAILURE`` if it never served (the application did not load, or its startup failed)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent:  # the supervisor died before the line above took effect
+    if not die_with_parent(parent):
         return 0
     import uvicorn
 

@@ -4,12 +4,23 @@ import sys
 
 APPLICATION = "config.asgi:application"
 # uvicorn's settings, as ``uvicorn.Config`` keywords; the command line below and ``config.serve`` both use them.
-UVICORN = {"lifespan": "off", "ws": "websockets-sansio", "timeout_graceful_shutdown": 10}
+# ``proxy_headers`` off: uvicorn would otherwise believe ``X-Forwarded-For`` from any loopback client (its default
+# ``FORWARDED_ALLOW_IPS``), so anything on the host could pick the address the sign-in throttle counts. Forwarded
+# headers are read by the application instead, from the proxies ``TRUSTED_PROXIES`` names (config/asgi.py).
+UVICORN = {"lifespan": "off", "ws": "websockets-sansio", "timeout_graceful_shutdown": 10, "proxy_headers": False}
+
+
+def option(key: str, value) -> list[str]:
+    """One ``uvicorn.Config`` keyword as uvicorn's command-line option (booleans are ``--x`` / ``--no-x``)."""
+    name = key.replace("_", "-")
+    if isinstance(value, bool):
+        return [f"--{name}" if value else f"--no-{name}"]
+    return [f"--{name}", str(value)]
 
 
 def uvicorn_options() -> list[str]:
     """``UVICORN`` as uvicorn's command-line options."""
-    return [part for key, value in UVICORN.items() for part in (f"--{key.replace('_', '-')}", str(value))]
+    return [part for key, value in UVICORN.items() for part in option(key, value)]
 
 
 def server_command(host: str, port: int, workers: int = 1) -> list[str]:

@@ -135,6 +135,10 @@ SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
 if env_bool("SECURE_PROXY_SSL_HEADER", False):
     # Only behind a proxy that sets X-Forwarded-Proto itself (and strips it from clients' requests).
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Reverse proxies whose X-Forwarded-For (the client's address: sign-in throttling) and X-Forwarded-Proto the server
+# believes: addresses or networks (``10.0.0.0/8``), comma-separated. None by default: the client is the connection's
+# peer, whatever headers it sends (config/asgi.py; uvicorn's own forwarded-header handling is off, config/server.py).
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", [])
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
@@ -358,6 +362,23 @@ AUTH_PASSWORD_VALIDATORS = [
 # Sign-in throttling (annotation/actions/signin.py): failures per username and address within the window → 429.
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
 LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 300)
+# Mail: only password reset sends any. Off unless configured: EMAIL_HOST (SMTP, with EMAIL_PORT, EMAIL_HOST_USER,
+# EMAIL_HOST_PASSWORD, EMAIL_USE_TLS / EMAIL_USE_SSL) or an explicit EMAIL_BACKEND. Without mail the password-reset
+# pages answer 404 and the sign-in page offers no link (annotation/auth_views.py).
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "webdemos@localhost")
+PASSWORD_RESET_ENABLED = bool(env_str("EMAIL_BACKEND") or env_str("EMAIL_HOST"))
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if PASSWORD_RESET_ENABLED
+    else "django.core.mail.backends.dummy.EmailBackend",
+)
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"

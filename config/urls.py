@@ -10,6 +10,8 @@ urlpatterns = [
     path("admin/login/", auth_views.admin_login),
     path("accounts/login/", auth_views.login, name="login"),
     path("admin/", admin.site.urls),
+    # Password reset only when mail is configured (404 otherwise), before the include that would serve it anyway.
+    path("accounts/", include(auth_views.password_reset_urls)),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("api.urls")),
     path("", include("annotation.urls")),

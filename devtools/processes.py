@@ -4,6 +4,11 @@
 beat)
 with its own VAR_DIR and, when DATABASE_URL points at PostgreSQL, its own throw-away database, so it never
 touches the database pytest-django uses.
+
+Every server started here goes through ``spawn``: its own process group (stopped as one), watched by a
+``devtools.watchdog`` that kills the group when the process that started it ends, however it ends. A test run
+stopped by SIGTERM or SIGKILL (a time limit, a cancelled CI job) runs no ``finally``; without this its servers
+(SeaweedFS, uvicorn, Celery, `make run`) would run on for good.
 """
 
 import contextlib
@@ -23,6 +28,35 @@ import dj_database_url
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def spawn(command: list[str], log: Path, env: dict, cwd: Path = ROOT, before=None) -> subprocess.Popen:
+    """A server for a test or benchmark, output to ``log``, in its own process group (``stop_group``), with a
+    watchdog (``devtools.watchdog``) that kills the whole group once this process lets it go (``release``) or
+    ends, however it ends and whichever thread started it. ``before``: a ``preexec_fn``."""
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=before,
+        )
+    watchdog = [sys.executable, "-m", "devtools.watchdog", str(process.pid)]
+    process.watchdog = subprocess.Popen(watchdog, cwd=ROOT, stdin=subprocess.PIPE, start_new_session=True)
+    return process
+
+
+def release(process: subprocess.Popen) -> None:
+    """Tell a server's watchdog that the server was stopped here (it leaves without killing anything)."""
+    watchdog = getattr(process, "watchdog", None)
+    if watchdog is not None and not watchdog.stdin.closed:
+        with contextlib.suppress(BrokenPipeError):
+            watchdog.stdin.write(b"released")
+            watchdog.stdin.close()
+        watchdog.wait()
 
 
 def free_port() -> int:
@@ -115,20 +149,18 @@ def start_platform(var_dir: Path, database_url: str | None, port: int, *extra, s
         env["DATABASE_URL"] = database_url
     var_dir.mkdir(parents=True, exist_ok=True)
     log = var_dir / f"platform-{port}.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "runplatform", "--port", str(port), *extra],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None,
-        )
+    command = [sys.executable, "manage.py", "runplatform", "--port", str(port), *extra]
+    ignore_sigint = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
+    process = spawn(command, log, env, before=ignore_sigint)
     platform = Platform(f"http://127.0.0.1:{port}", env, var_dir, process, log)
-    wait_http_ok(platform.url + "/healthz", 240, process, log)
-    # The worker and beat start beside the server: wait for them too, or a control broadcast (inspect ping) sent
-    # before the worker subscribed is lost.
-    wait_logged(("ready.", "beat: Starting"), 120, process, log)
+    try:
+        wait_http_ok(platform.url + "/healthz", 240, process, log)
+        # The worker and beat start beside the server: wait for them too, or a control broadcast (inspect ping) sent
+        # before the worker subscribed is lost.
+        wait_logged(("ready.", "beat: Starting"), 120, process, log)
+    except BaseException:
+        stop_group(process)
+        raise
     return platform
 
 
@@ -142,15 +174,18 @@ def wait_logged(lines: tuple, timeout: float, process: subprocess.Popen, log: Pa
 
 def stop_platform(platform: Platform, timeout: float = 30) -> int:
     """Ctrl-C, as a person would; returns the exit code."""
-    if platform.process.poll() is None:
-        platform.process.send_signal(signal.SIGINT)
-        try:
-            platform.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            platform.process.kill()
-            platform.process.wait()
-            raise
-    return platform.process.returncode
+    try:
+        if platform.process.poll() is None:
+            platform.process.send_signal(signal.SIGINT)
+            try:
+                platform.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                platform.process.kill()
+                platform.process.wait()
+                raise
+        return platform.process.returncode
+    finally:
+        release(platform.process)
 
 
 @contextlib.contextmanager
@@ -184,10 +219,7 @@ def celery_worker(env_overrides: dict, log: Path, timeout: float = 90):
         "--without-mingle",
         "--without-gossip",
     ]
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    process = spawn(command, log, env)
     try:
         deadline = time.monotonic() + timeout
         while "ready." not in log.read_text(errors="replace"):
@@ -215,21 +247,12 @@ def asgi_process(env_overrides: dict, log: Path, timeout: float = 60, workers: i
 
     port = free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONUNBUFFERED": "1", **env_overrides}
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            server_command("127.0.0.1", port, workers), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
-        )
+    process = spawn(server_command("127.0.0.1", port, workers), log, env)
     try:
         wait_http_ok(f"http://127.0.0.1:{port}/healthz", timeout, process, log)
         yield f"http://127.0.0.1:{port}", process
     finally:
-        if process.poll() is None:
-            process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_group(process)
 
 
 @contextlib.contextmanager
@@ -248,10 +271,7 @@ def celery_beat(env_overrides: dict, log: Path, schedule: Path, timeout: float =
         "--schedule",
         str(schedule),
     ]
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    process = spawn(command, log, env)
     try:
         deadline = time.monotonic() + timeout
         while "beat: Starting" not in log.read_text(errors="replace"):
@@ -264,7 +284,8 @@ def celery_beat(env_overrides: dict, log: Path, schedule: Path, timeout: float =
 
 
 def stop_group(process: subprocess.Popen, timeout: float = 20) -> None:
-    """SIGTERM to the process's group (started with ``start_new_session``), SIGKILL if it lingers."""
+    """SIGTERM to the process's group (started with ``start_new_session``), SIGKILL if it lingers; then its
+    watchdog is released."""
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -272,6 +293,7 @@ def stop_group(process: subprocess.Popen, timeout: float = 20) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+    release(process)
 
 
 def database_url(settings_dict: dict) -> str:

@@ -7,6 +7,7 @@ variables that switch the platform's storage to it (``AWS_STORAGE_BUCKET_NAME`` 
 
 import contextlib
 import json
+import os
 import secrets
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .processes import free_port, stop_group
+from .processes import free_port, spawn, stop_group
 
 
 def weed_binary() -> str:
@@ -131,7 +132,8 @@ def wait_ready(server: S3Server, timeout: float) -> None:
 
 @contextlib.contextmanager
 def s3_server(folder: Path, bucket: str = "platform", timeout: float = 120):
-    """SeaweedFS on free loopback ports with its data under ``folder``; stopped (and its group killed) on exit."""
+    """SeaweedFS on free loopback ports with its data under ``folder``; stopped (and its group killed) on exit, and
+    killed with the process that started it (``spawn``)."""
     folder.mkdir(parents=True, exist_ok=True)
     access_key, secret_key = "test" + secrets.token_hex(6), secrets.token_hex(20)
     config = folder / "s3.json"
@@ -140,14 +142,7 @@ def s3_server(folder: Path, bucket: str = "platform", timeout: float = 120):
     ports = {name: free_port() for name in names}
     log = folder / "weed.log"
     (folder / "data").mkdir(exist_ok=True)
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            weed_command(folder / "data", config, ports),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            cwd=folder,
-        )
+    process = spawn(weed_command(folder / "data", config, ports), log, dict(os.environ), cwd=folder)
     server = S3Server(f"http://127.0.0.1:{ports['s3']}", access_key, secret_key, bucket, process, log)
     try:
         wait_ready(server, timeout)

@@ -13,6 +13,7 @@ from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.conftest import job_ended as ended
 from tests.conftest import poll_job
 from tests.form_data import make_batch, task_dir, turkingbench_root
+from tests.loopback import loopback_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 RUNS = "/api/agent-runs/"
@@ -165,3 +166,31 @@ def test_turkingbench_predictions_through_the_evaluations_api_are_scored_on_the_
     assert scores[(0, "colour")] == 1.0
     assert scores[(1, "colour")] == 0.0  # the gold is "2"
     assert [i["instance"] for i in results["instances"]] == [0, 1]
+
+
+# A template whose scripts try every way a page reaches another service: a subresource, a synchronous XHR (the parser
+# waits for it, so it is sent before the agent reads the page), fetch and a beacon. Its own script still runs: it
+# sets the value of ``ran``, which the run then reads.
+PROBING_TEMPLATE = """<p>${question}</p>
+<input type="text" name="ran" value="">
+<img src="SERVICE/image" alt="">
+<script>
+try { var xhr = new XMLHttpRequest(); xhr.open("GET", "SERVICE/xhr", false); xhr.send(); } catch (error) {}
+try { fetch("SERVICE/fetch").catch(function () {}); } catch (error) {}
+try { navigator.sendBeacon("SERVICE/beacon", "x"); } catch (error) {}
+document.getElementsByName("ran")[0].setAttribute("value", "yes");
+</script>
+"""
+
+
+def test_a_template_script_in_an_agent_run_cannot_reach_a_loopback_service(client, worker, alpha):
+    with loopback_server() as service:
+        template = PROBING_TEMPLATE.replace("SERVICE", service.url)
+        make_batch(alpha, template=template, csv_text="question,Answer.ran\nDid it run?,yes\n", name="Probe")
+        run_id = start(client, split="all", solver="do-nothing")
+        final = poll(client, run_id, ended)[-1]
+
+        assert final["status"] == "done", final["error"]
+        assert service.requests == []
+    fields = client.get(f"{RUNS}{run_id}/fields/").json()["results"]
+    assert [(f["name"], f["value"], f["score"]) for f in fields] == [("ran", "yes", 1.0)]

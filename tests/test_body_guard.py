@@ -3,6 +3,7 @@ declared length over the limit and 401 for an API write without credentials befo
 and stops a chunked body as soon as it passes the limit. Raw sockets, so the test sees what the server really read.
 """
 
+import contextlib
 import socket
 import threading
 import time
@@ -20,15 +21,18 @@ LIMIT = 1024 * 1024  # the server's INGEST_MAX_BLOB_BYTES in these tests
 SHA = "ab" * 32
 
 
+@contextlib.contextmanager
+def limited_server(media_storage, log, **limits):
+    """The real server on the test's database and files, with these limit settings; yields its URL."""
+    env = {"DATABASE_URL": database_url(connection.settings_dict), "MEDIA_ROOT": str(media_storage)}
+    with asgi_server({**env, **{name: str(value) for name, value in limits.items()}}, log) as url:
+        yield url
+
+
 @pytest.fixture
 def server(media_storage, tmp_path):
-    env = {
-        "DATABASE_URL": database_url(connection.settings_dict),
-        "MEDIA_ROOT": str(media_storage),
-        "INGEST_MAX_BLOB_BYTES": str(LIMIT),
-        "INGEST_MAX_UPLOAD_BYTES": str(2 * LIMIT),
-    }
-    with asgi_server(env, tmp_path / "server.log") as url:
+    limits = {"INGEST_MAX_BLOB_BYTES": LIMIT, "INGEST_MAX_UPLOAD_BYTES": 2 * LIMIT}
+    with limited_server(media_storage, tmp_path / "server.log", **limits) as url:
         yield int(url.rsplit(":", 1)[1])
 
 

@@ -98,6 +98,19 @@ def make_researcher(username):
     return get_user_model().objects.create_user(username=username, password="x")
 
 
+def test_only_the_jobs_owner_or_a_project_admin_cancels_it(client, alpha, api_for):
+    from tests.conftest import make_user
+
+    job_id = create(client).json()["id"]
+    colleague = api_for(make_user("colleague", alpha, Role.RESEARCHER))
+
+    assert colleague.get(f"{EXPORTS}{job_id}/").status_code == 200
+    assert colleague.post(f"{EXPORTS}{job_id}/cancel/").status_code == 403
+    assert client.get(f"{EXPORTS}{job_id}/").json()["status"] == "queued"
+    admin = api_for(make_user("boss", alpha, Role.ADMIN))
+    assert admin.post(f"{EXPORTS}{job_id}/cancel/").status_code == 200
+
+
 def test_a_queued_job_can_be_cancelled_once(client):
     job_id = create(client).json()["id"]
 

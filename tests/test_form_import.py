@@ -192,7 +192,8 @@ def test_uploads_over_the_configured_limits_are_413_and_store_nothing(manager, a
     big_csv = upload(client, csv_text=CSV + "x,y\n" * 600)
     assert big_csv.status_code == 413
     assert big_csv.json()["errors"][0]["field"] == "csv"
-    whole_body = upload(client, csv_text=CSV + "x,y\n" * 400_000)  # refused from Content-Length, before parsing
+    # Over both files' limits: the real server refuses it from Content-Length (tests/test_form_upload_limits.py).
+    whole_body = upload(client, csv_text=CSV + "x,y\n" * 400_000)
     assert whole_body.status_code == 413
     assert not Batch.objects.exists()
 

@@ -3,6 +3,7 @@ tasks), the task frames' tokens and CSP (wrong, expired and replayed tokens stor
 submitted work, and who may open which page."""
 
 import datetime as dt
+import html
 import re
 
 import lxml.html
@@ -186,6 +187,50 @@ def test_a_nul_character_in_an_answer_is_refused_by_name(assignment):
     assert response.status_code == 400
     assert "short" in response.content.decode()
     assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.ACTIVE
+
+
+MULTIPART = "multipart/form-data; boundary=XyZ"
+
+
+def multipart(name: bytes, value: bytes) -> bytes:
+    return b'--XyZ\r\nContent-Disposition: form-data; name="' + name + b'"\r\n\r\n' + value + b"\r\n--XyZ--\r\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "field"),
+    [
+        pytest.param("long=ok&short=caf%E9", "application/x-www-form-urlencoded", "short", id="latin-1-value"),
+        pytest.param("short=%FF%FE", "application/x-www-form-urlencoded", "short", id="invalid-bytes"),
+        pytest.param("short=%ED%A0%80", "application/x-www-form-urlencoded", "short", id="encoded-surrogate"),
+        pytest.param("caf%E9=x", "application/x-www-form-urlencoded", "caf\\xe9", id="latin-1-name"),
+        pytest.param(multipart(b"short", b"caf\xe9"), MULTIPART, "short", id="multipart-value"),
+    ],
+)
+def test_answers_that_are_not_utf8_are_refused_by_name_and_store_nothing(
+    assignment, researcher, api_for, body, content_type, field
+):
+    response = anonymous().post(forms.work_url(assignment), body, content_type=content_type)
+
+    assert response.status_code == 400
+    assert f"field '{field}' is not UTF-8 text; nothing was stored" in html.unescape(response.content.decode())
+    stored = api_for(researcher).get(f"/api/assignments/{assignment.pk}/").json()
+    assert stored["status"] == AssignmentStatus.ACTIVE
+    assert stored["answers"] == {}
+
+
+def test_utf8_answers_are_stored_exactly_as_sent(assignment, researcher, api_for):
+    # A replacement character the worker really typed is an answer like any other.
+    body = "short=caf%C3%A9&long=%F0%9F%98%80%EF%BF%BD"
+    response = anonymous().post(forms.work_url(assignment), body, content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 200
+    multipart_assignment = work.do_accept_next(researcher, assignment.task.batch)
+    assert multipart_assignment is not None
+    answer = anonymous().post(forms.work_url(multipart_assignment), multipart(b"short", "naïve".encode()), MULTIPART)
+    assert answer.status_code == 200
+
+    client = api_for(researcher)
+    assert client.get(f"/api/assignments/{assignment.pk}/").json()["answers"] == {"short": "café", "long": "😀\ufffd"}
+    assert client.get(f"/api/assignments/{multipart_assignment.pk}/").json()["answers"] == {"short": "naïve"}
 
 
 def test_too_many_fields_are_refused_and_store_nothing(assignment, settings):

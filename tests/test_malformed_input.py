@@ -3,7 +3,8 @@
 A table of hostile values (JSON nested deeper than any parser should follow, ``1e400``, lone surrogates, integers
 no column holds, wrong container types, absurd Range headers) sent to each entry point that takes them: recording
 start, turn batches, video chunks, JSON blobs, missing-blob queries, review edits, evaluations, split
-configuration, blob and export downloads. (The live-session socket's frames: ``tests/test_live_consumer.py``.)
+configuration, blob and export downloads, and the JSON files people upload (websites, seed tasks, predictions).
+(The live-session socket's frames: ``tests/test_live_consumer.py``.)
 """
 
 import hashlib
@@ -362,3 +363,82 @@ def test_the_fast_bboxes_parse_refuses_and_accepts_exactly_what_the_precise_one_
     if message:
         assert fast[0] == "refused"
         assert message in fast[1]
+
+
+# --- Uploaded JSON files: the request bodies' depth limit holds for them too ---------------------------------
+
+# (content, message, where inside the file: the field is the upload's name followed by this path)
+HOSTILE_FILES = [
+    pytest.param(nested(100_000), "nested too deeply", "", id="100000-deep"),  # json.loads: RecursionError
+    pytest.param(nested(65), "nested too deeply", "[0]" * 64, id="65-deep"),  # one level past jsonsafe.MAX_DEPTH
+    pytest.param("[1e400]", "number out of range", "[0]", id="1e400"),
+]
+
+
+def json_file(content: str, name: str = "upload.json"):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile(name, content.encode(), content_type="application/json")
+
+
+def page_client(user):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def shown_messages(response) -> str:
+    return " ".join(str(message) for message in response.context["messages"])
+
+
+@pytest.mark.parametrize(("content", "message", "path"), HOSTILE_FILES)
+def test_a_hostile_website_file_is_a_400_naming_the_file_in_api_and_page(researcher, api_for, content, message, path):
+    from annotation.models import Website
+
+    response = api_for(researcher).post(
+        "/api/websites/import/", {"project": "alpha", "file": json_file(content)}, format="multipart"
+    )
+    assert_names(response, 400, "file" + path)
+    assert message in response.json()["detail"]
+
+    page = page_client(researcher).post(
+        "/mind2web/projects/alpha/websites/import", {"file": json_file(content)}, follow=True
+    )
+    assert page.status_code == 200
+    assert f"file{path}: {message}" in shown_messages(page)
+    assert not Website.objects.exists()
+
+
+@pytest.mark.parametrize(("content", "message", "path"), HOSTILE_FILES)
+def test_a_hostile_seed_task_file_is_a_400_naming_the_file_in_api_and_page(researcher, api_for, content, message, path):
+    from tests.mind2web_data import website
+
+    site = website(researcher.memberships.get().project)
+    before = site.seed_tasks.count()
+    response = api_for(researcher).post(
+        f"/api/websites/{site.pk}/seed-tasks/", {"file": json_file(content, "seeds.json")}, format="multipart"
+    )
+    assert_names(response, 400, "file" + path)
+    assert message in response.json()["detail"]
+
+    page = page_client(researcher).post(
+        f"/mind2web/websites/{site.pk}/seeds", {"file": json_file(content, "seeds.json")}, follow=True
+    )
+    assert page.status_code == 200
+    assert f"file{path}: {message}" in shown_messages(page)
+    assert site.seed_tasks.count() == before
+
+
+@pytest.mark.parametrize(("content", "message", "path"), HOSTILE_FILES)
+def test_a_hostile_predictions_file_is_refused_on_the_evaluations_page(researcher, api_for, content, message, path):
+    from annotation.models import Evaluation
+
+    form = {"format": "weblinx", "split": "test_iid", "predictions": json_file(content, "results.json")}
+    response = page_client(researcher).post("/projects/alpha/evaluations/", form)
+    assert response.status_code == 400
+    error = response.context["form"].errors["predictions"][0]
+    assert error.startswith("not a JSON file: ")
+    assert (f"predictions{path}: {message}" if path else message) in error
+    assert not Evaluation.objects.exists()

@@ -24,6 +24,7 @@ from annotation.models import (
     Website,
 )
 from tests.conftest import make_user, token_client
+from tests.loopback import loopback_server
 from tests.mind2web_data import SEEDS, propose, review, start_round, website
 from tests.test_form_queue import run_at_once
 
@@ -248,6 +249,35 @@ def test_an_unreachable_model_is_a_clear_error(site, settings):
     settings.SEED_TASKS_LLM_URL = f"http://127.0.0.1:{port}/v1"
     with pytest.raises(mind2web.UpstreamFailed, match="failed"):
         mind2web.do_generate_seed_tasks(site)
+    assert site.seed_tasks.count() == len(SEEDS)
+
+
+def model_answer(request):
+    """What an OpenAI-compatible endpoint answers (a list of two tasks), whatever it was asked."""
+    content = json.dumps(["Find a table for two tonight", "Book a tasting menu for Friday"])
+    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+    return 200, {"Content-Type": "application/json"}, body
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+def test_seed_task_generation_never_follows_a_redirect_so_the_key_stays_with_its_host(site, settings, code):
+    from django.core.management import CommandError, call_command
+
+    with loopback_server(model_answer) as elsewhere:
+
+        def redirect(request):
+            return code, {"Location": f"{elsewhere.url}/v1/chat/completions"}, b""
+
+        with loopback_server(redirect) as endpoint:
+            settings.SEED_TASKS_LLM_URL = f"{endpoint.url}/v1"
+            settings.SEED_TASKS_LLM_MODEL, settings.SEED_TASKS_LLM_KEY = "stand-in", "secret-key"
+            with pytest.raises(CommandError, match=f"redirected to {elsewhere.url}/v1/chat/completions; not followed"):
+                call_command("generate_seed_tasks", project="alpha", stdout=None)
+
+            assert [(r.method, r.headers.get("Authorization")) for r in endpoint.requests] == [
+                ("POST", "Bearer secret-key")
+            ]
+        assert elsewhere.requests == []
     assert site.seed_tasks.count() == len(SEEDS)
 
 

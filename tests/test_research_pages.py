@@ -124,6 +124,27 @@ def test_a_job_is_cancelled_from_its_page_once(researcher, alpha):
     assert "already cancelled" in again.content.decode()
 
 
+@pytest.mark.parametrize("kind", ["exports", "evaluations"])
+def test_a_colleagues_job_offers_no_cancel_and_refuses_one(researcher, alpha, kind):
+    if kind == "exports":
+        job = ExportJob.objects.create(project=alpha, owner=researcher, format="weblinx", statuses=["validated"])
+    else:
+        job = Evaluation.objects.create(
+            project=alpha, owner=researcher, format="weblinx", split="valid", predictions=[]
+        )
+    colleague = client_for(make_user("colleague", alpha, Role.RESEARCHER))
+
+    page = colleague.get(f"/projects/alpha/{kind}/{job.pk}/")
+    assert page.status_code == 200
+    assert 'id="cancel-job"' not in page.content.decode()
+    assert colleague.post(f"/projects/alpha/{kind}/{job.pk}/cancel").status_code == 403
+    assert type(job).objects.get(pk=job.pk).status == JobStatus.QUEUED
+    admin = client_for(make_user("boss", alpha, Role.ADMIN))
+    assert 'id="cancel-job"' in admin.get(f"/projects/alpha/{kind}/{job.pk}/").content.decode()
+    assert admin.post(f"/projects/alpha/{kind}/{job.pk}/cancel").status_code == 302
+    assert type(job).objects.get(pk=job.pk).status == JobStatus.CANCELLED
+
+
 def test_jobs_of_another_project_are_not_found(researcher, beta, outsider):
     job = ExportJob.objects.create(project=beta, owner=outsider, format="weblinx", statuses=["validated"])
     client = client_for(researcher)

@@ -2,15 +2,21 @@
 refused with 429 and ``Retry-After`` on the sign-in page, the admin's and ``POST /api/auth/token/``, counted in the
 real cache (Redis when ``REDIS_URL`` is set). Other addresses and other usernames are unaffected."""
 
+import contextlib
+import json
 import time
+import urllib.error
+import urllib.request
 
 import pytest
+from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
 from annotation.actions.signin import do_forget_sign_in_failures
+from devtools.processes import asgi_server, database_url
 
-ATTACKER, FRIEND = "203.0.113.7", "198.51.100.20"
+ATTACKER, FRIEND, LOOPBACK = "203.0.113.7", "198.51.100.20", "127.0.0.1"
 PASSWORD = "owner-Passw0rd!"
 
 
@@ -19,7 +25,7 @@ def forget_failures():
     """The cache outlives a test (Redis): leave no count behind for later tests."""
     yield
     for username in ("owner", "teammate"):
-        for address in (ATTACKER, FRIEND):
+        for address in (ATTACKER, FRIEND, LOOPBACK):
             do_forget_sign_in_failures(username, address)
 
 
@@ -84,3 +90,59 @@ def test_the_refusal_ends_with_the_window(owner, settings):
         time.sleep(0.1)  # the cache entries expire on their own
 
     assert answer.status_code == 200
+
+
+# --- Through the real server: who may say where a request came from -------------------------------------------
+
+
+def token_over_http(url: str, password: str, forwarded_for: str | None = None) -> int:
+    """``POST /api/auth/token/`` for ``owner`` to the real server from loopback; the status."""
+    headers = {"Content-Type": "application/json"}
+    if forwarded_for is not None:
+        headers["X-Forwarded-For"] = forwarded_for
+    body = json.dumps({"username": "owner", "password": password}).encode()
+    request = urllib.request.Request(url + "/api/auth/token/", body, headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+@pytest.fixture
+def server_with(tmp_path):
+    """Start the real ASGI server (as `make run` does) with extra environment; stopped after the test."""
+    with contextlib.ExitStack() as stack:
+
+        def start(**env):
+            base = {"DATABASE_URL": database_url(connection.settings_dict), **env}
+            return stack.enter_context(asgi_server(base, tmp_path / f"server-{len(env)}.log"))
+
+        yield start
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_loopback_client_cannot_choose_its_address_with_x_forwarded_for(owner, server_with):
+    """No trusted proxy by default: ten failures, each claiming another address, are ten failures of the
+    connection's own address, and the eleventh attempt is refused whatever address it claims."""
+    url = server_with()
+    for attempt in range(10):
+        assert token_over_http(url, "wrong", forwarded_for=f"192.0.2.{attempt + 1}") == 400
+
+    assert token_over_http(url, PASSWORD, forwarded_for=FRIEND) == 429
+    assert token_over_http(url, PASSWORD) == 429
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_behind_a_trusted_proxy_the_forwarded_client_address_is_counted(owner, server_with):
+    """``TRUSTED_PROXIES=127.0.0.1``: the proxy's ``X-Forwarded-For`` names the client (the rightmost address it
+    added; what the client itself put in front is not believed)."""
+    url = server_with(TRUSTED_PROXIES=LOOPBACK)
+    for _ in range(10):
+        assert token_over_http(url, "wrong", forwarded_for=f"{FRIEND}, {ATTACKER}") == 400
+
+    assert token_over_http(url, PASSWORD, forwarded_for=ATTACKER) == 429
+    assert token_over_http(url, PASSWORD, forwarded_for=f"192.0.2.1, {ATTACKER}") == 429
+    assert token_over_http(url, "wrong", forwarded_for=FRIEND) == 400  # another client: checked, not refused

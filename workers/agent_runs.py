@@ -5,7 +5,8 @@
    the same pandas objects the official scorer compares.
 2. The instances are drawn with the run's seed (``agents.harness.sample_instances``) and recorded on the run.
 3. Each instance's preview page, rendered by the platform's form-task code (``task_page(..., mode="preview")``),
-   is served on loopback to this worker's own headless Chromium (one per job: more workers, more browsers).
+   is served on loopback to this worker's own headless Chromium (one per job: more workers, more browsers), with
+   the headers of the web app's task frames (``frame_headers``: sandboxed, no network access from its scripts).
 4. ``agents.harness.Harness`` orders the fields (spec §4.1), calls the solver per field (a solver that raises
    leaves its field untouched), reads the page (§4.3) and scores. Every field's value, gold and score is stored
    as the run goes, with a full-page screenshot per instance; the run's scores (the evaluation output format)
@@ -25,6 +26,7 @@ from agents.server import serve_pages
 from agents.solvers import load_solver
 from agents.turkle import Dataset
 from annotation.actions.agent_runs import split_tasks
+from annotation.actions.forms.frames import frame_headers
 from annotation.actions.forms.render import task_page
 from annotation.models import AgentFieldResult, AgentRun, AgentRunInstance, Batch, BatchKind, JobStatus, Task
 
@@ -130,7 +132,7 @@ def execute(run: AgentRun, workdir: Path) -> None:
     driver = make_driver()
     try:
         harness = Harness(driver, beating, run.metric)
-        with serve_pages(lambda name, index: pages[(name, index)]) as server:
+        with serve_pages(lambda name, index: pages[(name, index)], headers=frame_headers()) as server:
             for name, indices in sampled.items():
                 task = dataset.task(name)
                 for index in indices:

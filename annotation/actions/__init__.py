@@ -19,6 +19,7 @@ from .errors import (
     TooManyRequests,
     UnsupportedMediaType,
     ValidationFailed,
+    parse_json,
 )
 from .ingest import (
     BATCH_MEDIA_TYPE,
@@ -45,9 +46,11 @@ from .jobs import (
     EXPORT_ROLES,
     STATUS_CHOICES,
     check_choice,
+    check_job_cancellable,
     check_project_for_export,
     do_cancel_job,
     do_create_evaluation,
     do_create_export,
+    may_cancel,
     reap_stale_jobs,
 )

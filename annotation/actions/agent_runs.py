@@ -13,16 +13,18 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
+from agents.solvers import SolverSpecError, solver_class, spec_parts
 from agents.turkle import SPLIT_FILES
 
 from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, Batch, BatchKind, Project, SplitConfig
+from ..schema import MAX_COUNT
 from . import queue
 from .errors import NotFound, ValidationFailed
 from .jobs import EXPORT_ROLES, enqueue
 
-BASELINE_SOLVERS = ("oracle", "do-nothing")
 OFFICIAL_LISTS = {split: file.removesuffix(".txt") for split, file in SPLIT_FILES.items()}
 MAX_INSTANCES_PER_TASK = 100_000
+MAX_SEED = MAX_COUNT  # the run's seed column is a 32-bit integer: a larger seed would not be stored as given
 
 
 def invalid(field: str, message: str) -> ValidationFailed:
@@ -102,19 +104,22 @@ def check_turkingbench_predictions(project, predictions, split: str | None) -> N
 
 
 def check_solver(solver, from_api: bool) -> None:
+    """The spec names a ``Solver`` class the worker can load: checked here, so a run that could only fail on the
+    worker is never queued. Through the API the module must be under ``AGENT_SOLVER_MODULES`` before it is
+    imported at all."""
     if not isinstance(solver, str) or not solver:
         raise invalid("solver", "expected oracle, do-nothing or python:module:Class")
-    if solver in BASELINE_SOLVERS:
-        return
-    kind, _, rest = solver.partition(":")
-    module, _, cls = rest.partition(":")
-    if kind != "python" or not module or not cls:
-        raise invalid("solver", f"unknown solver {solver!r}; expected oracle, do-nothing or python:module:Class")
-    if from_api:
-        allowed = settings.AGENT_SOLVER_MODULES
-        if not any(module == prefix or module.startswith(prefix + ".") for prefix in allowed):
-            shown = ", ".join(allowed) or "none"
-            raise invalid("solver", f"module {module!r} is not among the solver modules this platform allows ({shown})")
+    try:
+        parts = spec_parts(solver)
+        if parts is not None and from_api:
+            module, allowed = parts[0], settings.AGENT_SOLVER_MODULES
+            if not any(module == prefix or module.startswith(prefix + ".") for prefix in allowed):
+                shown = ", ".join(allowed) or "none"
+                message = f"module {module!r} is not among the solver modules this platform allows ({shown})"
+                raise invalid("solver", message)
+        solver_class(solver)
+    except SolverSpecError as error:
+        raise invalid("solver", str(error)) from None
 
 
 def check_agent_run(project, split, solver, instances_per_task, seed, metric, from_api=True) -> list[str]:
@@ -126,8 +131,8 @@ def check_agent_run(project, split, solver, instances_per_task, seed, metric, fr
         isinstance(instances_per_task, int) and 1 <= instances_per_task <= MAX_INSTANCES_PER_TASK
     ):
         raise invalid("instances", f"expected a whole number from 1 to {MAX_INSTANCES_PER_TASK}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise invalid("seed", "expected a whole number")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+        raise invalid("seed", f"expected a whole number from 0 to {MAX_SEED}")
     tasks = split_tasks(project, split)
     if not tasks:
         raise invalid("split", f"split {split!r} has no form batches in project {project.name!r}")

@@ -1,4 +1,5 @@
-"""Background jobs (exports, evaluations): creating them, their life on the worker, cancelling, reaping.
+"""Background jobs (exports, evaluations, agent runs): creating them, their life on the worker, cancelling (their
+owner or a project admin), reaping.
 
 A job is a row; the Celery task gets only its id, enqueued after the row is committed. The worker claims a job
 with a conditional update (queued → running), beats a heartbeat with its progress, and finishes with another
@@ -14,7 +15,7 @@ from ..models.agents import AgentRun
 from ..models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
 from ..splits import SPLITS
 from . import queue
-from .errors import Conflict, ValidationFailed
+from .errors import Conflict, Forbidden, ValidationFailed
 from .projects import check_project_role
 from .splits import split_of
 
@@ -141,6 +142,18 @@ def do_create_evaluation(user, project, eval_format, split, predictions) -> Eval
         )
         enqueue(queue.EVALUATION, evaluation)
     return evaluation
+
+
+def may_cancel(user, job) -> bool:
+    """Whether ``user`` may cancel ``job``: the person who started it, or an admin of its project (superusers are
+    admins everywhere). Other researchers see a colleague's job but cannot stop it."""
+    return job.owner_id == user.pk or job.project.role_of(user) == Role.ADMIN
+
+
+def check_job_cancellable(user, job) -> None:
+    """403 unless ``user`` may cancel ``job`` (``may_cancel``); who may see the job at all is checked before."""
+    if not may_cancel(user, job):
+        raise Forbidden(f"only the one who started job {job.pk} or an admin of its project may cancel it")
 
 
 def do_cancel_job(job):

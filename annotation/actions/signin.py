@@ -55,6 +55,7 @@ def do_forget_sign_in_failures(username: str, address: str) -> None:
 
 
 def client_address(request) -> str:
-    """The address the request came from: ``REMOTE_ADDR`` (behind a proxy, the proxy must set it from the client,
-    e.g. Daphne's ``--proxy-headers``; a client-sent ``X-Forwarded-For`` is never trusted here)."""
+    """The address the request came from: ``REMOTE_ADDR``, the connection's peer, or behind a proxy named in
+    ``TRUSTED_PROXIES`` the client address it forwarded (``config.asgi.behind_proxies``); a client's own
+    ``X-Forwarded-For`` is never believed."""
     return request.META.get("REMOTE_ADDR", "")

@@ -20,6 +20,7 @@ from .frames import (
     check_view_token,
     check_work_token,
     frame_csp,
+    frame_headers,
     preview_token,
     preview_url,
     view_url,
@@ -27,5 +28,5 @@ from .frames import (
     work_url,
 )
 from .parse import ParsedBatch, TemplateInfo, analyse_template, check_batch_name, parse_batch
-from .render import answers_from_post, check_answers, fill_template, result_page, task_page
+from .render import answers_from_request, check_answers, fill_template, result_page, task_page
 from .results import results_csv, results_csv_lines, results_filename

@@ -127,6 +127,19 @@ def frame_csp(form_action: str | None) -> str:
     )
 
 
+def frame_headers(form_action: str | None = None) -> dict[str, str]:
+    """Every header a task page is served with, wherever it is served: the web app's frames (``frame_views``) and the
+    loopback server of agent runs (``workers.agent_runs``), so a template's scripts are as confined in an agent's
+    browser as in a worker's."""
+    return {
+        "Content-Security-Policy": frame_csp(form_action),
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+        "X-Robots-Tag": "noindex",
+    }
+
+
 def app_page_csp() -> str:
     """The policy of the app pages that embed task frames: our own scripts and styles only, frames of our origin."""
     return (

@@ -7,11 +7,15 @@ doctype, a ``<form name="mturk_form" id="mturk_form" method="post">`` holding th
 ``#submitButton`` appended when the template has no submit button (disabled in preview and read-only views).
 """
 
+import codecs
 import html
 import json
 
+from django.http import QueryDict
+
 from agents import turkle
 
+from ... import jsonsafe
 from ...models import Batch, Task
 from ..errors import ValidationFailed
 
@@ -91,9 +95,33 @@ def result_page(status: str, message: str) -> str:
     return SUBMITTED.format(title=html.escape(message), status=html.escape(status), message=html.escape(message))
 
 
-def answers_from_post(post) -> dict:
+# Django decodes form fields with ``errors="replace"``: bytes that are not UTF-8 would be stored as U+FFFD, the
+# answer silently changed. Decoded with this codec instead, they become lone surrogates (``surrogateescape``), which
+# ``check_answers`` finds and refuses by field; valid UTF-8 decodes exactly as before (urlencoded and multipart).
+MARKED_UTF8 = "webdemos-utf-8-marked"
+
+
+def marked_utf8_decode(data, errors="strict"):
+    return codecs.utf_8_decode(data, "surrogateescape", True)
+
+
+def find_marked_utf8(name: str):
+    if name == MARKED_UTF8.replace("-", "_"):
+        return codecs.CodecInfo(codecs.utf_8_encode, marked_utf8_decode, name=MARKED_UTF8)
+    return None
+
+
+codecs.register(find_marked_utf8)
+
+
+def answers_from_request(request) -> dict:
     """The submitted form as stored: ``{name: value}``, or ``{name: [values]}`` in form order when a name was sent
-    several times (Turkle 3.1)."""
+    several times (Turkle 3.1). Bytes that are not UTF-8 are kept marked for ``check_answers`` to refuse."""
+    if request.content_type == "application/x-www-form-urlencoded":
+        post = QueryDict(request.body, encoding=MARKED_UTF8)  # Django's own parse of this type is always "utf-8"
+    else:
+        request.encoding = MARKED_UTF8  # multipart: Django's parser decodes each field with the request's encoding
+        post = request.POST
     answers = {}
     for name in post:
         values = post.getlist(name)
@@ -101,10 +129,27 @@ def answers_from_post(post) -> dict:
     return answers
 
 
+def not_utf8(text: str) -> bool:
+    """Whether ``text`` holds bytes that were not UTF-8 (lone surrogates from ``MARKED_UTF8``)."""
+    return not jsonsafe.encodable(text)
+
+
+def shown(name: str) -> str:
+    """A field name for a message, its undecodable bytes as ``\\xe9``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def check_answers(answers: dict) -> None:
-    """Refuse what the database cannot store (a NUL character) with the field's name, before anything is stored."""
+    """Refuse what would not be stored as sent (bytes that are not UTF-8) or at all (a NUL character), with the
+    field's name, before anything is stored."""
     for name, value in answers.items():
-        if any("\x00" in text for text in [name, *(value if isinstance(value, list) else [value])]):
+        texts = [name, *(value if isinstance(value, list) else [value])]
+        if any(not_utf8(text) for text in texts):
+            raise ValidationFailed(
+                f"answers: field '{shown(name)}' is not UTF-8 text; nothing was stored",
+                [{"field": shown(name), "message": "is not UTF-8 text"}],
+            )
+        if any("\x00" in text for text in texts):
             raise ValidationFailed(
                 f"answers: field {name!r} contains a NUL character; nothing was stored",
                 [{"field": name, "message": "contains a NUL character"}],

@@ -2,7 +2,8 @@
 
 Generation is off unless ``SEED_TASKS_LLM_URL`` is set (the base URL of an OpenAI-compatible API, e.g.
 ``http://127.0.0.1:8080/v1``); it asks ``SEED_TASKS_LLM_MODEL`` (with ``SEED_TASKS_LLM_KEY`` as bearer token, if
-set) for ``SEED_TASKS_PER_WEBSITE`` tasks exercising different functions of the site, and keeps the new ones."""
+set) for ``SEED_TASKS_PER_WEBSITE`` tasks exercising different functions of the site, and keeps the new ones. A
+redirect from the endpoint is refused (502), so the key never reaches another host."""
 
 import csv
 import io
@@ -13,8 +14,9 @@ import urllib.request
 from django.conf import settings
 from django.db import transaction
 
+from ... import jsonsafe
 from ...models import SeedSource, SeedTask
-from ..errors import ActionError, Conflict, ValidationFailed
+from ..errors import ActionError, Conflict, ValidationFailed, parse_json
 from .websites import decode
 
 TASK_MAX_CHARS = 500
@@ -52,12 +54,7 @@ def seed_texts_of_file(data: bytes, filename: str) -> list:
     """Task texts from a file: a JSON list of strings, a CSV with a ``task`` column, or one task per line."""
     text = decode(data, "file")
     if filename.lower().endswith(".json") or text.lstrip().startswith("["):
-        try:
-            texts = json.loads(text)
-        except json.JSONDecodeError as error:
-            message = f"is not JSON: {error.msg} at line {error.lineno} column {error.colno}"
-            raise ValidationFailed(f"file {message}", [{"field": "file", "message": message}]) from None
-        return texts
+        return parse_json(text, "file")
     if filename.lower().endswith(".csv"):
         rows = list(csv.DictReader(io.StringIO(text)))
         if rows and "task" not in rows[0]:
@@ -88,6 +85,17 @@ def generation_prompt(website, count: int) -> str:
     )
 
 
+class RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect from the model's endpoint is an error, never followed: the request carries the bearer token,
+    which belongs to ``SEED_TASKS_LLM_URL`` only (urllib would send it on to wherever a 30x points)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        raise urllib.error.HTTPError(req.full_url, code, f"redirected to {newurl}; not followed", headers, fp)
+
+
+MODEL_OPENER = urllib.request.build_opener(RefuseRedirects)
+
+
 def ask_model(prompt: str) -> str:
     """The content of the chat endpoint's first choice."""
     body = {
@@ -101,8 +109,8 @@ def ask_model(prompt: str) -> str:
     url = settings.SEED_TASKS_LLM_URL.rstrip("/") + "/chat/completions"
     request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=settings.SEED_TASKS_LLM_TIMEOUT_SECONDS) as response:
-            answer = json.loads(response.read())
+        with MODEL_OPENER.open(request, timeout=settings.SEED_TASKS_LLM_TIMEOUT_SECONDS) as response:
+            answer = jsonsafe.loads(response.read())
         return answer["choices"][0]["message"]["content"]
     except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as error:
         raise UpstreamFailed(f"the seed-task model at {url} failed: {error}") from None
@@ -112,8 +120,8 @@ def parse_generated(content: str) -> list[str]:
     """Task texts from the model's answer: a JSON list (possibly inside a code fence), else one task per line."""
     stripped = content.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
     try:
-        found = json.loads(stripped)
-    except json.JSONDecodeError:
+        found = jsonsafe.loads(stripped)
+    except jsonsafe.JSONProblem:
         found = [line.lstrip("-*0123456789.) ").strip() for line in stripped.splitlines()]
     if not isinstance(found, list):
         raise UpstreamFailed("the seed-task model did not answer a list of tasks")

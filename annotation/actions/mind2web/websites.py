@@ -5,14 +5,13 @@ Every row is checked before anything is stored: one bad row stores nothing, and 
 
 import csv
 import io
-import json
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
 
 from ...models import Project, Website
-from ..errors import Conflict, NotFound, ValidationFailed
+from ..errors import Conflict, NotFound, ValidationFailed, parse_json
 from ..projects import check_project_role
 from ..work import MANAGE_ROLES
 
@@ -146,11 +145,7 @@ def parse_rows(data: bytes, filename: str, field: str = "file") -> list:
     if "\x00" in text:
         raise ValidationFailed("NUL character in the file", [{"field": field, "message": "contains a NUL character"}])
     if filename.lower().endswith(".json") or text.lstrip().startswith("["):
-        try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as error:
-            message = f"is not JSON: {error.msg} at line {error.lineno} column {error.colno}"
-            raise ValidationFailed(f"{field} {message}", [{"field": field, "message": message}]) from None
+        rows = parse_json(text, field)
         if not isinstance(rows, list):
             raise ValidationFailed("expected a JSON list", [{"field": field, "message": "expected a list of objects"}])
         return rows

@@ -23,6 +23,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation.models import Demonstration, DemoStatus, Membership, Project, Role
 from config.secret_key import FILE_NAME, ensure_key_file
+from config.serve import dies_with_this_process
 from config.server import server_command
 
 SAMPLE_PROJECT = "sample"
@@ -149,8 +150,9 @@ def interrupt(signum, frame):
 
 
 def start(command):
-    """A child process in our process group, so a terminal's Ctrl-C reaches it as well."""
-    return subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    """A child process in our process group, so a terminal's Ctrl-C reaches it as well; sent SIGTERM by the kernel
+    if this process dies without stopping it (killed: ``config.serve.dies_with_this_process``)."""
+    return subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=dies_with_this_process())
 
 
 def wait_any(children: dict) -> str:
