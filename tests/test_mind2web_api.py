@@ -558,7 +558,7 @@ def test_mind2web_batches_cannot_be_worked_through_the_form_pages_or_the_work_ap
 
     client.force_login(owner)  # an annotator: the workers of every batch of the project
     for batch in (proposals_batch, demos_batch):
-        assert client.post(f"/work/batches/{batch.pk}/accept/").status_code == 302
+        assert client.post(f"/work/batches/{batch.pk}/accept/").status_code == 404
         assert client.get(f"/work/batches/{batch.pk}/preview/").status_code == 404
     for task in (round_task, demo_assignment.task):
         assert client.get(f"/work/tasks/{task.pk}/preview/").status_code == 404
