@@ -3,12 +3,14 @@ draw, limits, screening), the review queue, demonstration tasks for the recorder
 
 import json
 import threading
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
-from annotation.actions import Conflict, forms, mind2web
+from annotation.actions import Conflict, forms, mind2web, work
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -449,6 +451,24 @@ def test_the_pool_setting_leaves_accepted_tasks_to_any_annotator(api_for, alpha,
     assert taken.status_code == 201
     assert taken.json()["task"] == "Track my order"
     assert api_for(owner).post("/api/demonstration-tasks/take/", {"project": "alpha"}, format="json").status_code == 409
+
+
+def test_without_the_pool_an_expired_demonstration_task_goes_back_to_its_proposer_only(
+    api_for, alpha, site, owner, teammate, reviewer
+):
+    """A project that keeps demonstrations off the pool: the proposer's task, once their assignment expired, is not
+    handed to another annotator through ``take``; the proposer takes it back."""
+    body = propose(api_for(owner), site, ["Track my order"])
+    review(api_for(reviewer), body["proposals"][0]["id"], "accept")
+    Assignment.objects.filter(worker=owner).update(expires_at=timezone.now() - timedelta(minutes=1))
+    assert work.do_expire_due() == 1  # beat's sweep frees the task's slot
+    assert api_for(owner).get("/api/demonstration-tasks/").json() == []
+    taken = api_for(teammate).post("/api/demonstration-tasks/take/", {"project": "alpha"}, format="json")
+    assert taken.status_code == 409, taken.content
+    assert not Assignment.objects.filter(worker=teammate).exists()
+    again = api_for(owner).post("/api/demonstration-tasks/take/", {"project": "alpha"}, format="json")
+    assert again.status_code == 201, again.content
+    assert again.json()["task"] == "Track my order"
 
 
 def test_reviewing_needs_the_reviewer_role_and_someone_else(api_for, alpha, site, owner, teammate, outsider):

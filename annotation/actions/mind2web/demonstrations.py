@@ -5,6 +5,7 @@ A demonstration's assignment is submitted when its recording finishes (``do_fini
 import contextlib
 from urllib.parse import urlsplit
 
+from django.db.models import Q
 from django.utils import timezone
 
 from ...models import Assignment, AssignmentStatus, BatchKind, DemoMode, Project
@@ -35,10 +36,14 @@ def check_project_for_demonstrating(user, project_name) -> Project:
 
 
 def do_take_from_pool(user, project) -> Assignment:
-    """The next demonstration task of the pool for ``user`` (or their oldest assigned one); 409 when none."""
-    assignment = do_accept_next(user, mind2web_batch(project, BatchKind.DEMONSTRATION))
+    """The next demonstration task of the pool for ``user`` (or their oldest assigned one); 409 when none.
+
+    A project that keeps demonstrations off the pool leaves each task to its proposer: a task whose assignment
+    expired or was returned goes back to them only, never to someone else."""
+    among = None if project.demonstrations_to_pool else Q(proposal__proposer=user)
+    assignment = do_accept_next(user, mind2web_batch(project, BatchKind.DEMONSTRATION), among=among)
     if assignment is None:
-        raise Conflict(f"no demonstration task left in {project.name!r}")
+        raise Conflict(f"no demonstration task left for you in {project.name!r}")
     return assignment
 
 

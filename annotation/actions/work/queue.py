@@ -56,9 +56,12 @@ def available_counts(user, batches) -> dict:
     return {row["batch"]: row["n"] for row in rows}
 
 
-def lock_next_task(batch: Batch, user):
-    """The next task for ``user``, locked; tasks they tried before come last. None when there is none."""
+def lock_next_task(batch: Batch, user, among=None):
+    """The next task for ``user`` (of the tasks ``among`` selects, a ``Q``, when given), locked; tasks they tried
+    before come last. None when there is none."""
     candidates = open_tasks(batch, user).select_for_update(skip_locked=True, of=("self",))
+    if among is not None:
+        candidates = candidates.filter(among)
     fresh = candidates.exclude(tried_by(user)).order_by("index").first()
     return fresh or candidates.order_by("index").first()
 
@@ -82,8 +85,9 @@ def create_assignment(task: Task, user, now) -> Assignment:
     return assignment
 
 
-def do_accept_next(user, batch: Batch, now=None) -> Assignment | None:
-    """Accept the batch's next task for ``user`` (or resume their active one); None when none is left."""
+def do_accept_next(user, batch: Batch, now=None, among=None) -> Assignment | None:
+    """Accept the batch's next task for ``user`` (or resume their active one); None when none is left. ``among`` (a
+    ``Q`` on tasks) narrows which tasks may be handed out."""
     now = now or timezone.now()
     check_open(batch)
     with transaction.atomic():
@@ -92,7 +96,7 @@ def do_accept_next(user, batch: Batch, now=None) -> Assignment | None:
         current = active_assignment_in(batch, user, now)
         if current is not None:
             return current
-        task = lock_next_task(batch, user)
+        task = lock_next_task(batch, user, among)
         return None if task is None else create_assignment(task, user, now)
 
 
