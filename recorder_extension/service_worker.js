@@ -13,7 +13,8 @@
  *       PAUSE, RESUME, STATUS → {state, counters, session, outbox, upload, video, screenshots},
  *       CHAT {speaker, utterance}, UPLOAD_NOW; the same through the page bridge only with config.automation;
  *     from the offscreen document: VIDEO_CHUNK, VIDEO_STATUS.
- *     step mode (lib/step.js): STEP_SELECT from content scripts; STEP_OPERATE {op, value?} from the side panel.
+ *     step mode (lib/step_worker.js): STEP_SELECT from content scripts; STEP_OPERATE {op, value?} from the side panel.
+ *   webNavigation and tabs events: lib/navigation.js (loads, single-page-app URL changes, tab turns).
  *   storage: C.STORAGE.COMMAND {action, config?, nonce} → C.STORAGE.COMMAND_RESULT {nonce, ok, error?, demoName?};
  *     C.STORAGE.PENDING_CAPTURE + client_id: captures a page left behind (stored once, then removed).
  */
@@ -32,14 +33,14 @@ importScripts(
   "lib/shots.js",
   "lib/video.js",
   "lib/step.js",
+  "lib/step_worker.js",
+  "lib/navigation.js",
 );
 
 const W = self.WebTasks;
 const C = W.C;
 const UPLOAD_ALARM = "webtasks-upload";
 const AFTER_FRAME_DEADLINE_MS = 1500; // from when the after-frame is asked for (AFTER_FRAME_MS after the action)
-const STATE_SHOT_DEADLINE_MS = 8000; // a load's or tab switch's screenshot (the turn waits LOAD_SETTLE_MS)
-const STATE = W.shots.PRIORITY.STATE;
 // Messages a web page may send through the content script's page bridge only when automation is enabled
 // (config.automation): without that, any site could start, stop or redirect a recording.
 const AUTOMATION_TYPES = new Set([
@@ -53,8 +54,6 @@ const storeReady = W.store.openStore();
 const video = new W.video.Video({ kv, store: () => storeReady, regionsOf: tabRegions });
 let wakeTimer = null;
 let keepAliveTimer = null;
-let tabEvents = Promise.resolve(); // the queue of tab and navigation events (see whileRecording)
-const followUps = new Set(); // screenshots of loads and tab switches being taken (stop waits for them)
 
 const ready = storeReady.then((store) => {
   const uploader = new W.uploader.Uploader({
@@ -62,12 +61,17 @@ const ready = storeReady.then((store) => {
   });
   const recorder = new W.recorder.Recorder({
     kv, tabsKv, store, uploader, video, now: () => Date.now(), uuid: () => crypto.randomUUID(),
-    broadcast, notify: notifyPanel, activeTabs, userAgent: navigator.userAgent,
-    shotsInFlight: () => Promise.allSettled([...followUps]),
+    broadcast, notify: notifyPanel, activeTabs: () => W.navigation.activeTabs(chrome), userAgent: navigator.userAgent,
+    shotsInFlight: () => navigation.inFlight(),
     timezoneOffsetMinutes: new Date().getTimezoneOffset(),
   });
   return { store, uploader, recorder };
 });
+const steps = new W.stepWorker.StepWorker({
+  ready, tabsKv, shots, maskTab, hasPrivateFields: tabHasPrivateFields, notify: notifyPanel,
+});
+const navigation = new W.navigation.Navigation({ ready, kv, shotLater: maskedShotLater });
+navigation.listen();
 
 // --- Messages -------------------------------------------------------------------------------------------
 
@@ -85,7 +89,7 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
     if (!sender.tab) return false;
     const first = shots.captureNow(sender.tab.windowId); // the page before the step, under the click's gesture
     first.catch(() => {});
-    reply(onStepSelect(message, sender, first), sendResponse);
+    reply(steps.select(message, sender, first), sendResponse);
     return true;
   }
   reply(route(message, sender), sendResponse);
@@ -114,13 +118,13 @@ async function route(message, sender) {
         frameId: sender.frameId,
       };
     case C.MSG.START:
-      await tabsKv.set(C.STORAGE.STEP, W.step.IDLE);
+      await steps.reset();
       return recorder.command("start", message.config || {});
     case C.MSG.STOP:
-      await tabsKv.set(C.STORAGE.STEP, W.step.IDLE);
+      await steps.reset();
       return recorder.command("stop", { taskDescription: message.taskDescription });
     case C.MSG.STEP_OPERATE:
-      return onStepOperate(recorder, message);
+      return steps.operate(recorder, message);
     case C.MSG.PAUSE:
       return recorder.command("pause");
     case C.MSG.RESUME:
@@ -128,7 +132,7 @@ async function route(message, sender) {
     case C.MSG.STATUS:
       return {
         ok: true, ...(await recorder.status()), screenshots: { ...shots.stats, ...recorder.shotStats },
-        step: publicStep(await tabsKv.get(C.STORAGE.STEP)),
+        step: await steps.status(),
       };
     case C.MSG.CHAT:
       return onChat(recorder, message);
@@ -221,123 +225,6 @@ async function maskedShotLater(tab, deadline, priority) {
   return masked && { png: masked, at: png.capturedAt || Date.now(), url: png.capturedUrl || null };
 }
 
-// --- Step mode (lib/step.js) ---------------------------------------------------------------------------------
-
-// The selected step's screenshot (bytes), by the selection's client_id: the worker is kept alive while
-// recording; if it was restarted in between, the turn gets the tab's last screenshot instead (recordAction).
-const stepBlobs = new Map();
-
-/** The annotator clicked an element in step mode: keep the page before the step, ask the panel for the operation. */
-async function onStepSelect(message, sender, first) {
-  const { recorder } = await ready;
-  const session = await recorder.recording();
-  if (!session || !session.step) return { ok: false, error: "not recording in step mode" };
-  const tab = { tabId: sender.tab.id, windowId: sender.tab.windowId, url: sender.tab.url };
-  const png = await shots.resolve(first, tab);
-  // Masked like every screenshot: the selecting frame's own report, every other frame of the tab asked now.
-  const own = message.regions ? { frameId: sender.frameId, report: message.regions } : null;
-  const screenshot = png && (await maskTab(png, tab.tabId, { own, topUrl: tab.url, legacy: message }));
-  const { type, target, options, label, privacy, ...capture } = message;
-  const selection = {
-    tabId: tab.tabId, frameId: sender.frameId || 0, tabUrl: tab.url, capture: { ...capture, type: C.MSG.CAPTURE },
-    options: Array.isArray(options) ? options : null, label: String(label || ""),
-    clientId: capture.turn && capture.turn.client_id,
-    privacy: Number.isInteger(privacy) ? privacy : null, // the element's level (lib/privacy.js); null: private
-  };
-  let error = null;
-  await tabsKv.mutate(C.STORAGE.STEP, (current) => {
-    const next = W.step.reduce(current, { type: "select", selection });
-    if (next.error) {
-      error = next.error;
-      return current;
-    }
-    return next;
-  });
-  if (error) return { ok: false, error };
-  stepBlobs.clear();
-  stepBlobs.set(selection.clientId, { screenshot });
-  notifyPanel();
-  return { ok: true };
-}
-
-/**
- * The side panel chose the operation: record the turn (the page before it), then perform it with trusted input.
- * `mhtml` (base64): the page's MHTML snapshot, taken by the panel (a service worker cannot read the file-backed
- * Blob chrome.pageCapture gives it: NotFoundError) after hiding the highlight, before the operation.
- */
-async function onStepOperate(recorder, { op, value, mhtml }) {
-  const session = await recorder.recording();
-  if (!session || !session.step) return { ok: false, error: "not recording in step mode" };
-  const current = (await tabsKv.get(C.STORAGE.STEP)) || W.step.IDLE;
-  const problem = current.phase === "selected" ? W.step.checkOperation(current.selection, op, value) : null;
-  const next = W.step.reduce(current, { type: "operate", op });
-  if (next.error || problem) return { ok: false, error: next.error || problem };
-  const selection = current.selection;
-  const frame = { frameId: selection.frameId };
-  await tabsKv.set(C.STORAGE.STEP, next);
-  notifyPanel();
-  try {
-    if (op === "ignore") return { ok: true };
-    const capture = W.step.stepCapture(selection, op, value); // a private element's value masked
-    const blobs = stepBlobs.get(selection.clientId) || {};
-    const zoomLevel = await chrome.tabs.getZoom(selection.tabId).catch(() => undefined);
-    let snapshot = session.mhtml && typeof mhtml === "string" && mhtml ? base64Bytes(mhtml) : null;
-    if (snapshot && (await tabHasPrivateFields(selection.tabId))) {
-      snapshot = null; // the MHTML would carry the private fields' values in text
-      await recorder.note("MHTML snapshot not kept: the page has private fields");
-    }
-    const turn = await recorder.recordAction(session, capture, {
-      tabId: selection.tabId, screenshot: blobs.screenshot || null, zoomLevel, tabUrl: selection.tabUrl, mhtml: snapshot,
-    });
-    if (W.step.executes(op)) await performStep(selection, frame, op, value);
-    return { ok: true, client_id: turn.client_id };
-  } catch (error) {
-    await recorder.note(`step not performed: ${(error && error.message) || error}`);
-    return { ok: false, error: String((error && error.message) || error) };
-  } finally {
-    stepBlobs.delete(selection.clientId);
-    await tabsKv.set(C.STORAGE.STEP, W.step.reduce(next, { type: "done" }));
-    const done = { target: C.TARGET.CONTENT, type: C.MSG.STEP_DONE, clear: true };
-    await chrome.tabs.sendMessage(selection.tabId, done, frame).catch(() => {}); // a click may have left the page
-    notifyPanel();
-  }
-}
-
-/** Attach the debugger (the bar it may show moves the page first), let the content script place the element, act. */
-async function performStep(selection, frame, op, value) {
-  const target = { tabId: selection.tabId };
-  await chrome.debugger.attach(target, "1.3");
-  try {
-    const exec = { target: C.TARGET.CONTENT, type: C.MSG.STEP_EXEC, op, value };
-    const placed = await chrome.tabs.sendMessage(selection.tabId, exec, frame);
-    if (!placed || !placed.ok) throw new Error((placed && placed.error) || "the page did not answer");
-    await W.step.performInput((method, params) => chrome.debugger.sendCommand(target, method, params), op, value, placed);
-  } finally {
-    await chrome.debugger.detach(target).catch(() => {});
-  }
-}
-
-function base64Bytes(text) {
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
-  return bytes.buffer;
-}
-
-/** The step state the side panel shows (no page, boxes or bytes). */
-function publicStep(state) {
-  const s = state || W.step.IDLE;
-  const sel = s.selection;
-  return {
-    phase: s.phase, op: s.op || null,
-    selection: sel && {
-      tabId: sel.tabId, frameId: sel.frameId, label: sel.label, options: sel.options,
-      tagName: sel.capture.turn.arguments.element && sel.capture.turn.arguments.element.tagName,
-      private: W.step.isPrivateSelection(sel),
-    },
-  };
-}
-
 /**
  * `png` of tab `tabId` with the private areas of every frame of the tab blacked out (lib/regions.js), or null
  * when they cannot all be placed (the top frame did not answer, or shows another page than `topUrl`; `before`, the
@@ -368,135 +255,6 @@ async function tabHasPrivateFields(tabId) {
 async function tabRegions(tabId, options) {
   const config = (await kv.get(C.STORAGE.CONFIG)) || {};
   return W.regions.collect(tabId, config.privateSelectors, options);
-}
-
-// --- Navigations and tabs -------------------------------------------------------------------------------------
-
-chrome.webNavigation.onCommitted.addListener((details) => {
-  if (details.frameId !== 0 || details.tabId < 0 || !W.recorder.isRecordableUrl(details.url)) return;
-  whileRecording(
-    (recorder, session) => recorder.recordLoad(session, details),
-    (recorder) => recorder.noteDocUrl(details.tabId, details.url),
-  );
-});
-
-// A single-page app's navigation (history.pushState/replaceState): no commit, no onCompleted. Its load turn
-// gets its screenshot once the URL has been quiet for HISTORY_COALESCE_MS (a burst of changes is one load).
-chrome.webNavigation.onHistoryStateUpdated.addListener((details) => {
-  if (details.frameId !== 0 || details.tabId < 0 || !W.recorder.isRecordableUrl(details.url)) return;
-  whileRecording(
-    async (recorder, session) => {
-      const recorded = await recorder.recordHistoryState(session, details);
-      if (!recorded || recorded.awaitsCommit) return null;
-      return async () => {
-        await new Promise((resolve) => setTimeout(resolve, C.TIMING.HISTORY_COALESCE_MS));
-        const clientId = recorded.turn.client_id;
-        const url = await recorder.historySettled(details.tabId, clientId, details.timeStamp);
-        if (url) await shootLoad(recorder, session, clientId, details.tabId, url);
-      };
-    },
-    (recorder) => recorder.noteDocUrl(details.tabId, details.url),
-  );
-});
-
-chrome.webNavigation.onCompleted.addListener((details) => {
-  if (details.frameId !== 0 || details.tabId < 0) return;
-  whileRecording(async (recorder, session) => {
-    const clientId = await recorder.takeLoad(details.tabId);
-    if (!clientId) return null;
-    // The page a replaceState moved the load to while it was loading, if any (recordHistoryState).
-    const url = (await recorder.waitingUrl(details.tabId, clientId)) || details.url;
-    return () => shootLoad(recorder, session, clientId, details.tabId, url);
-  });
-});
-
-/** Screenshot load turn `clientId` of `url` in tab `tabId` and attach it, or let it wait for a stand-in. */
-async function shootLoad(recorder, session, clientId, tabId, url) {
-  const tab = await chrome.tabs.get(tabId).catch(() => null);
-  // Only while the tab still shows this load's page (rapid link clicks leave pages before their turn).
-  const visible = tab && tab.active ? { tabId: tab.id, windowId: tab.windowId, url } : null;
-  const shot = visible ? await maskedShotLater(visible, Date.now() + STATE_SHOT_DEADLINE_MS, STATE) : null;
-  await recorder.attachScreenshot(session, clientId, {
-    tabId, png: shot && shot.png, atMs: shot && shot.at, url: shot && shot.url,
-  });
-}
-
-// Event times are taken when the event fires, never in the (queued) handler: they order the turns.
-chrome.tabs.onCreated.addListener((tab) => {
-  const eventTime = Date.now();
-  whileRecording((recorder, session) =>
-    recorder.recordTab(session, "tabcreate", { tabId: tab.id, url: tab.pendingUrl || tab.url, eventTime }),
-  );
-});
-
-chrome.tabs.onRemoved.addListener((tabId) => {
-  const eventTime = Date.now();
-  whileRecording(async (recorder, session) => {
-    await recorder.recordTab(session, "tabremove", { tabId, eventTime });
-    // Its load or tabswitch turns still waiting for a screenshot get their stand-in now, or none.
-    await recorder.settleWaiting(session, tabId);
-    await recorder.updateTab(tabId, () => null);
-  });
-});
-
-chrome.tabs.onUpdated.addListener((tabId, change) => {
-  if (change.url) ready.then(({ recorder }) => recorder.updateTab(tabId, (t) => ({ ...t, url: change.url })));
-});
-
-chrome.tabs.onActivated.addListener(({ tabId, windowId }) => {
-  const eventTime = Date.now();
-  let tabIdOrigin = -1;
-  // Always track the active tabs (also while not recording): they are the origins of the next tabswitches.
-  const swapped = kv.mutate(C.STORAGE.LAST_TAB, (last) => {
-    const { origin, next } = W.recorder.tabActivated(last, tabId, windowId);
-    tabIdOrigin = origin;
-    return next;
-  });
-  whileRecording(async (recorder, session) => {
-    await swapped;
-    if (tabIdOrigin === tabId) return null;
-    const tab = await chrome.tabs.get(tabId).catch(() => null);
-    const turn = await recorder.recordTab(session, "tabswitch", {
-      tabId, tabIdOrigin, url: tab && (tab.url || tab.pendingUrl), eventTime, hold: C.TIMING.LOAD_SETTLE_MS,
-    });
-    return async () => {
-      // Only of the page switched to (url): another one is refused, and a stand-in of that page is waited for.
-      const url = turn.arguments.metadata.url || undefined;
-      const shot = await maskedShotLater({ tabId, windowId, url }, Date.now() + STATE_SHOT_DEADLINE_MS, STATE);
-      await recorder.attachScreenshot(session, turn.client_id, {
-        tabId, png: shot && shot.png, atMs: shot && shot.at, url: shot && shot.url,
-      });
-    };
-  });
-});
-
-/**
- * Run `fn(recorder, session)` if a demonstration is being recorded (and not paused), else `otherwise(recorder)`
- * if given. Tab and navigation events are handled one at a time, in the order they fired (onCompleted must find
- * the load that its onCommitted stored); `fn` may return a follow-up (a screenshot) that runs outside that order.
- */
-function whileRecording(fn, otherwise) {
-  const step = tabEvents.then(async () => {
-    const { recorder } = await ready;
-    const session = await recorder.recording();
-    if (session) return fn(recorder, session);
-    if (otherwise) await otherwise(recorder);
-    return null;
-  });
-  tabEvents = step.catch(() => {});
-  const done = step
-    .then((followUp) => typeof followUp === "function" && followUp())
-    .catch((error) => console.warn("event not recorded", error));
-  followUps.add(done);
-  done.finally(() => followUps.delete(done));
-}
-
-/** The active tab of every window, the last focused window's first. */
-async function activeTabs() {
-  const [focused] = await chrome.tabs.query({ active: true, lastFocusedWindow: true });
-  const all = await chrome.tabs.query({ active: true });
-  const ordered = focused ? [focused, ...all.filter((tab) => tab.id !== focused.id)] : all;
-  return ordered.map((tab) => ({ tabId: tab.id, windowId: tab.windowId }));
 }
 
 // --- Video ------------------------------------------------------------------------------------------------

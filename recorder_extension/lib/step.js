@@ -20,6 +20,7 @@
 (function (root) {
   "use strict";
 
+  const C = (root.WebTasks && root.WebTasks.C) || require("./constants.js");
   const privacy = (root.WebTasks && root.WebTasks.privacy) || require("./privacy.js");
 
   const OPS = Object.freeze(["click", "type", "hover", "enter", "select", "fake", "ignore"]);
@@ -51,6 +52,35 @@
       default:
         return { error: `unknown step event ${JSON.stringify(event && event.type)}` };
     }
+  }
+
+  /**
+   * The selection the worker keeps from a STEP_SELECT message of frame `frameId` in `tab` ({tabId, url}): the
+   * capture of the page before the step (a CAPTURE message again), the select's options, the panel's label, the
+   * element's privacy level (lib/privacy.js; null, counted as private, when the message has none).
+   */
+  function selectionFrom(message, tab, frameId) {
+    const { type, target, options, label, privacy: level, ...capture } = message;
+    return {
+      tabId: tab.tabId, frameId: frameId || 0, tabUrl: tab.url, capture: { ...capture, type: C.MSG.CAPTURE },
+      options: Array.isArray(options) ? options : null, label: String(label || ""),
+      clientId: capture.turn && capture.turn.client_id,
+      privacy: Number.isInteger(level) ? level : null,
+    };
+  }
+
+  /** The step state the side panel shows (STATUS.step): no page, boxes or bytes. */
+  function publicState(state) {
+    const s = state || IDLE;
+    const sel = s.selection;
+    return {
+      phase: s.phase, op: s.op || null,
+      selection: sel && {
+        tabId: sel.tabId, frameId: sel.frameId, label: sel.label, options: sel.options,
+        tagName: sel.capture.turn.arguments.element && sel.capture.turn.arguments.element.tagName,
+        private: isPrivateSelection(sel),
+      },
+    };
   }
 
   /** Why `op` with `value` cannot be applied to `selection` ({element: {tagName}, options?}), or null. */
@@ -137,7 +167,8 @@
   }
 
   const api = {
-    performInput, OPS, INTENT, ORIGINAL_OP, IDLE, reduce, checkOperation, isPrivateSelection, stepCapture, executes,
+    performInput, OPS, INTENT, ORIGINAL_OP, IDLE, reduce, selectionFrom, publicState, checkOperation, isPrivateSelection,
+    stepCapture, executes,
   };
   root.WebTasks = root.WebTasks || {};
   root.WebTasks.step = api;

@@ -2,6 +2,7 @@
 // and the session/uploader side of demonstration tasks (start through the task, the confirmed description).
 const test = require("node:test");
 const assert = require("node:assert/strict");
+const C = require("../lib/constants.js");
 const step = require("../lib/step.js");
 const privacy = require("../lib/privacy.js");
 const sessions = require("../lib/sessions.js");
@@ -39,6 +40,36 @@ test("state machine: select, operate, done; reselecting replaces; nothing while 
   const selected = step.reduce(step.IDLE, { type: "select", selection: SELECTION });
   assert.deepEqual(step.reduce(selected, { type: "operate", op: "ignore" }), step.IDLE, "ignore drops the selection");
   assert.match(step.reduce(selected, { type: "bogus" }).error, /unknown/);
+});
+
+test("a STEP_SELECT message becomes the kept selection: its capture (a CAPTURE again), options, label, privacy", () => {
+  const message = {
+    target: C.TARGET.SW, type: C.MSG.STEP_SELECT, turn: SELECTION.capture.turn, page: SELECTION.capture.page,
+    regions: { rects: [] }, options: SELECTION.options, label: "<select#size> m", privacy: privacy.VALUE,
+  };
+  const selection = step.selectionFrom(message, { tabId: 3, url: "https://shop.test/" }, 5);
+  assert.deepEqual(selection, {
+    tabId: 3, frameId: 5, tabUrl: "https://shop.test/", options: SELECTION.options, label: "<select#size> m", clientId: "u1",
+    privacy: privacy.VALUE,
+    capture: { turn: SELECTION.capture.turn, page: SELECTION.capture.page, regions: { rects: [] }, type: C.MSG.CAPTURE },
+  });
+  const bare = step.selectionFrom({ turn: SELECTION.capture.turn, options: "m", privacy: "0" }, { tabId: 3, url: "u" }, undefined);
+  assert.equal(bare.frameId, 0, "the top frame");
+  assert.equal(bare.options, null);
+  assert.equal(bare.label, "");
+  assert.equal(bare.privacy, null, "not a level: counted as private");
+  assert.equal(step.isPrivateSelection(bare), true);
+});
+
+test("the panel's view of the step state: phase, operation and the selection without page, boxes or bytes", () => {
+  assert.deepEqual(step.publicState(null), { phase: "idle", op: null, selection: null });
+  const executing = step.reduce(step.reduce(step.IDLE, { type: "select", selection: { ...SELECTION, tabId: 3, frameId: 0 } }), { type: "operate", op: "type" });
+  assert.deepEqual(step.publicState(executing), {
+    phase: "executing", op: "type",
+    selection: { tabId: 3, frameId: 0, label: "<select#size>", options: SELECTION.options, tagName: "SELECT", private: false },
+  });
+  const secret = { ...SELECTION, privacy: privacy.SUBTREE };
+  assert.equal(step.publicState({ phase: "selected", selection: secret }).selection.private, true);
 });
 
 test("operations are checked: type needs text, select one of the options", () => {
