@@ -13,9 +13,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from . import jsonsafe
 from .actions import ActionError, MalformedJSON, live
 from .actions.events import session_group
+from .lib import jsonsafe
 
 UNAUTHENTICATED, FORBIDDEN = 4401, 4403
 

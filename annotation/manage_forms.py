@@ -3,8 +3,8 @@
 
 from django import forms
 
+from .lib.splits import SPLITS
 from .models import EXPORTABLE_STATUSES, ExportFormat, Role
-from .splits import SPLITS
 
 
 def lines(text: str) -> list[str]:

@@ -9,10 +9,10 @@ from django.db.models import Count, F, Func, IntegerField
 from django.urls import reverse
 from django.utils import timezone
 
-from . import shapes
 from .actions import ValidationFailed
 from .actions import review as actions
-from .blobstore import has_thumbnail
+from .lib import shapes
+from .lib.quality import order_issues
 from .models import (
     Comment,
     DemoReview,
@@ -26,7 +26,7 @@ from .models import (
     TurnType,
     curated_turns,
 )
-from .quality import order_issues
+from .store.blobstore import has_thumbnail
 
 LIST_PAGE_SIZE = 25
 HISTORY_SIZE = 100

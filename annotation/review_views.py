@@ -10,12 +10,13 @@ from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
-from . import jsonsafe, review_page
+from . import review_page
 from .actions import ActionError, MalformedJSON, ValidationFailed, check_blob_readable, live
 from .actions import review as actions
-from .blobstore import has_thumbnail, read_blob, thumbnail_path
+from .lib import jsonsafe
 from .models import DemoMode
 from .page_errors import action_errors
+from .store.blobstore import has_thumbnail, read_blob, thumbnail_path
 
 # op → function(user, demo, revision, body) -> Edit | Comment
 OPS = {

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from .actions import ActionError, live
 from .actions.review import reviewable_demos
-from .blobstore import stream_file
+from .store.blobstore import stream_file
 
 
 def session_or_404(request, name: str):

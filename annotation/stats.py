@@ -3,7 +3,7 @@
 Every table is a handful of ``values().annotate(Count(...))`` queries over the project: the number of queries
 is the same however many demonstrations, turns, batches or edits the project has. Python only walks the
 per-demonstration rows (one per demo, never one per turn) to place each demo in its split, which is a function of
-the demo's own facts (``annotation/splits.py``), and to bin counts into histograms.
+the demo's own facts (``annotation/lib/splits.py``), and to bin counts into histograms.
 
 Demos still being recorded are left out of every table but the review outcomes (which counts them by status).
 """
@@ -18,7 +18,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Length, Lower
 from lxml import html as lxml_html
 
-from . import splits as split_rules
+from .lib import splits as split_rules
 from .models import (
     Assignment,
     AssignmentStatus,

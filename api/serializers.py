@@ -1,15 +1,15 @@
 """Serializers: the API's request and response shapes (and so its OpenAPI schema).
 
-Turn batches are validated by ``annotation.schema`` (the WebLINX schema, shared with the synthetic corpus);
+Turn batches are validated by ``annotation.lib.schema`` (the WebLINX schema, shared with the synthetic corpus);
 the turn serializers here describe that shape for the OpenAPI documentation.
 """
 
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
-from annotation import schema
 from annotation.actions.jobs import MAX_SELECTED
 from annotation.actions.splits import split_config_errors
+from annotation.lib import schema
 from annotation.models import (
     Assignment,
     DemoMode,
@@ -132,7 +132,7 @@ class DemonstrationSerializer(serializers.ModelSerializer):
 
 
 class TurnInSerializer(serializers.Serializer):
-    """One turn as the recorder submits it (documentation of the shape validated by ``annotation.schema``)."""
+    """One turn as the recorder submits it (documentation of the shape validated by ``annotation.lib.schema``)."""
 
     client_id = serializers.CharField(max_length=64, help_text="Unique per demonstration; makes retries safe.")
     type = serializers.ChoiceField(choices=schema.TURN_TYPES)

@@ -14,14 +14,15 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import actions, schema
+from annotation import actions
 from annotation.actions import mind2web
 from annotation.actions import splits as split_actions
 from annotation.actions.signin import check_sign_in_allowed, client_address
-from annotation.blobstore import presigned_download_url
-from annotation.formats import ARCHIVE_MEDIA_TYPES
+from annotation.lib import schema
+from annotation.lib.formats import ARCHIVE_MEDIA_TYPES
+from annotation.lib.splits import SPLITS
 from annotation.models import Demonstration, Evaluation, ExportJob, Project, Role, SplitConfig
-from annotation.splits import SPLITS
+from annotation.store.blobstore import presigned_download_url
 
 from . import serializers as s
 from .downloads import file_download

@@ -81,7 +81,7 @@ def has_credentials(token: str | None, session_key: str | None):
     None or False otherwise. The views check roles and CSRF."""
     from django.contrib.auth import SESSION_KEY, get_user_model
 
-    from annotation import hotsql
+    from annotation.store import hotsql
 
     if token:
         return hotsql.active_token(token)

@@ -15,8 +15,8 @@ import lxml.html
 import pytest
 from lxml import etree
 
+from annotation.lib.splits import MIND2WEB_SPLITS
 from annotation.models import DemoStatus
-from annotation.splits import MIND2WEB_SPLITS
 from tests.corpus import ingest_corpus
 from workers.dataset import export_demos, storage_blobs
 from workers.exporters import get_exporter

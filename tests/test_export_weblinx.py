@@ -16,8 +16,8 @@ import weblinx
 from PIL import Image
 from weblinx.processing.prompt import select_turns_and_candidates_for_prompts
 
+from annotation.lib.splits import WEBLINX_SPLITS
 from annotation.models import DemoStatus, Turn
-from annotation.splits import WEBLINX_SPLITS
 from tests.corpus import ingest_corpus
 from workers.dataset import export_demos, storage_blobs
 from workers.exporters import get_exporter

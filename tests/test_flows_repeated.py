@@ -24,8 +24,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from annotation.lib.splits import MIND2WEB_SPLITS
 from annotation.models import Role
-from annotation.splits import MIND2WEB_SPLITS
 from tests.conftest import make_user, poll_job, token_client
 from tests.mind2web_data import propose, review, website
 from tests.payloads import BlobFile, browser_turn, intent_arguments, state_blobs, state_refs

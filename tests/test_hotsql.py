@@ -1,11 +1,11 @@
-"""``annotation.hotsql``: the upload path's hand-written reads answer exactly what the ORM queries they replace
+"""``annotation.store.hotsql``: the upload path's hand-written reads answer exactly what the ORM queries they replace
 answer (on SQLite here, on PostgreSQL in CI)."""
 
 import pytest
 from django.db.models import Q, Subquery
 
-from annotation import hotsql
 from annotation.models import Blob, ProjectBlob, Turn
+from annotation.store import hotsql
 
 from .conftest import start_demo
 

@@ -4,8 +4,8 @@ from datetime import timedelta
 
 import pytest
 
+from annotation.lib.schema import INTENTS
 from annotation.models import Blob, Demonstration, DemoReview, Membership, Role, Turn
-from annotation.schema import INTENTS
 
 from .payloads import browser_turn, chat_turn, numbered_turns, session_turns, state_blobs, state_refs
 from .recorder import (

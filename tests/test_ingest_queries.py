@@ -46,7 +46,8 @@ def test_posting_50_turns_uses_as_many_queries_as_posting_5(client, refs, django
 def test_a_batch_takes_a_small_fixed_number_of_queries(client, refs, django_assert_max_num_queries):
     demo = start_demo(client)
 
-    with django_assert_max_num_queries(8):  # the recording with its project and the role: one query (annotation.hotsql)
+    # the recording with its project and the role: one query (annotation.store.hotsql)
+    with django_assert_max_num_queries(8):
         post_turns(client, demo.name, numbered_turns(20, refs))
 
 

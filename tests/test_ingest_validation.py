@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from annotation.schema import INTENTS
+from annotation.lib.schema import INTENTS
 
 from .payloads import BlobFile, browser_turn, chat_turn, jpeg_bytes, numbered_turns, sha, state_blobs, state_refs
 from .recorder import assert_nothing_stored, post_raw, post_turns, put_blob, recordings_url, start_demo, upload_blobs

@@ -11,9 +11,9 @@ import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
-from annotation.blobstore import read_blob
+from annotation.lib.quality import quality_issues
 from annotation.models import Blob, DemoStatus, Turn, TurnType, sha256_path
-from annotation.quality import quality_issues
+from annotation.store.blobstore import read_blob
 from tests.review_data import recorded_demo
 from workers.dataset import export_demos, export_timeline, storage_blobs
 from workers.exporters import get_exporter

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from annotation.actions import mind2web
+from annotation.lib.splits import MIND2WEB_SPLITS
 from annotation.models import Demonstration, DemoStatus
-from annotation.splits import MIND2WEB_SPLITS
 from tests.mind2web_data import propose, review, website
 from tests.payloads import browser_turn, state_blobs, state_refs
 from tests.recorder import finish, post_turns, upload_blobs

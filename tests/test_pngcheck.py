@@ -1,4 +1,4 @@
-"""The PNG check of the ingest hot path (``annotation/pngcheck.py``): it accepts every PNG Pillow decodes, in every
+"""The PNG check of the ingest hot path (``annotation/lib/pngcheck.py``): it accepts every PNG Pillow decodes, in every
 color type and bit depth, and refuses every broken one Pillow refuses (and some Pillow lets through), without
 decoding pixels. Broken PNGs are made by hand, with valid CRCs where the point is what lies inside."""
 
@@ -9,7 +9,7 @@ import zlib
 import pytest
 from PIL import Image
 
-from annotation.pngcheck import SIGNATURE, BrokenPNG, check_png
+from annotation.lib.pngcheck import SIGNATURE, BrokenPNG, check_png
 
 MODES = ["1", "L", "LA", "P", "RGB", "RGBA", "I;16"]
 

@@ -2,8 +2,8 @@
 
 import pytest
 
+from annotation.lib.splits import MIND2WEB_SPLITS, WEBLINX_SPLITS
 from annotation.models import DemoStatus, Membership, Role, SplitConfig
-from annotation.splits import MIND2WEB_SPLITS, WEBLINX_SPLITS
 from tests.corpus import ingest_corpus
 
 

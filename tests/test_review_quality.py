@@ -8,8 +8,8 @@ import av
 import pytest
 from PIL import Image
 
+from annotation.lib.quality import quality_issues
 from annotation.models import DemoReview, Turn, TurnCuration
-from annotation.quality import quality_issues
 from tests.review_data import recorded_demo
 from workers import realign
 

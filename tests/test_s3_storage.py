@@ -16,8 +16,8 @@ from django.core.cache import cache
 from django.core.files.storage import default_storage
 from django.db import connection
 
-from annotation.blobstore import S3ObjectReader
 from annotation.models import DemoReview, ExportJob, JobStatus, Turn, TurnCuration, sha256_path
+from annotation.store.blobstore import S3ObjectReader
 from devtools.processes import celery_beat, celery_worker, database_url, free_port
 from tests.corpus import ingest_corpus
 from tests.review_data import recorded_demo

@@ -1,12 +1,13 @@
-"""Unit tests of ``annotation.schema``: the WebLINX turn validation, without database or HTTP."""
+"""Unit tests of ``annotation.lib.schema``: the WebLINX turn validation, without database or HTTP."""
 
 import json
 import math
 
 import pytest
 
-from annotation import jsonsafe, schema, synth
-from annotation.schema import INTENTS, FieldError, validate_turn
+from annotation import synth
+from annotation.lib import jsonsafe, schema
+from annotation.lib.schema import INTENTS, FieldError, validate_turn
 
 from .payloads import browser_turn, chat_turn, sha
 

@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from annotation.splits import (
+from annotation.lib.splits import (
     MIND2WEB_SPLITS,
     WEBLINX_SPLITS,
     DemoFacts,

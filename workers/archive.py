@@ -17,7 +17,7 @@ from pathlib import Path
 
 from isal import igzip_threaded
 
-from annotation.formats import ARCHIVE_FORMATS  # pure constants: no Django needed
+from annotation.lib.formats import ARCHIVE_FORMATS  # pure constants: no Django needed
 
 MANIFEST = "manifest.json"
 CHUNK = 1024 * 1024

@@ -16,7 +16,7 @@ from django.db.models import Prefetch
 
 # The demo selection and split assignment live with the domain (the splits page uses them too).
 from annotation.actions.splits import DEFAULT_STATUSES, selected_demos, split_of
-from annotation.blobstore import S3ObjectReader, is_local, is_s3, stream_file
+from annotation.lib.shapes import as_dict
 from annotation.models import (
     Demonstration,
     DemoReview,
@@ -26,7 +26,7 @@ from annotation.models import (
     curated_turns,
     sha256_path,
 )
-from annotation.shapes import as_dict
+from annotation.store.blobstore import S3ObjectReader, is_local, is_s3, stream_file
 
 from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn
 

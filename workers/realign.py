@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from PIL import Image, ImageChops, ImageStat
 
-from annotation.shapes import frames_of, is_finite_number
+from annotation.lib.shapes import frames_of, is_finite_number
 
 logger = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 
 from annotation.actions.jobs import beat, claim_job, finish_job, reap_stale_jobs
-from annotation.blobstore import is_s3
-from annotation.formats import ARCHIVE_MEDIA_TYPES
+from annotation.lib.formats import ARCHIVE_MEDIA_TYPES
 from annotation.models import AgentRun, Evaluation, ExportJob, JobStatus
+from annotation.store.blobstore import is_s3
 
 from . import dataset
 from .archive import file_sha256, write_archive

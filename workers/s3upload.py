@@ -10,7 +10,7 @@ import hashlib
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-from annotation.blobstore import s3_key
+from annotation.store.blobstore import s3_key
 
 
 class MultipartWriter:

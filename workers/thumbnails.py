@@ -7,7 +7,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from PIL import Image
 
-from annotation.blobstore import has_thumbnail, thumbnail_path
+from annotation.store.blobstore import has_thumbnail, thumbnail_path
 
 log = logging.getLogger(__name__)
 SIZE = (320, 180)

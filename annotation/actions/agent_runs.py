@@ -16,8 +16,8 @@ from django.db import transaction
 from agents.solvers import SolverSpecError, solver_class, spec_parts
 from agents.turkle import SPLIT_FILES
 
+from ..lib.schema import MAX_COUNT
 from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, Batch, BatchKind, Project, SplitConfig
-from ..schema import MAX_COUNT
 from . import queue
 from .errors import NotFound, ValidationFailed
 from .jobs import EXPORT_ROLES, enqueue

@@ -3,7 +3,7 @@
 import contextlib
 import logging
 
-from .. import jsonsafe, schema
+from ..lib import jsonsafe, schema
 
 log = logging.getLogger(__name__)
 
@@ -29,12 +29,12 @@ class MalformedJSON(ValidationFailed):
 
     @classmethod
     def of(cls, problem) -> "MalformedJSON":
-        """From an ``annotation.jsonsafe.JSONProblem``: the detail says what is wrong, the error names the field."""
+        """From an ``annotation.lib.jsonsafe.JSONProblem``: the detail says what is wrong, the error names the field."""
         return cls(str(problem), [{"field": problem.field or "body", "message": problem.message}])
 
 
 def parse_json(data, field: str):
-    """An uploaded JSON file (bytes or text) parsed with the request bodies' rules (``annotation.jsonsafe``: at most
+    """An uploaded JSON file (bytes or text) parsed with the request bodies' rules (``annotation.lib.jsonsafe``: at most
     ``MAX_DEPTH`` levels, finite numbers, valid Unicode), so no file can be nested deeper than a body may; every
     uploaded JSON file goes through here. A 400 naming ``field``, or the path inside it (``file[3].url``)."""
     try:

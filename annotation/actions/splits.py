@@ -1,10 +1,10 @@
 """A project's split configuration and its report, shared by the API and the splits page.
 
-The rules themselves are pure (``annotation/splits.py``); this module reads the demos and checks a new
+The rules themselves are pure (``annotation/lib/splits.py``); this module reads the demos and checks a new
 configuration before it is stored.
 """
 
-from .. import splits as split_rules
+from ..lib import splits as split_rules
 from ..models import Demonstration, DemoStatus, SplitConfig
 from .errors import ValidationFailed
 

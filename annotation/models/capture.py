@@ -338,7 +338,7 @@ class Turn(models.Model):
     @property
     def element_uid(self):
         """The acted element's ``data-webtasks-id``, if the turn acts on an element."""
-        from ..shapes import element_of, uid_of
+        from ..lib.shapes import element_of, uid_of
 
         return uid_of(element_of(self.arguments))
 

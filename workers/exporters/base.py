@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from annotation.shapes import element_of, uid_of
+from annotation.lib.shapes import element_of, uid_of
 
 
 @dataclass(frozen=True)

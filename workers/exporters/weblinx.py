@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from annotation.splits import WEBLINX_SPLITS
+from annotation.lib.splits import WEBLINX_SPLITS
 
 from .base import BlobSource, ExportCounts, ExportDemo, ExportTurn
 

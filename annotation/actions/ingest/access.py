@@ -3,7 +3,9 @@
 from django.db import connection
 from django.db.models import Q
 
-from ... import hotsql, schema
+from annotation.lib import schema
+from annotation.store import hotsql
+
 from ...models import RECORDING_ROLES, Blob, Demonstration, Project, Turn, VideoChunk
 from ..errors import Forbidden, NotFound, ValidationFailed
 from ..projects import check_project_role

@@ -16,7 +16,8 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from PIL import Image, UnidentifiedImageError
 
-from ... import jsonsafe, pngcheck, schema
+from annotation.lib import jsonsafe, pngcheck, schema
+
 from ...models import Blob, Project, ProjectBlob, sha256_path
 from ..errors import TooLarge, UnsupportedMediaType, ValidationFailed, storage_failures
 from .staging import sync_saved
@@ -162,7 +163,7 @@ def check_image(spool, expected_format: str) -> None:
 
 
 def check_png_fast(spool) -> bool:
-    """A PNG checked whole without decoding its pixels (``annotation/pngcheck.py``); False when it must be decoded
+    """A PNG checked whole without decoding its pixels (``annotation/lib/pngcheck.py``); False when it must be decoded
     (not a PNG signature, interlaced, animated), so Pillow decides and names what it is."""
     head = spool.read(len(pngcheck.SIGNATURE))
     spool.seek(0)

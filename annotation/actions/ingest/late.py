@@ -1,6 +1,7 @@
 """Late captures: turns and video of a finished recording that were captured before its end but uploaded after."""
 
-from ... import schema
+from annotation.lib import schema
+
 from ...models import Demonstration, DemoReview, DemoStatus
 from ..errors import Conflict
 from ..review.work import enqueue_after_recording

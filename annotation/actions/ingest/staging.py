@@ -24,7 +24,8 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.core.files.storage.filesystem import safe_makedirs
 
-from ...blobstore import is_local
+from annotation.store.blobstore import is_local
+
 from ...models import sha256_path
 
 INCOMING = "blobs/.incoming"

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import transaction
 
-from ... import hotsql, schema
+from annotation.lib import schema
+from annotation.store import hotsql
+
 from ...models import Demonstration, Project, Turn, TurnType
 from ..errors import Conflict, ValidationFailed
 from ..events import on_commit_turns

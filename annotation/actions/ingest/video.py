@@ -2,7 +2,8 @@
 
 from django.db import transaction
 
-from ... import schema
+from annotation.lib import schema
+
 from ...models import Blob, Demonstration, Project, VideoChunk
 from ..errors import Conflict, ValidationFailed
 from .late import check_late_video_chunk, forget_review_caches

@@ -14,7 +14,8 @@ import urllib.request
 from django.conf import settings
 from django.db import transaction
 
-from ... import jsonsafe
+from annotation.lib import jsonsafe
+
 from ...models import SeedSource, SeedTask
 from ..errors import ActionError, Conflict, ValidationFailed, parse_json
 from .websites import decode

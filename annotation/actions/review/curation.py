@@ -6,7 +6,8 @@ and records the before/after state as one ``Edit``, under the revision lock of `
 
 from django.db import transaction
 
-from ... import shapes
+from annotation.lib import shapes
+
 from ...models import Demonstration, Edit, EditKind, Turn, TurnCuration, TurnType
 from ...models.curation import STATE_FIELDS
 from ..errors import ValidationFailed

@@ -33,7 +33,7 @@ def enqueue_after_recording(demo) -> None:
 
 def ensure_quality(demo, review, turns, read) -> list:
     """The demo's quality issues, computed once (the raw capture never changes) and cached on its review."""
-    from ...quality import quality_issues
+    from annotation.lib.quality import quality_issues
 
     if review.quality is None:
         review.quality = quality_issues(turns, read)

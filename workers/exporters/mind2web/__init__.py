@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from annotation.shapes import as_dict, as_text, box_of, element_of
-from annotation.splits import MIND2WEB_SPLITS
+from annotation.lib.shapes import as_dict, as_text, box_of, element_of
+from annotation.lib.splits import MIND2WEB_SPLITS
 
 from ..base import BlobSource, ExportCounts, ExportDemo, ExportTurn
 from .page import Snapshot

@@ -1,6 +1,6 @@
 """Reading stored turns defensively (pure: no Django).
 
-Ingest validates every shape the review page, exporters and metrics read (``annotation.schema``), but rows stored
+Ingest validates every shape the review page, exporters and metrics read (``annotation.lib.schema``), but rows stored
 before a rule existed (legacy data) may hold anything JSON can: an ``element`` that is a string, a ``bbox`` of
 strings, ``attributes`` that are a list. These accessors return the expected type or an empty stand-in, so one odd
 row shows as blank on the review page instead of a 500 for everyone.

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.utils.http import content_disposition_header
 
-from .models import sha256_path
+from ..models import sha256_path
 
 CHUNK = 1024 * 1024
 

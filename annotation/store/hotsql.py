@@ -16,7 +16,7 @@ from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
-from .models import READ_ROLES, Blob, Demonstration, Membership, Project, ProjectBlob, Turn
+from ..models import READ_ROLES, Blob, Demonstration, Membership, Project, ProjectBlob, Turn
 
 
 def column(model, field: str) -> str:
