@@ -406,9 +406,9 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "DemoStatusEnum": "annotation.models.capture.DemoStatus",
+        "DemoStatusEnum": "annotation.models.recordings.DemoStatus",
         "JobStatusEnum": "annotation.models.exports.JobStatus",
-        "AssignmentStatusEnum": "annotation.models.work.AssignmentStatus",
+        "AssignmentStatusEnum": "annotation.models.forms.AssignmentStatus",
         "ProposalStatusEnum": "annotation.models.mind2web.ProposalStatus",
     },
 }

@@ -8,7 +8,7 @@ run keeps what it scored; ``results`` (the scores of ``docs/agents.md``) is writ
 from django.db import models
 
 from .exports import Job
-from .work import Task
+from .forms import Task
 
 
 class AgentMetric(models.TextChoices):

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from .capture import Project
+from .manage import Project
 
 
 class SplitConfig(models.Model):

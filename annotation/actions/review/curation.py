@@ -7,9 +7,9 @@ and records the before/after state as one ``Edit``, under the revision lock of `
 from django.db import transaction
 
 from annotation.lib import shapes
+from annotation.models.review import STATE_FIELDS
 
 from ...models import Demonstration, Edit, EditKind, Turn, TurnCuration, TurnType
-from ...models.curation import STATE_FIELDS
 from ..errors import ValidationFailed
 from .access import check_can_curate, check_turn
 from .revisions import locked_review, record

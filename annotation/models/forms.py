@@ -18,7 +18,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.crypto import constant_time_compare, salted_hmac
 
-from .capture import Project
+from .manage import Project
 
 
 class BatchKind(models.TextChoices):

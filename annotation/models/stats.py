@@ -9,7 +9,7 @@ from decimal import Decimal
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from .capture import Project
+from .manage import Project
 
 RATE_FIELD = {"max_digits": 10, "decimal_places": 2, "default": Decimal("0")}
 RATE_VALIDATORS = [MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("100000"))]

@@ -9,7 +9,7 @@ Undoing an edit is a new edit that restores its before-state.
 from django.conf import settings
 from django.db import models
 
-from .capture import Demonstration, Turn
+from .recordings import Demonstration, Turn
 
 
 class DemoReview(models.Model):
