@@ -11,8 +11,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .actions import agent_runs as actions
 from .actions import jobs
-from .page_errors import action_errors
 from .research_views import cancel_from_page
+from .views.page_errors import action_errors
 
 RUNS_SHOWN = 100
 

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from . import manage_forms
 from .actions import ActionError, manage
 from .models import Project, Role
-from .page_errors import action_errors
+from .views.page_errors import action_errors
 
 
 def form_error(form, error: ActionError) -> None:

@@ -13,7 +13,7 @@ from .actions import mind2web as m2w
 from .actions.projects import check_project_role
 from .actions.work import WORK_ROLES
 from .models import READ_ROLES, Project, ProposalRound, Role, Website
-from .page_errors import action_errors
+from .views.page_errors import action_errors
 
 MANAGE = (Role.RESEARCHER, Role.ADMIN)
 REVIEW = (Role.REVIEWER, Role.ADMIN)

@@ -13,7 +13,7 @@ from .actions import ActionError, check_choice, jobs, parse_json, splits
 from .actions.projects import check_project_role
 from .manage_views import form_error
 from .models import READ_ROLES, Evaluation, ExportJob, SplitConfig
-from .page_errors import action_errors
+from .views.page_errors import action_errors
 
 PAGE_JOBS = 50
 

@@ -15,8 +15,8 @@ from .actions import ActionError, MalformedJSON, ValidationFailed, check_blob_re
 from .actions import review as actions
 from .lib import jsonsafe
 from .models import DemoMode
-from .page_errors import action_errors
 from .store.blobstore import has_thumbnail, read_blob, thumbnail_path
+from .views.page_errors import action_errors
 
 # op → function(user, demo, revision, body) -> Edit | Comment
 OPS = {

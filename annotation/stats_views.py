@@ -19,7 +19,7 @@ from . import activity, stats
 from .actions.projects import check_project_role
 from .lib import charts
 from .models import READ_ROLES, PayRates, Role
-from .page_errors import action_errors
+from .views.page_errors import action_errors
 
 
 def project_for(request, name: str, roles=READ_ROLES, cannot="read its statistics"):

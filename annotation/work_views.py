@@ -20,7 +20,7 @@ from . import work_forms
 from .actions import ActionError, work
 from .actions import forms as actions
 from .models import Assignment, AssignmentStatus, Batch, BatchKind
-from .page_errors import action_errors
+from .views.page_errors import action_errors
 
 HISTORY_PAGE = 50
 

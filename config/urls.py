@@ -17,6 +17,6 @@ urlpatterns = [
     path("", include("annotation.urls")),
 ]
 
-handler403 = "annotation.error_views.permission_denied"
-handler404 = "annotation.error_views.page_not_found"
-handler500 = "annotation.error_views.server_error"
+handler403 = "annotation.views.errors.permission_denied"
+handler404 = "annotation.views.errors.page_not_found"
+handler500 = "annotation.views.errors.server_error"

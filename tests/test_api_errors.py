@@ -7,8 +7,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
 from rest_framework.test import APIClient
 
-from annotation import error_views
 from annotation.models import ExportJob
+from annotation.views import errors as error_views
 from api.auth import TokenAuthentication
 from config.body_guard import CHECKED_TOKEN
 from tests.conftest import make_user

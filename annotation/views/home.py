@@ -7,9 +7,9 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
-from .actions import live, work
-from .actions.review import EDITABLE_STATUSES, VIEW_ALL_ROLES
-from .models import (
+from ..actions import live, work
+from ..actions.review import EDITABLE_STATUSES, VIEW_ALL_ROLES
+from ..models import (
     Assignment,
     AssignmentStatus,
     Batch,

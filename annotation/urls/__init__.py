@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from . import (
+from .. import (
     agent_views,
     frame_views,
     manage_views,
@@ -11,13 +11,13 @@ from . import (
     review_views,
     session_views,
     stats_views,
-    views,
     work_views,
 )
+from ..views import home
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("healthz", views.healthz, name="healthz"),
+    path("", home.home, name="home"),
+    path("healthz", home.healthz, name="healthz"),
     # Management: projects, members and roles, your API token (manage_views); research pages (research_views).
     path("projects/", manage_views.projects, name="manage-projects"),
     path("projects/<slug:name>/settings/", manage_views.project_settings, name="manage-settings"),

@@ -11,8 +11,8 @@ import functools
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from .actions import ActionError, Forbidden, NotFound
-from .error_views import error_page
+from ..actions import ActionError, Forbidden, NotFound
+from .errors import error_page
 
 TITLES = {
     400: "Not accepted",
