@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .actions import ActionError, ValidationFailed
 from .actions import mind2web as m2w
-from .actions.projects import check_project_role
+from .actions.manage.access import check_project_role
 from .actions.work import WORK_ROLES
 from .models import READ_ROLES, Project, ProposalRound, Role, Website
 from .views.page_errors import action_errors

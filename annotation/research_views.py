@@ -8,11 +8,11 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import manage_forms
 from .actions import ActionError, check_choice, jobs, parse_json, splits
-from .actions.projects import check_project_role
-from .manage_views import form_error
+from .actions.manage.access import check_project_role
 from .models import READ_ROLES, Evaluation, ExportJob, SplitConfig
+from .views.manage import forms as manage_forms
+from .views.manage.pages import form_error
 from .views.page_errors import action_errors
 
 PAGE_JOBS = 50

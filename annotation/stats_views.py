@@ -16,7 +16,7 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods
 
 from . import activity, stats
-from .actions.projects import check_project_role
+from .actions.manage.access import check_project_role
 from .lib import charts
 from .models import READ_ROLES, PayRates, Role
 from .views.page_errors import action_errors

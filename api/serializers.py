@@ -16,31 +16,10 @@ from annotation.models import (
     Demonstration,
     Evaluation,
     ExportJob,
-    Project,
     SplitConfig,
     Turn,
     VideoChunk,
 )
-
-
-class ProjectSerializer(serializers.ModelSerializer):
-    role = serializers.SerializerMethodField(help_text="Your role in the project.")
-
-    class Meta:
-        model = Project
-        fields = [
-            "name",
-            "title",
-            "description",
-            "role",
-            "category_choices",
-            "subcategory_choices",
-            "region_choices",
-            "created_at",
-        ]
-
-    def get_role(self, project) -> str | None:
-        return project.role_of(self.context["request"].user)
 
 
 class RecorderClientSerializer(serializers.Serializer):

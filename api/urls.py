@@ -4,13 +4,13 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from . import agent_views, mind2web_views, views, work_views
+from . import agent_views, manage, mind2web_views, views, work_views
 
 # No format-suffix routes (``/api/exports/1.json``): never documented, and every ``@action`` given one answered 500
 # (its ``format`` argument unexpected). The browsable API's ``?format=`` is how to ask for a renderer.
 router = DefaultRouter()
 router.include_format_suffixes = False
-router.register("projects", views.ProjectViewSet, basename="project")
+router.register("projects", manage.ProjectViewSet, basename="project")
 router.register("recordings", views.RecordingViewSet, basename="recording")
 router.register("demonstrations", views.DemonstrationViewSet, basename="demonstration")
 router.register("exports", views.ExportJobViewSet, basename="export")
@@ -26,7 +26,7 @@ router.register("demonstration-tasks", mind2web_views.DemonstrationTaskViewSet, 
 urlpatterns = [
     path("blobs/missing/", views.MissingBlobsView.as_view(), name="blobs-missing"),
     path("blobs/<str:sha256>", views.BlobView.as_view(), name="blob"),
-    path("auth/token/", views.TokenSignInView.as_view(), name="api-token"),
+    path("auth/token/", manage.TokenSignInView.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     *router.urls,

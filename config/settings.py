@@ -359,12 +359,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Sign-in throttling (annotation/actions/signin.py): failures per username and address within the window → 429.
+# Sign-in throttling (annotation/actions/manage/signin.py): failures per username and address within the window → 429.
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
 LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 300)
 # Mail: only password reset sends any. Off unless configured: EMAIL_HOST (SMTP, with EMAIL_PORT, EMAIL_HOST_USER,
 # EMAIL_HOST_PASSWORD, EMAIL_USE_TLS / EMAIL_USE_SSL) or an explicit EMAIL_BACKEND. Without mail the password-reset
-# pages answer 404 and the sign-in page offers no link (annotation/auth_views.py).
+# pages answer 404 and the sign-in page offers no link (annotation/views/manage/signin.py).
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")

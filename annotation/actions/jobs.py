@@ -16,7 +16,7 @@ from ..models.agents import AgentRun
 from ..models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
 from . import queue
 from .errors import Conflict, Forbidden, ValidationFailed
-from .projects import check_project_role
+from .manage.access import check_project_role
 from .splits import split_of
 
 EXPORT_ROLES = (Role.RESEARCHER, Role.ADMIN)

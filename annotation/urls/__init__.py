@@ -1,11 +1,10 @@
 """Pages of the web app."""
 
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 
 from .. import (
     agent_views,
     frame_views,
-    manage_views,
     mind2web_views,
     research_views,
     review_views,
@@ -14,23 +13,12 @@ from .. import (
     work_views,
 )
 from ..views import home
+from . import manage
 
 urlpatterns = [
     path("", home.home, name="home"),
     path("healthz", home.healthz, name="healthz"),
-    # Management: projects, members and roles, your API token (manage_views); research pages (research_views).
-    path("projects/", manage_views.projects, name="manage-projects"),
-    path("projects/<slug:name>/settings/", manage_views.project_settings, name="manage-settings"),
-    path("projects/<slug:name>/members/", manage_views.members, name="manage-members"),
-    path("projects/<slug:name>/members/add", manage_views.member_add, name="manage-member-add"),
-    path("projects/<slug:name>/members/<int:membership_id>/role", manage_views.member_role, name="manage-member-role"),
-    path(
-        "projects/<slug:name>/members/<int:membership_id>/remove",
-        manage_views.member_remove,
-        name="manage-member-remove",
-    ),
-    path("account/token/", manage_views.token, name="manage-tokens"),
-    re_path(r"^account/token/(?P<change>create|rotate|revoke)$", manage_views.token_change, name="manage-token-change"),
+    path("", include(manage)),
     path("projects/<slug:name>/splits/", research_views.splits_page, name="research-splits"),
     path("projects/<slug:name>/exports/", research_views.exports, name="research-exports"),
     path("projects/<slug:name>/exports/<int:job_id>/", research_views.export_detail, name="research-export"),

@@ -8,7 +8,7 @@ from annotation.store import hotsql
 
 from ...models import RECORDING_ROLES, Blob, Demonstration, Project, Turn, VideoChunk
 from ..errors import Forbidden, NotFound, ValidationFailed
-from ..projects import check_project_role
+from ..manage.access import check_project_role
 
 
 def check_project_for_recording(user, project_name: str) -> Project:

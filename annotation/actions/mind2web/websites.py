@@ -12,7 +12,7 @@ from django.db import transaction
 
 from ...models import Project, Website
 from ..errors import Conflict, NotFound, ValidationFailed, parse_json
-from ..projects import check_project_role
+from ..manage.access import check_project_role
 from ..work import MANAGE_ROLES
 
 WEBSITE_FIELDS = ("name", "url", "domain", "subdomain", "description", "target_tasks")

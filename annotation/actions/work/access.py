@@ -15,7 +15,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from ...models import Batch, BatchKind, Membership, Project, Role, Task
 from ..errors import Forbidden, NotFound
-from ..projects import check_project_role
+from ..manage.access import check_project_role
 
 WORK_ROLES = (Role.ANNOTATOR, Role.ADMIN)
 MANAGE_ROLES = (Role.RESEARCHER, Role.ADMIN)

@@ -1,4 +1,4 @@
-"""Managing projects, their members and roles, choice lists, and personal API tokens (the management pages).
+"""Managing projects, their members and roles, and their choice lists (the management pages).
 
 Project admins manage their project; a superuser is admin everywhere. Creating a project needs Django's
 ``annotation.add_project`` permission (every superuser has it); its creator becomes its admin.
@@ -6,11 +6,11 @@ Project admins manage their project; a superuser is admin everywhere. Creating a
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from rest_framework.authtoken.models import Token
 
-from ..models import Membership, Project, Role
-from .errors import Conflict, Forbidden, NotFound, ValidationFailed
-from .projects import check_project_role
+from annotation.models import Membership, Project, Role
+
+from ..errors import Conflict, Forbidden, NotFound, ValidationFailed
+from .access import check_project_role
 
 MANAGE_ROLES = (Role.ADMIN,)
 CHOICE_FIELDS = ("category_choices", "subcategory_choices", "region_choices")
@@ -118,31 +118,3 @@ def do_remove_member(project, membership_id) -> Membership:
         check_keeps_an_admin(membership)
         membership.delete()
     return membership
-
-
-# --- Personal API tokens (DRF authtoken: one per user) ------------------------------------------------------
-
-
-def token_of(user):
-    return Token.objects.filter(user=user).first()
-
-
-def do_create_token(user) -> Token:
-    """A first token (409 when the user has one: rotate it instead)."""
-    try:
-        with transaction.atomic():
-            return Token.objects.create(user=user)
-    except IntegrityError:
-        raise Conflict("you already have a token; rotate it to get a new key") from None
-
-
-def do_rotate_token(user) -> Token:
-    """A new key; the old one stops working at once."""
-    with transaction.atomic():
-        Token.objects.filter(user=user).delete()
-        return Token.objects.create(user=user)
-
-
-def do_revoke_token(user) -> bool:
-    """Delete the token; scripts and recorders using it get 401 from now on. False when there was none."""
-    return bool(Token.objects.filter(user=user).delete()[0])

@@ -9,10 +9,11 @@ from django.db.models import Count
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import manage_forms
-from .actions import ActionError, manage
-from .models import Project, Role
-from .views.page_errors import action_errors
+from annotation.actions import ActionError, manage
+from annotation.models import Project, Role
+
+from ..page_errors import action_errors
+from . import forms as manage_forms
 
 
 def form_error(form, error: ActionError) -> None:

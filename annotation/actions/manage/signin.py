@@ -13,7 +13,7 @@ import time
 from django.conf import settings
 from django.core.cache import cache
 
-from .errors import TooManyRequests
+from ..errors import TooManyRequests
 
 
 def failure_key(username: str, address: str) -> str:

@@ -3,8 +3,8 @@
 
 from django import forms
 
-from .lib.splits import SPLITS
-from .models import EXPORTABLE_STATUSES, ExportFormat, Role
+from annotation.lib.splits import SPLITS
+from annotation.models import EXPORTABLE_STATUSES, ExportFormat, Role
 
 
 def lines(text: str) -> list[str]:

@@ -1,7 +1,8 @@
 """Project membership checks shared by the actions: which project a user may act in, with which role."""
 
-from ..models import Project
-from .errors import Forbidden, NotFound
+from annotation.models import Project
+
+from ..errors import Forbidden, NotFound
 
 
 def check_project_role(user, project_name, roles, cannot: str) -> Project:

@@ -1,4 +1,4 @@
-"""Sign-in pages with throttling (``annotation.actions.signin``): the app's login and the admin's; password reset
+"""Sign-in pages with throttling (``annotation.actions.manage.signin``): the app's login and the admin's; password reset
 only when mail can be sent (``PASSWORD_RESET_ENABLED``)."""
 
 from functools import wraps
@@ -8,10 +8,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import Http404
 from django.shortcuts import render
-from django.urls import path
 
-from .actions import TooManyRequests
-from .actions.signin import check_sign_in_allowed, client_address
+from annotation.actions import TooManyRequests
+from annotation.actions.manage.signin import check_sign_in_allowed, client_address
 
 
 def sign_in_throttled(view):
@@ -52,16 +51,3 @@ def with_mail(view):
         return view(request, *args, **kwargs)
 
     return checked
-
-
-# Django's password-reset pages (``django.contrib.auth.urls``), each behind ``with_mail``; listed before that include.
-password_reset_urls = [
-    path("password_reset/", with_mail(auth_views.PasswordResetView.as_view()), name="password_reset"),
-    path("password_reset/done/", with_mail(auth_views.PasswordResetDoneView.as_view()), name="password_reset_done"),
-    path(
-        "reset/<uidb64>/<token>/",
-        with_mail(auth_views.PasswordResetConfirmView.as_view()),
-        name="password_reset_confirm",
-    ),
-    path("reset/done/", with_mail(auth_views.PasswordResetCompleteView.as_view()), name="password_reset_complete"),
-]

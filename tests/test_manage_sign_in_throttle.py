@@ -13,7 +13,7 @@ from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotation.actions.signin import do_forget_sign_in_failures
+from annotation.actions.manage.signin import do_forget_sign_in_failures
 from devtools.processes import asgi_server, database_url
 
 ATTACKER, FRIEND, LOOPBACK = "203.0.113.7", "198.51.100.20", "127.0.0.1"
