@@ -1,7 +1,7 @@
 """The agent-run API: start a run of a solver on a split of a project's form tasks, follow it, cancel it, read its
 scores and every field's result. Researchers and admins of the project only (as exports and evaluations)."""
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -10,10 +10,10 @@ from annotation import actions
 from annotation.models import AgentFieldResult, AgentRun
 
 from . import agent_serializers as a
-from . import serializers as s
+from .errors import error_responses
 from .views import JobViewSetMixin
 
-ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409)}
+ERRORS = error_responses(400, 403, 404, 409)
 
 
 @extend_schema_view(retrieve=extend_schema(responses={200: a.AgentRunSerializer, 404: ERRORS[404]}))

@@ -4,12 +4,16 @@ import re
 
 from django.http import JsonResponse, StreamingHttpResponse
 from django.utils.http import content_disposition_header
+from drf_spectacular.utils import OpenApiResponse
 
 from annotation.store.blobstore import stream_file
+
+from .errors import ErrorSerializer
 
 # At most 19 digits (any file size fits): longer numbers are refused like any malformed range, and never reach int(),
 # which refuses more than 4,300 digits with a ValueError.
 RANGE = re.compile(r"^bytes=(\d{0,19})-(\d{0,19})$")
+RANGE_ERRORS = {416: OpenApiResponse(ErrorSerializer, description="The Range header cannot be satisfied.")}
 
 
 def parse_range(header: str, size: int):

@@ -2,13 +2,25 @@
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from rest_framework import status
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers, status
 from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotation.actions import ActionError
 from config import db_pool
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    errors = serializers.ListField(child=serializers.DictField())
+
+
+def error_responses(*codes) -> dict:
+    """``{status: the error shape}`` for an operation's ``extend_schema(responses=...)``."""
+    return {code: OpenApiResponse(ErrorSerializer) for code in codes}
 
 
 class PayloadTooLarge(APIException):

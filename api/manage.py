@@ -2,7 +2,7 @@
 Mind2Web verification counts hang on it), and token sign-in for the recorder."""
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
@@ -15,9 +15,10 @@ from annotation.actions.manage import check_sign_in_allowed, client_address
 from annotation.models import Project, Role, SplitConfig
 
 from . import serializers as s
+from .errors import error_responses
 from .mind2web_serializers import VerificationCountsSerializer
 
-ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409, 413)}
+ERRORS = error_responses(400, 403, 404, 409, 413)
 
 
 class ProjectSerializer(serializers.ModelSerializer):

@@ -3,7 +3,7 @@ demonstration tasks the recorder's side panel lists and starts. Thin: each view 
 ``annotation.actions.mind2web``; every input check names its field there."""
 
 from django.db.models import Q
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -15,10 +15,11 @@ from annotation.models import Assignment, Project, ProposalRound, ProposedTask, 
 
 from . import mind2web_serializers as ms
 from . import serializers as s
+from .errors import error_responses
 from .parsers import LimitedJSONParser
 from .views import RecordingViewSet
 
-ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409)}
+ERRORS = error_responses(400, 403, 404, 409)
 PROJECT_PARAMETER = OpenApiParameter("project", str, required=True, description="The project's name.")
 
 

@@ -197,12 +197,6 @@ class FinishSerializer(serializers.Serializer):
     )
 
 
-class ErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    code = serializers.CharField()
-    errors = serializers.ListField(child=serializers.DictField())
-
-
 class MissingBlobsSerializer(serializers.Serializer):
     project = serializers.CharField(help_text="The project the blobs are for.")
     sha256 = serializers.ListField(child=serializers.CharField(), max_length=1000)

@@ -22,13 +22,14 @@ from annotation.models import Demonstration, Evaluation, ExportJob, Project
 from annotation.store.blobstore import presigned_download_url
 
 from . import serializers as s
-from .downloads import file_download
+from .downloads import RANGE_ERRORS, file_download
+from .errors import ErrorSerializer, error_responses
 from .filters import EvaluationFilter, ExportJobFilter
 
-ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409, 413)}
-ERROR_415 = OpenApiResponse(s.ErrorSerializer)
+ERRORS = error_responses(400, 403, 404, 409, 413)
+ERROR_415 = OpenApiResponse(ErrorSerializer)
 # The server could not write the upload (disk full, an I/O error): nothing stored, retry after ``Retry-After``.
-ERROR_STORAGE = OpenApiResponse(s.ErrorSerializer, description="storage_unavailable: nothing was stored; retry later")
+ERROR_STORAGE = OpenApiResponse(ErrorSerializer, description="storage_unavailable: nothing was stored; retry later")
 CONTENT_ENCODING = OpenApiParameter(
     "Content-Encoding",
     str,
@@ -36,7 +37,6 @@ CONTENT_ENCODING = OpenApiParameter(
     enum=["gzip", "identity"],
     description="gzip: the body is gzipped.",
 )
-RANGE_ERRORS = {416: OpenApiResponse(s.ErrorSerializer, description="The Range header cannot be satisfied.")}
 
 
 @csrf_exempt  # it changes nothing; a CSRF refusal would be Django's HTML 403 instead of this JSON 404
@@ -322,8 +322,8 @@ class ExportJobViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOn
         responses={
             **{(code, media): OpenApiTypes.BINARY for code in (200, 206) for media in ARCHIVE_MEDIA_TYPES.values()},
             302: OpenApiResponse(description="S3_DOWNLOAD_REDIRECT: a presigned S3 URL serving the archive"),
-            404: OpenApiResponse(s.ErrorSerializer),
-            409: OpenApiResponse(s.ErrorSerializer),
+            404: OpenApiResponse(ErrorSerializer),
+            409: OpenApiResponse(ErrorSerializer),
             **RANGE_ERRORS,
         }
     )

@@ -17,11 +17,11 @@ from annotation.actions import work
 from annotation.models import Assignment, Batch, BatchKind, Project
 from annotation.work_views import results_response
 
-from . import serializers as s
 from . import work_serializers as ws
+from .errors import ErrorSerializer, error_responses
 from .parsers import LimitedJSONParser
 
-ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 403, 404, 409, 413)}
+ERRORS = error_responses(400, 403, 404, 409, 413)
 
 
 class CSVRenderer(renderers.BaseRenderer):
@@ -113,7 +113,7 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
         return Response(self.get_serializer(self.annotated(batch)).data)
 
     @extend_schema(
-        responses={(200, "text/csv"): OpenApiTypes.STR, 403: OpenApiResponse(s.ErrorSerializer), 404: None},
+        responses={(200, "text/csv"): OpenApiTypes.STR, 403: OpenApiResponse(ErrorSerializer), 404: None},
         description="Turkle's results CSV: one row per submitted assignment, every value quoted, CRLF.",
     )
     @action(detail=True, methods=["get"], renderer_classes=[CSVRenderer, renderers.JSONRenderer])
