@@ -14,10 +14,10 @@ from annotation.actions import mind2web as m2w
 from annotation.models import Assignment, Project, ProposalRound, ProposedTask, Website
 
 from . import mind2web_serializers as ms
-from . import serializers as s
 from .errors import error_responses
 from .parsers import LimitedJSONParser
-from .views import RecordingViewSet
+from .recordings.serializers import DemonstrationSerializer
+from .recordings.views import RecordingViewSet
 
 ERRORS = error_responses(400, 403, 404, 409)
 PROJECT_PARAMETER = OpenApiParameter("project", str, required=True, description="The project's name.")
@@ -214,7 +214,7 @@ class DemonstrationTaskViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         request=ms.DemonstrationStartSerializer,
-        responses={201: s.DemonstrationSerializer, 200: s.DemonstrationSerializer, **ERRORS},
+        responses={201: DemonstrationSerializer, 200: DemonstrationSerializer, **ERRORS},
     )
     @action(detail=True, methods=["post"])
     def start(self, request, pk=None):
@@ -225,5 +225,5 @@ class DemonstrationTaskViewSet(viewsets.ReadOnlyModelViewSet):
         form.is_valid(raise_exception=True)
         demo, created = m2w.do_start_demonstration(request.user, pk, **form.validated_data)
         recordings = RecordingViewSet(request=request, format_kwarg=None).get_queryset()
-        body = s.DemonstrationSerializer(recordings.get(pk=demo.pk)).data
+        body = DemonstrationSerializer(recordings.get(pk=demo.pk)).data
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

@@ -5,13 +5,14 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import DefaultRouter
 
 from . import agent_views, manage, mind2web_views, views, work_views
+from .recordings import views as recordings
 
 # No format-suffix routes (``/api/exports/1.json``): never documented, and every ``@action`` given one answered 500
 # (its ``format`` argument unexpected). The browsable API's ``?format=`` is how to ask for a renderer.
 router = DefaultRouter()
 router.include_format_suffixes = False
 router.register("projects", manage.ProjectViewSet, basename="project")
-router.register("recordings", views.RecordingViewSet, basename="recording")
+router.register("recordings", recordings.RecordingViewSet, basename="recording")
 router.register("demonstrations", views.DemonstrationViewSet, basename="demonstration")
 router.register("exports", views.ExportJobViewSet, basename="export")
 router.register("evaluations", views.EvaluationViewSet, basename="evaluation")
@@ -24,8 +25,8 @@ router.register("proposals", mind2web_views.ProposalViewSet, basename="proposal"
 router.register("demonstration-tasks", mind2web_views.DemonstrationTaskViewSet, basename="demonstration-task")
 
 urlpatterns = [
-    path("blobs/missing/", views.MissingBlobsView.as_view(), name="blobs-missing"),
-    path("blobs/<str:sha256>", views.BlobView.as_view(), name="blob"),
+    path("blobs/missing/", recordings.MissingBlobsView.as_view(), name="blobs-missing"),
+    path("blobs/<str:sha256>", recordings.BlobView.as_view(), name="blob"),
     path("auth/token/", manage.TokenSignInView.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),

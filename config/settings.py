@@ -346,7 +346,8 @@ AGENT_SOLVER_MODULES = env_list("AGENT_SOLVER_MODULES", ["agents"])
 # Every periodic task, in one place (`make run` starts beat beside the worker).
 CELERY_BEAT_SCHEDULE = {
     "sweep-export-folders": {"task": "workers.sweep_export_folders", "schedule": EXPORT_SWEEP_SECONDS},
-    # blob files staged by a server process killed mid-batch (annotation/actions/ingest/staging.py); hourly is enough
+    # blob files staged by a server process killed mid-batch (annotation/actions/recordings/staging.py); hourly is
+    # enough
     "sweep-staged-blobs": {"task": "workers.sweep_staged_blobs", "schedule": 3600.0},
     "expire-form-assignments": {"task": "workers.expire_assignments", "schedule": float(FORM_EXPIRY_SWEEP_SECONDS)},
 }

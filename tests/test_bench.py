@@ -89,7 +89,7 @@ def test_quick_recorders_bench_uploads_every_action_once_through_the_real_server
 
 
 def test_each_recorder_sends_valid_blobs_of_its_own(db):
-    from annotation.actions.ingest import check_blob_content
+    from annotation.actions.recordings import check_blob_content
 
     spec = ingest.build_corpus(browser_turns=6, turns_per_demo=6, elements=30)[0]
     originals = {sha: (media_type, data) for data, media_type in spec.blobs for sha in [ingest_sha(data)]}

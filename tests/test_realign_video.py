@@ -287,7 +287,7 @@ def test_garbage_instead_of_a_video_never_fails():
 
 @pytest.mark.django_db
 def test_the_task_stores_video_suggestions_from_stored_chunks(alpha, caplog):
-    from annotation.actions.ingest import do_store_blob_bytes
+    from annotation.actions.recordings import do_store_blob_bytes
     from annotation.models import Turn, TurnCuration, VideoChunk
     from tests.review_data import recorded_demo
     from workers.tasks import realign_demo

@@ -13,16 +13,7 @@ import pytest
 from annotation.models import Blob, ProjectBlob, Role, sha256_path
 from tests.conftest import make_user, token_client
 
-from .payloads import (
-    BlobFile,
-    browser_turn,
-    chat_turn,
-    numbered_turns,
-    page_html,
-    png_bytes,
-    state_blobs,
-    state_refs,
-)
+from .payloads import BlobFile, browser_turn, chat_turn, numbered_turns, page_html, png_bytes, state_blobs, state_refs
 from .recorder import assert_nothing_stored, blob_url, missing, recordings_url, start_demo, stored_files, upload_blobs
 
 BATCH = "application/x-webtasks-batch"
@@ -356,8 +347,8 @@ def test_staged_blobs_are_moved_to_their_names_and_others_saved_through_the_stor
     """A batch's new blobs are written while it is checked (``staging.py``); once it is stored they move to their
     content addresses. A blob not staged (stored for another project when the batch was checked, gone since) is
     saved through the storage instead; a refused batch's staged files are removed."""
-    from annotation.actions.ingest.batch import CHECKERS, BatchBlob
-    from annotation.actions.ingest.staging import Staging
+    from annotation.actions.recordings.batch import CHECKERS, BatchBlob
+    from annotation.actions.recordings.staging import Staging
 
     blobs = [
         BatchBlob(i, blob.sha256, blob.media_type, memoryview(blob.data))
@@ -384,7 +375,7 @@ def test_staged_blobs_are_moved_to_their_names_and_others_saved_through_the_stor
 
 @pytest.mark.django_db
 def test_files_a_killed_server_staged_are_swept_after_an_hour(media_storage):
-    from annotation.actions.ingest.staging import INCOMING, Staging
+    from annotation.actions.recordings.staging import INCOMING, Staging
     from workers.tasks import sweep_staged_blobs
 
     staging = Staging()

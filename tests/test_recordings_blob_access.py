@@ -11,7 +11,7 @@ from annotation.models import Blob, ProjectBlob, Turn
 
 from .payloads import BlobFile, browser_turn, intent_arguments, png_bytes, state_blobs, state_refs
 from .recorder import blob_url, missing, post_turns, put_blob, put_raw, start_demo, stored_files, upload_blobs
-from .test_blobs import MHTML
+from .test_recordings_blobs import MHTML
 
 
 @pytest.fixture

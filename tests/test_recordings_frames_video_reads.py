@@ -8,7 +8,7 @@ from annotation.models import Demonstration, Turn, VideoChunk
 
 from .payloads import BlobFile, browser_turn, intent_arguments, png_bytes, state_blobs, state_refs
 from .recorder import post_turns, put_blob, recordings_url, start_demo, upload_blobs
-from .test_blobs import MHTML
+from .test_recordings_blobs import MHTML
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """Rows stored before ingest validated every shape (legacy data) never break the review page, exports, quality
 checks or metrics: an odd element, box, attribute list, frame or bboxes blob shows as blank, not as a 500.
 
-Ingest now refuses these shapes (``tests/test_ingest_validation.py``, ``tests/test_blobs.py``); here they are
-inserted directly, as rows written by an older version would be."""
+Ingest now refuses these shapes (``tests/test_recordings_validation.py``, ``tests/test_recordings_blobs.py``); here
+they are inserted directly, as rows written by an older version would be."""
 
 import hashlib
 import json

@@ -10,7 +10,7 @@ from annotation.models import Turn
 
 from .payloads import browser_turn
 from .recorder import post_turns, recordings_url, start_demo
-from .test_ingest_batch import frame, post_batch
+from .test_recordings_batch import frame, post_batch
 
 SECRET = "Pw0rd-Zebra-7731"
 MASK = "********"

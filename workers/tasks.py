@@ -34,7 +34,7 @@ def sweep_export_folders() -> None:
 @shared_task(name="workers.sweep_staged_blobs")
 def sweep_staged_blobs() -> None:
     """Periodic (beat): remove blob files a killed server process staged for a batch it never stored."""
-    from annotation.actions.ingest.staging import sweep_staged
+    from annotation.actions.recordings.staging import sweep_staged
 
     sweep_staged()
 

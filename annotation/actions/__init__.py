@@ -21,7 +21,19 @@ from .errors import (
     ValidationFailed,
     parse_json,
 )
-from .ingest import (
+from .jobs import (
+    EXPORT_ROLES,
+    STATUS_CHOICES,
+    check_choice,
+    check_job_cancellable,
+    check_project_for_export,
+    do_cancel_job,
+    do_create_evaluation,
+    do_create_export,
+    may_cancel,
+    reap_stale_jobs,
+)
+from .recordings import (
     BATCH_MEDIA_TYPE,
     BLOB_MEDIA_TYPES,
     IngestResult,
@@ -41,16 +53,4 @@ from .ingest import (
     do_start_recording,
     do_store_blob,
     do_store_blob_bytes,
-)
-from .jobs import (
-    EXPORT_ROLES,
-    STATUS_CHOICES,
-    check_choice,
-    check_job_cancellable,
-    check_project_for_export,
-    do_cancel_job,
-    do_create_evaluation,
-    do_create_export,
-    may_cancel,
-    reap_stale_jobs,
 )

@@ -18,7 +18,7 @@ from rest_framework.authtoken.models import Token
 from ..models import Blob, DemoMode, Demonstration, Invitation, Role, TurnType, code_digest
 from .errors import Conflict, Forbidden, Gone, NotFound, ValidationFailed
 from .events import on_commit_send, turn_event
-from .ingest import do_finish_recording, do_ingest_turns
+from .recordings import do_finish_recording, do_ingest_turns
 
 NAVIGATOR, INSTRUCTOR, OBSERVER = "navigator", "instructor", "observer"
 SPEAKING_ROLES = (NAVIGATOR, INSTRUCTOR)

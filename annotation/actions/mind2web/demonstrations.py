@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from ...models import Assignment, AssignmentStatus, BatchKind, DemoMode, Project
 from ..errors import Conflict, NotFound
-from ..ingest.recordings import do_start_recording
 from ..manage.access import check_project_role
+from ..recordings.lifecycle import do_start_recording
 from ..work import WORK_ROLES
 from ..work.queue import AssignmentExpired, do_accept_next, do_submit
 from .proposals import mind2web_batch

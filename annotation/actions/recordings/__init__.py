@@ -42,12 +42,7 @@ from .late import (
     forget_review_caches,
     recording_end_seconds,
 )
-from .recordings import (
-    RECORDING_FIELDS,
-    do_finish_recording,
-    do_start_recording,
-    unused_demo_name,
-)
+from .lifecycle import RECORDING_FIELDS, do_finish_recording, do_start_recording, unused_demo_name
 from .turns import (
     IngestResult,
     batch_result,
@@ -60,11 +55,7 @@ from .turns import (
     do_ingest_turns,
     turn_row,
 )
-from .video import (
-    VIDEO_TYPES,
-    check_video_chunk,
-    do_add_video_chunk,
-)
+from .video import VIDEO_TYPES, check_video_chunk, do_add_video_chunk
 
 __all__ = [
     # access

@@ -17,8 +17,8 @@ from django.db import IntegrityError, transaction
 from PIL import Image, UnidentifiedImageError
 
 from annotation.lib import jsonsafe, pngcheck, schema
+from annotation.models import Blob, Project, ProjectBlob, sha256_path
 
-from ...models import Blob, Project, ProjectBlob, sha256_path
 from ..errors import TooLarge, UnsupportedMediaType, ValidationFailed, storage_failures
 from .staging import sync_saved
 

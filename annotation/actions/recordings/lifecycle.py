@@ -3,7 +3,8 @@
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ...models import Demonstration, DemoStatus, Project, new_demo_name
+from annotation.models import Demonstration, DemoStatus, Project, new_demo_name
+
 from ..errors import Conflict
 from ..events import on_commit_send
 from ..review.work import enqueue_after_recording
