@@ -120,7 +120,7 @@ def session_url(user, demo) -> str:
     role = live.session_role(demo, user) if demo.mode == DemoMode.CHAT else None
     if role is None:
         return ""
-    return reverse("session-navigate" if role == live.NAVIGATOR else "session-instruct", args=[demo.name])
+    return reverse("live-navigate" if role == live.NAVIGATOR else "live-instruct", args=[demo.name])
 
 
 def parse_body(request) -> dict:

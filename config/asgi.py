@@ -30,7 +30,8 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import get_resolver  # noqa: E402
 
-from annotation.routing import SessionOriginValidator, websocket_urlpatterns  # noqa: E402
+from annotation.urls.live import websocket_urlpatterns  # noqa: E402
+from annotation.views.live_socket import SessionOriginValidator  # noqa: E402
 from config.body_guard import BodyGuard  # noqa: E402
 
 # Every view module, DRF and the serializers are imported now rather than by the first request each server process

@@ -414,7 +414,7 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# --- Live session (annotation/consumers.py) ---------------------------------------------------------------
+# --- Live session (annotation/views/live_socket.py) ---------------------------------------------------------------
 # WebSocket origins besides ALLOWED_HOSTS: the recorder extension's side panel (chrome-extension://<id>).
 LIVE_EXTENSION_IDS = env_list("LIVE_EXTENSION_IDS", ["ojofndafcmbnamgfemifimjhmebbdglk"])
 LIVE_JOIN_TIMEOUT_SECONDS = env_int("LIVE_JOIN_TIMEOUT_SECONDS", 10)  # socket closed (4401) without a join message

@@ -1,7 +1,7 @@
 """The live instructor–navigator session of a demonstration: access, chat, catch-up, invitations, ending.
 
 Chat messages are chat turns stored by ``ingest.do_ingest_turns`` (the recorder's path too), which broadcasts
-every stored batch to the session after commit. The consumer (``annotation/consumers.py``) and the session
+every stored batch to the session after commit. The consumer (``annotation/views/live_socket.py``) and the session
 pages are thin callers of these functions.
 """
 

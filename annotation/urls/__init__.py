@@ -2,18 +2,9 @@
 
 from django.urls import include, path, re_path
 
-from .. import (
-    agent_views,
-    frame_views,
-    mind2web_views,
-    research_views,
-    review_views,
-    session_views,
-    stats_views,
-    work_views,
-)
+from .. import agent_views, frame_views, mind2web_views, research_views, review_views, stats_views, work_views
 from ..views import home
-from . import manage
+from . import live, manage
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -97,9 +88,5 @@ urlpatterns = [
     path(
         "mind2web/proposals/<int:proposal_id>/review", mind2web_views.proposal_review, name="mind2web-proposal-review"
     ),
-    path("sessions/join/<str:code>", session_views.join, name="session-join"),
-    path("sessions/<slug:name>/instruct", session_views.instruct, name="session-instruct"),
-    path("sessions/<slug:name>/navigate", session_views.navigate, name="session-navigate"),
-    path("sessions/<slug:name>/invitation/revoke", session_views.revoke_invitation, name="session-revoke-invitation"),
-    path("sessions/<slug:name>/screenshots/<str:sha256>", session_views.screenshot, name="session-screenshot"),
+    path("", include(live)),
 ]

@@ -59,9 +59,9 @@ def demo_link(demo, user, roles: dict) -> str | None:
     takes_part = user.pk in (demo.navigator_id, demo.instructor_id)
     if demo.status == DemoStatus.RECORDING:
         if user.pk == demo.navigator_id:
-            return reverse("session-navigate", args=[demo.name])
+            return reverse("live-navigate", args=[demo.name])
         if takes_part or role == Role.ADMIN:
-            return reverse("session-instruct", args=[demo.name])
+            return reverse("live-instruct", args=[demo.name])
         return None
     if role in VIEW_ALL_ROLES or (role == Role.ANNOTATOR and takes_part):
         return reverse("review-demo", args=[demo.name])
@@ -85,7 +85,7 @@ def recording_blocks(request, user, roles: dict) -> dict:
     for demo in navigating:
         if demo.pk in invitations:
             demo.invitation = invitations[demo.pk]
-            demo.invite_url = request.build_absolute_uri(reverse("session-join", args=[demo.invitation.code]))
+            demo.invite_url = request.build_absolute_uri(reverse("live-join", args=[demo.invitation.code]))
     instructing = visible.filter(status=DemoStatus.RECORDING, instructor=user).exclude(navigator=user)
     instructing = instructing.select_related("navigator")
     returned = (

@@ -7,9 +7,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from .actions import ActionError, live
-from .actions.review import reviewable_demos
-from .store.blobstore import stream_file
+from ..actions import ActionError, live
+from ..actions.review import reviewable_demos
+from ..store.blobstore import stream_file
 
 
 def session_or_404(request, name: str):
@@ -32,7 +32,7 @@ def page_context(request, demo, role: str) -> dict:
         "review_url": review_url(request.user, demo),
         "sees_screen": live.sees_screen(demo, role),
         "ws_path": f"/ws/sessions/{demo.name}/",
-        "screenshots": reverse("session-screenshot", args=[demo.name, "sha256"]).removesuffix("sha256"),
+        "screenshots": reverse("live-screenshot", args=[demo.name, "sha256"]).removesuffix("sha256"),
     }
 
 
@@ -41,8 +41,8 @@ def instruct(request, name: str):
     """The instructor's page: chat, the navigator's latest screenshot and URL (unless no-vision), presence, end."""
     demo, role = session_or_404(request, name)
     if role == live.NAVIGATOR:
-        return redirect("session-navigate", name=demo.name)
-    return render(request, "sessions/instruct.html", page_context(request, demo, role))
+        return redirect("live-navigate", name=demo.name)
+    return render(request, "live/instruct.html", page_context(request, demo, role))
 
 
 @login_required
@@ -50,11 +50,11 @@ def navigate(request, name: str):
     """The navigator's web fallback (the side panel is the usual place): chat, presence, the invitation link."""
     demo, role = session_or_404(request, name)
     if role == live.INSTRUCTOR:
-        return redirect("session-instruct", name=demo.name)
+        return redirect("live-instruct", name=demo.name)
     invitation = live.do_issue_invitation(request.user, demo)
-    invite = request.build_absolute_uri(reverse("session-join", args=[invitation.code])) if invitation else ""
+    invite = request.build_absolute_uri(reverse("live-join", args=[invitation.code])) if invitation else ""
     context = {**page_context(request, demo, role), "invitation": invitation, "invite_url": invite}
-    return render(request, "sessions/navigate.html", context)
+    return render(request, "live/navigate.html", context)
 
 
 @login_required
@@ -65,8 +65,8 @@ def revoke_invitation(request, name: str):
     try:
         live.do_revoke_invitation(request.user, demo)
     except ActionError as error:
-        return render(request, "sessions/join.html", {"demo": demo, "error": error.detail}, status=error.status)
-    return redirect("session-navigate", name=demo.name)
+        return render(request, "live/join.html", {"demo": demo, "error": error.detail}, status=error.status)
+    return redirect("live-navigate", name=demo.name)
 
 
 @login_required
@@ -79,20 +79,20 @@ def join(request, code: str):
         demo = invitation.demonstration
         role = live.session_role(demo, request.user)
         if role in (live.NAVIGATOR, live.INSTRUCTOR):  # following one's own link again is harmless
-            return redirect("session-navigate" if role == live.NAVIGATOR else "session-instruct", name=demo.name)
+            return redirect("live-navigate" if role == live.NAVIGATOR else "live-instruct", name=demo.name)
         live.check_invite(request.user, code)
     except ActionError as error:
-        return render(request, "sessions/join.html", {"error": error.detail}, status=error.status)
+        return render(request, "live/join.html", {"error": error.detail}, status=error.status)
     if request.method == "POST":
         try:
             live.do_join_as_instructor(request.user, code)
         except ActionError as error:
-            return render(request, "sessions/join.html", {"demo": demo, "error": error.detail}, status=error.status)
-        return redirect("session-instruct", name=demo.name)
+            return render(request, "live/join.html", {"demo": demo, "error": error.detail}, status=error.status)
+        return redirect("live-instruct", name=demo.name)
     context = {"demo": demo, "invitation": invitation}
     if demo.instructor_id is not None or not demo.is_recording:
         context["error"] = "This demonstration takes no instructor any more."
-    return render(request, "sessions/join.html", context, status=409 if "error" in context else 200)
+    return render(request, "live/join.html", context, status=409 if "error" in context else 200)
 
 
 @login_required
