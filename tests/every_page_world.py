@@ -36,7 +36,7 @@ from tests.form_data import make_batch
 from tests.mind2web_data import website
 from tests.payloads import BlobFile, browser_turn, chat_turn, intent_arguments, state_blobs, state_refs
 from tests.site_client import Client
-from tests.test_realign_video import mediarecorder_webm
+from tests.test_review_realign_video import mediarecorder_webm
 
 PASSWORD = "net-Passw0rd!"
 MHTML = (

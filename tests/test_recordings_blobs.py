@@ -271,7 +271,7 @@ def test_the_pixel_limit_is_a_setting(client, settings):
 
 def test_a_thumbnail_is_not_made_of_an_image_over_the_pixel_limit(db, media_storage):
     from annotation.store.blobstore import has_thumbnail
-    from workers.thumbnails import make_thumbnails
+    from workers.review.thumbnails import make_thumbnails
 
     small, huge = png_bytes(64, 64), bilevel_png(20000, 10000)  # a legacy blob stored before the limit
     blobs = {sha(small): small, sha(huge): huge}

@@ -96,7 +96,7 @@ def test_choosing_a_frame_changes_the_exported_screenshot(demo, reviewer):
 
 
 def test_accepting_all_suggestions_applies_them_and_is_one_undoable_edit(demo, reviewer):
-    from workers.realign import store_suggestions
+    from workers.review.realign import store_suggestions
 
     turn = Turn.objects.get(demonstration=demo, client_id="framed-turn")
     store_suggestions(demo)
@@ -312,7 +312,7 @@ def test_undo_conflict_over_http_is_409_naming_the_later_edit(demo, reviewer, cl
 
 
 def test_undo_of_accepted_suggestions_is_refused_after_one_of_those_screenshots_was_changed(demo, reviewer):
-    from workers.realign import store_suggestions
+    from workers.review.realign import store_suggestions
 
     turn = Turn.objects.get(demonstration=demo, client_id="framed-turn")
     store_suggestions(demo)

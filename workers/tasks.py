@@ -43,7 +43,7 @@ def sweep_staged_blobs() -> None:
 def make_thumbnails(shas: list) -> None:
     """Thumbnails of these screenshot blobs for the review page (see ``thumbnails.make_thumbnails``)."""
     from .dataset import storage_blobs
-    from .thumbnails import make_thumbnails as make
+    from .review.thumbnails import make_thumbnails as make
 
     make([sha for sha in shas if isinstance(sha, str)], storage_blobs().read)
 
@@ -53,7 +53,7 @@ def realign_demo(demo_id: int) -> None:
     """Suggested screenshots and quality checks of a demo (see ``realign.prepare_review``)."""
     from annotation.models import Demonstration
 
-    from .realign import prepare_review
+    from .review.realign import prepare_review
 
     demo = Demonstration.objects.filter(pk=demo_id).first()
     if demo is not None:

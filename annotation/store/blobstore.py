@@ -21,7 +21,7 @@ def read_blob(sha256: str) -> bytes:
 
 
 def thumbnail_path(sha256: str) -> str:
-    """Where the worker stores a screenshot's thumbnail (``workers.thumbnails``)."""
+    """Where the worker stores a screenshot's thumbnail (``workers.review.thumbnails``)."""
     return f"thumbs/{sha256[:2]}/{sha256}.webp"
 
 

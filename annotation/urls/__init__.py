@@ -2,9 +2,9 @@
 
 from django.urls import include, path, re_path
 
-from .. import agent_views, frame_views, mind2web_views, research_views, review_views, stats_views, work_views
+from .. import agent_views, frame_views, mind2web_views, research_views, stats_views, work_views
 from ..views import home
-from . import live, manage
+from . import live, manage, review
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -22,16 +22,7 @@ urlpatterns = [
         research_views.job_cancel,
         name="research-job-cancel",
     ),
-    path("review/", review_views.review_list, name="review-list"),
-    path("review/thumbs/<str:sha256>", review_views.review_thumbnail, name="review-thumbnail"),
-    path("review/next", review_views.review_next, name="review-next"),
-    path("review/bulk", review_views.review_bulk, name="review-bulk"),
-    path("review/live", review_views.review_list_live, name="review-list-live"),
-    path("review/<str:name>/", review_views.review_demo, name="review-demo"),
-    path("review/<str:name>/edit", review_views.review_edit, name="review-edit"),
-    path("review/<str:name>/revision", review_views.review_revision, name="review-revision"),
-    path("review/<str:name>/live", review_views.review_live, name="review-live"),
-    path("review/<str:name>/turns/<int:turn_id>/page", review_views.review_turn_page, name="review-turn-page"),
+    path("", include(review)),
     # Form tasks: the worker's and manager's pages (session), and the task frames (token-authorised, sandboxed).
     path("work/", work_views.work_index, name="work-index"),
     path("work/auto-accept", work_views.set_auto_accept, name="work-auto-accept"),

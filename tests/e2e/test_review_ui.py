@@ -181,7 +181,7 @@ def test_mark_invalid(review, demo):
 
 
 def test_pick_another_screenshot_and_accept_suggestions(review, demo, live_server):
-    from workers.realign import store_suggestions
+    from workers.review.realign import store_suggestions
 
     turn = Turn.objects.get(demonstration=demo, client_id="framed-turn")
     item(review, turn).click()

@@ -4,7 +4,7 @@ from annotation.lib import schema
 from annotation.models import Demonstration, DemoReview, DemoStatus
 
 from ..errors import Conflict
-from ..review.work import enqueue_after_recording
+from ..review.background import enqueue_after_recording
 
 LATE_TURN_TOLERANCE_SECONDS = 2.0  # a capture in flight when the recording was ended
 

@@ -7,7 +7,7 @@ from annotation.models import Demonstration, DemoStatus, Project, new_demo_name
 
 from ..errors import Conflict
 from ..events import on_commit_send
-from ..review.work import enqueue_after_recording
+from ..review.background import enqueue_after_recording
 
 RECORDING_FIELDS = (
     "mode",

@@ -24,6 +24,7 @@ from .access import (
     reviewable_demos,
     reviewable_projects,
 )
+from .background import ENQUEUE_EVERY, enqueue_after_recording, enqueue_review_work, ensure_quality
 from .claims import BULK_ACTIONS, do_assign, do_bulk_export, do_bulk_return, do_claim_next, held_by, queue_for
 from .curation import (
     METADATA_FIELDS,
@@ -62,7 +63,6 @@ from .undo import (
     edit_label,
     touched,
 )
-from .work import ENQUEUE_EVERY, enqueue_after_recording, enqueue_review_work, ensure_quality
 from .workflow import (
     TRANSITIONS,
     check_transition,

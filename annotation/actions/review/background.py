@@ -2,7 +2,8 @@
 
 from django.core.cache import cache
 
-from ...models import DemoReview, Turn
+from annotation.models import DemoReview, Turn
+
 from .. import queue
 
 ENQUEUE_EVERY = 60  # seconds

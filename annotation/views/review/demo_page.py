@@ -9,11 +9,11 @@ from django.db.models import Count, F, Func, IntegerField
 from django.urls import reverse
 from django.utils import timezone
 
-from .actions import ValidationFailed
-from .actions import review as actions
-from .lib import shapes
-from .lib.quality import order_issues
-from .models import (
+from annotation.actions import ValidationFailed
+from annotation.actions import review as actions
+from annotation.lib import shapes
+from annotation.lib.quality import order_issues
+from annotation.models import (
     Comment,
     DemoReview,
     DemoStatus,
@@ -26,7 +26,7 @@ from .models import (
     TurnType,
     curated_turns,
 )
-from .store.blobstore import has_thumbnail
+from annotation.store.blobstore import has_thumbnail
 
 LIST_PAGE_SIZE = 25
 HISTORY_SIZE = 100

@@ -12,7 +12,7 @@ import av
 import pytest
 from PIL import Image, ImageDraw
 
-from workers import realign
+from workers.review import realign
 
 RED, GREEN, BLUE, YELLOW = (220, 30, 30), (30, 200, 30), (30, 30, 220), (230, 230, 40)
 SIZE = (160, 90)
@@ -184,7 +184,7 @@ def test_a_missing_chunk_ends_the_video_there(caplog):
     runs = realign.video_runs(rows)
     assert runs[0].problem == "chunk 5 missing"
     assert runs[0].blobs == [f"chunk{i}" for i in range(5)]
-    with caplog.at_level(logging.WARNING, logger="workers.realign"):
+    with caplog.at_level(logging.WARNING, logger="workers.review.realign"):
         chosen = realign.suggestions([turn(0.5), turn(3.5)], store.read, runs, label="demo-x")
     assert chosen == [("red", "video"), ("red", "last-before")]
     assert "demo-x" in caplog.text
@@ -203,7 +203,7 @@ def test_an_unreadable_chunk_blob_falls_back_without_failing(caplog):
     store = Store(SHOTS)
     rows = recorded(store, [(0.0, cut(mediarecorder_webm([RED, GREEN, BLUE, YELLOW]), 8))])
     del store.blobs["chunk4"]  # lost from storage
-    with caplog.at_level(logging.WARNING, logger="workers.realign"):
+    with caplog.at_level(logging.WARNING, logger="workers.review.realign"):
         chosen = realign.suggestions([turn(0.5), turn(3.5)], store.read, realign.video_runs(rows))
     assert chosen == [("red", "video"), ("red", "last-before")]
     assert "chunk4" in caplog.text
@@ -214,7 +214,7 @@ def test_a_corrupt_chunk_falls_back_for_the_turns_it_covers(caplog):
     chunks = cut(mediarecorder_webm([RED, GREEN, BLUE, YELLOW]), 8)
     chunks[4] = garbled(len(chunks[4]))
     rows = recorded(store, [(0.0, chunks)])
-    with caplog.at_level(logging.WARNING, logger="workers.realign"):
+    with caplog.at_level(logging.WARNING, logger="workers.review.realign"):
         chosen = realign.suggestions([turn(0.5), turn(3.5)], store.read, realign.video_runs(rows))
     assert chosen == [("red", "video"), ("red", "last-before")]
     assert "cut short (chunk 4 corrupt" in caplog.text
@@ -223,7 +223,7 @@ def test_a_corrupt_chunk_falls_back_for_the_turns_it_covers(caplog):
 def test_a_run_without_its_header_chunk_is_not_used(caplog):
     store = Store(SHOTS)
     rows = recorded(store, [(0.0, cut(mediarecorder_webm([GREEN, BLUE]), 3))])
-    with caplog.at_level(logging.WARNING, logger="workers.realign"):
+    with caplog.at_level(logging.WARNING, logger="workers.review.realign"):
         chosen = realign.suggestions([turn(0.5)], store.read, realign.video_runs(rows[1:]))
     assert chosen == [("red", "last-before")]
     assert "no WebM header" in caplog.text
@@ -316,7 +316,7 @@ def test_the_task_stores_video_suggestions_from_stored_chunks(alpha, caplog):
                 content_sha256=f"{n + 1}" * 64,
             )
         )
-    with caplog.at_level(logging.INFO, logger="workers.realign"):
+    with caplog.at_level(logging.INFO, logger="workers.review.realign"):
         realign_demo(demo.pk)
     suggested = [TurnCuration.objects.get(turn=t).suggested_screenshot for t in made]
     assert suggested == [shas["green"], shas["blue"]]

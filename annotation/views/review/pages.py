@@ -1,5 +1,5 @@
 """The review pages and their small JSON write endpoint (session auth + CSRF). Thin: they call
-``annotation.actions.review`` and ``annotation.review_page``."""
+``annotation.actions.review`` and ``annotation.views.review.demo_page``."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -10,13 +10,14 @@ from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
-from . import review_page
-from .actions import ActionError, MalformedJSON, ValidationFailed, check_blob_readable, live
-from .actions import review as actions
-from .lib import jsonsafe
-from .models import DemoMode
-from .store.blobstore import has_thumbnail, read_blob, thumbnail_path
-from .views.page_errors import action_errors
+from annotation.actions import ActionError, MalformedJSON, ValidationFailed, check_blob_readable, live
+from annotation.actions import review as actions
+from annotation.lib import jsonsafe
+from annotation.models import DemoMode
+from annotation.store.blobstore import has_thumbnail, read_blob, thumbnail_path
+
+from ..page_errors import action_errors
+from . import demo_page
 
 # op → function(user, demo, revision, body) -> Edit | Comment
 OPS = {
@@ -44,7 +45,7 @@ def error_response(error: ActionError) -> JsonResponse:
 def review_list(request):
     """Demonstrations to review, filtered and sorted, with counts per status and quality issues."""
     try:
-        return render(request, "review/list.html", review_page.list_context(request.user, request.GET))
+        return render(request, "review/list.html", demo_page.list_context(request.user, request.GET))
     except ValidationFailed as error:
         return render(request, "review/list.html", {"bulk_error": error.detail, "page": []}, status=error.status)
 
@@ -54,7 +55,7 @@ def review_list(request):
 def review_list_live(request):
     """``GET ?names=a,b``: status and quality issue count of these demos, polled by the open list."""
     names = [name for name in request.GET.get("names", "").split(",") if name]
-    return no_store(JsonResponse({"demos": review_page.live_counts(request.user, names)}))
+    return no_store(JsonResponse({"demos": demo_page.live_counts(request.user, names)}))
 
 
 @login_required
@@ -87,7 +88,7 @@ def review_bulk(request):
             raise ValidationFailed(f"unknown action {action!r}", [{"field": "action", "message": ", ".join(BULK)}])
         result = BULK[action](request.user, request.POST)
     except ActionError as error:
-        context = review_page.list_context(request.user, request.GET)
+        context = demo_page.list_context(request.user, request.GET)
         return render(request, "review/list.html", {**context, "bulk_error": error.detail}, status=error.status)
     if action == "export":
         return exports_started(request, result)
@@ -111,7 +112,7 @@ def exports_started(request, jobs):
 def review_demo(request, name):
     """The review page of one demonstration."""
     demo = actions.check_demo_reviewable(request.user, name)
-    context = review_page.page_context(request.user, demo, read_blob)
+    context = demo_page.page_context(request.user, demo, read_blob)
     return render(request, "review/demo.html", {**context, "session_url": session_url(request.user, demo)})
 
 
@@ -155,7 +156,7 @@ def review_revision(request, name):
         demo = actions.check_demo_reviewable(request.user, name)
     except ActionError as error:
         return error_response(error)
-    return no_store(JsonResponse(review_page.revision_state(request.user, demo)))
+    return no_store(JsonResponse(demo_page.revision_state(request.user, demo)))
 
 
 @login_required
@@ -168,7 +169,7 @@ def review_live(request, name):
     except ActionError as error:
         return error_response(error)
     pending = [sha for sha in request.GET.get("pending", "").split(",") if sha]
-    return no_store(JsonResponse(review_page.live_state(demo, pending)))
+    return no_store(JsonResponse(demo_page.live_state(demo, pending)))
 
 
 def no_store(response):

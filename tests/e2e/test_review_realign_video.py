@@ -31,7 +31,7 @@ from tests.e2e.recorder_harness import (
     stored_turns,
     wait_until,
 )
-from workers import realign
+from workers.review import realign
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -222,7 +222,7 @@ def test_real_recorder_chunks_joined_per_run_and_broken_chunks(live, recorded, c
         ("missing", [row for row in rows if row != broken], blobs.__getitem__),
     ]:
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="workers.realign"):
+        with caplog.at_level(logging.WARNING, logger="workers.review.realign"):
             # A broken chunk ends its run's video there: the same suggestions as a run that ended before it.
             assert hows(kept, read, label=label) == ended[cut]
         assert f"realign {label}: video run at {rows[0][2]:.3f}s cut short (chunk {broken[0]} " in caplog.text
