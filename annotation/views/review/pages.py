@@ -1,5 +1,5 @@
 """The review pages and their small JSON write endpoint (session auth + CSRF). Thin: they call
-``annotation.actions.review`` and ``annotation.views.review.demo_page``."""
+``annotation.actions.review`` and render what ``listing`` (the list) and ``demo_page`` (one demo's page) read."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,7 +17,7 @@ from annotation.models import DemoMode
 from annotation.store.blobstore import has_thumbnail, read_blob, thumbnail_path
 
 from ..page_errors import action_errors
-from . import demo_page
+from . import demo_page, listing
 
 # op → function(user, demo, revision, body) -> Edit | Comment
 OPS = {
@@ -45,7 +45,7 @@ def error_response(error: ActionError) -> JsonResponse:
 def review_list(request):
     """Demonstrations to review, filtered and sorted, with counts per status and quality issues."""
     try:
-        return render(request, "review/list.html", demo_page.list_context(request.user, request.GET))
+        return render(request, "review/list.html", listing.list_context(request.user, request.GET))
     except ValidationFailed as error:
         return render(request, "review/list.html", {"bulk_error": error.detail, "page": []}, status=error.status)
 
@@ -55,7 +55,7 @@ def review_list(request):
 def review_list_live(request):
     """``GET ?names=a,b``: status and quality issue count of these demos, polled by the open list."""
     names = [name for name in request.GET.get("names", "").split(",") if name]
-    return no_store(JsonResponse({"demos": demo_page.live_counts(request.user, names)}))
+    return no_store(JsonResponse({"demos": listing.live_counts(request.user, names)}))
 
 
 @login_required
@@ -88,7 +88,7 @@ def review_bulk(request):
             raise ValidationFailed(f"unknown action {action!r}", [{"field": "action", "message": ", ".join(BULK)}])
         result = BULK[action](request.user, request.POST)
     except ActionError as error:
-        context = demo_page.list_context(request.user, request.GET)
+        context = listing.list_context(request.user, request.GET)
         return render(request, "review/list.html", {**context, "bulk_error": error.detail}, status=error.status)
     if action == "export":
         return exports_started(request, result)
