@@ -10,8 +10,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .actions import ActionError, ValidationFailed
 from .actions import mind2web as m2w
+from .actions.forms import WORK_ROLES
 from .actions.manage.access import check_project_role
-from .actions.work import WORK_ROLES
 from .models import READ_ROLES, Project, ProposalRound, Role, Website
 from .views.page_errors import action_errors
 

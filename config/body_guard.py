@@ -39,7 +39,7 @@ def form_upload_paths() -> frozenset[str]:
     """Where a form batch (an HTML template and a CSV of inputs) is uploaded: the API and the web form."""
     from django.urls import reverse
 
-    return frozenset({reverse("batch-list"), reverse("work-batch-new")})
+    return frozenset({reverse("batch-list"), reverse("forms-batch-new")})
 
 
 def body_limit(method: str, path: str) -> tuple[int, str]:

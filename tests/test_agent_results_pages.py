@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from annotation.models import AgentRun, AgentRunInstance, JobStatus, Role
 from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.conftest import make_user
-from tests.form_data import make_batch
+from tests.forms_data import make_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 

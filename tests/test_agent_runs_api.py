@@ -7,7 +7,7 @@ from django.test import Client
 from annotation.models import AgentRun, Evaluation, JobStatus, Role, SplitConfig
 from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.conftest import make_user
-from tests.form_data import make_batch
+from tests.forms_data import make_batch
 
 pytestmark = pytest.mark.django_db
 RUNS = "/api/agent-runs/"

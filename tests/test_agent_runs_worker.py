@@ -12,7 +12,7 @@ from devtools.processes import celery_worker, database_url
 from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.conftest import job_ended as ended
 from tests.conftest import poll_job
-from tests.form_data import make_batch, task_dir, turkingbench_root
+from tests.forms_data import make_batch, task_dir, turkingbench_root
 from tests.loopback import loopback_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

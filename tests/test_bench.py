@@ -143,7 +143,7 @@ def test_quick_live_chat_bench_measures_latency_through_the_asgi_server(tmp_path
 
 @pytest.mark.slow
 def test_quick_form_tasks_bench_imports_the_real_tasks_and_times_pages_and_submits(tmp_path):
-    from tests.form_data import turkingbench_root
+    from tests.forms_data import turkingbench_root
 
     turkingbench_root()  # skips, naming TURKINGBENCH_DATA, when it is not set
     figures = quick_figures("form_tasks", tmp_path)

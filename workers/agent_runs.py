@@ -31,7 +31,7 @@ from annotation.actions.forms.render import task_page
 from annotation.models import AgentFieldResult, AgentRun, AgentRunInstance, Batch, BatchKind, JobStatus, Task
 
 from .exporters.turkingbench import ExportBatch, write_batch
-from .form_dataset import gold_rows
+from .forms.dataset import gold_rows
 from .runners import JobStopped, Progress, finish_clean, run_job
 
 log = logging.getLogger(__name__)

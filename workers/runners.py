@@ -184,8 +184,8 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
 
 def export_form_batches(job: ExportJob, out: Path, workdir: Path) -> None:
     """A TurkingBench export of the project's form batches (``workers.exporters.turkingbench``)."""
-    from . import form_dataset
     from .exporters import turkingbench
+    from .forms import dataset as form_dataset
 
     lists = form_dataset.split_lists(job.project)
     total = max(1, form_dataset.selected_batches(job.project, lists, job.splits).count())

@@ -63,6 +63,6 @@ def realign_demo(demo_id: int) -> None:
 @shared_task(name="workers.expire_assignments", ignore_result=True)
 def expire_assignments() -> int:
     """Celery beat, every ``FORM_EXPIRY_SWEEP_SECONDS``: mark assignments past their allotted time as expired."""
-    from annotation.actions.work import do_expire_due
+    from annotation.actions.forms import do_expire_due
 
     return do_expire_due()

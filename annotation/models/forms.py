@@ -4,7 +4,7 @@ A ``Batch`` is one unit of distributed work in a project: for ``form`` batches a
 ``${var}`` placeholders and one ``Task`` per distinct row of input values. Each task is worked on by up to
 ``assignments_per_task`` different workers; an ``Assignment`` is one worker's turn at one task, from acceptance to
 submission (or return, skip, expiry). The rules (who gets what next, accept/submit/skip/return/expire) live in
-``annotation.actions.work``, independent of the form-specific rendering, so later kinds of batch reuse them.
+``annotation.actions.forms``, independent of the form-specific rendering, so later kinds of batch reuse them.
 
 Counters on ``Task`` (``taken``, ``submitted``) are kept in the same transaction as the assignment changes, under
 the task's row lock, so two workers accepting at once never get a slot beyond the batch's assignments per task.

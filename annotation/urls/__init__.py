@@ -2,9 +2,9 @@
 
 from django.urls import include, path, re_path
 
-from .. import agent_views, frame_views, mind2web_views, research_views, stats_views, work_views
+from .. import agent_views, mind2web_views, research_views, stats_views
 from ..views import home
-from . import live, manage, review
+from . import forms, live, manage, review
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -23,23 +23,7 @@ urlpatterns = [
         name="research-job-cancel",
     ),
     path("", include(review)),
-    # Form tasks: the worker's and manager's pages (session), and the task frames (token-authorised, sandboxed).
-    path("work/", work_views.work_index, name="work-index"),
-    path("work/auto-accept", work_views.set_auto_accept, name="work-auto-accept"),
-    path("work/batches/new/", work_views.batch_new, name="work-batch-new"),
-    path("work/batches/<int:batch_id>/", work_views.batch_detail, name="work-batch"),
-    path("work/batches/<int:batch_id>/accept/", work_views.batch_accept, name="work-batch-accept"),
-    path("work/batches/<int:batch_id>/preview/", work_views.batch_preview, name="work-batch-preview"),
-    path("work/batches/<int:batch_id>/results.csv", work_views.batch_results, name="work-batch-results"),
-    path("work/tasks/<int:task_id>/preview/", work_views.task_preview, name="work-task-preview"),
-    path("work/tasks/<int:task_id>/accept/", work_views.task_accept, name="work-task-accept"),
-    path("work/assignments/<int:assignment_id>/", work_views.assignment_page, name="work-assignment"),
-    path("work/assignments/<int:assignment_id>/state", work_views.assignment_state, name="work-assignment-state"),
-    path("work/assignments/<int:assignment_id>/skip", work_views.assignment_skip, name="work-assignment-skip"),
-    path("work/assignments/<int:assignment_id>/return", work_views.assignment_return, name="work-assignment-return"),
-    path("forms/tasks/<int:task_id>/iframe/", frame_views.preview_frame, name="form-preview-frame"),
-    path("forms/assignments/<int:assignment_id>/view/", frame_views.view_frame, name="form-view-frame"),
-    path("forms/assignments/<int:assignment_id>/<str:token>/", frame_views.work_frame, name="form-work-frame"),
+    path("", include(forms)),
     # Statistics, activity and pay of a project (docs/stats.md).
     path("projects/<slug:name>/stats/", stats_views.stats_page, name="project-stats"),
     path("projects/<slug:name>/stats.json", stats_views.stats_all, name="project-stats-all"),

@@ -7,7 +7,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
-from ..actions import live, work
+from ..actions import forms, live
 from ..actions.review import EDITABLE_STATUSES, VIEW_ALL_ROLES
 from ..models import (
     Assignment,
@@ -150,9 +150,9 @@ def research_block(roles: dict) -> dict:
 
 def form_work_block(user) -> dict:
     """Form batches with work for ``user`` (how many tasks each) and their assignments in progress; three queries."""
-    batches = work.open_for_work(work.workable_batches(user, Batch.objects.forms()))
+    batches = forms.open_for_work(forms.workable_batches(user, Batch.objects.forms()))
     batches = batches.select_related("project").order_by("-created_at")
-    counts = work.available_counts(user, batches)
+    counts = forms.available_counts(user, batches)
     active = Assignment.objects.filter(
         worker=user, status=AssignmentStatus.ACTIVE, expires_at__gt=timezone.now(), task__batch__kind=BatchKind.FORM
     )

@@ -9,10 +9,10 @@ from django.utils import timezone
 
 from ...models import Assignment, AssignmentStatus, BatchKind, DemoMode, Project
 from ..errors import Conflict, NotFound
+from ..forms import WORK_ROLES
+from ..forms.queue import AssignmentExpired, do_accept_next, do_submit
 from ..manage.access import check_project_role
 from ..recordings.lifecycle import do_start_recording
-from ..work import WORK_ROLES
-from ..work.queue import AssignmentExpired, do_accept_next, do_submit
 from .proposals import mind2web_batch
 
 

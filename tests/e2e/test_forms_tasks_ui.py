@@ -23,7 +23,7 @@ from annotation.actions import forms
 from annotation.models import Assignment, AssignmentStatus, Batch, Project, Role
 from tests.conftest import make_user
 from tests.e2e.browser import use_session, wait_for
-from tests.form_data import make_batch, task_dir, task_dirs
+from tests.forms_data import make_batch, task_dir, task_dirs
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -1,31 +1,17 @@
 """The batch upload form of the web app (Turkle/MTurk style) and the one call it makes; the REST API
-(``POST /api/batches/``) goes through the same ``read_upload`` and action."""
+(``POST /api/batches/``) goes through the same ``parse_upload`` and action."""
 
 from django import forms
-from django.conf import settings
 
-from .actions import ActionError, TooLarge, work
-from .actions import forms as actions
-
-
-def read_upload(upload, limit: int, field: str, setting: str) -> bytes:
-    """The uploaded file's bytes; 413 naming the field when it is over ``limit`` (read no further than that)."""
-    if upload.size is not None and upload.size > limit:
-        message = f"{upload.size} bytes is over the limit of {limit} bytes ({setting})"
-        raise TooLarge(f"{field}: {message}", [{"field": field, "message": message}])
-    upload.seek(0)
-    data = upload.read(limit + 1)
-    if len(data) > limit:
-        message = f"over the limit of {limit} bytes ({setting})"
-        raise TooLarge(f"{field}: {message}", [{"field": field, "message": message}])
-    return data
-
-
-def parse_upload(template, csv_file):
-    """Both files read within their limits and checked together (``actions.forms.parse_batch``)."""
-    template_bytes = read_upload(template, settings.FORM_TEMPLATE_MAX_BYTES, "template", "FORM_TEMPLATE_MAX_BYTES")
-    csv_bytes = read_upload(csv_file, settings.FORM_CSV_MAX_BYTES, "csv", "FORM_CSV_MAX_BYTES")
-    return actions.parse_batch(template_bytes, csv_bytes, csv_file.name or "batch.csv")
+from annotation.actions import ActionError
+from annotation.actions.forms import (
+    BatchSettings,
+    check_project_for_batches,
+    do_create_form_batch,
+    managed_projects,
+    parse_upload,
+    warnings_for,
+)
 
 
 class BatchUploadForm(forms.Form):
@@ -43,7 +29,7 @@ class BatchUploadForm(forms.Form):
     def __init__(self, user, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.user, self.too_large = user, False
-        self.fields["project"].choices = [(p.name, p.name) for p in work.managed_projects(user)]
+        self.fields["project"].choices = [(p.name, p.name) for p in managed_projects(user)]
 
     def add_action_error(self, error: ActionError) -> None:
         self.too_large = error.status == 413
@@ -58,14 +44,14 @@ class BatchUploadForm(forms.Form):
 def create_batch(user, form: BatchUploadForm):
     """Check and store the uploaded batch; returns ``(batch, warnings)``."""
     data = form.cleaned_data
-    project = work.check_project_for_batches(user, data["project"])
+    project = check_project_for_batches(user, data["project"])
     parsed = parse_upload(data["template"], data["csv"])
     name = data["name"] or (data["csv"].name or "batch").removesuffix(".csv")
-    settings_ = actions.BatchSettings(
+    settings_ = BatchSettings(
         assignments_per_task=data["assignments_per_task"],
         allotted_seconds=data["allotted_minutes"] * 60,
         published=data["published"],
         description=data["description"],
     )
-    batch = actions.do_create_form_batch(user, project, name, parsed, settings_)
-    return batch, actions.warnings_for(parsed)
+    batch = do_create_form_batch(user, project, name, parsed, settings_)
+    return batch, warnings_for(parsed)

@@ -11,7 +11,7 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from annotation.models import Batch
-from tests.form_data import TEMPLATE
+from tests.forms_data import TEMPLATE
 
 from .test_body_guard import Upload, limited_server
 

@@ -7,17 +7,17 @@ import uuid
 import pytest
 from django.db import connection
 
-from annotation.actions import work
+from annotation.actions import forms
 from annotation.models import Assignment, AssignmentStatus, Task
 from devtools.processes import celery_beat, celery_worker, database_url
-from tests.form_data import make_batch
+from tests.forms_data import make_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def test_an_assignment_expires_by_the_beat_job(alpha, owner, teammate, tmp_path):
     batch = make_batch(alpha, allotted_seconds=1)
-    overdue = work.do_accept_next(owner, batch)
+    overdue = forms.do_accept_next(owner, batch)
     env = {
         "DATABASE_URL": database_url(connection.settings_dict),
         "FORM_EXPIRY_SWEEP_SECONDS": "1",
@@ -34,4 +34,4 @@ def test_an_assignment_expires_by_the_beat_job(alpha, owner, teammate, tmp_path)
     assert Assignment.objects.get(pk=overdue.pk).status == AssignmentStatus.EXPIRED
     assert Task.objects.get(pk=overdue.task_id).taken == 0
     assert "workers.expire_assignments" in (tmp_path / "worker.log").read_text()
-    assert work.do_accept_next(teammate, batch).task_id == overdue.task_id
+    assert forms.do_accept_next(teammate, batch).task_id == overdue.task_id

@@ -17,7 +17,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
 
-from ...models import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
+from annotation.models import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
+
 from ..errors import Conflict, NotFound
 from .access import check_batch_for_work, open_for_work, workable_batches
 

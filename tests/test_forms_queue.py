@@ -10,10 +10,10 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotation.actions import Conflict, work
+from annotation.actions import Conflict, forms
 from annotation.models import Assignment, AssignmentStatus, Batch, Role, Task
 from tests.conftest import make_user
-from tests.form_data import CSV, make_batch
+from tests.forms_data import CSV, make_batch
 
 NOW = timezone.now()
 
@@ -28,76 +28,76 @@ def indexes(assignments):
 
 
 def submit(assignment, answers=None, at=None):
-    return work.do_submit(assignment.pk, answers or {"short": "x"}, at or timezone.now())
+    return forms.do_submit(assignment.pk, answers or {"short": "x"}, at or timezone.now())
 
 
 def test_a_worker_gets_tasks_in_order_and_never_the_same_task_twice(batch, owner):
     taken = []
     for _ in range(3):
-        assignment = work.do_accept_next(owner, batch)
+        assignment = forms.do_accept_next(owner, batch)
         taken.append(assignment)
         submit(assignment)
     assert indexes(taken) == [0, 1, 2]
-    assert work.do_accept_next(owner, batch) is None  # three tasks, each done once by this worker: nothing left
+    assert forms.do_accept_next(owner, batch) is None  # three tasks, each done once by this worker: nothing left
     with pytest.raises(Conflict, match="no longer available"):
-        work.do_accept_task(owner, taken[0].task)
+        forms.do_accept_task(owner, taken[0].task)
 
 
 def test_a_second_worker_gets_a_slot_of_the_same_task_until_the_batch_number_is_reached(batch, owner, teammate):
     third = make_user("third", batch.project, Role.ANNOTATOR)
-    first, second = work.do_accept_next(owner, batch), work.do_accept_next(teammate, batch)
+    first, second = forms.do_accept_next(owner, batch), forms.do_accept_next(teammate, batch)
     assert first.task == second.task  # two assignments per task
-    assert work.do_accept_next(third, batch).task.index == 1
+    assert forms.do_accept_next(third, batch).task.index == 1
     assert Task.objects.get(pk=first.task_id).taken == 2
 
 
 def test_tasks_and_the_batch_complete_when_submissions_reach_the_batch_number(batch, owner, teammate):
     for worker in (owner, teammate):
         for _ in range(3):
-            submit(work.do_accept_next(worker, batch))
+            submit(forms.do_accept_next(worker, batch))
     batch.refresh_from_db()
     assert batch.completed
     assert list(batch.tasks.values_list("completed", "submitted", "taken")) == [(True, 2, 2)] * 3
     with pytest.raises(Conflict, match="is completed"):
-        work.do_accept_next(make_user("late", batch.project, Role.ANNOTATOR), batch)
+        forms.do_accept_next(make_user("late", batch.project, Role.ANNOTATOR), batch)
 
 
 def test_accepting_again_resumes_the_assignment_in_progress(batch, owner):
-    first = work.do_accept_next(owner, batch)
-    assert work.do_accept_next(owner, batch) == first
+    first = forms.do_accept_next(owner, batch)
+    assert forms.do_accept_next(owner, batch) == first
     assert Assignment.objects.count() == 1
 
 
 def test_a_skipped_task_comes_after_the_others_and_its_slot_is_free(batch, owner, teammate):
-    first = work.do_accept_next(owner, batch)
-    following = work.do_skip(first)
+    first = forms.do_accept_next(owner, batch)
+    following = forms.do_skip(first)
     assert following.task.index == 1
     first.refresh_from_db()
     assert first.status == AssignmentStatus.SKIPPED
     assert Task.objects.get(index=0).taken == 0
     submit(following)
-    assert work.do_accept_next(owner, batch).task.index == 2  # the skipped task 0 comes last
-    assert work.do_accept_next(teammate, batch).task.index == 0
+    assert forms.do_accept_next(owner, batch).task.index == 2  # the skipped task 0 comes last
+    assert forms.do_accept_next(teammate, batch).task.index == 0
 
 
 def test_skipping_the_last_task_leaves_nothing_but_the_skipped_one(alpha, owner):
     single = make_batch(alpha, csv_text="topic,sentence\na,b\n", name="single")
-    assert work.do_skip(work.do_accept_next(owner, single)).task.index == 0  # offered again: nothing else left
+    assert forms.do_skip(forms.do_accept_next(owner, single)).task.index == 0  # offered again: nothing else left
 
 
 def test_returning_a_task_frees_its_slot_for_anyone(batch, owner, teammate):
     third = make_user("third", batch.project, Role.ANNOTATOR)
-    work.do_accept_next(teammate, batch)
-    returned = work.do_return(work.do_accept_next(owner, batch))
+    forms.do_accept_next(teammate, batch)
+    returned = forms.do_return(forms.do_accept_next(owner, batch))
     assert returned.status == AssignmentStatus.RETURNED
-    assert work.do_accept_next(third, batch).task.index == 0
+    assert forms.do_accept_next(third, batch).task.index == 0
     with pytest.raises(Conflict, match="already returned"):
-        work.do_return(returned)
+        forms.do_return(returned)
 
 
 def test_an_expired_assignment_frees_its_slot_and_its_late_submission_stores_nothing(batch, owner):
-    assignment = work.do_accept_next(owner, batch, now=NOW - dt.timedelta(hours=1))
-    with pytest.raises(work.AssignmentExpired):
+    assignment = forms.do_accept_next(owner, batch, now=NOW - dt.timedelta(hours=1))
+    with pytest.raises(forms.AssignmentExpired):
         submit(assignment, at=NOW)
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.EXPIRED
@@ -106,17 +106,17 @@ def test_an_expired_assignment_frees_its_slot_and_its_late_submission_stores_not
 
 
 def test_the_beat_job_expires_every_overdue_assignment_and_nothing_else(batch, owner, teammate):
-    overdue = work.do_accept_next(owner, batch, now=NOW - dt.timedelta(hours=1))
-    current = work.do_accept_next(teammate, batch, now=NOW)
-    assert work.do_expire_due(NOW) == 1
-    assert work.do_expire_due(NOW) == 0
+    overdue = forms.do_accept_next(owner, batch, now=NOW - dt.timedelta(hours=1))
+    current = forms.do_accept_next(teammate, batch, now=NOW)
+    assert forms.do_expire_due(NOW) == 1
+    assert forms.do_expire_due(NOW) == 0
     assert Assignment.objects.get(pk=overdue.pk).status == AssignmentStatus.EXPIRED
     assert Assignment.objects.get(pk=current.pk).status == AssignmentStatus.ACTIVE
     assert Task.objects.get(index=0).taken == 1
 
 
 def test_a_second_submission_is_refused_and_changes_nothing(batch, owner):
-    assignment = work.do_accept_next(owner, batch)
+    assignment = forms.do_accept_next(owner, batch)
     submit(assignment, {"short": "first"})
     with pytest.raises(Conflict, match="already submitted"):
         submit(assignment, {"short": "second"})
@@ -126,8 +126,8 @@ def test_a_second_submission_is_refused_and_changes_nothing(batch, owner):
 
 
 def test_submitting_stores_answers_and_work_time(batch, owner):
-    assignment = work.do_accept_next(owner, batch, now=NOW)
-    done = work.do_submit(assignment.pk, {"tags": ["a", "c"], "short": "x"}, NOW + dt.timedelta(seconds=42.5))
+    assignment = forms.do_accept_next(owner, batch, now=NOW)
+    done = forms.do_submit(assignment.pk, {"tags": ["a", "c"], "short": "x"}, NOW + dt.timedelta(seconds=42.5))
     assert done.work_seconds == 42.5
     assert Assignment.objects.get(pk=assignment.pk).answers == {"tags": ["a", "c"], "short": "x"}
 
@@ -139,17 +139,21 @@ def test_project_annotators_and_admins_work_on_a_batch_unless_it_names_its_worke
     alpha, batch, owner, teammate, reviewer, researcher, outsider
 ):
     admin = make_user("boss", alpha, Role.ADMIN)
-    assert {u.username for u in (owner, teammate, admin) if work.can_work_on(u, batch)} == {"owner", "teammate", "boss"}
-    assert not any(work.can_work_on(u, batch) for u in (reviewer, researcher, outsider))
+    assert {u.username for u in (owner, teammate, admin) if forms.can_work_on(u, batch)} == {
+        "owner",
+        "teammate",
+        "boss",
+    }
+    assert not any(forms.can_work_on(u, batch) for u in (reviewer, researcher, outsider))
     batch.workers.set([teammate])
-    assert not work.can_work_on(owner, batch)
-    assert work.can_work_on(teammate, batch)
+    assert not forms.can_work_on(owner, batch)
+    assert forms.can_work_on(teammate, batch)
     group = Group.objects.create(name="linguists")
     reviewer.groups.add(group)
     batch.worker_groups.set([group])
-    assert work.can_work_on(reviewer, batch)
+    assert forms.can_work_on(reviewer, batch)
     outsider.groups.add(group)
-    assert not work.can_work_on(outsider, batch)  # named, but not in the project
+    assert not forms.can_work_on(outsider, batch)  # named, but not in the project
 
 
 def test_unpublished_and_inactive_batches_hand_out_no_work(batch, owner):
@@ -157,22 +161,22 @@ def test_unpublished_and_inactive_batches_hand_out_no_work(batch, owner):
         Batch.objects.filter(pk=batch.pk).update(**change)
         batch.refresh_from_db()
         with pytest.raises(Conflict):
-            work.do_accept_next(owner, batch)
-        assert work.available_counts(owner, Batch.objects.all()) == {}
+            forms.do_accept_next(owner, batch)
+        assert forms.available_counts(owner, Batch.objects.all()) == {}
 
 
 def test_available_counts_leave_out_tasks_full_or_held(batch, owner, teammate):
-    assert work.available_counts(owner, Batch.objects.all()) == {batch.pk: 3}
-    work.do_accept_next(owner, batch)
-    assert work.available_counts(owner, Batch.objects.all()) == {batch.pk: 2}
-    work.do_accept_next(teammate, batch)
+    assert forms.available_counts(owner, Batch.objects.all()) == {batch.pk: 3}
+    forms.do_accept_next(owner, batch)
+    assert forms.available_counts(owner, Batch.objects.all()) == {batch.pk: 2}
+    forms.do_accept_next(teammate, batch)
     third = make_user("third", batch.project, Role.ANNOTATOR)
-    assert work.available_counts(third, Batch.objects.all()) == {batch.pk: 2}
+    assert forms.available_counts(third, Batch.objects.all()) == {batch.pk: 2}
 
 
 def test_fewer_assignments_per_task_completes_tasks_already_done(batch, owner):
-    submit(work.do_accept_next(owner, batch))
-    work.do_update_batch_settings(batch, assignments_per_task=1)
+    submit(forms.do_accept_next(owner, batch))
+    forms.do_update_batch_settings(batch, assignments_per_task=1)
     assert list(batch.tasks.order_by("index").values_list("completed", flat=True)) == [True, False, False]
 
 
@@ -181,11 +185,11 @@ def test_fewer_assignments_per_task_completes_tasks_already_done(batch, owner):
 
 def test_batch_statistics_count_per_status_and_time_per_worker(batch, owner, teammate):
     for seconds in (10, 30, 50):
-        assignment = work.do_accept_next(owner, batch, now=NOW)
-        work.do_submit(assignment.pk, {}, NOW + dt.timedelta(seconds=seconds))
-    work.do_return(work.do_accept_next(teammate, batch))
-    work.do_accept_next(teammate, batch)
-    stats = work.batch_stats(batch)
+        assignment = forms.do_accept_next(owner, batch, now=NOW)
+        forms.do_submit(assignment.pk, {}, NOW + dt.timedelta(seconds=seconds))
+    forms.do_return(forms.do_accept_next(teammate, batch))
+    forms.do_accept_next(teammate, batch)
+    stats = forms.batch_stats(batch)
     assert stats["tasks_total"] == 3
     assert stats["tasks_done"] == 0
     assert stats["assignments"] == {"active": 1, "submitted": 3, "returned": 1, "skipped": 0, "expired": 0}
@@ -228,7 +232,7 @@ def test_workers_accepting_at_once_never_fill_a_slot_twice(alpha):
     batch = make_batch(alpha, assignments_per_task=2, csv_text=CSV)
     workers = [make_user(f"w{i}", alpha, Role.ANNOTATOR) for i in range(8)]
     for _ in range(2):  # twice: the second round finds every slot taken
-        results = run_at_once([lambda user=user: work.do_accept_next(user, batch) for user in workers])
+        results = run_at_once([lambda user=user: forms.do_accept_next(user, batch) for user in workers])
         got = [r for r in results if r is not None]
         assert len({(a.task_id, a.worker_id) for a in got}) == len(got)
     held = Assignment.objects.filter(status=AssignmentStatus.ACTIVE)
@@ -240,7 +244,7 @@ def test_workers_accepting_at_once_never_fill_a_slot_twice(alpha):
 @pytest.mark.django_db(transaction=True)
 def test_one_worker_accepting_in_two_tabs_at_once_holds_one_assignment(alpha, owner):
     batch = make_batch(alpha, assignments_per_task=1)
-    results = run_at_once([lambda: work.do_accept_next(owner, batch)] * 4)
+    results = run_at_once([lambda: forms.do_accept_next(owner, batch)] * 4)
     assert Assignment.objects.count() == 1
     assert {r.pk for r in results} == {Assignment.objects.get().pk}
 
@@ -257,7 +261,7 @@ def test_accepting_and_submitting_take_as_many_queries_in_a_big_batch_as_in_a_sm
     counts = []
     for batch in (small, big):
         holder = []
-        accepting = queries(lambda batch=batch, holder=holder: holder.append(work.do_accept_next(owner, batch)))
+        accepting = queries(lambda batch=batch, holder=holder: holder.append(forms.do_accept_next(owner, batch)))
         submitting = queries(lambda holder=holder: submit(holder[0]))
         counts.append((accepting, submitting))
     assert counts[0] == counts[1]
@@ -268,7 +272,7 @@ def test_accepting_and_submitting_take_as_many_queries_in_a_big_batch_as_in_a_sm
 def test_the_admin_shows_batches_tasks_and_assignments_and_changes_settings_through_the_action(batch, owner, client):
     from django.contrib.auth import get_user_model
 
-    submit(work.do_accept_next(owner, batch))
+    submit(forms.do_accept_next(owner, batch))
     client.force_login(get_user_model().objects.create_superuser("root", "root@x.org", "pw"))
     for path in ("batch/", f"batch/{batch.pk}/change/", "task/", "assignment/"):
         assert client.get(f"/admin/annotation/{path}").status_code == 200, path

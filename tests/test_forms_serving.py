@@ -12,9 +12,9 @@ from django.core import signing
 from django.test import Client
 from django.utils import timezone
 
-from annotation.actions import forms, work
+from annotation.actions import forms
 from annotation.models import Assignment, AssignmentStatus, Batch, Task
-from tests.form_data import make_batch, task_dirs
+from tests.forms_data import make_batch, task_dirs
 
 FIELD = re.compile(r"\$\{(\w+)\}")
 
@@ -26,7 +26,7 @@ def batch(alpha):
 
 @pytest.fixture
 def assignment(batch, owner):
-    return work.do_accept_next(owner, batch)
+    return forms.do_accept_next(owner, batch)
 
 
 def anonymous():
@@ -177,7 +177,7 @@ def test_a_submission_after_expiry_is_410_and_stores_nothing(assignment):
 
 
 def test_a_returned_assignments_token_submits_nothing(assignment):
-    work.do_return(assignment)
+    forms.do_return(assignment)
     assert anonymous().post(forms.work_url(assignment), {"short": "x"}).status_code == 409
     assert Assignment.objects.get(pk=assignment.pk).answers == {}
 
@@ -223,7 +223,7 @@ def test_utf8_answers_are_stored_exactly_as_sent(assignment, researcher, api_for
     body = "short=caf%C3%A9&long=%F0%9F%98%80%EF%BF%BD"
     response = anonymous().post(forms.work_url(assignment), body, content_type="application/x-www-form-urlencoded")
     assert response.status_code == 200
-    multipart_assignment = work.do_accept_next(researcher, assignment.task.batch)
+    multipart_assignment = forms.do_accept_next(researcher, assignment.task.batch)
     assert multipart_assignment is not None
     answer = anonymous().post(forms.work_url(multipart_assignment), multipart(b"short", "naïve".encode()), MULTIPART)
     assert answer.status_code == 200

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from django.core.management import call_command
 
-from annotation.actions import work
+from annotation.actions import forms
 from annotation.models import ExportJob, JobStatus
-from tests.form_data import make_batch, task_dir, task_dirs, turkingbench_root
+from tests.forms_data import make_batch, task_dir, task_dirs, turkingbench_root
 from workers import runners
 
 
@@ -43,7 +43,7 @@ def test_import_then_export_gives_back_the_28_real_tasks(db, tmp_path):
 def test_without_gold_only_submitted_work_is_exported_with_multi_values_joined(alpha, owner, teammate, tmp_path):
     batch = make_batch(alpha, assignments_per_task=2, csv_text="topic,sentence,Answer.short\nw,s,gold\n")
     for worker, answers in ((owner, {"short": "a", "tags": ["b", "a"]}), (teammate, {"short": "c", "extra": "e"})):
-        work.do_submit(work.do_accept_next(worker, batch).pk, answers)
+        forms.do_submit(forms.do_accept_next(worker, batch).pk, answers)
     without = pd.read_csv(export(tmp_path / "1", "alpha", gold=False) / "tasks" / batch.name / "batch.csv", dtype=str)
     assert list(without.columns) == ["topic", "sentence", "Answer.short", "Answer.extra", "Answer.tags"]
     assert without.fillna("").to_dict("records") == [

@@ -1,5 +1,5 @@
-"""The work API: form batches (upload Turkle-style, settings, results CSV, statistics, tasks with preview URLs)
-and assignments. Thin: each view checks with ``annotation.actions.work`` and calls one action."""
+"""The forms API: form batches (upload Turkle-style, settings, results CSV, statistics, tasks with preview URLs)
+and assignments. Thin: each view checks with ``annotation.actions.forms`` and calls one action."""
 
 import json
 
@@ -11,22 +11,20 @@ from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
-from annotation import work_forms
-from annotation.actions import forms as actions
-from annotation.actions import work
+from annotation.actions import forms
 from annotation.models import Assignment, Batch, BatchKind, Project
-from annotation.work_views import results_response
 
-from . import work_serializers as ws
-from .errors import ErrorSerializer, error_responses
-from .parsers import LimitedJSONParser
+from ..errors import ErrorSerializer, error_responses
+from ..parsers import LimitedJSONParser
+from . import serializers as ws
 
 ERRORS = error_responses(400, 403, 404, 409, 413)
 
 
 class CSVRenderer(renderers.BaseRenderer):
     """``text/csv`` for the results download, so a client may ask for it (``Accept: text/csv``). The CSV itself is
-    streamed by ``results_response``; an error is answered as JSON (``BatchViewSet.finalize_response``)."""
+    streamed by ``annotation.actions.forms.results_response``; an error is answered as JSON
+    (``BatchViewSet.finalize_response``)."""
 
     media_type, format, charset = "text/csv", "csv", "utf-8"
 
@@ -37,8 +35,8 @@ class CSVRenderer(renderers.BaseRenderer):
 def batches_for(user):
     """Form batches of projects where ``user`` sees statistics, plus the published ones they may work on. Mind2Web's
     proposal and demonstration batches are served by their own endpoints (``api/mind2web_views.py``)."""
-    seen = Project.objects.for_user(user, work.STATS_ROLES)
-    workable = work.workable_batches(user).filter(published=True)
+    seen = Project.objects.for_user(user, forms.STATS_ROLES)
+    workable = forms.workable_batches(user).filter(published=True)
     return (
         Batch.objects.forms()
         .filter(Q(project__in=seen) | Q(pk__in=workable.values("pk")))
@@ -84,14 +82,14 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
         form = ws.BatchCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = dict(form.validated_data)
-        project = work.check_project_for_batches(request.user, data.pop("project"))
+        project = forms.check_project_for_batches(request.user, data.pop("project"))
         template, csv_file = data.pop("template"), data.pop("csv")
-        parsed = work_forms.parse_upload(template, csv_file)
+        parsed = forms.parse_upload(template, csv_file)
         name = data.pop("name", None) or (csv_file.name or "batch").removesuffix(".csv")
-        batch_settings = actions.BatchSettings(**settings_of(data))
-        batch = actions.do_create_form_batch(request.user, project, name, parsed, batch_settings)
+        batch_settings = forms.BatchSettings(**settings_of(data))
+        batch = forms.do_create_form_batch(request.user, project, name, parsed, batch_settings)
         body = ws.BatchCreatedSerializer(self.annotated(batch)).data
-        body["warnings"] = actions.warnings_for(parsed)
+        body["warnings"] = forms.warnings_for(parsed)
         return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -99,15 +97,15 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
     )
     def partial_update(self, request, pk=None):
         """Change a batch's settings (researchers and admins of its project)."""
-        batch = work.check_batch_manageable(request.user, self.get_object().pk)
+        batch = forms.check_batch_manageable(request.user, self.get_object().pk)
         # partial: a setting left out (of form data too) stays as it is, never read as false
         form = ws.BatchUpdateSerializer(data=request.data if isinstance(request.data, dict) else {}, partial=True)
         form.is_valid(raise_exception=True)
         data = dict(form.validated_data)
         people = {key: data.pop(key) for key in ("workers", "worker_groups") if key in data}
         if "name" in data and data["name"] != batch.name:
-            actions.create.check_names_free(batch.project, [data["name"]])
-        batch = work.do_update_batch_settings(batch, **data)
+            forms.create.check_names_free(batch.project, [data["name"]])
+        batch = forms.do_update_batch_settings(batch, **data)
         for key, values in people.items():
             getattr(batch, key).set(values)
         return Response(self.get_serializer(self.annotated(batch)).data)
@@ -119,22 +117,22 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
     @action(detail=True, methods=["get"], renderer_classes=[CSVRenderer, renderers.JSONRenderer])
     def results(self, request, pk=None):
         """The Turkle results CSV (columns as Turkle writes them; several values of one name joined with ``|``)."""
-        batch = work.check_batch_manageable(request.user, self.get_object().pk)
-        return results_response(batch)
+        batch = forms.check_batch_manageable(request.user, self.get_object().pk)
+        return forms.results_response(batch)
 
     @extend_schema(responses={200: ws.BatchStatsSerializer, **ERRORS})
     @action(detail=True, methods=["get"])
     def stats(self, request, pk=None):
         """Progress and time: tasks done, assignments per status, per-worker counts and work time (total, median)."""
-        batch = work.check_batch_stats(request.user, self.get_object().pk)
-        return Response(work.batch_stats(batch))
+        batch = forms.check_batch_stats(request.user, self.get_object().pk)
+        return Response(forms.batch_stats(batch))
 
     @extend_schema(responses={200: ws.TaskSerializer(many=True), **ERRORS})
     @action(detail=True, methods=["get"])
     def tasks(self, request, pk=None):
         """The batch's tasks in instance order, with inputs, gold answers and a signed preview URL (researchers and
         admins)."""
-        batch = work.check_batch_manageable(request.user, self.get_object().pk)
+        batch = forms.check_batch_manageable(request.user, self.get_object().pk)
         page = self.paginate_queryset(batch.tasks.order_by("index"))
         return self.get_paginated_response(ws.TaskSerializer(page, many=True, context={"request": request}).data)
 
@@ -159,7 +157,7 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         if getattr(self, "swagger_fake_view", False):
             return Assignment.objects.none()
         user = self.request.user
-        managed = work.managed_projects(user)
+        managed = forms.managed_projects(user)
         return (
             Assignment.objects.filter(Q(worker=user) | Q(task__batch__project__in=managed))
             .filter(task__batch__kind=BatchKind.FORM)

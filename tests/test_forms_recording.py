@@ -1,9 +1,9 @@
 """A recording names the form-task assignment it was made on (``POST /api/recordings/`` with ``assignment``): only
 one of the recorder's own assignments in the recording's project."""
 
-from annotation.actions import work
+from annotation.actions import forms
 from annotation.models import Demonstration
-from tests.form_data import make_batch
+from tests.forms_data import make_batch
 
 RECORDINGS = "/api/recordings/"
 
@@ -15,7 +15,7 @@ def start(client, client_id, **fields):
 
 
 def test_a_recording_names_its_own_assignment(alpha, owner, api_for):
-    assignment = work.do_accept_next(owner, make_batch(alpha))
+    assignment = forms.do_accept_next(owner, make_batch(alpha))
     response = start(api_for(owner), "rec-1", assignment=assignment.pk)
     assert response.status_code == 201, response.json()
     assert response.json()["assignment"] == assignment.pk
@@ -24,7 +24,7 @@ def test_a_recording_names_its_own_assignment(alpha, owner, api_for):
 
 
 def test_someone_elses_or_an_unknown_assignment_is_refused(alpha, beta, owner, teammate, outsider, api_for):
-    theirs = work.do_accept_next(teammate, make_batch(alpha))
+    theirs = forms.do_accept_next(teammate, make_batch(alpha))
     for value in (theirs.pk, 999_999, 0, "x"):
         response = start(api_for(owner), f"rec-{value}", assignment=value)
         assert response.status_code == 400, value

@@ -14,7 +14,7 @@ from django.test import Client
 
 from annotation.models import Batch, Project, Role, SplitConfig, Task
 from tests.conftest import make_user
-from tests.form_data import CSV, TEMPLATE, task_dir, task_dirs, turkingbench_root
+from tests.forms_data import CSV, TEMPLATE, task_dir, task_dirs, turkingbench_root
 
 BATCHES = "/api/batches/"
 
@@ -192,7 +192,7 @@ def test_uploads_over_the_configured_limits_are_413_and_store_nothing(manager, a
     big_csv = upload(client, csv_text=CSV + "x,y\n" * 600)
     assert big_csv.status_code == 413
     assert big_csv.json()["errors"][0]["field"] == "csv"
-    # Over both files' limits: the real server refuses it from Content-Length (tests/test_form_upload_limits.py).
+    # Over both files' limits: the real server refuses it from Content-Length (tests/test_forms_upload_limits.py).
     whole_body = upload(client, csv_text=CSV + "x,y\n" * 400_000)
     assert whole_body.status_code == 413
     assert not Batch.objects.exists()

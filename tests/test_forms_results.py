@@ -8,10 +8,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from annotation.actions import work
+from annotation.actions import forms
 from annotation.models import Batch, Membership, Project, Role
 from tests.conftest import token_client
-from tests.form_data import make_batch
+from tests.forms_data import make_batch
 
 EXPECTED = Path(__file__).parent / "fixtures" / "form_results_expected.csv"
 UTC = dt.UTC
@@ -32,7 +32,7 @@ def worked_batch():
     batch = make_batch(project, assignments_per_task=2, allotted_seconds=600)
     Batch.objects.filter(pk=batch.pk).update(created_at=at(14, 3, 11))
     batch.refresh_from_db()
-    first = work.do_accept_next(ann, batch, at(15, 0, 0))
+    first = forms.do_accept_next(ann, batch, at(15, 0, 0))
     answers = {
         "short": 'Rainy, "wet"',
         "tags": ["a", "c"],
@@ -41,12 +41,12 @@ def worked_batch():
         "score": "7",
         "long": "line1\r\nline2",
     }
-    work.do_submit(first.pk, answers, at(15, 0, 42, 700_000))
-    second = work.do_accept_next(bob, batch, at(15, 1, 0))
-    work.do_submit(second.pk, {"short": "x", "tags": "b", "polarity": "neg"}, at(15, 3, 5))
-    work.do_return(work.do_accept_next(ann, batch, at(15, 5, 0)), at(15, 5, 30))
-    fourth = work.do_accept_next(ann, batch, at(15, 6, 0))
-    work.do_submit(fourth.pk, {"short": "ünïcödé", "level": "high"}, at(15, 6, 9))
+    forms.do_submit(first.pk, answers, at(15, 0, 42, 700_000))
+    second = forms.do_accept_next(bob, batch, at(15, 1, 0))
+    forms.do_submit(second.pk, {"short": "x", "tags": "b", "polarity": "neg"}, at(15, 3, 5))
+    forms.do_return(forms.do_accept_next(ann, batch, at(15, 5, 0)), at(15, 5, 30))
+    fourth = forms.do_accept_next(ann, batch, at(15, 6, 0))
+    forms.do_submit(fourth.pk, {"short": "ünïcödé", "level": "high"}, at(15, 6, 9))
     return batch, ann
 
 
@@ -94,8 +94,8 @@ def test_an_empty_batch_has_a_results_header_only(alpha, researcher, api_for):
 
 def test_assignments_api_shows_workers_their_own_and_managers_all(alpha, owner, teammate, researcher, api_for):
     batch = make_batch(alpha, assignments_per_task=2)
-    mine = work.do_accept_next(owner, batch)
-    work.do_accept_next(teammate, batch)
+    mine = forms.do_accept_next(owner, batch)
+    forms.do_accept_next(teammate, batch)
     own = api_for(owner).get("/api/assignments/").json()
     assert [a["id"] for a in own["results"]] == [mine.pk]
     everyone = api_for(researcher).get(f"/api/assignments/?task__batch={batch.pk}").json()

@@ -1,0 +1,1 @@
+"""Form batches on the worker: their rows as TurkingBench export values (``dataset``)."""
