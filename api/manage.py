@@ -16,7 +16,7 @@ from annotation.models import Project, Role, SplitConfig
 
 from . import serializers as s
 from .errors import error_responses
-from .mind2web_serializers import VerificationCountsSerializer
+from .mind2web.serializers import VerificationCountsSerializer
 
 ERRORS = error_responses(400, 403, 404, 409, 413)
 

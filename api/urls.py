@@ -4,8 +4,9 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from . import agent_views, manage, mind2web_views, views
+from . import agent_views, manage, views
 from .forms import views as work_views
+from .mind2web import views as mind2web_views
 from .recordings import views as recordings
 
 # No format-suffix routes (``/api/exports/1.json``): never documented, and every ``@action`` given one answered 500

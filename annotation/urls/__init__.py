@@ -2,9 +2,9 @@
 
 from django.urls import include, path, re_path
 
-from .. import agent_views, mind2web_views, research_views, stats_views
+from .. import agent_views, research_views, stats_views
 from ..views import home
-from . import forms, live, manage, review
+from . import forms, live, manage, mind2web, review
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -47,21 +47,6 @@ urlpatterns = [
         name="agent-run-screenshot",
     ),
     path("agents/compare/", agent_views.compare, name="agent-runs-compare"),
-    # Mind2Web collection: websites and seed tasks, proposing, the proposal review queue.
-    path("mind2web/", mind2web_views.index, name="mind2web-index"),
-    path("mind2web/projects/<slug:project>/", mind2web_views.project_page, name="mind2web-project"),
-    path("mind2web/projects/<slug:project>/websites/add", mind2web_views.website_add, name="mind2web-website-add"),
-    path(
-        "mind2web/projects/<slug:project>/websites/import",
-        mind2web_views.website_import,
-        name="mind2web-website-import",
-    ),
-    path("mind2web/projects/<slug:project>/review/", mind2web_views.review_queue, name="mind2web-review"),
-    path("mind2web/websites/<int:website_id>/seeds", mind2web_views.seeds_import, name="mind2web-seeds"),
-    path("mind2web/websites/<int:website_id>/propose", mind2web_views.round_start, name="mind2web-propose"),
-    path("mind2web/rounds/<int:round_id>/", mind2web_views.round_page, name="mind2web-round"),
-    path(
-        "mind2web/proposals/<int:proposal_id>/review", mind2web_views.proposal_review, name="mind2web-proposal-review"
-    ),
+    path("", include(mind2web)),
     path("", include(live)),
 ]

@@ -34,7 +34,7 @@ class CSVRenderer(renderers.BaseRenderer):
 
 def batches_for(user):
     """Form batches of projects where ``user`` sees statistics, plus the published ones they may work on. Mind2Web's
-    proposal and demonstration batches are served by their own endpoints (``api/mind2web_views.py``)."""
+    proposal and demonstration batches are served by their own endpoints (``api/mind2web/views.py``)."""
     seen = Project.objects.for_user(user, forms.STATS_ROLES)
     workable = forms.workable_batches(user).filter(published=True)
     return (

@@ -8,12 +8,12 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from .actions import ActionError, ValidationFailed
-from .actions import mind2web as m2w
-from .actions.forms import WORK_ROLES
-from .actions.manage.access import check_project_role
-from .models import READ_ROLES, Project, ProposalRound, Role, Website
-from .views.page_errors import action_errors
+from ..actions import ActionError, ValidationFailed
+from ..actions import mind2web as m2w
+from ..actions.forms import WORK_ROLES
+from ..actions.manage.access import check_project_role
+from ..models import READ_ROLES, Project, ProposalRound, Role, Website
+from .page_errors import action_errors
 
 MANAGE = (Role.RESEARCHER, Role.ADMIN)
 REVIEW = (Role.REVIEWER, Role.ADMIN)

@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from annotation.models import Assignment, ProposalRound, ProposedTask, SeedTask, Website
 
-from .recordings.serializers import RecorderClientSerializer
+from ..recordings.serializers import RecorderClientSerializer
 
 
 class WebsiteSerializer(serializers.ModelSerializer):

@@ -13,11 +13,11 @@ from annotation.actions import ValidationFailed
 from annotation.actions import mind2web as m2w
 from annotation.models import Assignment, Project, ProposalRound, ProposedTask, Website
 
-from . import mind2web_serializers as ms
-from .errors import error_responses
-from .parsers import LimitedJSONParser
-from .recordings.serializers import DemonstrationSerializer
-from .recordings.views import RecordingViewSet
+from ..errors import error_responses
+from ..parsers import LimitedJSONParser
+from ..recordings.serializers import DemonstrationSerializer
+from ..recordings.views import RecordingViewSet
+from . import serializers as ms
 
 ERRORS = error_responses(400, 403, 404, 409)
 PROJECT_PARAMETER = OpenApiParameter("project", str, required=True, description="The project's name.")
