@@ -10,8 +10,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from .actions import agent_runs as actions
-from .actions import jobs
-from .research_views import cancel_from_page
+from .actions.exports import jobs
+from .views.exports.pages import cancel_from_page
 from .views.page_errors import action_errors
 
 RUNS_SHOWN = 100

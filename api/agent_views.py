@@ -10,8 +10,8 @@ from annotation import actions
 from annotation.models import AgentFieldResult, AgentRun
 
 from . import agent_serializers as a
-from .errors import error_responses
-from .views import JobViewSetMixin
+from .exports.views import JobViewSetMixin
+from .serializers import error_responses
 
 ERRORS = error_responses(400, 403, 404, 409)
 

@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiResponse
 
 from annotation.store.blobstore import stream_file
 
-from .errors import ErrorSerializer
+from .serializers import ErrorSerializer
 
 # At most 19 digits (any file size fits): longer numbers are refused like any malformed range, and never reach int(),
 # which refuses more than 4,300 digits with a ValueError.

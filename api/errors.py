@@ -2,31 +2,16 @@
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from drf_spectacular.utils import OpenApiResponse
-from rest_framework import serializers, status
-from rest_framework.exceptions import APIException
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotation.actions import ActionError
 from config import db_pool
 
-
-class ErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    code = serializers.CharField()
-    errors = serializers.ListField(child=serializers.DictField())
-
-
-def error_responses(*codes) -> dict:
-    """``{status: the error shape}`` for an operation's ``extend_schema(responses=...)``."""
-    return {code: OpenApiResponse(ErrorSerializer) for code in codes}
-
-
-class PayloadTooLarge(APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "request body too large"
-    default_code = "too_large"
+from .parsers import PayloadTooLarge
 
 
 def field_errors(data) -> list:
@@ -64,3 +49,9 @@ def exception_handler(exc, context):
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors) or "invalid request"
     response.data = {"detail": str(detail), "code": code, "errors": errors}
     return response
+
+
+@csrf_exempt  # it changes nothing; a CSRF refusal would be Django's HTML 403 instead of this JSON 404
+def not_found(request, *args, **kwargs):
+    """Any path under /api/ that names no endpoint: the API's error shape, not Django's HTML page."""
+    return JsonResponse({"detail": f"no API endpoint at {request.path}", "code": "not_found", "errors": []}, status=404)

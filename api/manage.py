@@ -10,13 +10,13 @@ from rest_framework.response import Response
 
 from annotation import actions
 from annotation.actions import mind2web
-from annotation.actions import splits as split_actions
+from annotation.actions.exports import splits as split_actions
 from annotation.actions.manage import check_sign_in_allowed, client_address
 from annotation.models import Project, Role, SplitConfig
 
-from . import serializers as s
-from .errors import error_responses
+from .exports.serializers import SplitConfigSerializer
 from .mind2web.serializers import VerificationCountsSerializer
+from .serializers import error_responses
 
 ERRORS = error_responses(400, 403, 404, 409, 413)
 
@@ -57,7 +57,7 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
-    @extend_schema(methods=["PUT", "PATCH"], request=s.SplitConfigSerializer, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(methods=["PUT", "PATCH"], request=SplitConfigSerializer, responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get", "put", "patch"])
     def splits(self, request, name=None):
         """The split configuration, per-split counts and the leakage report (WebLINX and Mind2Web schemes).
@@ -67,13 +67,13 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         if request.method != "GET":
             if not project.has_role(request.user, (Role.ADMIN,)):
                 raise actions.Forbidden("only project admins change the split configuration")
-            form = s.SplitConfigSerializer(config, data=request.data, partial=request.method == "PATCH")
+            form = SplitConfigSerializer(config, data=request.data, partial=request.method == "PATCH")
             form.is_valid(raise_exception=True)
             config = form.save()
         statuses = split_statuses(request)
         return Response(
             {
-                "config": s.SplitConfigSerializer(config).data,
+                "config": SplitConfigSerializer(config).data,
                 "statuses": statuses,
                 **split_actions.split_reports(project, statuses),
             }

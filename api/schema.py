@@ -14,7 +14,7 @@ BODY_ERROR_CODES = ("413", "415")
 
 class AutoSchema(SpectacularAutoSchema):
     def _get_response_bodies(self, direction="response"):
-        from .errors import ErrorSerializer
+        from .serializers import ErrorSerializer
 
         responses = super()._get_response_bodies(direction)
         codes = ERROR_CODES + (BODY_ERROR_CODES if self.method in ("POST", "PUT", "PATCH") else ())

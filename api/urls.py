@@ -4,7 +4,8 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from . import agent_views, manage, views
+from . import agent_views, errors, manage
+from .exports import views
 from .forms import views as work_views
 from .mind2web import views as mind2web_views
 from .recordings import views as recordings
@@ -33,5 +34,5 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     *router.urls,
-    re_path(r"", views.not_found),  # last: an unknown /api/ path answers the API's JSON 404, not an HTML page
+    re_path(r"", errors.not_found),  # last: an unknown /api/ path answers the API's JSON 404, not an HTML page
 ]

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from annotation.actions import forms
 from annotation.models import ExportJob, JobStatus
 from tests.forms_data import make_batch, task_dir, task_dirs, turkingbench_root
-from workers import runners
+from workers.exports.jobs import run_export
 
 
 def export(tmp_path, project="tb", *, gold=True):
@@ -68,7 +68,7 @@ def test_the_export_job_writes_the_turkingbench_archive(db, researcher, alpha, a
     body = {"project": "alpha", "format": "turkingbench", "include_gold": True, "splits": ["evaluation_tasks_easy"]}
     created = client.post("/api/exports/", body, format="json")
     assert created.status_code == 202, created.json()
-    runners.run_export(created.json()["id"])
+    run_export(created.json()["id"])
     job = ExportJob.objects.get(pk=created.json()["id"])
     assert job.status == JobStatus.DONE, job.error
     assert job.counts["batches"] == 2

@@ -15,9 +15,9 @@ from annotation.lib.quality import quality_issues
 from annotation.models import Blob, DemoStatus, Turn, TurnType, sha256_path
 from annotation.store.blobstore import read_blob
 from tests.review_data import recorded_demo
-from workers.dataset import export_demos, export_timeline, storage_blobs
-from workers.exporters import get_exporter
-from workers.metrics import weblinx as weblinx_metrics
+from workers.exports.dataset import export_demos, export_timeline, storage_blobs
+from workers.exports.exporters import get_exporter
+from workers.exports.metrics import weblinx as weblinx_metrics
 
 ODD_ELEMENTS = [
     "body",  # a scroll turn's element as a string

@@ -7,7 +7,7 @@ from annotation.actions import ActionError, Conflict, Forbidden, NotFound, Valid
 from annotation.actions import review as actions
 from annotation.models import DemoReview, DemoStatus, Edit, EditKind, Membership, Role, Turn, TurnType
 from tests.review_data import recorded_demo
-from workers.dataset import export_timeline
+from workers.exports.dataset import export_timeline
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_accepting_all_suggestions_applies_them_and_is_one_undoable_edit(demo, r
 
 
 def test_metadata_edits_are_exported_and_undoable(demo, reviewer):
-    from workers.dataset import to_export_demo
+    from workers.exports.dataset import to_export_demo
 
     old = demo.task_description
     edit = actions.do_edit_metadata(reviewer, demo, 0, {"task_description": "Buy shoes", "websites": ["a.com"]})

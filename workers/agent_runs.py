@@ -30,7 +30,7 @@ from annotation.actions.forms.frames import frame_headers
 from annotation.actions.forms.render import task_page
 from annotation.models import AgentFieldResult, AgentRun, AgentRunInstance, Batch, BatchKind, JobStatus, Task
 
-from .exporters.turkingbench import ExportBatch, write_batch
+from .exports.exporters.turkingbench import ExportBatch, write_batch
 from .forms.dataset import gold_rows
 from .runners import JobStopped, Progress, finish_clean, run_job
 

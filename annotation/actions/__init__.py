@@ -21,7 +21,7 @@ from .errors import (
     ValidationFailed,
     parse_json,
 )
-from .jobs import (
+from .exports.jobs import (
     EXPORT_ROLES,
     STATUS_CHOICES,
     check_choice,

@@ -20,7 +20,7 @@ from ..lib.schema import MAX_COUNT
 from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, Batch, BatchKind, Project, SplitConfig
 from . import queue
 from .errors import NotFound, ValidationFailed
-from .jobs import EXPORT_ROLES, enqueue
+from .exports.jobs import EXPORT_ROLES, enqueue
 
 OFFICIAL_LISTS = {split: file.removesuffix(".txt") for split, file in SPLIT_FILES.items()}
 MAX_INSTANCES_PER_TASK = 100_000

@@ -2,26 +2,15 @@
 
 from django.urls import include, path, re_path
 
-from .. import agent_views, research_views, stats_views
+from .. import agent_views, stats_views
 from ..views import home
-from . import forms, live, manage, mind2web, review
+from . import exports, forms, live, manage, mind2web, review
 
 urlpatterns = [
     path("", home.home, name="home"),
     path("healthz", home.healthz, name="healthz"),
     path("", include(manage)),
-    path("projects/<slug:name>/splits/", research_views.splits_page, name="research-splits"),
-    path("projects/<slug:name>/exports/", research_views.exports, name="research-exports"),
-    path("projects/<slug:name>/exports/<int:job_id>/", research_views.export_detail, name="research-export"),
-    path("projects/<slug:name>/evaluations/", research_views.evaluations, name="research-evaluations"),
-    path(
-        "projects/<slug:name>/evaluations/<int:job_id>/", research_views.evaluation_detail, name="research-evaluation"
-    ),
-    re_path(
-        r"^projects/(?P<name>[-\w]+)/(?P<kind>exports|evaluations)/(?P<job_id>[0-9]+)/cancel$",
-        research_views.job_cancel,
-        name="research-job-cancel",
-    ),
+    path("", include(exports)),
     path("", include(review)),
     path("", include(forms)),
     # Statistics, activity and pay of a project (docs/stats.md).

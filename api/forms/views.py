@@ -14,8 +14,8 @@ from rest_framework.response import Response
 from annotation.actions import forms
 from annotation.models import Assignment, Batch, BatchKind, Project
 
-from ..errors import ErrorSerializer, error_responses
 from ..parsers import LimitedJSONParser
+from ..serializers import ErrorSerializer, error_responses
 from . import serializers as ws
 
 ERRORS = error_responses(400, 403, 404, 409, 413)

@@ -13,10 +13,10 @@ from annotation.actions import ValidationFailed
 from annotation.actions import mind2web as m2w
 from annotation.models import Assignment, Project, ProposalRound, ProposedTask, Website
 
-from ..errors import error_responses
 from ..parsers import LimitedJSONParser
 from ..recordings.serializers import DemonstrationSerializer
 from ..recordings.views import RecordingViewSet
+from ..serializers import error_responses
 from . import serializers as ms
 
 ERRORS = error_responses(400, 403, 404, 409)

@@ -17,7 +17,7 @@ from annotation.lib import schema
 from annotation.models import Demonstration
 
 from ..downloads import RANGE_ERRORS, file_download
-from ..errors import ErrorSerializer, error_responses
+from ..serializers import ErrorSerializer, error_responses
 from . import serializers as s
 
 ERRORS = error_responses(400, 403, 404, 409, 413)

@@ -14,7 +14,7 @@ from annotation.actions import do_store_blob_bytes
 from annotation.models import DemoStatus, Turn, TurnType
 from tests.e2e.browser import use_session
 from tests.review_data import recorded_demo
-from workers.dataset import export_timeline
+from workers.exports.dataset import export_timeline
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

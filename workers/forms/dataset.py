@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from annotation.models import Assignment, AssignmentStatus, Batch, BatchKind, SplitConfig
 
-from ..exporters.turkingbench import ExportBatch
+from ..exports.exporters.turkingbench import ExportBatch
 
 
 def cell(value) -> str:

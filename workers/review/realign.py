@@ -405,7 +405,7 @@ def demo_runs(demo) -> list[Run]:
 def store_suggestions(demo, read=None) -> int:
     """Compute and store the suggestion of every browser turn with frames; returns how many were stored."""
     from annotation.models import DemoReview, Turn, TurnCuration
-    from workers.dataset import storage_blobs
+    from workers.exports.dataset import storage_blobs
 
     read = read or storage_blobs().read
     turns = list(Turn.objects.filter(demonstration=demo).exclude(frames=[]))
@@ -426,7 +426,7 @@ def prepare_review(demo, read=None) -> None:
     so the list shows issue counts before anyone opens the demo."""
     from annotation.actions.review import ensure_quality, review_of
     from annotation.models import Turn
-    from workers.dataset import storage_blobs
+    from workers.exports.dataset import storage_blobs
 
     read = read or storage_blobs().read
     store_suggestions(demo, read)

@@ -156,7 +156,7 @@ def do_bulk_return(user, names, comment="") -> int:
 def do_bulk_export(user, names, export_format, archive_format="tar.gz") -> list:
     """Export the selected demos: one export job per project (each needs ``user`` to be a researcher or admin
     there), whatever their review status; all jobs or none."""
-    from ..jobs import STATUS_CHOICES, check_project_for_export, do_create_export
+    from ..exports.jobs import STATUS_CHOICES, check_project_for_export, do_create_export
 
     demos = check_selected_demos(user, names)
     by_project = {}

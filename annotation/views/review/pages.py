@@ -100,7 +100,7 @@ def review_bulk(request):
 def exports_started(request, jobs):
     """After "Export selection": the export's progress page, or with several projects their exports pages."""
     if len(jobs) == 1:
-        return redirect("research-export", name=jobs[0].project.name, job_id=jobs[0].pk)
+        return redirect("exports-export", name=jobs[0].project.name, job_id=jobs[0].pk)
     started = ", ".join(f"{job.project.name} (export {job.pk}, {len(job.demos)} demos)" for job in jobs)
     messages.success(request, f"Exports started, one per project: {started}. Follow them under each project's Exports.")
     return redirect(reverse("review-list") + (f"?{request.GET.urlencode()}" if request.GET else ""))

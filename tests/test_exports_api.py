@@ -204,14 +204,14 @@ def test_an_export_of_a_selection_writes_only_the_selected_demos(client, alpha):
     import tarfile
 
     from tests.corpus import ingest_corpus
-    from workers import runners
+    from workers.exports.jobs import run_export
 
     demos = ingest_corpus(project="alpha", demos=3, turns=6, elements=20, seed=11, status="recorded")
     chosen = sorted(demo.name for demo in demos[:2])
     created = create(client, demos=[*chosen, chosen[0]], statuses=["recorded"])
     assert created.status_code == 202, created.json()
     assert created.json()["demos"] == chosen  # duplicates dropped, order kept
-    runners.run_export(created.json()["id"])
+    run_export(created.json()["id"])
     job = ExportJob.objects.get(pk=created.json()["id"])
     assert (job.status, job.counts["demos"]) == (JobStatus.DONE, 2), job.error
     data = b"".join(client.get(f"/api/exports/{job.pk}/download/").streaming_content)
@@ -246,9 +246,11 @@ def test_a_selection_names_every_demo_the_export_would_leave_out(client, alpha, 
 def test_a_job_is_seen_ended_only_once_its_work_folder_is_gone(client, alpha, settings, monkeypatch, tmp_path, outcome):
     """Whoever reads a job as done or failed (an API client, a test) finds its work folder already removed: under
     load the folder used to outlive the status by a moment (the S3 export test read it in between)."""
-    from annotation.actions import jobs
+    from annotation.actions.exports import jobs
     from tests.corpus import ingest_corpus
     from workers import runners
+    from workers.exports import jobs as export_jobs
+    from workers.exports.jobs import run_export
 
     settings.EXPORT_TMP_DIR = tmp_path / "exports"
     ingest_corpus(project="alpha", demos=2, turns=4, elements=20, seed=14)
@@ -263,9 +265,9 @@ def test_a_job_is_seen_ended_only_once_its_work_folder_is_gone(client, alpha, se
 
     monkeypatch.setattr(runners, "finish_job", finish_job)
     if outcome == "failed":
-        monkeypatch.setattr(runners, "write_archive", broken_archive)
+        monkeypatch.setattr(export_jobs, "write_archive", broken_archive)
     created = create(client)
-    runners.run_export(created.json()["id"])
+    run_export(created.json()["id"])
 
     assert ExportJob.objects.get(pk=created.json()["id"]).status == outcome
     assert folders_at_the_end == [[]]

@@ -6,10 +6,10 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.test_metrics_mind2web import PREDICTIONS as M2W_PREDICTIONS
-from tests.test_metrics_mind2web import RECORDS as M2W_RECORDS
-from tests.test_metrics_weblinx import PREDICTIONS_MAIN, SPLIT, build_export
-from workers.metrics import mind2web, weblinx
+from tests.test_exports_metrics_mind2web import PREDICTIONS as M2W_PREDICTIONS
+from tests.test_exports_metrics_mind2web import RECORDS as M2W_RECORDS
+from tests.test_exports_metrics_weblinx import PREDICTIONS_MAIN, SPLIT, build_export
+from workers.exports.metrics import mind2web, weblinx
 
 
 @pytest.fixture
@@ -126,8 +126,8 @@ def test_unknown_format_is_refused(tmp_path):
 @pytest.mark.django_db
 def test_gold_predictions_score_one_on_a_platform_mind2web_export(tmp_path):
     from tests.corpus import ingest_corpus
-    from workers.dataset import export_demos, storage_blobs
-    from workers.exporters import get_exporter
+    from workers.exports.dataset import export_demos, storage_blobs
+    from workers.exports.exporters import get_exporter
 
     demos = ingest_corpus(demos=3, turns=24, elements=30, seed=4)
     data = tmp_path / "m2w"

@@ -1,4 +1,4 @@
-"""Research pages of a project: the splits report (and its configuration, for admins), exports (start, follow,
+"""The exports pages of a project: the splits report (and its configuration, for admins), exports (start, follow,
 cancel, download) and evaluations (upload predictions, read scores). Thin: they call ``annotation.actions``; the
 progress is polled from the API's job JSON (``static/js/app.js``) and archives download through the API."""
 
@@ -8,12 +8,14 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .actions import ActionError, check_choice, jobs, parse_json, splits
-from .actions.manage.access import check_project_role
-from .models import READ_ROLES, Evaluation, ExportJob, SplitConfig
-from .views.manage import forms as manage_forms
-from .views.manage.pages import form_error
-from .views.page_errors import action_errors
+from annotation.actions import ActionError, check_choice, parse_json
+from annotation.actions.exports import jobs, splits
+from annotation.actions.manage.access import check_project_role
+from annotation.models import READ_ROLES, Evaluation, ExportJob, SplitConfig
+
+from ..manage.pages import form_error
+from ..page_errors import action_errors
+from . import forms
 
 PAGE_JOBS = 50
 
@@ -38,10 +40,10 @@ def splits_page(request, name: str):
     """Per-split counts and the leakage report for both schemes; project admins also change the configuration."""
     project, role = project_page(request, name)
     config = SplitConfig.for_project(project)
-    form = manage_forms.SplitConfigForm.for_config(config)
+    form = forms.SplitConfigForm.for_config(config)
     if request.method == "POST":
         project, role = project_page(request, name, ("admin",), "change the split configuration (needs admin)")
-        form = manage_forms.SplitConfigForm(request.POST)
+        form = forms.SplitConfigForm(request.POST)
         if form.is_valid():
             try:
                 splits.do_update_split_config(project, form.as_data())
@@ -49,7 +51,7 @@ def splits_page(request, name: str):
                 form_error(form, error)
             else:
                 messages.success(request, "Split configuration saved.")
-                return redirect("research-splits", name=project.name)
+                return redirect("exports-splits", name=project.name)
     statuses = report_statuses(request)
     context = {
         "project": project,
@@ -57,10 +59,10 @@ def splits_page(request, name: str):
         "tab": "splits",
         "form": form,
         "statuses": statuses,
-        "status_choices": manage_forms.STATUS_CHOICES,
+        "status_choices": forms.STATUS_CHOICES,
         "reports": splits.split_reports(project, statuses),
     }
-    return render(request, "research/splits.html", context, status=400 if form.errors else 200)
+    return render(request, "exports/splits.html", context, status=400 if form.errors else 200)
 
 
 def export_page(request, name: str):
@@ -73,7 +75,7 @@ def export_page(request, name: str):
 def exports(request, name: str):
     """Start an export (format, splits, statuses, archive) and list the project's exports."""
     project, role = export_page(request, name)
-    form = manage_forms.ExportForm(request.POST or None)
+    form = forms.ExportForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -83,11 +85,11 @@ def exports(request, name: str):
         except ActionError as error:
             form_error(form, error)
         else:
-            return redirect("research-export", name=project.name, job_id=job.pk)
+            return redirect("exports-export", name=project.name, job_id=job.pk)
     jobs.reap_stale_jobs(ExportJob)
     listed = ExportJob.objects.filter(project=project).select_related("owner")[:PAGE_JOBS]
     context = {"project": project, "project_role": role, "tab": "exports", "form": form, "jobs": listed}
-    return render(request, "research/exports.html", context, status=400 if form.errors else 200)
+    return render(request, "exports/exports.html", context, status=400 if form.errors else 200)
 
 
 @login_required
@@ -98,7 +100,7 @@ def export_detail(request, name: str, job_id: int):
     jobs.reap_stale_jobs(ExportJob)
     job = get_object_or_404(ExportJob.objects.select_related("owner"), project=project, pk=job_id)
     context = {"project": project, "project_role": role, "tab": "exports", "job": job}
-    return render(request, "research/export.html", {**context, "may_cancel": jobs.may_cancel(request.user, job)})
+    return render(request, "exports/export.html", {**context, "may_cancel": jobs.may_cancel(request.user, job)})
 
 
 @login_required
@@ -107,7 +109,7 @@ def export_detail(request, name: str, job_id: int):
 def job_cancel(request, name: str, kind: str, job_id):
     """Cancel a queued or running export or evaluation, then back to its page."""
     project, _ = export_page(request, name)
-    model, page = (ExportJob, "research-export") if kind == "exports" else (Evaluation, "research-evaluation")
+    model, page = (ExportJob, "exports-export") if kind == "exports" else (Evaluation, "exports-evaluation")
     job = get_object_or_404(model.objects.select_related("project"), project=project, pk=int(job_id))
     cancel_from_page(request, job, "Cancelled: nothing is published.")
     return redirect(page, name=project.name, job_id=job.pk)
@@ -146,7 +148,7 @@ def read_predictions(form) -> list | None:
 def evaluations(request, name: str):
     """Upload predictions for a split and list the project's evaluations with their main scores."""
     project, role = export_page(request, name)
-    form = manage_forms.EvaluationForm(request.POST or None, request.FILES or None)
+    form = forms.EvaluationForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         predictions = read_predictions(form)
         if predictions is not None:
@@ -158,11 +160,11 @@ def evaluations(request, name: str):
             except ActionError as error:
                 form_error(form, error)
             else:
-                return redirect("research-evaluation", name=project.name, job_id=evaluation.pk)
+                return redirect("exports-evaluation", name=project.name, job_id=evaluation.pk)
     jobs.reap_stale_jobs(Evaluation)
     listed = Evaluation.objects.filter(project=project).select_related("owner").defer("predictions", "results")
     context = {"project": project, "project_role": role, "tab": "evaluations", "form": form, "jobs": listed[:PAGE_JOBS]}
-    return render(request, "research/evaluations.html", context, status=400 if form.errors else 200)
+    return render(request, "exports/evaluations.html", context, status=400 if form.errors else 200)
 
 
 @login_required
@@ -184,4 +186,4 @@ def evaluation_detail(request, name: str, job_id: int):
         "aggregate": sorted((results.get("aggregate") or {}).items()),
         "coverage": results.get("coverage"),
     }
-    return render(request, "research/evaluation.html", context)
+    return render(request, "exports/evaluation.html", context)

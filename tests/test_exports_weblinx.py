@@ -19,10 +19,10 @@ from weblinx.processing.prompt import select_turns_and_candidates_for_prompts
 from annotation.lib.splits import WEBLINX_SPLITS
 from annotation.models import DemoStatus, Turn
 from tests.corpus import ingest_corpus
-from workers.dataset import export_demos, storage_blobs
-from workers.exporters import get_exporter
-from workers.exporters.base import ExportDemo, ExportTurn
-from workers.exporters.weblinx import WeblinxExporter
+from workers.exports.dataset import export_demos, storage_blobs
+from workers.exports.exporters import get_exporter
+from workers.exports.exporters.base import ExportDemo, ExportTurn
+from workers.exports.exporters.weblinx import WeblinxExporter
 
 UID = "4717de80-eda2-4319"
 START = dt.datetime(2024, 3, 1, 9, 30, 15, 250000, tzinfo=dt.UTC)

@@ -1,8 +1,7 @@
-"""API views: each declares its queryset, serializer and permissions and calls ``annotation.actions``."""
+"""The exports API: each view declares its queryset, serializer and permissions and calls ``annotation.actions``."""
 
 from django.db.models import Count
-from django.http import HttpResponseRedirect, JsonResponse
-from django.views.decorators.csrf import csrf_exempt
+from django.http import HttpResponseRedirect
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -10,24 +9,18 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from annotation import actions
-from annotation.actions import splits as split_actions
+from annotation.actions.exports import splits as split_actions
 from annotation.lib.formats import ARCHIVE_MEDIA_TYPES
 from annotation.lib.splits import SPLITS
 from annotation.models import Demonstration, Evaluation, ExportJob, Project
 from annotation.store.blobstore import presigned_download_url
 
+from ..downloads import RANGE_ERRORS, file_download
+from ..serializers import ErrorSerializer, error_responses
 from . import serializers as s
-from .downloads import RANGE_ERRORS, file_download
-from .errors import ErrorSerializer, error_responses
 from .filters import EvaluationFilter, ExportJobFilter
 
 ERRORS = error_responses(400, 403, 404, 409, 413)
-
-
-@csrf_exempt  # it changes nothing; a CSRF refusal would be Django's HTML 403 instead of this JSON 404
-def not_found(request, *args, **kwargs):
-    """Any path under /api/ that names no endpoint: the API's error shape, not Django's HTML page."""
-    return JsonResponse({"detail": f"no API endpoint at {request.path}", "code": "not_found", "errors": []}, status=404)
 
 
 class DemonstrationViewSet(viewsets.ReadOnlyModelViewSet):

@@ -4,9 +4,10 @@ The rules themselves are pure (``annotation/lib/splits.py``); this module reads 
 configuration before it is stored.
 """
 
-from ..lib import splits as split_rules
-from ..models import Demonstration, DemoStatus, SplitConfig
-from .errors import ValidationFailed
+from annotation.lib import splits as split_rules
+from annotation.models import Demonstration, DemoStatus, SplitConfig
+
+from ..errors import ValidationFailed
 
 DEFAULT_STATUSES = (DemoStatus.VALIDATED,)
 FRACTIONS = ("valid_fraction", "test_iid_fraction", "test_task_fraction")

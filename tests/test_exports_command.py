@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.models import Demonstration, DemoStatus
 from tests.corpus import ingest_corpus
-from workers.exporters.mind2web import NAMESPACE
+from workers.exports.exporters.mind2web import NAMESPACE
 
 
 @pytest.fixture

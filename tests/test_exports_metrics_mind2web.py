@@ -2,8 +2,8 @@
 
 import pytest
 
-from workers.metrics import DatasetError, PredictionError
-from workers.metrics.mind2web import evaluate, operation_f1
+from workers.exports.metrics import DatasetError, PredictionError
+from workers.exports.metrics.mind2web import evaluate, operation_f1
 
 
 def action(op, value, *positives, negatives=("900", "901")):

@@ -15,17 +15,9 @@ from django.core.files.storage import default_storage
 from django.db.models import Prefetch
 
 # The demo selection and split assignment live with the domain (the splits page uses them too).
-from annotation.actions.splits import DEFAULT_STATUSES, selected_demos, split_of
+from annotation.actions.exports.splits import DEFAULT_STATUSES, selected_demos, split_of
 from annotation.lib.shapes import as_dict
-from annotation.models import (
-    Demonstration,
-    DemoReview,
-    DemoStatus,
-    Turn,
-    TurnType,
-    curated_turns,
-    sha256_path,
-)
+from annotation.models import Demonstration, DemoReview, DemoStatus, Turn, TurnType, curated_turns, sha256_path
 from annotation.store.blobstore import S3ObjectReader, is_local, is_s3, stream_file
 
 from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn

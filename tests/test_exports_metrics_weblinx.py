@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from tests.payloads import bbox as box
-from workers.metrics import DatasetError, PredictionError
-from workers.metrics import weblinx as metrics
-from workers.metrics.weblinx_pages import DirectoryPages, PageState
-from workers.metrics.weblinx_parse import parse_output
+from workers.exports.metrics import DatasetError, PredictionError
+from workers.exports.metrics import weblinx as metrics
+from workers.exports.metrics.weblinx_pages import DirectoryPages, PageState
+from workers.exports.metrics.weblinx_parse import parse_output
 
 SPLIT = "valid"
 ORACLE_METRICS = ["exact-match", "intent-match", "chrf", "iou", "urlf"]
@@ -439,7 +439,7 @@ def test_directory_pages_reads_uids_and_the_bboxes_named_by_the_page(export):
 
 
 def test_pages_are_read_as_utf_8_else_latin_1_and_parsed_as_html(tmp_path):
-    from workers.metrics.weblinx_pages import html_uids, read_html
+    from workers.exports.metrics.weblinx_pages import html_uids, read_html
 
     (tmp_path / "page.html").write_bytes("<p data-webtasks-id='é'>café</p>".encode("latin-1"))
     assert html_uids(read_html(tmp_path / "page.html")) == {"é"}
@@ -622,8 +622,8 @@ def perturbed_output(turn: dict, variant: int, other_uid: str) -> str:
 @pytest.mark.django_db
 def test_scores_a_synthetic_export_as_the_official_evaluator(tmp_path, monkeypatch):
     from tests.corpus import ingest_corpus
-    from workers.dataset import export_demos, storage_blobs
-    from workers.exporters import get_exporter
+    from workers.exports.dataset import export_demos, storage_blobs
+    from workers.exports.exporters import get_exporter
 
     monkeypatch.chdir(tmp_path)
     demos = ingest_corpus(demos=4, turns=30, elements=40, seed=21)

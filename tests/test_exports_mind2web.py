@@ -18,11 +18,11 @@ from lxml import etree
 from annotation.lib.splits import MIND2WEB_SPLITS
 from annotation.models import DemoStatus
 from tests.corpus import ingest_corpus
-from workers.dataset import export_demos, storage_blobs
-from workers.exporters import get_exporter
-from workers.exporters.base import ExportDemo, ExportTurn
-from workers.exporters.mind2web import NAMESPACE, Mind2WebExporter, website_name
-from workers.exporters.mind2web.page import SALIENT_ATTRIBUTES
+from workers.exports.dataset import export_demos, storage_blobs
+from workers.exports.exporters import get_exporter
+from workers.exports.exporters.base import ExportDemo, ExportTurn
+from workers.exports.exporters.mind2web import NAMESPACE, Mind2WebExporter, website_name
+from workers.exports.exporters.mind2web.page import SALIENT_ATTRIBUTES
 
 START = dt.datetime(2024, 3, 1, 9, 30, tzinfo=dt.UTC)
 PAGE_HTML = """<!DOCTYPE html>

@@ -9,14 +9,15 @@ conditional update (running → done | failed), so a cancelled or reaped job can
 from django.db import transaction
 from django.utils import timezone
 
-from ..lib.formats import ARCHIVE_FORMATS
-from ..lib.splits import SPLITS
-from ..models import EXPORTABLE_STATUSES, Demonstration, ExportFormat, Project, Role, SplitConfig
-from ..models.agents import AgentRun
-from ..models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
-from . import queue
-from .errors import Conflict, Forbidden, ValidationFailed
-from .manage.access import check_project_role
+from annotation.lib.formats import ARCHIVE_FORMATS
+from annotation.lib.splits import SPLITS
+from annotation.models import EXPORTABLE_STATUSES, Demonstration, ExportFormat, Project, Role, SplitConfig
+from annotation.models.agents import AgentRun
+from annotation.models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
+
+from .. import queue
+from ..errors import Conflict, Forbidden, ValidationFailed
+from ..manage.access import check_project_role
 from .splits import split_of
 
 EXPORT_ROLES = (Role.RESEARCHER, Role.ADMIN)
@@ -126,7 +127,7 @@ def do_create_evaluation(user, project, eval_format, split, predictions) -> Eval
     (empty: every form batch) and the predictions are checked against the project's form tasks first."""
     check_choice("format", eval_format, (*SPLITS, ExportFormat.TURKINGBENCH))
     if eval_format == ExportFormat.TURKINGBENCH:
-        from .agent_runs import check_turkingbench_predictions
+        from ..agent_runs import check_turkingbench_predictions
 
         check_turkingbench_predictions(project, predictions, split)
     else:

@@ -59,7 +59,7 @@ def write_archive(
     """Archive everything under ``root`` into ``destination`` with a manifest; returns the manifest.
 
     ``destination`` is a path, or a writable binary stream that receives the archive as it is made (an S3 upload:
-    ``workers.s3upload``; it is not closed here). ``progress(fraction)`` is called as bytes are archived. The
+    ``workers.exports.s3upload``; it is not closed here). ``progress(fraction)`` is called as bytes are archived. The
     archive's top folder is ``top``, by default ``destination``'s stem.
     """
     if archive_format not in ARCHIVE_FORMATS:

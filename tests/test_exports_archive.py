@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from workers.archive import write_archive
+from workers.exports.archive import write_archive
 
 
 @pytest.fixture
