@@ -4,7 +4,8 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from . import agent_views, errors, manage
+from . import errors, manage
+from .agents import views as agent_views
 from .exports import views
 from .forms import views as work_views
 from .mind2web import views as mind2web_views

@@ -22,7 +22,7 @@ def run_evaluation(evaluation_id: int) -> None:
 @shared_task(name="workers.run_agent", acks_late=True)
 def run_agent(run_id: int) -> None:
     """Run agent run ``run_id`` in this worker's own headless Chromium (see ``agent_runs.execute``)."""
-    from .agent_runs import run_agent as run
+    from .agents.runs import run_agent as run
 
     run(run_id)
 

@@ -6,7 +6,7 @@ Modules: ``ingest`` (recordings, turns, video, blobs) and ``review`` (curation, 
 ``live`` (the live session), ``jobs`` (exports, evaluations), ``events``, ``errors``.
 """
 
-from .agent_runs import check_agent_run, do_create_agent_run, split_names, split_tasks
+from .agents import check_agent_run, do_create_agent_run, split_names, split_tasks
 from .errors import (
     ActionError,
     Conflict,

@@ -2,9 +2,9 @@
 
 from django.urls import include, path, re_path
 
-from .. import agent_views, stats_views
+from .. import stats_views
 from ..views import home
-from . import exports, forms, live, manage, mind2web, review
+from . import agents, exports, forms, live, manage, mind2web, review
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -25,17 +25,7 @@ urlpatterns = [
     path("projects/<slug:name>/activity.csv", stats_views.activity_csv, name="project-activity-csv"),
     path("projects/<slug:name>/pay.csv", stats_views.pay_csv, name="project-pay-csv"),
     path("projects/<slug:name>/pay/rates/", stats_views.pay_rates, name="project-pay-rates"),
-    # Agent runs on form tasks (TurkingBench): results, drill-down, comparison.
-    path("agents/runs/", agent_views.run_list, name="agent-runs"),
-    path("agents/runs/<int:run_id>/", agent_views.run_detail, name="agent-run"),
-    path("agents/runs/<int:run_id>/cancel", agent_views.run_cancel, name="agent-run-cancel"),
-    path("agents/runs/<int:run_id>/instances/<int:row_id>/", agent_views.instance_detail, name="agent-run-instance"),
-    path(
-        "agents/runs/<int:run_id>/instances/<int:row_id>/screenshot.png",
-        agent_views.instance_screenshot,
-        name="agent-run-screenshot",
-    ),
-    path("agents/compare/", agent_views.compare, name="agent-runs-compare"),
+    path("", include(agents)),
     path("", include(mind2web)),
     path("", include(live)),
 ]

@@ -206,10 +206,10 @@ def evaluate_form_tasks(evaluation: Evaluation, workdir: Path) -> None:
     """TurkingBench predictions: the form batches' gold rows written as a TurkingBench directory, the predictions
     applied on its pages in this worker's headless Chromium and scored by the official scorer (``agents``)."""
     from agents.offline import evaluate as score_predictions
-    from annotation.actions.agent_runs import split_tasks
+    from annotation.actions.agents import split_tasks
     from annotation.models import Batch, BatchKind
 
-    from ..agent_runs import gold_directory
+    from ..agents.runs import gold_directory
 
     names = {entry["task"] for entry in evaluation.predictions}
     batches = Batch.objects.filter(project=evaluation.project, kind=BatchKind.FORM, name__in=names).order_by("name")

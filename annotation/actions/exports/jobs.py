@@ -127,7 +127,7 @@ def do_create_evaluation(user, project, eval_format, split, predictions) -> Eval
     (empty: every form batch) and the predictions are checked against the project's form tasks first."""
     check_choice("format", eval_format, (*SPLITS, ExportFormat.TURKINGBENCH))
     if eval_format == ExportFormat.TURKINGBENCH:
-        from ..agent_runs import check_turkingbench_predictions
+        from ..agents import check_turkingbench_predictions
 
         check_turkingbench_predictions(project, predictions, split)
     else:

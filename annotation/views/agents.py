@@ -9,10 +9,10 @@ from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from .actions import agent_runs as actions
-from .actions.exports import jobs
-from .views.exports.pages import cancel_from_page
-from .views.page_errors import action_errors
+from ..actions import agents as actions
+from ..actions.exports import jobs
+from .exports.pages import cancel_from_page
+from .page_errors import action_errors
 
 RUNS_SHOWN = 100
 
@@ -47,7 +47,7 @@ def run_cancel(request, run_id: int):
     """Cancel a queued or running run (its owner or a project admin), then back to its page."""
     run = actions.check_run_readable(request.user, run_id)
     cancel_from_page(request, run, "Cancelled: the instances it finished are kept; it stores no more.")
-    return redirect("agent-run", run_id=run.pk)
+    return redirect("agents-run", run_id=run.pk)
 
 
 @login_required

@@ -9,9 +9,9 @@ from rest_framework.response import Response
 from annotation import actions
 from annotation.models import AgentFieldResult, AgentRun
 
-from . import agent_serializers as a
-from .exports.views import JobViewSetMixin
-from .serializers import error_responses
+from ..exports.views import JobViewSetMixin
+from ..serializers import error_responses
+from . import serializers as a
 
 ERRORS = error_responses(400, 403, 404, 409)
 

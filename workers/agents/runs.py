@@ -25,14 +25,14 @@ from agents.harness import Harness, InstanceResult, RunResult, Solver, sample_in
 from agents.server import serve_pages
 from agents.solvers import load_solver
 from agents.turkle import Dataset
-from annotation.actions.agent_runs import split_tasks
+from annotation.actions.agents import split_tasks
 from annotation.actions.forms.frames import frame_headers
 from annotation.actions.forms.render import task_page
 from annotation.models import AgentFieldResult, AgentRun, AgentRunInstance, Batch, BatchKind, JobStatus, Task
 
-from .exports.exporters.turkingbench import ExportBatch, write_batch
-from .forms.dataset import gold_rows
-from .runners import JobStopped, Progress, finish_clean, run_job
+from ..exports.exporters.turkingbench import ExportBatch, write_batch
+from ..forms.dataset import gold_rows
+from ..runners import JobStopped, Progress, finish_clean, run_job
 
 log = logging.getLogger(__name__)
 

@@ -2,10 +2,10 @@
 
 from rest_framework import serializers
 
-from annotation.actions.agent_runs import MAX_INSTANCES_PER_TASK, MAX_SEED
+from annotation.actions.agents import MAX_INSTANCES_PER_TASK, MAX_SEED
 from annotation.models import AgentFieldResult, AgentRun
 
-from .exports.serializers import JobFieldsMixin
+from ..exports.serializers import JobFieldsMixin
 
 
 class AgentRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
