@@ -18,8 +18,8 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Length, Lower
 from lxml import html as lxml_html
 
-from .lib import splits as split_rules
-from .models import (
+from annotation.lib import splits as split_rules
+from annotation.models import (
     Assignment,
     AssignmentStatus,
     Batch,

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation import activity
+from annotation.actions.stats import activity
 from annotation.models import PayRates, Role
 from annotation.synth.bulk import bulk_corpus
 from tests import stats_data

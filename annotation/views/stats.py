@@ -1,5 +1,5 @@
-"""Statistics, activity and pay pages of a project (docs/stats.md). Thin: access check, then ``stats`` /
-``activity`` and a template or a download."""
+"""Statistics, activity and pay pages of a project (docs/stats.md). Thin: access check, then
+``annotation.actions.stats`` (``tables``, ``activity``) and a template or a download."""
 
 import csv
 import datetime as dt
@@ -15,11 +15,12 @@ from django.utils import timezone
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods
 
-from . import activity, stats
-from .actions.manage.access import check_project_role
-from .lib import charts
-from .models import READ_ROLES, PayRates, Role
-from .views.page_errors import action_errors
+from ..actions.manage.access import check_project_role
+from ..actions.stats import activity
+from ..actions.stats.tables import project_stats
+from ..lib import charts
+from ..models import READ_ROLES, PayRates, Role
+from .page_errors import action_errors
 
 
 def project_for(request, name: str, roles=READ_ROLES, cannot="read its statistics"):
@@ -54,7 +55,7 @@ def json_download(filename: str, data) -> JsonResponse:
 @action_errors
 def stats_page(request, name: str):
     project = project_for(request, name)
-    tables = stats.project_stats(project)
+    tables = project_stats(project)
     for table in tables:
         table.plot = (
             charts.bar_chart(table.column(table.columns[0]), table.column(table.chart)) if table.chart else None
@@ -70,7 +71,7 @@ def stats_page(request, name: str):
 @action_errors
 def stats_all(request, name: str):
     project = project_for(request, name)
-    tables = [table.as_dict() for table in stats.project_stats(project)]
+    tables = [table.as_dict() for table in project_stats(project)]
     return json_download(f"{project.name}-stats.json", {"project": project.name, "tables": tables})
 
 
@@ -79,7 +80,7 @@ def stats_all(request, name: str):
 @action_errors
 def stats_table(request, name: str, key: str, fmt: str):
     project = project_for(request, name)
-    table = next((table for table in stats.project_stats(project) if table.key == key), None)
+    table = next((table for table in project_stats(project) if table.key == key), None)
     if table is None:
         raise Http404(f"no statistics table {key!r}")
     filename = f"{project.name}-{key}.{fmt}"
@@ -198,6 +199,6 @@ def pay_rates(request, name: str):
         if form.is_valid():
             form.save()
             messages.success(request, "Pay rates saved.")
-            return redirect("project-activity", project.name)
+            return redirect("stats-activity", project.name)
         return render(request, "stats/rates.html", {"project": project, "form": form}, status=400)
     return render(request, "stats/rates.html", {"project": project, "form": form})
