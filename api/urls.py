@@ -1,14 +1,15 @@
-"""The API's one router, plus the blob endpoint, token sign-in and the OpenAPI schema and docs."""
+"""The API's one router over every area's viewsets, plus the blob endpoints, token sign-in and the OpenAPI schema and
+docs."""
 
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from . import errors, manage
-from .agents import views as agent_views
-from .exports import views
-from .forms import views as work_views
-from .mind2web import views as mind2web_views
+from .agents import views as agents
+from .exports import views as exports
+from .forms import views as forms
+from .mind2web import views as mind2web
 from .recordings import views as recordings
 
 # No format-suffix routes (``/api/exports/1.json``): never documented, and every ``@action`` given one answered 500
@@ -17,16 +18,16 @@ router = DefaultRouter()
 router.include_format_suffixes = False
 router.register("projects", manage.ProjectViewSet, basename="project")
 router.register("recordings", recordings.RecordingViewSet, basename="recording")
-router.register("demonstrations", views.DemonstrationViewSet, basename="demonstration")
-router.register("exports", views.ExportJobViewSet, basename="export")
-router.register("evaluations", views.EvaluationViewSet, basename="evaluation")
-router.register("agent-runs", agent_views.AgentRunViewSet, basename="agent-run")
-router.register("batches", work_views.BatchViewSet, basename="batch")
-router.register("assignments", work_views.AssignmentViewSet, basename="assignment")
-router.register("websites", mind2web_views.WebsiteViewSet, basename="website")
-router.register("proposal-rounds", mind2web_views.ProposalRoundViewSet, basename="proposal-round")
-router.register("proposals", mind2web_views.ProposalViewSet, basename="proposal")
-router.register("demonstration-tasks", mind2web_views.DemonstrationTaskViewSet, basename="demonstration-task")
+router.register("demonstrations", exports.DemonstrationViewSet, basename="demonstration")
+router.register("exports", exports.ExportJobViewSet, basename="export")
+router.register("evaluations", exports.EvaluationViewSet, basename="evaluation")
+router.register("agent-runs", agents.AgentRunViewSet, basename="agent-run")
+router.register("batches", forms.BatchViewSet, basename="batch")
+router.register("assignments", forms.AssignmentViewSet, basename="assignment")
+router.register("websites", mind2web.WebsiteViewSet, basename="website")
+router.register("proposal-rounds", mind2web.ProposalRoundViewSet, basename="proposal-round")
+router.register("proposals", mind2web.ProposalViewSet, basename="proposal")
+router.register("demonstration-tasks", mind2web.DemonstrationTaskViewSet, basename="demonstration-task")
 
 urlpatterns = [
     path("blobs/missing/", recordings.MissingBlobsView.as_view(), name="blobs-missing"),
