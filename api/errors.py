@@ -30,9 +30,7 @@ def exception_handler(exc, context):
     """Map domain errors (``ActionError``) and DRF's own errors to the API's error shape."""
     if isinstance(exc, ActionError):
         headers = {"Retry-After": str(exc.retry_after)} if hasattr(exc, "retry_after") else None
-        return Response(
-            {"detail": exc.detail, "code": exc.code, "errors": exc.errors}, status=exc.status, headers=headers
-        )
+        return Response(exc.as_dict(), status=exc.status, headers=headers)
     if db_pool.pool_exhausted(exc):
         headers = {"Retry-After": str(db_pool.RETRY_AFTER)}
         body = {"detail": db_pool.busy_detail(), "code": db_pool.CODE, "errors": []}

@@ -19,6 +19,10 @@ class ActionError(Exception):
         self.detail = detail
         self.errors = [e.as_dict() if isinstance(e, schema.FieldError) else e for e in (errors or [])]
 
+    def as_dict(self) -> dict:
+        """The one error shape of the API and of the pages' JSON endpoints: ``{"detail", "code", "errors"}``."""
+        return {"detail": self.detail, "code": self.code, "errors": self.errors}
+
 
 class ValidationFailed(ActionError):
     status, code = 400, "validation_failed"

@@ -2,7 +2,7 @@
 session's screenshots. Thin: each calls ``annotation.actions.live`` and renders."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, StreamingHttpResponse
+from django.http import StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -10,13 +10,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 from ..actions import ActionError, live
 from ..actions.review import reviewable_demos
 from ..store.blobstore import stream_file
+from .page_errors import refusals_as_404
 
-
-def session_or_404(request, name: str):
-    try:
-        return live.check_session_access(request.user, name)
-    except ActionError:
-        raise Http404("no such live session among yours") from None
+NO_SESSION = "no such live session among yours"
 
 
 def review_url(user, demo) -> str:
@@ -37,18 +33,20 @@ def page_context(request, demo, role: str) -> dict:
 
 
 @login_required
+@refusals_as_404(NO_SESSION)
 def instruct(request, name: str):
     """The instructor's page: chat, the navigator's latest screenshot and URL (unless no-vision), presence, end."""
-    demo, role = session_or_404(request, name)
+    demo, role = live.check_session_access(request.user, name)
     if role == live.NAVIGATOR:
         return redirect("live-navigate", name=demo.name)
     return render(request, "live/instruct.html", page_context(request, demo, role))
 
 
 @login_required
+@refusals_as_404(NO_SESSION)
 def navigate(request, name: str):
     """The navigator's web fallback (the side panel is the usual place): chat, presence, the invitation link."""
-    demo, role = session_or_404(request, name)
+    demo, role = live.check_session_access(request.user, name)
     if role == live.INSTRUCTOR:
         return redirect("live-instruct", name=demo.name)
     invitation = live.do_issue_invitation(request.user, demo)
@@ -59,9 +57,10 @@ def navigate(request, name: str):
 
 @login_required
 @require_POST
+@refusals_as_404(NO_SESSION)
 def revoke_invitation(request, name: str):
     """Revoke the invitation link (it stops working at once) and show the navigator the new one."""
-    demo, _ = session_or_404(request, name)
+    demo, _ = live.check_session_access(request.user, name)
     try:
         live.do_revoke_invitation(request.user, demo)
     except ActionError as error:
@@ -96,12 +95,10 @@ def join(request, code: str):
 
 
 @login_required
+@refusals_as_404("no such screenshot in this session")
 def screenshot(request, name: str, sha256: str):
     """A screenshot of the session, for the instructor page; refused (404) under the no-vision rule."""
-    try:
-        blob = live.check_session_screenshot(request.user, name, sha256)
-    except ActionError:
-        raise Http404("no such screenshot in this session") from None
+    blob = live.check_session_screenshot(request.user, name, sha256)
     response = StreamingHttpResponse(stream_file(blob.file.storage, blob.file.name), content_type=blob.media_type)
     response["Cache-Control"] = "private, max-age=3600"
     response["X-Content-Type-Options"] = "nosniff"

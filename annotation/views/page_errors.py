@@ -1,15 +1,23 @@
 """Action errors on the app's pages, mapped in one place (``api/errors.py`` does the same for the API).
 
-A page view wrapped in ``action_errors`` calls the actions and lets their refusals out: ``NotFound`` becomes the
-404 page and ``Forbidden`` the 403 page (``handler404`` / ``handler403``), any other refusal (a conflict 409, invalid
-input 400, gone 410, ...) the same styled page with its status and the action's words. Views that show a refusal on
-the page itself (a form error, a message) still catch it; nothing a view lets out is ever a 500.
+- ``action_errors``: a page view calls the actions and lets their refusals out: ``NotFound`` becomes the 404 page and
+  ``Forbidden`` the 403 page (``handler404`` / ``handler403``), any other refusal (a conflict 409, invalid input 400,
+  gone 410, ...) the same styled page with its status and the action's words.
+- ``refusals_as_404``: every refusal is the 404 page, on purpose: the live session's pages never tell someone outside
+  a session whether it (or a screenshot in it) exists.
+- ``json_action_errors``: the pages' own JSON endpoints (the review page's edits and polls) answer a refusal in the
+  API's error shape with its status.
+- ``form_error``: a view that shows the refusal on its form (the field it names, else above the form) catches it and
+  calls this.
+
+Views that show a refusal on the page itself (a form error, a message) still catch it; nothing a view lets out is
+ever a 500. The task frames (``views/forms/frames.py``) answer their own small sandboxed pages: they are not app pages.
 """
 
 import functools
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, JsonResponse
 
 from ..actions import ActionError, Forbidden, NotFound
 from .errors import error_page
@@ -48,3 +56,42 @@ def action_errors(view):
             return refusal_page(request, error)
 
     return wrapped
+
+
+def refusals_as_404(detail: str):
+    """Decorate a page view: any action error it lets out is the 404 page saying ``detail`` (see the module)."""
+
+    def decorate(view):
+        @functools.wraps(view)
+        def wrapped(request, *args, **kwargs):
+            try:
+                return view(request, *args, **kwargs)
+            except ActionError:
+                raise Http404(detail) from None
+
+        return wrapped
+
+    return decorate
+
+
+def json_action_errors(view):
+    """Decorate a page's JSON endpoint: an action error it lets out is answered in the API's error shape."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except ActionError as error:
+            return JsonResponse(error.as_dict(), status=error.status)
+
+    return wrapped
+
+
+def form_error(form, error: ActionError) -> None:
+    """Show an action's refusal on the form: on the field it names, else above the form."""
+    for entry in error.errors or [{"field": None, "message": error.detail}]:
+        field, message = entry.get("field") or "", entry.get("message") or error.detail
+        base = field.split("[")[0]  # statuses[1] is shown on the statuses field
+        if base != field or base not in form.fields:
+            message = f"{error.detail} ({message})" if message != error.detail else message
+        form.add_error(base if base in form.fields else None, message)

@@ -13,8 +13,7 @@ from annotation.actions.exports import jobs, splits
 from annotation.actions.manage.access import check_project_role
 from annotation.models import READ_ROLES, Evaluation, ExportJob, SplitConfig
 
-from ..manage.pages import form_error
-from ..page_errors import action_errors
+from ..page_errors import action_errors, form_error
 from . import forms
 
 PAGE_JOBS = 50

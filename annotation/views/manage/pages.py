@@ -12,18 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.actions import ActionError, manage
 from annotation.models import Project, Role
 
-from ..page_errors import action_errors
+from ..page_errors import action_errors, form_error
 from . import forms as manage_forms
-
-
-def form_error(form, error: ActionError) -> None:
-    """Show an action's refusal on the form: on the field it names, else above the form."""
-    for entry in error.errors or [{"field": None, "message": error.detail}]:
-        field, message = entry.get("field") or "", entry.get("message") or error.detail
-        base = field.split("[")[0]  # statuses[1] is shown on the statuses field
-        if base != field or base not in form.fields:
-            message = f"{error.detail} ({message})" if message != error.detail else message
-        form.add_error(base if base in form.fields else None, message)
 
 
 @login_required

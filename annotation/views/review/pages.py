@@ -16,7 +16,7 @@ from annotation.lib import jsonsafe
 from annotation.models import DemoMode
 from annotation.store.blobstore import has_thumbnail, read_blob, thumbnail_path
 
-from ..page_errors import action_errors
+from ..page_errors import action_errors, json_action_errors
 from . import demo_page, listing
 
 # op → function(user, demo, revision, body) -> Edit | Comment
@@ -34,10 +34,6 @@ OPS = {
     "set_unsure": lambda u, d, r, b: actions.do_set_unsure(u, d, r, b.get("unsure")),
     "comment": lambda u, d, r, b: actions.do_comment(u, d, r, b.get("text"), b.get("turn")),
 }
-
-
-def error_response(error: ActionError) -> JsonResponse:
-    return JsonResponse({"detail": error.detail, "code": error.code, "errors": error.errors}, status=error.status)
 
 
 @login_required
@@ -136,38 +132,32 @@ def parse_body(request) -> dict:
 
 @login_required
 @require_POST
+@json_action_errors
 def review_edit(request, name):
     """``POST {op, revision, ...}``: one curation or workflow operation; answers the new revision (409 when stale)."""
-    try:
-        demo = actions.check_demo_reviewable(request.user, name)
-        body = parse_body(request)
-        result = OPS[body["op"]](request.user, demo, body.get("revision"), body)
-    except ActionError as error:
-        return error_response(error)
+    demo = actions.check_demo_reviewable(request.user, name)
+    body = parse_body(request)
+    result = OPS[body["op"]](request.user, demo, body.get("revision"), body)
     return JsonResponse({"revision": actions.review_of(demo).revision, "id": result.pk, "status": demo.status})
 
 
 @login_required
 @require_GET
+@json_action_errors
 def review_revision(request, name):
     """``GET``: the demo's revision, status and latest edit; the open review page polls it and offers a reload
     when someone else changed the demo."""
-    try:
-        demo = actions.check_demo_reviewable(request.user, name)
-    except ActionError as error:
-        return error_response(error)
+    demo = actions.check_demo_reviewable(request.user, name)
     return no_store(JsonResponse(demo_page.revision_state(request.user, demo)))
 
 
 @login_required
 @require_GET
+@json_action_errors
 def review_live(request, name):
     """``GET ?pending=sha,sha``: which of these thumbnails are ready, whether the suggestions are computed, the
     issue count; the open review page polls it while the worker prepares the demo."""
-    try:
-        demo = actions.check_demo_reviewable(request.user, name)
-    except ActionError as error:
-        return error_response(error)
+    demo = actions.check_demo_reviewable(request.user, name)
     pending = [sha for sha in request.GET.get("pending", "").split(",") if sha]
     return no_store(JsonResponse(demo_page.live_state(demo, pending)))
 
