@@ -12,6 +12,7 @@ from .manage import READ_ROLES, RECORDING_ROLES, Membership, Project, Role
 from .mind2web import ProposalRound, ProposalStatus, ProposedTask, SeedSource, SeedTask, Website
 from .recordings import (
     EXPORTABLE_STATUSES,
+    TASK_METADATA,
     Blob,
     DemoMode,
     Demonstration,
@@ -61,6 +62,7 @@ __all__ = [
     "DemoMode",
     "DemoStatus",
     "EXPORTABLE_STATUSES",
+    "TASK_METADATA",
     "Demonstration",
     "Evaluation",
     "ExportFormat",

@@ -70,6 +70,10 @@ class DemoStatus(models.TextChoices):
     REJECTED = "rejected", "Rejected"
 
 
+# What a recording says about its task, in one list: given when it starts (by the recorder, or from a demonstration
+# task), corrected in review, listed by the API (recordings and demonstrations) in this order.
+TASK_METADATA = ("task_description", "websites", "category", "subcategory", "region", "instructor_sees_screen")
+
 # What an export or a split report may select: every status but a recording still under way. Returned demos are
 # exported like recorded ones; rejected ones are marked (WebLINX ``invalid.json``) or left out (Mind2Web).
 EXPORTABLE_STATUSES = (

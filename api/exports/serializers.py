@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from annotation.actions.exports.jobs import MAX_SELECTED
 from annotation.actions.exports.splits import split_config_errors
-from annotation.models import Demonstration, Evaluation, ExportJob, SplitConfig
+from annotation.models import TASK_METADATA, Demonstration, Evaluation, ExportJob, SplitConfig
 
 
 class SplitConfigSerializer(serializers.ModelSerializer):
@@ -46,12 +46,7 @@ class DemonstrationSummarySerializer(serializers.ModelSerializer):
             "status",
             "mode",
             "split",
-            "task_description",
-            "websites",
-            "category",
-            "subcategory",
-            "region",
-            "instructor_sees_screen",
+            *TASK_METADATA,
             "navigator",
             "instructor",
             "turn_count",

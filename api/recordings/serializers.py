@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from annotation.lib import schema
-from annotation.models import Assignment, DemoMode, Demonstration, Turn, VideoChunk
+from annotation.models import TASK_METADATA, Assignment, DemoMode, Demonstration, Turn, VideoChunk
 
 
 class RecorderClientSerializer(serializers.Serializer):
@@ -81,12 +81,7 @@ class DemonstrationSerializer(serializers.ModelSerializer):
             "mode",
             "navigator",
             "instructor",
-            "task_description",
-            "websites",
-            "category",
-            "subcategory",
-            "region",
-            "instructor_sees_screen",
+            *TASK_METADATA,
             "recording_start",
             "recording_end",
             "timezone_offset_minutes",

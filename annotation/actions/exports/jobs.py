@@ -9,12 +9,11 @@ conditional update (running → done | failed), so a cancelled or reaped job can
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.lib.formats import ARCHIVE_FORMATS
-from annotation.lib.splits import SPLITS
-from annotation.models import EXPORTABLE_STATUSES, Demonstration, ExportFormat, Project, Role, SplitConfig
-from annotation.models.agents import AgentRun
-from annotation.models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
-
+from ...lib.formats import ARCHIVE_FORMATS
+from ...lib.splits import SPLITS
+from ...models import EXPORTABLE_STATUSES, Demonstration, ExportFormat, Project, Role, SplitConfig
+from ...models.agents import AgentRun
+from ...models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
 from .. import queue
 from ..errors import Conflict, Forbidden, ValidationFailed
 from ..manage.access import check_project_role

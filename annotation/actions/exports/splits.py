@@ -4,9 +4,8 @@ The rules themselves are pure (``annotation/lib/splits.py``); this module reads 
 configuration before it is stored.
 """
 
-from annotation.lib import splits as split_rules
-from annotation.models import Demonstration, DemoStatus, SplitConfig
-
+from ...lib import splits as split_rules
+from ...models import Demonstration, DemoStatus, SplitConfig
 from ..errors import ValidationFailed
 
 DEFAULT_STATUSES = (DemoStatus.VALIDATED,)

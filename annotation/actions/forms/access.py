@@ -13,8 +13,7 @@ demonstration's recording); to the form pages and the work API they do not exist
 
 from django.db.models import Exists, OuterRef, Q
 
-from annotation.models import Batch, BatchKind, Membership, Project, Role, Task
-
+from ...models import Batch, BatchKind, Membership, Project, Role, Task
 from ..errors import Forbidden, NotFound
 from ..manage.access import check_project_role
 

@@ -17,8 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
 
-from annotation.models import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
-
+from ...models import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
 from ..errors import Conflict, NotFound
 from .access import check_batch_for_work, open_for_work, workable_batches
 

@@ -14,8 +14,8 @@ import json
 from django.http import QueryDict
 
 from agents import turkle
-from annotation.lib import jsonsafe
 
+from ...lib import jsonsafe
 from ...models import Batch, Task
 from ..errors import ValidationFailed
 

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from django.db.models import Count, Q
 
-from annotation.models import Assignment, AssignmentStatus, Batch
+from ...models import Assignment, AssignmentStatus, Batch
 
 STATUSES = [status.value for status in AssignmentStatus]
 

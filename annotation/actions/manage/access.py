@@ -1,7 +1,6 @@
 """Project membership checks shared by the actions: which project a user may act in, with which role."""
 
-from annotation.models import Project
-
+from ...models import Project
 from ..errors import Forbidden, NotFound
 
 

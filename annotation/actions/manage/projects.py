@@ -7,8 +7,7 @@ Project admins manage their project; a superuser is admin everywhere. Creating a
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
-from annotation.models import Membership, Project, Role
-
+from ...models import Membership, Project, Role
 from ..errors import Conflict, Forbidden, NotFound, ValidationFailed
 from .access import check_project_role
 

@@ -14,8 +14,7 @@ import urllib.request
 from django.conf import settings
 from django.db import transaction
 
-from annotation.lib import jsonsafe
-
+from ...lib import jsonsafe
 from ...models import SeedSource, SeedTask
 from ..errors import ActionError, Conflict, ValidationFailed, parse_json
 from .websites import decode

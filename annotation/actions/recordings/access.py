@@ -3,10 +3,9 @@
 from django.db import connection
 from django.db.models import Q
 
-from annotation.lib import schema
-from annotation.models import RECORDING_ROLES, Blob, Demonstration, Project, Turn, VideoChunk
-from annotation.store import hotsql
-
+from ...lib import schema
+from ...models import RECORDING_ROLES, Blob, Demonstration, Project, Turn, VideoChunk
+from ...store import hotsql
 from ..errors import Forbidden, NotFound, ValidationFailed
 from ..manage.access import check_project_role
 

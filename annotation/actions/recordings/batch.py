@@ -19,10 +19,9 @@ from django.conf import settings
 from django.db import transaction
 from isal import isal_zlib  # zlib's API and stream format, with Intel's ISA-L: inflates ~2.4x faster
 
-from annotation.lib import jsonsafe, schema
-from annotation.models import Blob, Demonstration, ProjectBlob
-from annotation.store import hotsql
-
+from ...lib import jsonsafe, schema
+from ...models import Blob, Demonstration, ProjectBlob
+from ...store import hotsql
 from ..errors import MalformedJSON, TooLarge, UnsupportedMediaType, ValidationFailed, storage_failures
 from .blobs import BLOB_MEDIA_TYPES, MAX_BLOB_QUERY, check_blob_bytes, normalise_media_type
 from .staging import Staging

@@ -16,9 +16,8 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from PIL import Image, UnidentifiedImageError
 
-from annotation.lib import jsonsafe, pngcheck, schema
-from annotation.models import Blob, Project, ProjectBlob, sha256_path
-
+from ...lib import jsonsafe, pngcheck, schema
+from ...models import Blob, Project, ProjectBlob, sha256_path
 from ..errors import TooLarge, UnsupportedMediaType, ValidationFailed, storage_failures
 from .staging import sync_saved
 

@@ -1,8 +1,7 @@
 """Late captures: turns and video of a finished recording that were captured before its end but uploaded after."""
 
-from annotation.lib import schema
-from annotation.models import Demonstration, DemoReview, DemoStatus
-
+from ...lib import schema
+from ...models import Demonstration, DemoReview, DemoStatus
 from ..errors import Conflict
 from ..review.background import enqueue_after_recording
 

@@ -3,20 +3,14 @@
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation.models import Demonstration, DemoStatus, Project, new_demo_name
-
+from ...models import TASK_METADATA, Demonstration, DemoStatus, Project, new_demo_name
 from ..errors import Conflict
 from ..events import on_commit_send
 from ..review.background import enqueue_after_recording
 
 RECORDING_FIELDS = (
     "mode",
-    "task_description",
-    "websites",
-    "category",
-    "subcategory",
-    "region",
-    "instructor_sees_screen",
+    *TASK_METADATA,
     "recording_start",
     "timezone_offset_minutes",
     "user_agent",

@@ -24,8 +24,8 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.core.files.storage.filesystem import safe_makedirs
 
-from annotation.models import sha256_path
-from annotation.store.blobstore import is_local
+from ...models import sha256_path
+from ...store.blobstore import is_local
 
 INCOMING = "blobs/.incoming"
 # A staged file older than this is what a killed server process left (a batch is checked and stored in seconds).

@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import transaction
 
-from annotation.lib import schema
-from annotation.models import Demonstration, Project, Turn, TurnType
-from annotation.store import hotsql
-
+from ...lib import schema
+from ...models import Demonstration, Project, Turn, TurnType
+from ...store import hotsql
 from ..errors import Conflict, ValidationFailed
 from ..events import on_commit_turns
 from .late import check_late_turns, forget_review_caches

@@ -2,9 +2,8 @@
 
 from django.db import transaction
 
-from annotation.lib import schema
-from annotation.models import Blob, Demonstration, Project, VideoChunk
-
+from ...lib import schema
+from ...models import Blob, Demonstration, Project, VideoChunk
 from ..errors import Conflict, ValidationFailed
 from .late import check_late_video_chunk, forget_review_caches
 

@@ -2,8 +2,7 @@
 
 from django.core.cache import cache
 
-from annotation.models import DemoReview, Turn
-
+from ...models import DemoReview, Turn
 from .. import queue
 
 ENQUEUE_EVERY = 60  # seconds
@@ -34,7 +33,7 @@ def enqueue_after_recording(demo) -> None:
 
 def ensure_quality(demo, review, turns, read) -> list:
     """The demo's quality issues, computed once (the raw capture never changes) and cached on its review."""
-    from annotation.lib.quality import quality_issues
+    from ...lib.quality import quality_issues
 
     if review.quality is None:
         review.quality = quality_issues(turns, read)

@@ -22,7 +22,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 from django.db.models.functions import TruncDate
 
-from annotation.models import Assignment, AssignmentStatus, Demonstration, DemoStatus, Edit, PayRates
+from ...models import Assignment, AssignmentStatus, Demonstration, DemoStatus, Edit, PayRates
 
 ACTIVITIES = ("recording", "review", "form_task")
 CENTS = Decimal("0.01")

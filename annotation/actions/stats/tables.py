@@ -18,18 +18,8 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Length, Lower
 from lxml import html as lxml_html
 
-from annotation.lib import splits as split_rules
-from annotation.models import (
-    Assignment,
-    AssignmentStatus,
-    Batch,
-    Demonstration,
-    DemoStatus,
-    Edit,
-    SplitConfig,
-    Turn,
-    TurnType,
-)
+from ...lib import splits as split_rules
+from ...models import Assignment, AssignmentStatus, Batch, Demonstration, DemoStatus, Edit, SplitConfig, Turn, TurnType
 
 # Mind2Web steps: browser turns acting on an element (workers/exporters/mind2web: click, hover, submit → CLICK,
 # textInput → TYPE, change → SELECT on a <select>, CLICK on a checkbox or radio, TYPE otherwise).

@@ -3,9 +3,8 @@ rules live in ``annotation.actions.exports`` and the API's serializers, which th
 
 from django import forms
 
-from annotation.lib.splits import SPLITS
-from annotation.models import EXPORTABLE_STATUSES, ExportFormat
-
+from ...lib.splits import SPLITS
+from ...models import EXPORTABLE_STATUSES, ExportFormat
 from ..manage.forms import lines
 
 

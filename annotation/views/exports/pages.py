@@ -8,11 +8,10 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation.actions import ActionError, check_choice, parse_json
-from annotation.actions.exports import jobs, splits
-from annotation.actions.manage.access import check_project_role
-from annotation.models import READ_ROLES, Evaluation, ExportJob, SplitConfig
-
+from ...actions import ActionError, check_choice, parse_json
+from ...actions.exports import jobs, splits
+from ...actions.manage.access import check_project_role
+from ...models import READ_ROLES, Evaluation, ExportJob, SplitConfig
 from ..page_errors import action_errors, form_error
 from . import forms
 

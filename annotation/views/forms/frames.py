@@ -15,8 +15,8 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation.actions import ActionError, forms
-from annotation.models import AssignmentStatus
+from ...actions import ActionError, forms
+from ...models import AssignmentStatus
 
 log = logging.getLogger(__name__)
 

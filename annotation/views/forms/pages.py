@@ -15,9 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation.actions import ActionError, forms
-from annotation.models import Assignment, AssignmentStatus, Batch, BatchKind
-
+from ...actions import ActionError, forms
+from ...models import Assignment, AssignmentStatus, Batch, BatchKind
 from ..page_errors import action_errors
 from . import upload
 

@@ -3,8 +3,8 @@
 
 from django import forms
 
-from annotation.actions import ActionError
-from annotation.actions.forms import (
+from ...actions import ActionError
+from ...actions.forms import (
     BatchSettings,
     check_project_for_batches,
     do_create_form_batch,

@@ -3,7 +3,7 @@ shapes; the rules live in ``annotation.actions.manage``, which the views call.""
 
 from django import forms
 
-from annotation.models import Role
+from ...models import Role
 
 
 def lines(text: str) -> list[str]:

@@ -9,9 +9,8 @@ from django.db.models import Count
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation.actions import ActionError, manage
-from annotation.models import Project, Role
-
+from ...actions import ActionError, manage
+from ...models import Project, Role
 from ..page_errors import action_errors, form_error
 from . import forms as manage_forms
 

@@ -9,8 +9,8 @@ from django.contrib.auth import views as auth_views
 from django.http import Http404
 from django.shortcuts import render
 
-from annotation.actions import TooManyRequests
-from annotation.actions.manage.signin import check_sign_in_allowed, client_address
+from ...actions import TooManyRequests
+from ...actions.manage.signin import check_sign_in_allowed, client_address
 
 
 def sign_in_throttled(view):

@@ -5,21 +5,11 @@ open page polls (``revision_state``, ``live_state``)."""
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.actions import review as actions
-from annotation.lib import shapes
-from annotation.lib.quality import order_issues
-from annotation.models import (
-    Comment,
-    DemoReview,
-    DemoStatus,
-    Edit,
-    Turn,
-    TurnCuration,
-    TurnType,
-    curated_turns,
-)
-from annotation.store.blobstore import has_thumbnail
-
+from ...actions import review as actions
+from ...lib import shapes
+from ...lib.quality import order_issues
+from ...models import Comment, DemoReview, DemoStatus, Edit, Turn, TurnCuration, TurnType, curated_turns
+from ...store.blobstore import has_thumbnail
 from .history import curated_value, edit_summary, history, shorten
 
 

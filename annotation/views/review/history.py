@@ -1,8 +1,8 @@
 """A demo's edit history as the review page shows it: each edit in words, and its Undo / Redo button (or what keeps it
 from being undone)."""
 
-from annotation.actions import review as actions
-from annotation.models import DemoStatus, Edit, EditKind
+from ...actions import review as actions
+from ...models import DemoStatus, Edit, EditKind
 
 HISTORY_SIZE = 100
 

@@ -9,9 +9,9 @@ from django.core.paginator import Paginator
 from django.db.models import Count, F, Func, IntegerField
 from django.utils import timezone
 
-from annotation.actions import ValidationFailed
-from annotation.actions import review as actions
-from annotation.models import DemoStatus, ExportFormat, Project
+from ...actions import ValidationFailed
+from ...actions import review as actions
+from ...models import DemoStatus, ExportFormat, Project
 
 LIST_PAGE_SIZE = 25
 

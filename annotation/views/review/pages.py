@@ -10,12 +10,11 @@ from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.actions import ActionError, MalformedJSON, ValidationFailed, check_blob_readable, live
-from annotation.actions import review as actions
-from annotation.lib import jsonsafe
-from annotation.models import DemoMode
-from annotation.store.blobstore import has_thumbnail, read_blob, thumbnail_path
-
+from ...actions import ActionError, MalformedJSON, ValidationFailed, check_blob_readable, live
+from ...actions import review as actions
+from ...lib import jsonsafe
+from ...models import DemoMode
+from ...store.blobstore import has_thumbnail, read_blob, thumbnail_path
 from ..page_errors import action_errors, json_action_errors
 from . import demo_page, listing
 
