@@ -6,7 +6,7 @@ Modules: ``ingest`` (recordings, turns, video, blobs) and ``review`` (curation, 
 ``live`` (the live session), ``jobs`` (exports, evaluations), ``events``, ``errors``.
 """
 
-from .agents import check_agent_run, do_create_agent_run, split_names, split_tasks
+from .agents import check_agent_run, do_create_agent_run
 from .errors import (
     ActionError,
     Conflict,
@@ -19,6 +19,7 @@ from .errors import (
     TooManyRequests,
     UnsupportedMediaType,
     ValidationFailed,
+    invalid,
     parse_json,
 )
 from .exports.jobs import (
@@ -33,6 +34,7 @@ from .exports.jobs import (
     may_cancel,
     reap_stale_jobs,
 )
+from .forms.splits import split_names, split_tasks
 from .recordings import (
     BATCH_MEDIA_TYPE,
     BLOB_MEDIA_TYPES,

@@ -1,106 +1,24 @@
 """Agent runs on form tasks: checking a request, creating the run and enqueueing it (the worker runs it).
 
-Splits come from the project's TurkingBench split lists (``SplitConfig.form_task_splits``, filled by
-``import_turkingbench --splits``): ``test_easy``, ``test_hard``, ``subjective_test`` name the official lists,
-``train`` is every form batch no official list names, ``all`` every form batch; another stored list is a split
-under its own name. Solvers: ``oracle``, ``do-nothing``, or ``python:module:Class`` (a subclass of
-``agents.harness.Solver``); through the API only modules under ``settings.AGENT_SOLVER_MODULES`` (code the
-worker already has installed), from the command line any.
+A run takes a split of the project's form tasks (``annotation.actions.forms.splits``). Solvers: ``oracle``,
+``do-nothing``, or ``python:module:Class`` (a subclass of ``agents.harness.Solver``); through the API only modules
+under ``settings.AGENT_SOLVER_MODULES`` (code the worker already has installed), from the command line any.
 """
-
-from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
 
 from agents.solvers import SolverSpecError, solver_class, spec_parts
-from agents.turkle import SPLIT_FILES
 
 from ..lib.schema import MAX_COUNT
-from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, Batch, BatchKind, Project, SplitConfig
+from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, Project
 from . import queue
-from .errors import NotFound, ValidationFailed
+from .errors import NotFound, invalid
 from .exports.jobs import EXPORT_ROLES, enqueue
+from .forms.splits import split_tasks
 
-OFFICIAL_LISTS = {split: file.removesuffix(".txt") for split, file in SPLIT_FILES.items()}
 MAX_INSTANCES_PER_TASK = 100_000
 MAX_SEED = MAX_COUNT  # the run's seed column is a 32-bit integer: a larger seed would not be stored as given
-
-
-def invalid(field: str, message: str) -> ValidationFailed:
-    return ValidationFailed(f"{field}: {message}", [{"field": field, "message": message}])
-
-
-def split_names(project) -> list[str]:
-    """The splits a run may take in ``project``."""
-    lists = SplitConfig.for_project(project).form_task_splits or {}
-    own = {stem: split for split, stem in OFFICIAL_LISTS.items()}
-    return sorted({own.get(stem, stem) for stem in lists} | {"train", "all"})
-
-
-def split_tasks(project, split: str) -> list[str]:
-    """The names of the project's form batches in ``split`` (list order; ``train``/``all`` sorted by name)."""
-    batches = list(
-        Batch.objects.filter(project=project, kind=BatchKind.FORM).order_by("name").values_list("name", flat=True)
-    )
-    lists = SplitConfig.for_project(project).form_task_splits or {}
-    if split == "all":
-        return batches
-    if split == "train":
-        listed = {name for stem in OFFICIAL_LISTS.values() for name in lists.get(stem, [])}
-        return [name for name in batches if name not in listed]
-    stem = OFFICIAL_LISTS.get(split, split)
-    if stem not in lists:
-        raise invalid("split", f"unknown split {split!r}; this project has: {', '.join(split_names(project))}")
-    present = set(batches)
-    return [name for name in lists[stem] if name in present]
-
-
-@dataclass
-class FormTaskShape:
-    """What checking predictions needs of a form batch (the ``agents.turkle.TaskDir`` attributes it reads)."""
-
-    name: str
-    template: str
-    field_names: list
-    count: int
-
-    def __len__(self) -> int:
-        return self.count
-
-
-class ProjectFormTasks:
-    """A project's form batches seen as an ``agents.turkle.Dataset`` by ``agents.offline.check_predictions``:
-    task names, splits and each task's template, answer fields and instance count, from the database."""
-
-    def __init__(self, project):
-        self.project = project
-
-    def task_names(self) -> list[str]:
-        return split_tasks(self.project, "all")
-
-    def split(self, split: str) -> list[str]:
-        try:
-            return split_tasks(self.project, split)
-        except ValidationFailed as error:
-            raise KeyError(error.errors[0]["message"]) from error
-
-    def task(self, name: str) -> FormTaskShape:
-        batch = Batch.objects.filter(project=self.project, kind=BatchKind.FORM, name=name).first()
-        if batch is None:
-            raise KeyError(f"unknown task {name!r}")
-        fields = [column.removeprefix("Answer.") for column in batch.answer_columns]
-        return FormTaskShape(batch.name, batch.html_template, fields, batch.tasks.count())
-
-
-def check_turkingbench_predictions(project, predictions, split: str | None) -> None:
-    """Every bad entry at once, by path (``predictions[3].fields.q1: unknown field``): a 400 before any job."""
-    from agents.offline import PredictionError, check_predictions
-
-    try:
-        check_predictions(predictions, ProjectFormTasks(project), split or None)
-    except PredictionError as error:
-        raise ValidationFailed(f"predictions: {error}", error.errors) from error
 
 
 def check_solver(solver, from_api: bool) -> None:

@@ -28,6 +28,11 @@ class ValidationFailed(ActionError):
     status, code = 400, "validation_failed"
 
 
+def invalid(field: str, message: str) -> ValidationFailed:
+    """A 400 naming one field: ``"<field>: <message>"``, and the same as its one field error."""
+    return ValidationFailed(f"{field}: {message}", [{"field": field, "message": message}])
+
+
 class MalformedJSON(ValidationFailed):
     code = "parse_error"
 

@@ -9,6 +9,7 @@ from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from ..actions import ValidationFailed
 from ..actions import agents as actions
 from ..actions.exports import jobs
 from .exports.pages import cancel_from_page
@@ -78,7 +79,7 @@ def compare(request):
     missing = [name for name, value in zip("ab", ids, strict=True) if not value.isdigit()]
     if missing:
         detail = f"Compare takes two run ids, ?a=<run>&b=<run>: choose run {' and '.join(missing)}."
-        raise actions.ValidationFailed(detail, [{"field": name, "message": "required"} for name in missing])
+        raise ValidationFailed(detail, [{"field": name, "message": "required"} for name in missing])
     first, second = (actions.check_run_readable(request.user, int(value)) for value in ids)
     table = actions.compare_tables(actions.score_table(first), actions.score_table(second))
     return render(request, "agents/compare.html", {"a": first, "b": second, "table": table})

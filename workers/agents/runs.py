@@ -24,14 +24,12 @@ from agents.browser import make_driver
 from agents.harness import Harness, InstanceResult, RunResult, Solver, sample_instances
 from agents.server import serve_pages
 from agents.solvers import load_solver
-from agents.turkle import Dataset
-from annotation.actions.agents import split_tasks
+from annotation.actions.forms import split_tasks
 from annotation.actions.forms.frames import frame_headers
 from annotation.actions.forms.render import task_page
 from annotation.models import AgentFieldResult, AgentRun, AgentRunInstance, Batch, BatchKind, JobStatus, Task
 
-from ..exports.exporters.turkingbench import ExportBatch, write_batch
-from ..forms.dataset import gold_rows
+from ..exports.form_dataset import gold_directory
 from ..runners import JobStopped, Progress, finish_clean, run_job
 
 log = logging.getLogger(__name__)
@@ -66,13 +64,6 @@ class RunProgress(Progress):
 
     def beat(self, force: bool = False) -> None:
         self(self.done / self.total, force)
-
-
-def gold_directory(batches: list[Batch], out: Path) -> Dataset:
-    for batch in batches:
-        write_batch(out, ExportBatch(batch.name, batch.html_template, batch.csv_columns, gold_rows(batch)))
-    (out / "tasks").mkdir(parents=True, exist_ok=True)
-    return Dataset(out)
 
 
 def preview_pages(batches: dict[str, Batch], sampled: dict[str, list[int]]) -> tuple[dict, dict]:

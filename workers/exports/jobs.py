@@ -14,13 +14,13 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 
+from annotation.actions.forms import split_tasks
 from annotation.lib.formats import ARCHIVE_MEDIA_TYPES
-from annotation.models import Evaluation, ExportJob, JobStatus
+from annotation.models import Batch, BatchKind, Evaluation, ExportJob, JobStatus
 from annotation.store.blobstore import is_s3
 
-from ..forms import dataset as form_dataset
 from ..runners import JobStopped, Progress, finish_clean, run_job, sweep_job_folders
-from . import dataset
+from . import dataset, form_dataset
 from .archive import file_sha256, write_archive
 from .exporters import get_exporter, turkingbench
 from .s3upload import MultipartWriter, abandoned_uploads, abort_upload
@@ -206,17 +206,13 @@ def evaluate_form_tasks(evaluation: Evaluation, workdir: Path) -> None:
     """TurkingBench predictions: the form batches' gold rows written as a TurkingBench directory, the predictions
     applied on its pages in this worker's headless Chromium and scored by the official scorer (``agents``)."""
     from agents.offline import evaluate as score_predictions
-    from annotation.actions.agents import split_tasks
-    from annotation.models import Batch, BatchKind
-
-    from ..agents.runs import gold_directory
 
     names = {entry["task"] for entry in evaluation.predictions}
     batches = Batch.objects.filter(project=evaluation.project, kind=BatchKind.FORM, name__in=names).order_by("name")
     if evaluation.split:  # checked when created; checked again in case the split lists changed since
         allowed = set(split_tasks(evaluation.project, evaluation.split))
         batches = [batch for batch in batches if batch.name in allowed]
-    data = gold_directory(list(batches), workdir / "data")
+    data = form_dataset.gold_directory(list(batches), workdir / "data")
     scoring = Progress(evaluation, 0, 1)
     results = score_predictions(data, evaluation.predictions, progress=lambda done, total: scoring(done / total))
     finish_clean(evaluation, workdir, JobStatus.DONE, results=results, data_version=tree_sha256(workdir / "data"))

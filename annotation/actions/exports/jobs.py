@@ -16,6 +16,7 @@ from ...models.agents import AgentRun
 from ...models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
 from .. import queue
 from ..errors import Conflict, Forbidden, ValidationFailed
+from ..forms.splits import check_turkingbench_predictions
 from ..manage.access import check_project_role
 from .splits import split_of
 
@@ -126,8 +127,6 @@ def do_create_evaluation(user, project, eval_format, split, predictions) -> Eval
     (empty: every form batch) and the predictions are checked against the project's form tasks first."""
     check_choice("format", eval_format, (*SPLITS, ExportFormat.TURKINGBENCH))
     if eval_format == ExportFormat.TURKINGBENCH:
-        from ..agents import check_turkingbench_predictions
-
         check_turkingbench_predictions(project, predictions, split)
     else:
         check_choice("split", split, SPLITS[eval_format])

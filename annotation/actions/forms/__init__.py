@@ -4,7 +4,8 @@ The queue, for every kind of batch: ``access`` (who may work on, manage or see a
 gets next and the life of an assignment: accept, submit, skip, return, expire), ``stats`` (progress and work time).
 Form batches (MTurk/Turkle HTML templates, TurkingBench tasks): ``parse`` (checking a template and a CSV, an upload
 within its limits), ``create`` (storing a batch, TurkingBench directories and split lists), ``render`` (the task
-page), ``frames`` (the capability URLs and CSP of task frames), ``results`` (the Turkle results CSV).
+page), ``frames`` (the capability URLs and CSP of task frames), ``results`` (the Turkle results CSV), ``splits``
+(the splits of a project's form tasks, and predictions checked against them).
 """
 
 from .access import (
@@ -59,8 +60,10 @@ from .queue import (
     do_return,
     do_skip,
     do_submit,
+    do_submit_recording,
     do_update_batch_settings,
 )
 from .render import answers_from_request, check_answers, fill_template, result_page, task_page
 from .results import results_csv, results_csv_lines, results_filename, results_response
+from .splits import check_turkingbench_predictions, split_names, split_tasks
 from .stats import batch_stats

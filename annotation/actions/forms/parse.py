@@ -22,7 +22,7 @@ from lxml.etree import ParserError
 
 from agents.turkle import PLACEHOLDER as FIELD  # Turkle's Project.process_template: one regex for both
 
-from ..errors import TooLarge, ValidationFailed
+from ..errors import TooLarge, ValidationFailed, invalid
 
 CONTROLS = ("input", "select", "textarea")
 ANSWER = "Answer."
@@ -62,10 +62,6 @@ class ParsedBatch:
     @property
     def answer_columns(self) -> list:
         return [c for c in self.columns if c.startswith(ANSWER)]
-
-
-def invalid(field_name: str, message: str) -> ValidationFailed:
-    return ValidationFailed(f"{field_name}: {message}", [{"field": field_name, "message": message}])
 
 
 def check_size(field_name: str, data: bytes, limit: int, setting: str) -> None:

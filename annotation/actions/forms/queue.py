@@ -10,6 +10,7 @@ submitting, skipping, returning and expiring assignments.
 - Tasks a worker skipped, returned or let expire come after the others in their queue (Turkle's skip order).
 """
 
+import contextlib
 import datetime as dt
 
 from django.contrib.auth import get_user_model
@@ -150,6 +151,18 @@ def do_submit(assignment_id, answers: dict, now=None) -> Assignment:
     except AssignmentExpired:
         do_expire(assignment_id, now)
         raise
+
+
+def do_submit_recording(assignment: Assignment | None, recording: str) -> None:
+    """A finished recording submits the demonstration task it was made for (its ``recording`` is the answer), so the
+    recordings actions need not know Mind2Web. An assignment that already ended, or of another kind of batch, is left
+    as it is; too late (expired), the task goes back to the queue and the recording is kept."""
+    if assignment is None or assignment.status != AssignmentStatus.ACTIVE:
+        return
+    if assignment.task.batch.kind != BatchKind.DEMONSTRATION:
+        return
+    with contextlib.suppress(AssignmentExpired):
+        do_submit(assignment.pk, {"recording": recording})
 
 
 def count_submission(task_id) -> None:

@@ -8,16 +8,12 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
 from ...models import Membership, Project, Role
-from ..errors import Conflict, Forbidden, NotFound, ValidationFailed
+from ..errors import Conflict, Forbidden, NotFound, invalid
 from .access import check_project_role
 
 MANAGE_ROLES = (Role.ADMIN,)
 CHOICE_FIELDS = ("category_choices", "subcategory_choices", "region_choices")
 MAX_CHOICES = 500
-
-
-def invalid(field: str, message: str) -> ValidationFailed:
-    return ValidationFailed(f"{field}: {message}", [{"field": field, "message": message}])
 
 
 def check_project_admin(user, project_name) -> Project:

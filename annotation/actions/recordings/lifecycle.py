@@ -6,6 +6,7 @@ from django.utils import timezone
 from ...models import TASK_METADATA, Demonstration, DemoStatus, Project, new_demo_name
 from ..errors import Conflict
 from ..events import on_commit_send
+from ..forms.queue import do_submit_recording
 from ..review.background import enqueue_after_recording
 
 RECORDING_FIELDS = (
@@ -68,9 +69,6 @@ def do_finish_recording(demo: Demonstration, recording_end=None, task_descriptio
             demo.save(update_fields=["status", "recording_end", "task_description", "updated_at"])
             on_commit_send(demo.name, {"type": "session.ended", "status": demo.status})
             if demo.assignment_id is not None:
-                # Imported here: the Mind2Web actions start recordings through this module.
-                from ..mind2web.demonstrations import do_finish_demonstration
-
-                do_finish_demonstration(demo)
+                do_submit_recording(demo.assignment, demo.name)
             enqueue_after_recording(demo)
     return demo

@@ -4,7 +4,7 @@
 ``batch.csv`` is written like TurkingBench's: UTF-8 with a BOM, ``\\n`` line ends, the bare input columns and the
 ``Answer.<field>`` columns in the order of the uploaded file (new answer fields after them, sorted), one row per
 answer row: the imported gold rows (when asked for, in their file order) and every submitted assignment, a name
-submitted several times joined with ``|``. Nothing here reads the database: ``workers.forms.dataset`` does.
+submitted several times joined with ``|``. Nothing here reads the database: ``workers.exports.form_dataset`` does.
 """
 
 import csv

@@ -59,8 +59,8 @@ class Command(BaseCommand):
             self.stdout.write(f"  {split:<13} {numbers['demos']:>6} demos {numbers['turns']:>8} turns")
 
     def export_turkingbench(self, options) -> None:
+        from workers.exports import form_dataset
         from workers.exports.exporters import turkingbench
-        from workers.forms import dataset as form_dataset
 
         if not options["project"]:
             raise CommandError("--format turkingbench needs --project (batch names are unique per project)")

@@ -5,10 +5,12 @@ submitted assignment (by task, then submission). Inputs are the task's values un
 """
 
 from collections.abc import Iterator
+from pathlib import Path
 
+from agents.turkle import Dataset
 from annotation.models import Assignment, AssignmentStatus, Batch, BatchKind, SplitConfig
 
-from ..exports.exporters.turkingbench import ExportBatch
+from .exporters.turkingbench import ExportBatch, write_batch
 
 
 def cell(value) -> str:
@@ -74,3 +76,12 @@ def export_batches(project, include_gold=False, splits=None) -> Iterator[ExportB
 
 def split_lists(project) -> dict:
     return SplitConfig.for_project(project).form_task_splits or {}
+
+
+def gold_directory(batches: list[Batch], out: Path) -> Dataset:
+    """These batches' imported gold rows written as a TurkingBench directory (the exporter's own ``write_batch``) and
+    read back with ``agents.turkle``: what an agent run and a TurkingBench evaluation score against."""
+    for batch in batches:
+        write_batch(out, ExportBatch(batch.name, batch.html_template, batch.csv_columns, gold_rows(batch)))
+    (out / "tasks").mkdir(parents=True, exist_ok=True)
+    return Dataset(out)

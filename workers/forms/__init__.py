@@ -1,1 +1,0 @@
-"""Form batches on the worker: their rows as TurkingBench export values (``dataset``)."""
