@@ -2,8 +2,13 @@
 
 Views, API viewsets, consumers, tasks and management commands are thin callers of these, so the recorder's
 HTTP ingest and the synthetic corpus go through exactly the same validation and storage code.
-Modules: ``ingest`` (recordings, turns, video, blobs) and ``review`` (curation, undo, workflow), each a package,
-``live`` (the live session), ``jobs`` (exports, evaluations), ``events``, ``errors``.
+
+One module or package per area: ``recordings`` (recordings, turns, video, blobs), ``live`` (the live session),
+``review`` (curation, undo, workflow, the review queue), ``mind2web`` (websites, proposals, demonstration tasks),
+``forms`` (the queue of batches, tasks and assignments; form batches), ``exports`` (export and evaluation jobs,
+splits), ``agents`` (agent runs), ``stats`` (statistics, activity, pay), ``manage`` (projects, members, tokens,
+sign-in). Plumbing: ``errors`` (what the domain refuses, with its HTTP status), ``events`` (what goes to a live session
+after commit), ``queue`` (background work enqueued by task name). The most used names are re-exported here.
 """
 
 from .agents import check_agent_run, do_create_agent_run

@@ -1,4 +1,5 @@
-"""Pages of the web app."""
+"""The app's URLconf: home and the health check, then each area's urlconf (``urls/<area>.py``), included here in one
+place. The WebSocket route is in ``urls/live.py`` (``websocket_urlpatterns``); the API's router in ``api/urls.py``."""
 
 from django.urls import include, path, re_path
 

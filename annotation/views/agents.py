@@ -2,7 +2,7 @@
 type, ``all``, overall), one instance's fields with the page screenshot and the gold answers, and two runs side by
 side. Researchers and admins of the run's project only; anyone else gets a 404. A queued or running run is
 cancelled from its page by the one who started it or a project admin (403 for other researchers). Thin:
-``actions.agent_runs``, ``actions.jobs``."""
+``actions.agents``, ``actions.exports.jobs``."""
 
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404

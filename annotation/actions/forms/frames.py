@@ -128,9 +128,9 @@ def frame_csp(form_action: str | None) -> str:
 
 
 def frame_headers(form_action: str | None = None) -> dict[str, str]:
-    """Every header a task page is served with, wherever it is served: the web app's frames (``frame_views``) and the
-    loopback server of agent runs (``workers.agents.runs``), so a template's scripts are as confined in an agent's
-    browser as in a worker's."""
+    """Every header a task page is served with, wherever it is served: the web app's frames
+    (``views/forms/frames.py``) and the loopback server of agent runs (``workers.agents.runs``), so a template's
+    scripts are as confined in an agent's browser as in a worker's."""
     return {
         "Content-Security-Policy": frame_csp(form_action),
         "X-Content-Type-Options": "nosniff",

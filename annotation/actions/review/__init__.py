@@ -7,9 +7,9 @@ an edit's before-state as a new edit, and only while what it changed is still as
 the later edit). The raw capture (``Turn`` rows) is never changed.
 
 Modules: ``access`` (who may see and curate), ``revisions`` (the lock, the revision check, the edit log),
-``curation`` (turn state, order, metadata), ``claims`` (the
-"Review next" queue, assignment, bulk actions), ``undo``, ``workflow`` (status, unsure mark, comments) and ``work``
-(what the worker computes for review). Callers import from here: ``from annotation.actions import review``.
+``curation`` (turn state, order, metadata), ``claims`` (the "Review next" queue, assignment, bulk actions), ``undo``,
+``workflow`` (status, unsure mark, comments) and ``background`` (what the worker computes for review: thumbnails,
+screenshot suggestions, quality checks). Callers import from here: ``from annotation.actions import review``.
 """
 
 from .access import (

@@ -21,7 +21,7 @@ from lxml import html as lxml_html
 from ...lib import splits as split_rules
 from ...models import Assignment, AssignmentStatus, Batch, Demonstration, DemoStatus, Edit, SplitConfig, Turn, TurnType
 
-# Mind2Web steps: browser turns acting on an element (workers/exporters/mind2web: click, hover, submit → CLICK,
+# Mind2Web steps: browser turns acting on an element (workers/exports/exporters/mind2web: click, hover, submit → CLICK,
 # textInput → TYPE, change → SELECT on a <select>, CLICK on a checkbox or radio, TYPE otherwise).
 STEP_INTENTS = ("click", "hover", "submit", "textInput", "change")
 TOGGLE_TYPES = ("checkbox", "radio")

@@ -12,14 +12,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from ...actions import ActionError, manage
 from ...models import Project, Role
 from ..page_errors import action_errors, form_error
-from . import forms as manage_forms
+from . import forms
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def projects(request):
     """Your projects with your role, links to what you may manage, and (with the permission) a new project."""
-    form = manage_forms.ProjectCreateForm(request.POST or None)
+    form = forms.ProjectCreateForm(request.POST or None)
     if request.method == "POST":
         if not manage.can_create_projects(request.user):
             raise PermissionDenied("creating projects needs the annotation.add_project permission")
@@ -44,7 +44,7 @@ def projects(request):
 def project_settings(request, name: str):
     """Title, description and the category / subcategory / region suggestions (project admins)."""
     project = manage.check_project_admin(request.user, name)
-    form = manage_forms.ProjectSettingsForm(request.POST or None) if request.method == "POST" else None
+    form = forms.ProjectSettingsForm(request.POST or None) if request.method == "POST" else None
     if form is not None and form.is_valid():
         try:
             data = form.cleaned_data
@@ -54,7 +54,7 @@ def project_settings(request, name: str):
         else:
             messages.success(request, "Settings saved.")
             return redirect("manage-settings", name=project.name)
-    form = form or manage_forms.ProjectSettingsForm.for_project(project)
+    form = form or forms.ProjectSettingsForm.for_project(project)
     context = {"project": project, "form": form, "tab": "settings", "project_role": Role.ADMIN}
     return render(request, "manage/settings.html", context, status=400 if form.errors else 200)
 
@@ -65,7 +65,7 @@ def project_settings(request, name: str):
 def members(request, name: str):
     """The members and their roles, with forms to add, change and remove (project admins)."""
     project = manage.check_project_admin(request.user, name)
-    return render_members(request, project, manage_forms.MemberAddForm())
+    return render_members(request, project, forms.MemberAddForm())
 
 
 def render_members(request, project, form, status=200):
@@ -86,7 +86,7 @@ def render_members(request, project, form, status=200):
 @action_errors
 def member_add(request, name: str):
     project = manage.check_project_admin(request.user, name)
-    form = manage_forms.MemberAddForm(request.POST)
+    form = forms.MemberAddForm(request.POST)
     if form.is_valid():
         try:
             membership = manage.do_add_member(project, form.cleaned_data["username"], form.cleaned_data["role"])
@@ -121,7 +121,7 @@ def member_change(request, project, change):
         membership = change()
     except ActionError as error:
         messages.error(request, error.detail)
-        return render_members(request, project, manage_forms.MemberAddForm(), status=error.status)
+        return render_members(request, project, forms.MemberAddForm(), status=error.status)
     if membership.pk is None:
         messages.success(request, f"{membership.user.username} removed from {project.name}.")
     else:
