@@ -15,6 +15,11 @@ from .page_errors import refusals_as_404
 NO_SESSION = "no such live session among yours"
 
 
+def session_page(view):
+    """A page of a live session: signed in, and every refusal the 404 page (it never says whether a session exists)."""
+    return login_required(refusals_as_404(NO_SESSION)(view))
+
+
 def review_url(user, demo) -> str:
     """The demo's review page if ``user`` may open it once the recording has ended (shown when it has)."""
     readable = reviewable_demos(user).filter(pk=demo.pk).exists()
@@ -32,8 +37,7 @@ def page_context(request, demo, role: str) -> dict:
     }
 
 
-@login_required
-@refusals_as_404(NO_SESSION)
+@session_page
 def instruct(request, name: str):
     """The instructor's page: chat, the navigator's latest screenshot and URL (unless no-vision), presence, end."""
     demo, role = live.check_session_access(request.user, name)
@@ -42,8 +46,7 @@ def instruct(request, name: str):
     return render(request, "live/instruct.html", page_context(request, demo, role))
 
 
-@login_required
-@refusals_as_404(NO_SESSION)
+@session_page
 def navigate(request, name: str):
     """The navigator's web fallback (the side panel is the usual place): chat, presence, the invitation link."""
     demo, role = live.check_session_access(request.user, name)

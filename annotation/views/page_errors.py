@@ -41,50 +41,46 @@ def refusal_page(request, error: ActionError):
     return response
 
 
-def action_errors(view):
-    """Decorate a page view: the action errors it lets out become the app's error pages (see the module)."""
-
-    @functools.wraps(view)
-    def wrapped(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except NotFound as error:
-            raise Http404(error.detail) from None
-        except Forbidden as error:
-            raise PermissionDenied(error.detail) from None
-        except ActionError as error:
-            return refusal_page(request, error)
-
-    return wrapped
-
-
-def refusals_as_404(detail: str):
-    """Decorate a page view: any action error it lets out is the 404 page saying ``detail`` (see the module)."""
+def answering_refusals(answer):
+    """A decorator for views whose action errors are answered by ``answer(request, error)`` (a response, or it raises
+    Django's 404 / 403): the one place a view's refusals are turned into what the browser gets."""
 
     def decorate(view):
         @functools.wraps(view)
         def wrapped(request, *args, **kwargs):
             try:
                 return view(request, *args, **kwargs)
-            except ActionError:
-                raise Http404(detail) from None
+            except ActionError as error:
+                return answer(request, error)
 
         return wrapped
 
     return decorate
 
 
-def json_action_errors(view):
-    """Decorate a page's JSON endpoint: an action error it lets out is answered in the API's error shape."""
+def error_pages(request, error: ActionError):
+    """``NotFound`` the 404 page, ``Forbidden`` the 403 page, any other refusal its styled page."""
+    if isinstance(error, NotFound):
+        raise Http404(error.detail) from None
+    if isinstance(error, Forbidden):
+        raise PermissionDenied(error.detail) from None
+    return refusal_page(request, error)
 
-    @functools.wraps(view)
-    def wrapped(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except ActionError as error:
-            return JsonResponse(error.as_dict(), status=error.status)
 
-    return wrapped
+# Decorate a page view: the action errors it lets out become the app's error pages (see the module).
+action_errors = answering_refusals(error_pages)
+
+# Decorate a page's JSON endpoint: an action error it lets out is answered in the API's error shape.
+json_action_errors = answering_refusals(lambda request, error: JsonResponse(error.as_dict(), status=error.status))
+
+
+def refusals_as_404(detail: str):
+    """Decorate a page view: any action error it lets out is the 404 page saying ``detail`` (see the module)."""
+
+    def not_found(request, error):
+        raise Http404(detail) from None
+
+    return answering_refusals(not_found)
 
 
 def form_error(form, error: ActionError) -> None:
