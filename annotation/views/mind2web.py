@@ -13,7 +13,7 @@ from ..actions import mind2web as m2w
 from ..actions.forms import WORK_ROLES
 from ..actions.manage.access import check_project_role
 from ..models import READ_ROLES, Project, ProposalRound, Role, Website
-from .page_errors import action_errors
+from .page_errors import action_errors, refusal_message, refusals_as_messages
 
 MANAGE = (Role.RESEARCHER, Role.ADMIN)
 REVIEW = (Role.REVIEWER, Role.ADMIN)
@@ -22,11 +22,6 @@ COUNTS = (Role.REVIEWER, Role.RESEARCHER, Role.ADMIN)
 
 def member_project(user, name) -> Project:
     return check_project_role(user, name, READ_ROLES, "see this project")
-
-
-def refused(request, error: ActionError) -> None:
-    fields = "; ".join(f"{e['field']}: {e['message']}" for e in error.errors[:5])
-    messages.error(request, f"{error.detail}" + (f" ({fields})" if fields and fields not in error.detail else ""))
 
 
 @login_required
@@ -71,14 +66,12 @@ def project_page(request, project):
 @action_errors
 def website_add(request, project):
     found = m2w.check_project_for_websites(request.user, project)  # 404/403 pages before the post is read
-    try:
+    with refusals_as_messages(request):
         fields = {key: request.POST.get(key, "") for key in ("name", "url", "domain", "subdomain", "description")}
         if request.POST.get("target_tasks"):
             fields["target_tasks"] = request.POST["target_tasks"]
         website = m2w.do_create_website(found, fields)
         messages.success(request, f"Website {website.name!r} added.")
-    except ActionError as error:
-        refused(request, error)
     return redirect("mind2web-project", project=project)
 
 
@@ -87,14 +80,12 @@ def website_add(request, project):
 @action_errors
 def website_import(request, project):
     found = m2w.check_project_for_websites(request.user, project)  # 404/403 pages before the post is read
-    try:
+    with refusals_as_messages(request):
         upload = request.FILES.get("file")
         if upload is None:
             raise ValidationFailed("choose a file", [{"field": "file", "message": "required"}])
         created = m2w.do_import_websites(found, upload.read(), upload.name or "")
         messages.success(request, f"{len(created)} websites imported.")
-    except ActionError as error:
-        refused(request, error)
     return redirect("mind2web-project", project=project)
 
 
@@ -104,7 +95,7 @@ def website_import(request, project):
 def seeds_import(request, website_id):
     """Seed tasks from a file or a text area (one task per line)."""
     website = m2w.visible_website(request.user, website_id)
-    try:
+    with refusals_as_messages(request):
         m2w.check_project_for_websites(request.user, website.project.name)
         upload = request.FILES.get("file")
         if upload is not None:
@@ -113,8 +104,6 @@ def seeds_import(request, website_id):
             texts = [line for line in request.POST.get("tasks", "").splitlines() if line.strip()]
         created = m2w.do_add_seed_tasks(website, texts)
         messages.success(request, f"{len(created)} seed tasks added to {website.name!r}.")
-    except ActionError as error:
-        refused(request, error)
     return redirect("mind2web-project", project=website.project.name)
 
 
@@ -127,7 +116,7 @@ def round_start(request, website_id):
     try:
         proposal_round = m2w.do_start_round(request.user, website)
     except ActionError as error:
-        refused(request, error)
+        refusal_message(request, error)
         return redirect("mind2web-project", project=website.project.name)
     return redirect("mind2web-round", round_id=proposal_round.pk)
 
@@ -139,11 +128,9 @@ def round_page(request, round_id):
     proposal_round = m2w.check_round_of(request.user, round_id)
     if request.method == "POST":
         texts = [text for text in request.POST.getlist("task") if text.strip()]
-        try:
+        with refusals_as_messages(request):
             m2w.do_submit_round(request.user, round_id, texts)
             messages.success(request, f"{len(texts)} tasks proposed; a reviewer will look at them.")
-        except ActionError as error:
-            refused(request, error)
         return redirect("mind2web-round", round_id=round_id)
     context = {
         "round": proposal_round,
@@ -164,7 +151,7 @@ def review_queue(request, project):
     try:
         queue = list(m2w.review_queue(request.user, found)[:200])
     except ActionError as error:
-        refused(request, error)
+        refusal_message(request, error)
         return redirect("mind2web-project", project=project)
     return render(request, "mind2web/review.html", {"project": found, "queue": queue, "max_chars": m2w.TASK_MAX_CHARS})
 
@@ -175,10 +162,8 @@ def review_queue(request, project):
 def proposal_review(request, proposal_id):
     decision = request.POST.get("decision")
     proposal = m2w.check_proposal_reviewable(request.user, proposal_id)
-    try:
+    with refusals_as_messages(request):
         m2w.do_review(request.user, proposal_id, decision, request.POST.get("text"))
         verb = "accepted" if decision == "accept" else "rejected"
         messages.success(request, f"Proposal {verb}: {proposal.text[:80]}")
-    except ActionError as error:
-        refused(request, error)
     return redirect("mind2web-review", project=proposal.website.project.name)

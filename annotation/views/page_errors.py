@@ -8,14 +8,17 @@
 - ``json_action_errors``: the pages' own JSON endpoints (the review page's edits and polls) answer a refusal in the
   API's error shape with its status.
 - ``form_error``: a view that shows the refusal on its form (the field it names, else above the form) catches it and
-  calls this.
+  calls this; ``refusals_as_messages`` / ``refusal_message``: the refusal as the next page's error message, with the
+  fields it names.
 
 Views that show a refusal on the page itself (a form error, a message) still catch it; nothing a view lets out is
 ever a 500. The task frames (``views/forms/frames.py``) answer their own small sandboxed pages: they are not app pages.
 """
 
+import contextlib
 import functools
 
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
 
@@ -91,3 +94,19 @@ def form_error(form, error: ActionError) -> None:
         if base != field or base not in form.fields:
             message = f"{error.detail} ({message})" if message != error.detail else message
         form.add_error(base if base in form.fields else None, message)
+
+
+def refusal_message(request, error: ActionError) -> None:
+    """Show an action's refusal as the next page's error message, with the fields it names."""
+    fields = "; ".join(f"{e['field']}: {e['message']}" for e in error.errors[:5])
+    messages.error(request, f"{error.detail}" + (f" ({fields})" if fields and fields not in error.detail else ""))
+
+
+@contextlib.contextmanager
+def refusals_as_messages(request):
+    """Inside: a refusal is shown as the next page's error message (``refusal_message``) instead of raised, and the
+    view goes on to its redirect; nothing the refused action would have stored is stored."""
+    try:
+        yield
+    except ActionError as error:
+        refusal_message(request, error)

@@ -128,10 +128,12 @@ def bad_period(view):
     return wrapped
 
 
-@require_GET
-@login_required
-@bad_period
-@action_errors
+def activity_view(view):
+    """An activity or pay page: GET only, signed in, a malformed period a 400, refusals the error pages."""
+    return require_GET(login_required(bad_period(action_errors(view))))
+
+
+@activity_view
 def activity_page(request, name: str):
     project, rates, only, period = activity_scope(request, name)
     people = activity.activity(project, only, rates, period)
@@ -153,20 +155,14 @@ def activity_page(request, name: str):
     return render(request, "stats/activity.html", context)
 
 
-@require_GET
-@login_required
-@bad_period
-@action_errors
+@activity_view
 def activity_csv(request, name: str):
     project, rates, only, period = activity_scope(request, name)
     rows = activity.day_rows(activity.activity(project, only, rates, period))
     return download(f"{project.name}-activity.csv", activity.DAY_COLUMNS, rows)
 
 
-@require_GET
-@login_required
-@bad_period
-@action_errors
+@activity_view
 def pay_csv(request, name: str):
     project, rates, only, period = activity_scope(request, name)
     rows = activity.pay_report(activity.activity(project, only, rates, period), rates)
