@@ -35,6 +35,7 @@ test: install  ## The whole suite: unit, API, integration, browser, extension (i
 	$(CHECK_KEY) $(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 test-js:  ## The recorder extension's unit tests (node's test runner)
@@ -43,9 +44,10 @@ test-js:  ## The recorder extension's unit tests (node's test runner)
 test-fast: install  ## The suite without real-browser and process tests
 	$(BIN)/python -m pytest -m "not browser and not slow"
 
-lint: install  ## ruff lint + format check
+lint: install  ## ruff lint + format check, and the import contracts (pyproject.toml, docs/architecture.md)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: install  ## Apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .

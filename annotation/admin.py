@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from .actions import work
+from .actions import forms
 from .models import (
     AgentRun,
     Assignment,
@@ -218,7 +218,7 @@ class BatchAdmin(admin.ModelAdmin):
         fields = {
             name: form.cleaned_data[name] for name in form.changed_data if name not in ("workers", "worker_groups")
         }
-        work.do_update_batch_settings(obj, **fields)
+        forms.do_update_batch_settings(obj, **fields)
 
 
 @admin.register(Task)

@@ -24,7 +24,7 @@ class AnnotationConfig(AppConfig):
 
 def count_sign_in_failure(sender, credentials, request=None, **kwargs):
     """Every failed ``authenticate()`` of a request (sign-in page, admin, API token) counts for the throttle."""
-    from .actions.signin import client_address, do_note_sign_in_failure
+    from .actions.manage.signin import client_address, do_note_sign_in_failure
 
     if request is not None:
         do_note_sign_in_failure(str(credentials.get("username", "")), client_address(request))
@@ -32,7 +32,7 @@ def count_sign_in_failure(sender, credentials, request=None, **kwargs):
 
 def forget_sign_in_failures(sender, request, user, **kwargs):
     """A successful sign-in of a session clears that username's failures from that address."""
-    from .actions.signin import client_address, do_forget_sign_in_failures
+    from .actions.manage.signin import client_address, do_forget_sign_in_failures
 
     if request is not None:
         do_forget_sign_in_failures(user.get_username(), client_address(request))

@@ -4,12 +4,16 @@ import re
 
 from django.http import JsonResponse, StreamingHttpResponse
 from django.utils.http import content_disposition_header
+from drf_spectacular.utils import OpenApiResponse
 
-from annotation.blobstore import stream_file
+from annotation.store.blobstore import stream_file
+
+from .serializers import ErrorSerializer
 
 # At most 19 digits (any file size fits): longer numbers are refused like any malformed range, and never reach int(),
 # which refuses more than 4,300 digits with a ValueError.
 RANGE = re.compile(r"^bytes=(\d{0,19})-(\d{0,19})$")
+RANGE_ERRORS = {416: OpenApiResponse(ErrorSerializer, description="The Range header cannot be satisfied.")}
 
 
 def parse_range(header: str, size: int):
@@ -32,7 +36,7 @@ def parse_range(header: str, size: int):
 
 def file_download(request, stored, size: int, filename: str, content_type: str, etag: str = ""):
     """200 with the whole file, 206 with the requested range, or 416 for a range outside the file; streamed from
-    storage (``stored`` is a FieldFile: local or S3, see ``annotation.blobstore.stream_file``)."""
+    storage (``stored`` is a FieldFile: local or S3, see ``annotation.store.blobstore.stream_file``)."""
     wanted = parse_range(request.META.get("HTTP_RANGE", ""), size)
     if wanted is False:
         message = f"expected one range 'bytes=first-last' inside the file's {size} bytes"

@@ -2,19 +2,16 @@
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import status
-from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotation.actions import ActionError
 from config import db_pool
 
-
-class PayloadTooLarge(APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "request body too large"
-    default_code = "too_large"
+from .parsers import PayloadTooLarge
 
 
 def field_errors(data) -> list:
@@ -33,9 +30,7 @@ def exception_handler(exc, context):
     """Map domain errors (``ActionError``) and DRF's own errors to the API's error shape."""
     if isinstance(exc, ActionError):
         headers = {"Retry-After": str(exc.retry_after)} if hasattr(exc, "retry_after") else None
-        return Response(
-            {"detail": exc.detail, "code": exc.code, "errors": exc.errors}, status=exc.status, headers=headers
-        )
+        return Response(exc.as_dict(), status=exc.status, headers=headers)
     if db_pool.pool_exhausted(exc):
         headers = {"Retry-After": str(db_pool.RETRY_AFTER)}
         body = {"detail": db_pool.busy_detail(), "code": db_pool.CODE, "errors": []}
@@ -52,3 +47,9 @@ def exception_handler(exc, context):
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors) or "invalid request"
     response.data = {"detail": str(detail), "code": code, "errors": errors}
     return response
+
+
+@csrf_exempt  # it changes nothing; a CSRF refusal would be Django's HTML 403 instead of this JSON 404
+def not_found(request, *args, **kwargs):
+    """Any path under /api/ that names no endpoint: the API's error shape, not Django's HTML page."""
+    return JsonResponse({"detail": f"no API endpoint at {request.path}", "code": "not_found", "errors": []}, status=404)

@@ -1,9 +1,9 @@
 """Filters that refuse what cannot match: an unknown project is a 400 naming the parameter, not an empty list."""
 
-from django_filters.rest_framework import ChoiceFilter, DjangoFilterBackend, FilterSet
+from django_filters.rest_framework import DjangoFilterBackend
 
 from annotation.actions import ValidationFailed
-from annotation.models import Evaluation, ExportFormat, ExportJob, Project
+from annotation.models import Project
 
 
 class CheckedFilterBackend(DjangoFilterBackend):
@@ -18,22 +18,3 @@ class CheckedFilterBackend(DjangoFilterBackend):
                 [{"field": "project__name", "message": f"no project {name!r} among yours"}],
             )
         return super().filter_queryset(request, queryset, view)
-
-
-class JobFilter(FilterSet):
-    """Export and evaluation jobs by project, status and their format. ``?format=`` is DRF's choice of the answer's
-    own format (``json``, ``api``: the browsable API's links), so the job's format is filtered as ``job_format``."""
-
-    job_format = ChoiceFilter(field_name="format", choices=ExportFormat.choices)
-
-
-class ExportJobFilter(JobFilter):
-    class Meta:
-        model = ExportJob
-        fields = {"project__name": ["exact"], "status": ["exact"]}
-
-
-class EvaluationFilter(JobFilter):
-    class Meta:
-        model = Evaluation
-        fields = {"project__name": ["exact"], "status": ["exact"], "split": ["exact"]}

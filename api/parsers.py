@@ -1,13 +1,19 @@
 """A JSON parser that refuses bodies over the ingest limit with 413 instead of reading them whole, and JSON that
-the database or our code cannot take (``annotation.jsonsafe``) with a 400 naming the field."""
+the database or our code cannot take (``annotation.lib.jsonsafe``) with a 400 naming the field."""
 
 from django.conf import settings
+from rest_framework import status
+from rest_framework.exceptions import APIException
 from rest_framework.parsers import JSONParser
 
-from annotation import jsonsafe
 from annotation.actions import MalformedJSON
+from annotation.lib import jsonsafe
 
-from .errors import PayloadTooLarge
+
+class PayloadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "request body too large"
+    default_code = "too_large"
 
 
 class LimitedJSONParser(JSONParser):

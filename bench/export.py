@@ -27,7 +27,7 @@ RUN_JOB = """
 import json, time
 from django.contrib.auth import get_user_model
 from annotation.models import Demonstration, ExportJob, Project
-from workers.runners import run_export
+from workers.exports.jobs import run_export
 project = Project.objects.get(name={project!r})
 Demonstration.objects.filter(project=project).update(status="validated")
 owner = get_user_model().objects.get(username="synth-navigator")

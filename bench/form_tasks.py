@@ -28,7 +28,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.test import Client
-from annotation.actions import work
+from annotation.actions import forms
 from annotation.actions.forms import BatchSettings, do_create_form_batches, read_task_dir, work_url, work_frame_url
 from annotation.models import Batch, Membership, Project, Role
 
@@ -49,7 +49,7 @@ user = get_user_model().objects.create_user("bench-worker")
 Membership.objects.create(project=project, user=user, role=Role.ANNOTATOR)
 batches = list(Batch.objects.filter(project=project).order_by("name"))
 tasks = [task for index in range(5) for batch in batches for task in batch.tasks.filter(index=index)]
-assignments = [work.do_accept_task(user, task) for task in tasks[:{requests}]]
+assignments = [forms.do_accept_task(user, task) for task in tasks[:{requests}]]
 frames = Client(HTTP_HOST="localhost")
 app = Client(HTTP_HOST="localhost")
 app.force_login(user)

@@ -30,7 +30,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import get_resolver  # noqa: E402
 
-from annotation.routing import SessionOriginValidator, websocket_urlpatterns  # noqa: E402
+from annotation.store.hotsql import active_token  # noqa: E402
+from annotation.urls.live import websocket_urlpatterns  # noqa: E402
+from annotation.views.live_socket import SessionOriginValidator  # noqa: E402
 from config.body_guard import BodyGuard  # noqa: E402
 
 # Every view module, DRF and the serializers are imported now rather than by the first request each server process
@@ -52,7 +54,7 @@ def behind_proxies(app):
 application = behind_proxies(
     ProtocolTypeRouter(
         {
-            "http": BodyGuard(django_asgi_app),
+            "http": BodyGuard(django_asgi_app, active_token),
             "websocket": SessionOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )

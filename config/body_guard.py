@@ -39,7 +39,7 @@ def form_upload_paths() -> frozenset[str]:
     """Where a form batch (an HTML template and a CSV of inputs) is uploaded: the API and the web form."""
     from django.urls import reverse
 
-    return frozenset({reverse("batch-list"), reverse("work-batch-new")})
+    return frozenset({reverse("batch-list"), reverse("forms-batch-new")})
 
 
 def body_limit(method: str, path: str) -> tuple[int, str]:
@@ -76,15 +76,13 @@ def cookie(scope, name: str) -> str | None:
 CHECKED_TOKEN = "webdemos.checked_token"  # scope key: the Token the guard found, for the API's authentication
 
 
-def has_credentials(token: str | None, session_key: str | None):
-    """A token of an active user (the ``Token``, its user loaded), or a session of a signed-in active user (True);
-    None or False otherwise. The views check roles and CSRF."""
+def has_credentials(active_token, token: str | None, session_key: str | None):
+    """A token of an active user (the ``Token``, its user loaded, as ``active_token(key)`` finds it), or a session of
+    a signed-in active user (True); None or False otherwise. The views check roles and CSRF."""
     from django.contrib.auth import SESSION_KEY, get_user_model
 
-    from annotation import hotsql
-
     if token:
-        return hotsql.active_token(token)
+        return active_token(token)
     if session_key:
         user_id = import_module(settings.SESSION_ENGINE).SessionStore(session_key).get(SESSION_KEY)
         return user_id is not None and get_user_model().objects.filter(pk=user_id, is_active=True).exists()
@@ -116,8 +114,10 @@ def too_large(limit: int, setting: str, declared: int | None = None) -> str:
 class BodyGuard:
     """ASGI middleware for the HTTP application (see the module docstring)."""
 
-    def __init__(self, app):
-        self.app = app
+    def __init__(self, app, active_token):
+        """``active_token(key)``: the ``Token`` of an active user with its user loaded, or None. The entry point
+        (``config/asgi.py``) hands in the domain's query, so nothing else in ``config`` imports the domain."""
+        self.app, self.active_token = app, active_token
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
@@ -127,7 +127,7 @@ class BodyGuard:
             # Not thread-sensitive: the checks of concurrent requests need not queue for one thread.
             check = database_sync_to_async(has_credentials, thread_sensitive=False)
             try:
-                allowed = await check(token_of(scope), cookie(scope, settings.SESSION_COOKIE_NAME))
+                allowed = await check(self.active_token, token_of(scope), cookie(scope, settings.SESSION_COOKIE_NAME))
             except OperationalError as error:
                 if not db_pool.pool_exhausted(error):
                     raise

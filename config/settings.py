@@ -346,7 +346,8 @@ AGENT_SOLVER_MODULES = env_list("AGENT_SOLVER_MODULES", ["agents"])
 # Every periodic task, in one place (`make run` starts beat beside the worker).
 CELERY_BEAT_SCHEDULE = {
     "sweep-export-folders": {"task": "workers.sweep_export_folders", "schedule": EXPORT_SWEEP_SECONDS},
-    # blob files staged by a server process killed mid-batch (annotation/actions/ingest/staging.py); hourly is enough
+    # blob files staged by a server process killed mid-batch (annotation/actions/recordings/staging.py); hourly is
+    # enough
     "sweep-staged-blobs": {"task": "workers.sweep_staged_blobs", "schedule": 3600.0},
     "expire-form-assignments": {"task": "workers.expire_assignments", "schedule": float(FORM_EXPIRY_SWEEP_SECONDS)},
 }
@@ -359,12 +360,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Sign-in throttling (annotation/actions/signin.py): failures per username and address within the window → 429.
+# Sign-in throttling (annotation/actions/manage/signin.py): failures per username and address within the window → 429.
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
 LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 300)
 # Mail: only password reset sends any. Off unless configured: EMAIL_HOST (SMTP, with EMAIL_PORT, EMAIL_HOST_USER,
 # EMAIL_HOST_PASSWORD, EMAIL_USE_TLS / EMAIL_USE_SSL) or an explicit EMAIL_BACKEND. Without mail the password-reset
-# pages answer 404 and the sign-in page offers no link (annotation/auth_views.py).
+# pages answer 404 and the sign-in page offers no link (annotation/views/manage/signin.py).
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
@@ -406,14 +407,14 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "DemoStatusEnum": "annotation.models.capture.DemoStatus",
+        "DemoStatusEnum": "annotation.models.recordings.DemoStatus",
         "JobStatusEnum": "annotation.models.exports.JobStatus",
-        "AssignmentStatusEnum": "annotation.models.work.AssignmentStatus",
+        "AssignmentStatusEnum": "annotation.models.forms.AssignmentStatus",
         "ProposalStatusEnum": "annotation.models.mind2web.ProposalStatus",
     },
 }
 
-# --- Live session (annotation/consumers.py) ---------------------------------------------------------------
+# --- Live session (annotation/views/live_socket.py) ---------------------------------------------------------------
 # WebSocket origins besides ALLOWED_HOSTS: the recorder extension's side panel (chrome-extension://<id>).
 LIVE_EXTENSION_IDS = env_list("LIVE_EXTENSION_IDS", ["ojofndafcmbnamgfemifimjhmebbdglk"])
 LIVE_JOIN_TIMEOUT_SECONDS = env_int("LIVE_JOIN_TIMEOUT_SECONDS", 10)  # socket closed (4401) without a join message

@@ -5,7 +5,7 @@ import io
 from pathlib import Path
 
 from agents.turkle import Dataset
-from tests.form_data import turkingbench_root
+from tests.forms_data import turkingbench_root
 
 
 def write_task(root: Path, name: str, template: str, header: list[str], rows: list[list[str]]) -> Path:

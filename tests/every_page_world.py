@@ -30,13 +30,13 @@ from rest_framework.authtoken.models import Token
 from annotation import actions, synth
 from annotation.management.commands.synth_demos import ingest_demo
 from annotation.models import Batch, Demonstration, Membership, Project, Role
-from tests import form_data
+from tests import forms_data
 from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS, write_task
-from tests.form_data import make_batch
+from tests.forms_data import make_batch
 from tests.mind2web_data import website
 from tests.payloads import BlobFile, browser_turn, chat_turn, intent_arguments, state_blobs, state_refs
 from tests.site_client import Client
-from tests.test_realign_video import mediarecorder_webm
+from tests.test_review_realign_video import mediarecorder_webm
 
 PASSWORD = "net-Passw0rd!"
 MHTML = (
@@ -179,10 +179,10 @@ def import_form_tasks() -> None:
             "import_turkingbench", *map(str, dirs), project=project, user=user, stdout=io.StringIO(), **options
         )
 
-    if os.environ.get(form_data.VARIABLE):
-        splits = str(form_data.turkingbench_root() / "splits")
-        run([form_data.task_dir(name) for name in ALPHA_TASKS], "alpha", "ada", assignments=3, splits=splits)
-        run([form_data.task_dir(name) for name in BETA_TASKS], "beta", "bea")
+    if os.environ.get(forms_data.VARIABLE):
+        splits = str(forms_data.turkingbench_root() / "splits")
+        run([forms_data.task_dir(name) for name in ALPHA_TASKS], "alpha", "ada", assignments=3, splits=splits)
+        run([forms_data.task_dir(name) for name in BETA_TASKS], "beta", "bea")
         return
     with tempfile.TemporaryDirectory() as folder:
         task = write_task(Path(folder), "Form task", FORM, FORM_HEADER, FORM_ROWS)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from annotation.schema import INTENTS
+from annotation.lib.schema import INTENTS
 
 URL = "https://www.example.com/search"
 UIDS = ("a1b2c3d4", "e5f6a7b8", "c9d0e1f2")

@@ -89,7 +89,7 @@ def test_quick_recorders_bench_uploads_every_action_once_through_the_real_server
 
 
 def test_each_recorder_sends_valid_blobs_of_its_own(db):
-    from annotation.actions.ingest import check_blob_content
+    from annotation.actions.recordings import check_blob_content
 
     spec = ingest.build_corpus(browser_turns=6, turns_per_demo=6, elements=30)[0]
     originals = {sha: (media_type, data) for data, media_type in spec.blobs for sha in [ingest_sha(data)]}
@@ -143,7 +143,7 @@ def test_quick_live_chat_bench_measures_latency_through_the_asgi_server(tmp_path
 
 @pytest.mark.slow
 def test_quick_form_tasks_bench_imports_the_real_tasks_and_times_pages_and_submits(tmp_path):
-    from tests.form_data import turkingbench_root
+    from tests.forms_data import turkingbench_root
 
     turkingbench_root()  # skips, naming TURKINGBENCH_DATA, when it is not set
     figures = quick_figures("form_tasks", tmp_path)

@@ -18,8 +18,8 @@ from django.conf import settings
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from annotation import hotsql
 from annotation.models import ProjectBlob
+from annotation.store import hotsql
 from devtools.processes import asgi_process, database_url
 
 PRINT_DATABASE = """

@@ -24,14 +24,14 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from annotation.lib.splits import MIND2WEB_SPLITS
 from annotation.models import Role
-from annotation.splits import MIND2WEB_SPLITS
 from tests.conftest import make_user, poll_job, token_client
 from tests.mind2web_data import propose, review, website
 from tests.payloads import BlobFile, browser_turn, intent_arguments, state_blobs, state_refs
 from tests.recorder import blob_url, finish, post_turns, put_blob, recordings_url, start_recording
-from tests.test_blobs import MHTML
-from tests.test_export_worker import worker, worker_env  # noqa: F401 (fixtures: a real Celery worker)
+from tests.test_exports_worker import worker, worker_env  # noqa: F401 (fixtures: a real Celery worker)
+from tests.test_recordings_blobs import MHTML
 
 
 def signed_in(user) -> Client:

@@ -343,7 +343,7 @@ def test_the_fast_bboxes_parse_refuses_and_accepts_exactly_what_the_precise_one_
     for the message, so what is accepted and refused, and why, is as with the json parse alone."""
     import orjson
 
-    from annotation import jsonsafe
+    from annotation.lib import jsonsafe
 
     def outcome():
         try:

@@ -28,7 +28,7 @@ from annotation.models import (
 from tests.conftest import make_user, token_client
 from tests.loopback import loopback_server
 from tests.mind2web_data import SEEDS, propose, review, start_round, website
-from tests.test_form_queue import run_at_once
+from tests.test_forms_queue import run_at_once
 
 
 def anonymous_get(url):

@@ -7,13 +7,13 @@ import json
 import pytest
 
 from annotation.actions import mind2web
+from annotation.lib.splits import MIND2WEB_SPLITS
 from annotation.models import Demonstration, DemoStatus
-from annotation.splits import MIND2WEB_SPLITS
 from tests.mind2web_data import propose, review, website
 from tests.payloads import browser_turn, state_blobs, state_refs
 from tests.recorder import finish, post_turns, upload_blobs
-from workers.dataset import export_demos, storage_blobs
-from workers.exporters.mind2web import Mind2WebExporter
+from workers.exports.dataset import export_demos, storage_blobs
+from workers.exports.exporters.mind2web import Mind2WebExporter
 
 RECORDED = "Track the order I placed yesterday"
 REFINED = "Track the status of yesterday's order of running shoes"

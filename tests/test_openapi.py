@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation.actions import BLOB_MEDIA_TYPES
-from annotation.schema import INTENTS
+from annotation.lib.schema import INTENTS
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from annotation.actions import ActionError, Conflict, Forbidden, NotFound, Valid
 from annotation.actions import review as actions
 from annotation.models import DemoReview, DemoStatus, Edit, EditKind, Membership, Role, Turn, TurnType
 from tests.review_data import recorded_demo
-from workers.dataset import export_timeline
+from workers.exports.dataset import export_timeline
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_choosing_a_frame_changes_the_exported_screenshot(demo, reviewer):
 
 
 def test_accepting_all_suggestions_applies_them_and_is_one_undoable_edit(demo, reviewer):
-    from workers.realign import store_suggestions
+    from workers.review.realign import store_suggestions
 
     turn = Turn.objects.get(demonstration=demo, client_id="framed-turn")
     store_suggestions(demo)
@@ -108,7 +108,7 @@ def test_accepting_all_suggestions_applies_them_and_is_one_undoable_edit(demo, r
 
 
 def test_metadata_edits_are_exported_and_undoable(demo, reviewer):
-    from workers.dataset import to_export_demo
+    from workers.exports.dataset import to_export_demo
 
     old = demo.task_description
     edit = actions.do_edit_metadata(reviewer, demo, 0, {"task_description": "Buy shoes", "websites": ["a.com"]})
@@ -312,7 +312,7 @@ def test_undo_conflict_over_http_is_409_naming_the_later_edit(demo, reviewer, cl
 
 
 def test_undo_of_accepted_suggestions_is_refused_after_one_of_those_screenshots_was_changed(demo, reviewer):
-    from workers.realign import store_suggestions
+    from workers.review.realign import store_suggestions
 
     turn = Turn.objects.get(demonstration=demo, client_id="framed-turn")
     store_suggestions(demo)

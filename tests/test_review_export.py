@@ -10,8 +10,8 @@ from django.test.utils import CaptureQueriesContext
 from annotation.actions import review as actions
 from annotation.models import DemoStatus, Turn, TurnType
 from tests.review_data import recorded_demo
-from workers.dataset import export_demos, storage_blobs
-from workers.exporters.weblinx import WeblinxExporter
+from workers.exports.dataset import export_demos, storage_blobs
+from workers.exports.exporters.weblinx import WeblinxExporter
 
 
 def curate(demo, reviewer):

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.models import DemoReview, DemoStatus, Edit, Turn, TurnType
 from tests.review_data import recorded_demo
-from workers.dataset import export_timeline
+from workers.exports.dataset import export_timeline
 
 
 @pytest.fixture
@@ -184,8 +184,8 @@ def test_page_html_is_served_inline_in_a_sandbox_with_a_strict_csp(client, revie
 
 
 def test_thumbnails_are_a_placeholder_until_the_worker_made_them(client, reviewer, demo):
-    from workers.dataset import storage_blobs
-    from workers.thumbnails import make_thumbnails
+    from workers.exports.dataset import storage_blobs
+    from workers.review.thumbnails import make_thumbnails
 
     sha = Turn.objects.exclude(screenshot=None).filter(demonstration=demo).first().screenshot_id
     signed_in(client, reviewer)

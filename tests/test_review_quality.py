@@ -8,10 +8,10 @@ import av
 import pytest
 from PIL import Image
 
+from annotation.lib.quality import quality_issues
 from annotation.models import DemoReview, Turn, TurnCuration
-from annotation.quality import quality_issues
 from tests.review_data import recorded_demo
-from workers import realign
+from workers.review import realign
 
 PAGE = b'<html><body><a data-webtasks-id="a1">x</a></body></html>'
 BOXES = json.dumps({"a1": {"x": 1, "y": 1, "width": 5, "height": 5}}).encode()

@@ -11,8 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.actions import review as actions
+from annotation.lib.quality import order_issues
 from annotation.models import Comment, Demonstration, DemoReview, DemoStatus, Role, Turn, TurnType
-from annotation.quality import order_issues
 from tests.conftest import make_user, start_demo
 from tests.review_data import recorded_demo
 
@@ -294,7 +294,7 @@ def test_the_live_endpoints_report_thumbnails_counts_and_refuse_outsiders(client
     from django.core.files.base import ContentFile
     from django.core.files.storage import default_storage
 
-    from annotation.blobstore import thumbnail_path
+    from annotation.store.blobstore import thumbnail_path
 
     shots = sorted({t.screenshot_id for t in browser_turns(demo) if t.screenshot_id})
     client.force_login(reviewer)

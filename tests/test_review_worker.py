@@ -50,7 +50,7 @@ def forget_prepared(demo):
     """As for a demo the worker never reached: no thumbnails, suggestions or checks yet."""
     from django.core.files.storage import default_storage
 
-    from annotation.blobstore import thumbnail_path
+    from annotation.store.blobstore import thumbnail_path
 
     wait_for(lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True, quality__isnull=False).exists())
     for sha in Turn.objects.filter(demonstration=demo).exclude(screenshot=None).values_list("screenshot_id", flat=True):

@@ -16,14 +16,14 @@ from django.core.cache import cache
 from django.core.files.storage import default_storage
 from django.db import connection
 
-from annotation.blobstore import S3ObjectReader
 from annotation.models import DemoReview, ExportJob, JobStatus, Turn, TurnCuration, sha256_path
+from annotation.store.blobstore import S3ObjectReader
 from devtools.processes import celery_beat, celery_worker, database_url, free_port
 from tests.corpus import ingest_corpus
 from tests.review_data import recorded_demo
-from workers.dataset import RemoteStorageBlobs
-from workers.runners import sweep_export_folders
-from workers.s3upload import MultipartWriter, abandoned_uploads
+from workers.exports.dataset import RemoteStorageBlobs
+from workers.exports.jobs import sweep_export_folders
+from workers.exports.s3upload import MultipartWriter, abandoned_uploads
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 EXPORTS = "/api/exports/"

@@ -25,8 +25,8 @@ from devtools.processes import asgi_process, celery_worker, database_url
 from tests.conftest import start_demo
 from tests.corpus import ingest_corpus
 from tests.payloads import numbered_turns, state_blobs, state_refs
-from workers.runners import sweep_export_folders
-from workers.s3upload import abandoned_uploads
+from workers.exports.jobs import sweep_export_folders
+from workers.exports.s3upload import abandoned_uploads
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 RECORDERS, BATCHES, TURNS_PER_BATCH = 4, 6, 5

@@ -131,8 +131,8 @@ def test_the_asgi_application_imports_every_view_before_its_first_request(tmp_pa
     """The first request a server process served waited ~0.5 s for the URLconf's imports (views, DRF, serializers)."""
     from tests.test_deployment_settings import run_python
 
-    code = "import sys, config.asgi; print(sorted(m for m in ('config.urls', 'api.views') if m in sys.modules))"
+    code = "import sys, config.asgi; print(sorted(m for m in ('config.urls', 'api.exports.views') if m in sys.modules))"
     loaded = run_python(code, tmp_path, DEBUG="1")
 
     assert loaded.returncode == 0, loaded.stderr
-    assert loaded.stdout.strip().splitlines()[-1] == "['api.views', 'config.urls']"
+    assert loaded.stdout.strip().splitlines()[-1] == "['api.exports.views', 'config.urls']"

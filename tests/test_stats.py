@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation import stats
+from annotation.actions.stats import tables as stats
 from annotation.models import Role
 from annotation.synth.bulk import bulk_corpus
 from tests import stats_data

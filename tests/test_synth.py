@@ -9,7 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from PIL import Image
 
-from annotation import actions, schema, synth
+from annotation import actions, synth
+from annotation.lib import schema
 from annotation.management.commands.synth_demos import INSTRUCTOR, NAVIGATOR, ingest_demo
 from annotation.models import Blob, Demonstration, DemoStatus, Membership, Role, Turn
 

@@ -1,26 +1,28 @@
-"""Celery tasks: thin wrappers that take a job id and call its runner (``workers/runners.py``)."""
+"""Celery tasks: thin wrappers that take a job id and call what runs it (``workers/runners.py`` runs a job's life;
+``workers.exports.jobs``, ``workers.agents.runs`` what each kind does). The task names are the wire contract with the
+queued messages (``annotation/actions/queue.py`` names them): they never change."""
 
 from celery import shared_task
 
-from . import runners
+from .exports import jobs as export_jobs
 
 
 @shared_task(name="workers.run_export_job", acks_late=True)
 def run_export_job(job_id: int) -> None:
-    """Run export job ``job_id`` (see ``runners.run_export``)."""
-    runners.run_export(job_id)
+    """Run export job ``job_id`` (see ``exports.jobs.run_export``)."""
+    export_jobs.run_export(job_id)
 
 
 @shared_task(name="workers.run_evaluation", acks_late=True)
 def run_evaluation(evaluation_id: int) -> None:
-    """Score evaluation ``evaluation_id`` (see ``runners.run_evaluation``)."""
-    runners.run_evaluation(evaluation_id)
+    """Score evaluation ``evaluation_id`` (see ``exports.jobs.run_evaluation``)."""
+    export_jobs.run_evaluation(evaluation_id)
 
 
 @shared_task(name="workers.run_agent", acks_late=True)
 def run_agent(run_id: int) -> None:
     """Run agent run ``run_id`` in this worker's own headless Chromium (see ``agent_runs.execute``)."""
-    from .agent_runs import run_agent as run
+    from .agents.runs import run_agent as run
 
     run(run_id)
 
@@ -28,13 +30,13 @@ def run_agent(run_id: int) -> None:
 @shared_task(name="workers.sweep_export_folders")
 def sweep_export_folders() -> None:
     """Periodic (beat): reap stale jobs and remove the work folders of jobs no longer running."""
-    runners.sweep_export_folders()
+    export_jobs.sweep_export_folders()
 
 
 @shared_task(name="workers.sweep_staged_blobs")
 def sweep_staged_blobs() -> None:
     """Periodic (beat): remove blob files a killed server process staged for a batch it never stored."""
-    from annotation.actions.ingest.staging import sweep_staged
+    from annotation.actions.recordings.staging import sweep_staged
 
     sweep_staged()
 
@@ -42,8 +44,8 @@ def sweep_staged_blobs() -> None:
 @shared_task(name="workers.make_thumbnails", acks_late=True)
 def make_thumbnails(shas: list) -> None:
     """Thumbnails of these screenshot blobs for the review page (see ``thumbnails.make_thumbnails``)."""
-    from .dataset import storage_blobs
-    from .thumbnails import make_thumbnails as make
+    from .exports.dataset import storage_blobs
+    from .review.thumbnails import make_thumbnails as make
 
     make([sha for sha in shas if isinstance(sha, str)], storage_blobs().read)
 
@@ -53,7 +55,7 @@ def realign_demo(demo_id: int) -> None:
     """Suggested screenshots and quality checks of a demo (see ``realign.prepare_review``)."""
     from annotation.models import Demonstration
 
-    from .realign import prepare_review
+    from .review.realign import prepare_review
 
     demo = Demonstration.objects.filter(pk=demo_id).first()
     if demo is not None:
@@ -63,6 +65,6 @@ def realign_demo(demo_id: int) -> None:
 @shared_task(name="workers.expire_assignments", ignore_result=True)
 def expire_assignments() -> int:
     """Celery beat, every ``FORM_EXPIRY_SWEEP_SECONDS``: mark assignments past their allotted time as expired."""
-    from annotation.actions.work import do_expire_due
+    from annotation.actions.forms import do_expire_due
 
     return do_expire_due()

@@ -2,11 +2,16 @@
 
 Views, API viewsets, consumers, tasks and management commands are thin callers of these, so the recorder's
 HTTP ingest and the synthetic corpus go through exactly the same validation and storage code.
-Modules: ``ingest`` (recordings, turns, video, blobs) and ``review`` (curation, undo, workflow), each a package,
-``live`` (the live session), ``jobs`` (exports, evaluations), ``events``, ``errors``.
+
+One module or package per area: ``recordings`` (recordings, turns, video, blobs), ``live`` (the live session),
+``review`` (curation, undo, workflow, the review queue), ``mind2web`` (websites, proposals, demonstration tasks),
+``forms`` (the queue of batches, tasks and assignments; form batches), ``exports`` (export and evaluation jobs,
+splits), ``agents`` (agent runs), ``stats`` (statistics, activity, pay), ``manage`` (projects, members, tokens,
+sign-in). Plumbing: ``errors`` (what the domain refuses, with its HTTP status), ``events`` (what goes to a live session
+after commit), ``queue`` (background work enqueued by task name). The most used names are re-exported here.
 """
 
-from .agent_runs import check_agent_run, do_create_agent_run, split_names, split_tasks
+from .agents import check_agent_run, do_create_agent_run
 from .errors import (
     ActionError,
     Conflict,
@@ -19,9 +24,23 @@ from .errors import (
     TooManyRequests,
     UnsupportedMediaType,
     ValidationFailed,
+    invalid,
     parse_json,
 )
-from .ingest import (
+from .exports.jobs import (
+    EXPORT_ROLES,
+    STATUS_CHOICES,
+    check_choice,
+    check_job_cancellable,
+    check_project_for_export,
+    do_cancel_job,
+    do_create_evaluation,
+    do_create_export,
+    may_cancel,
+    reap_stale_jobs,
+)
+from .forms.splits import split_names, split_tasks
+from .recordings import (
     BATCH_MEDIA_TYPE,
     BLOB_MEDIA_TYPES,
     IngestResult,
@@ -41,16 +60,4 @@ from .ingest import (
     do_start_recording,
     do_store_blob,
     do_store_blob_bytes,
-)
-from .jobs import (
-    EXPORT_ROLES,
-    STATUS_CHOICES,
-    check_choice,
-    check_job_cancellable,
-    check_project_for_export,
-    do_cancel_job,
-    do_create_evaluation,
-    do_create_export,
-    may_cancel,
-    reap_stale_jobs,
 )

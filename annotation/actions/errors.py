@@ -3,7 +3,7 @@
 import contextlib
 import logging
 
-from .. import jsonsafe, schema
+from ..lib import jsonsafe, schema
 
 log = logging.getLogger(__name__)
 
@@ -19,9 +19,18 @@ class ActionError(Exception):
         self.detail = detail
         self.errors = [e.as_dict() if isinstance(e, schema.FieldError) else e for e in (errors or [])]
 
+    def as_dict(self) -> dict:
+        """The one error shape of the API and of the pages' JSON endpoints: ``{"detail", "code", "errors"}``."""
+        return {"detail": self.detail, "code": self.code, "errors": self.errors}
+
 
 class ValidationFailed(ActionError):
     status, code = 400, "validation_failed"
+
+
+def invalid(field: str, message: str) -> ValidationFailed:
+    """A 400 naming one field: ``"<field>: <message>"``, and the same as its one field error."""
+    return ValidationFailed(f"{field}: {message}", [{"field": field, "message": message}])
 
 
 class MalformedJSON(ValidationFailed):
@@ -29,12 +38,12 @@ class MalformedJSON(ValidationFailed):
 
     @classmethod
     def of(cls, problem) -> "MalformedJSON":
-        """From an ``annotation.jsonsafe.JSONProblem``: the detail says what is wrong, the error names the field."""
+        """From an ``annotation.lib.jsonsafe.JSONProblem``: the detail says what is wrong, the error names the field."""
         return cls(str(problem), [{"field": problem.field or "body", "message": problem.message}])
 
 
 def parse_json(data, field: str):
-    """An uploaded JSON file (bytes or text) parsed with the request bodies' rules (``annotation.jsonsafe``: at most
+    """An uploaded JSON file (bytes or text) parsed with the request bodies' rules (``annotation.lib.jsonsafe``: at most
     ``MAX_DEPTH`` levels, finite numbers, valid Unicode), so no file can be nested deeper than a body may; every
     uploaded JSON file goes through here. A 400 naming ``field``, or the path inside it (``file[3].url``)."""
     try:

@@ -1,7 +1,7 @@
 """Real-time events of a demonstration's live session, sent to its Channels group after the transaction commits.
 
 Only ``do_*`` functions call ``on_commit_send``, so every event describes data that is stored. The consumer
-(``annotation/consumers.py``) filters each event per connection before it reaches a socket (the no-vision rule).
+(``annotation/views/live_socket.py``) filters each event per connection before it reaches a socket (the no-vision rule).
 """
 
 import logging

@@ -1,7 +1,7 @@
 """The live instructor–navigator session of a demonstration: access, chat, catch-up, invitations, ending.
 
 Chat messages are chat turns stored by ``ingest.do_ingest_turns`` (the recorder's path too), which broadcasts
-every stored batch to the session after commit. The consumer (``annotation/consumers.py``) and the session
+every stored batch to the session after commit. The consumer (``annotation/views/live_socket.py``) and the session
 pages are thin callers of these functions.
 """
 
@@ -18,7 +18,7 @@ from rest_framework.authtoken.models import Token
 from ..models import Blob, DemoMode, Demonstration, Invitation, Role, TurnType, code_digest
 from .errors import Conflict, Forbidden, Gone, NotFound, ValidationFailed
 from .events import on_commit_send, turn_event
-from .ingest import do_finish_recording, do_ingest_turns
+from .recordings import do_finish_recording, do_ingest_turns
 
 NAVIGATOR, INSTRUCTOR, OBSERVER = "navigator", "instructor", "observer"
 SPEAKING_ROLES = (NAVIGATOR, INSTRUCTOR)

@@ -1,21 +1,24 @@
-"""The domain model, one module per area: ``capture`` (projects, recordings, turns, blobs), ``curation``,
-``exports`` (split configuration, export jobs, evaluations), ``agents`` (agent runs), ``work`` (batches, tasks,
-assignments), ``mind2web`` (websites, seed tasks, proposals) and ``pay`` (pay rates)."""
+"""The domain model, one module per area: ``manage`` (projects, members, roles), ``recordings`` (demonstrations,
+turns, video, blobs), ``review`` (curation edits, comments, the review state), ``live`` (invitations), ``forms``
+(batches, tasks, assignments: the queue), ``mind2web`` (websites, seed tasks, proposals), ``exports`` (split
+configuration, export jobs, evaluations), ``agents`` (agent runs) and ``stats`` (pay rates). One app, one set of
+tables and migrations: the modules only group the classes."""
 
 from .agents import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance
-from .capture import (
+from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
+from .forms import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
+from .live import Invitation, code_digest
+from .manage import READ_ROLES, RECORDING_ROLES, Membership, Project, Role
+from .mind2web import ProposalRound, ProposalStatus, ProposedTask, SeedSource, SeedTask, Website
+from .recordings import (
     EXPORTABLE_STATUSES,
-    READ_ROLES,
-    RECORDING_ROLES,
+    TASK_METADATA,
     Blob,
     DemoMode,
     Demonstration,
     DemoStatus,
     ImmutableCaptureError,
-    Membership,
-    Project,
     ProjectBlob,
-    Role,
     Speaker,
     Turn,
     TurnType,
@@ -23,12 +26,8 @@ from .capture import (
     new_demo_name,
     sha256_path,
 )
-from .curation import Comment, DemoReview, Edit, EditKind, TurnCuration, curated_turns
-from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
-from .invitations import Invitation, code_digest
-from .mind2web import ProposalRound, ProposalStatus, ProposedTask, SeedSource, SeedTask, Website
-from .pay import PayRates
-from .work import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
+from .review import Comment, DemoReview, Edit, EditKind, TurnCuration, curated_turns
+from .stats import PayRates
 
 __all__ = [
     "AgentFieldResult",
@@ -63,6 +62,7 @@ __all__ = [
     "DemoMode",
     "DemoStatus",
     "EXPORTABLE_STATUSES",
+    "TASK_METADATA",
     "Demonstration",
     "Evaluation",
     "ExportFormat",

@@ -1,14 +1,14 @@
 """Agent runs on a project's form tasks (TurkingBench): a job row, one row per instance and one per field.
 
 A run is a ``Job`` (status, progress, cancel, heartbeat): the API or ``manage.py run_agent`` creates it and the
-worker (``workers/agent_runs.py``) fills it. Instance and field rows are written as the run goes, so a cancelled
+worker (``workers/agents/runs.py``) fills it. Instance and field rows are written as the run goes, so a cancelled
 run keeps what it scored; ``results`` (the scores of ``docs/agents.md``) is written when the run is done.
 """
 
 from django.db import models
 
 from .exports import Job
-from .work import Task
+from .forms import Task
 
 
 class AgentMetric(models.TextChoices):

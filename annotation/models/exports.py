@@ -10,11 +10,11 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from .capture import Project
+from .manage import Project
 
 
 class SplitConfig(models.Model):
-    """How a project's demonstrations are divided into benchmark splits (see ``annotation/splits.py``).
+    """How a project's demonstrations are divided into benchmark splits (see ``annotation/lib/splits.py``).
 
     WebLINX: demos whose instructor could not see the screen → test_vis; held-out subcategories → test_cat;
     held-out websites → test_web; held-out regions → test_geo; of the rest, a seeded draw per demo name gives
@@ -48,7 +48,7 @@ class SplitConfig(models.Model):
         return cls.objects.get_or_create(project=project)[0]
 
     def rules(self):
-        from ..splits import SplitRules
+        from ..lib.splits import SplitRules
 
         return SplitRules(
             seed=self.seed,

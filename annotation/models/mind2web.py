@@ -12,8 +12,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from .capture import Project
-from .work import Assignment, Task
+from .forms import Assignment, Task
+from .manage import Project
 
 
 class WebsiteQuerySet(models.QuerySet):

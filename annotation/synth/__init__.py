@@ -2,7 +2,7 @@
 
 Nothing here touches the database. ``generate_corpus`` yields ``DemoSpec`` objects holding what a recorder would
 upload for one demonstration: the fields that start the recording, the blobs (PNG screenshots, page HTML, bboxes
-JSON) and the turns in the submitted shape that ``annotation.schema`` validates. The ``synth_demos`` command and
+JSON) and the turns in the submitted shape that ``annotation.lib.schema`` validates. The ``synth_demos`` command and
 ``bench.ingest`` feed them through the real ingest path (``annotation.actions`` or the HTTP API).
 
 Realism that matters downstream: every element of a page carries a unique ``data-webtasks-id``; the bboxes file

@@ -7,8 +7,7 @@ import random
 import uuid
 from dataclasses import dataclass
 
-from annotation.schema import ELEMENT_INTENTS
-
+from ..lib.schema import ELEMENT_INTENTS
 from .pages import VIEWPORT, Page, PageBuilder, screenshot
 from .sites import INSTRUCTOR_LINES, NAVIGATOR_LINES, SITES, Site
 

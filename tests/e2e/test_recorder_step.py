@@ -19,7 +19,7 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from annotation.splits import MIND2WEB_SPLITS
+from annotation.lib.splits import MIND2WEB_SPLITS
 from tests.e2e.recorder_harness import (
     Recorder,
     api,

@@ -14,7 +14,7 @@ from annotation.actions import do_store_blob_bytes
 from annotation.models import DemoStatus, Turn, TurnType
 from tests.e2e.browser import use_session
 from tests.review_data import recorded_demo
-from workers.dataset import export_timeline
+from workers.exports.dataset import export_timeline
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -181,7 +181,7 @@ def test_mark_invalid(review, demo):
 
 
 def test_pick_another_screenshot_and_accept_suggestions(review, demo, live_server):
-    from workers.realign import store_suggestions
+    from workers.review.realign import store_suggestions
 
     turn = Turn.objects.get(demonstration=demo, client_id="framed-turn")
     item(review, turn).click()

@@ -1,10 +1,30 @@
-"""Form batches (MTurk/Turkle HTML templates, TurkingBench tasks): reading uploads, storing them, serving the task
-frames securely and writing the Turkle results CSV. The queue they use is ``annotation.actions.work``.
+"""Form tasks and the queue they share with Mind2Web's batches (batches → tasks → assignments).
 
-``parse``: checking a template and a CSV. ``create``: storing a batch, TurkingBench directories and split lists.
-``render``: the task page. ``frames``: the capability URLs and CSP of task frames. ``results``: the results CSV.
+The queue, for every kind of batch: ``access`` (who may work on, manage or see a batch), ``queue`` (what a worker
+gets next and the life of an assignment: accept, submit, skip, return, expire), ``stats`` (progress and work time).
+Form batches (MTurk/Turkle HTML templates, TurkingBench tasks): ``parse`` (checking a template and a CSV, an upload
+within its limits), ``create`` (storing a batch, TurkingBench directories and split lists), ``render`` (the task
+page), ``frames`` (the capability URLs and CSP of task frames), ``results`` (the Turkle results CSV), ``splits``
+(the splits of a project's form tasks, and predictions checked against them).
 """
 
+from .access import (
+    MANAGE_ROLES,
+    STATS_ROLES,
+    WORK_ROLES,
+    can_manage,
+    can_see_stats,
+    can_work_on,
+    check_batch_for_work,
+    check_batch_manageable,
+    check_batch_stats,
+    check_project_for_batches,
+    check_task_previewable,
+    managed_projects,
+    open_for_work,
+    visible_batch,
+    workable_batches,
+)
 from .create import (
     BatchSettings,
     do_create_form_batch,
@@ -27,6 +47,23 @@ from .frames import (
     work_frame_url,
     work_url,
 )
-from .parse import ParsedBatch, TemplateInfo, analyse_template, check_batch_name, parse_batch
+from .parse import ParsedBatch, TemplateInfo, analyse_template, check_batch_name, parse_batch, parse_upload, read_upload
+from .queue import (
+    AssignmentExpired,
+    available_counts,
+    check_assignment_of,
+    check_batch_accept,
+    do_accept_next,
+    do_accept_task,
+    do_expire,
+    do_expire_due,
+    do_return,
+    do_skip,
+    do_submit,
+    do_submit_recording,
+    do_update_batch_settings,
+)
 from .render import answers_from_request, check_answers, fill_template, result_page, task_page
-from .results import results_csv, results_csv_lines, results_filename
+from .results import results_csv, results_csv_lines, results_filename, results_response
+from .splits import check_turkingbench_predictions, split_names, split_tasks
+from .stats import batch_stats

@@ -7,8 +7,8 @@ from pathlib import Path
 from django.db import IntegrityError, connection, transaction
 
 from ...models import Batch, BatchKind, SplitConfig, Task
-from ..errors import ActionError, Conflict, ValidationFailed
-from .parse import ParsedBatch, check_batch_name, invalid, parse_batch
+from ..errors import ActionError, Conflict, ValidationFailed, invalid
+from .parse import ParsedBatch, check_batch_name, parse_batch
 
 BULK = 2000
 MTURK_METADATA = ("Title", "Description", "Keywords")  # HIT metadata columns; templates rarely show them

@@ -57,12 +57,12 @@ def check_preview_token(task_id: int, token: str, max_age=None) -> Task:
 def preview_url(task: Task, token: str | None = None) -> str:
     """The preview's URL (relative), with MTurk's preview parameters for templates that read them."""
     query = {"token": token or preview_token(task), "assignmentId": NOT_AVAILABLE, "hitId": task.pk}
-    return f"{reverse('form-preview-frame', args=[task.pk])}?{urlencode(query)}"
+    return f"{reverse('forms-preview-frame', args=[task.pk])}?{urlencode(query)}"
 
 
 def work_url(assignment: Assignment) -> str:
     """The task frame of an assignment; its path is also where the form posts."""
-    return reverse("form-work-frame", args=[assignment.pk, assignment.token])
+    return reverse("forms-work-frame", args=[assignment.pk, assignment.token])
 
 
 def work_frame_url(assignment: Assignment) -> str:
@@ -83,7 +83,7 @@ def check_work_token(assignment_id: int, token: str) -> Assignment:
 
 def view_url(assignment: Assignment) -> str:
     token = signing.dumps(assignment.pk, salt=VIEW_SALT)
-    return f"{reverse('form-view-frame', args=[assignment.pk])}?{urlencode({'token': token})}"
+    return f"{reverse('forms-view-frame', args=[assignment.pk])}?{urlencode({'token': token})}"
 
 
 def check_view_token(assignment_id: int, token: str) -> Assignment:
@@ -128,9 +128,9 @@ def frame_csp(form_action: str | None) -> str:
 
 
 def frame_headers(form_action: str | None = None) -> dict[str, str]:
-    """Every header a task page is served with, wherever it is served: the web app's frames (``frame_views``) and the
-    loopback server of agent runs (``workers.agent_runs``), so a template's scripts are as confined in an agent's
-    browser as in a worker's."""
+    """Every header a task page is served with, wherever it is served: the web app's frames
+    (``views/forms/frames.py``) and the loopback server of agent runs (``workers.agents.runs``), so a template's
+    scripts are as confined in an agent's browser as in a worker's."""
     return {
         "Content-Security-Policy": frame_csp(form_action),
         "X-Content-Type-Options": "nosniff",

@@ -22,7 +22,7 @@ from lxml.etree import ParserError
 
 from agents.turkle import PLACEHOLDER as FIELD  # Turkle's Project.process_template: one regex for both
 
-from ..errors import TooLarge, ValidationFailed
+from ..errors import TooLarge, ValidationFailed, invalid
 
 CONTROLS = ("input", "select", "textarea")
 ANSWER = "Answer."
@@ -62,10 +62,6 @@ class ParsedBatch:
     @property
     def answer_columns(self) -> list:
         return [c for c in self.columns if c.startswith(ANSWER)]
-
-
-def invalid(field_name: str, message: str) -> ValidationFailed:
-    return ValidationFailed(f"{field_name}: {message}", [{"field": field_name, "message": message}])
 
 
 def check_size(field_name: str, data: bytes, limit: int, setting: str) -> None:
@@ -208,3 +204,27 @@ def check_batch_name(name) -> str:
     if BAD_NAME.search(name) or name.strip() in (".", ".."):
         raise invalid("name", "must not contain '/', '\\' or control characters, nor be '.' or '..'")
     return name
+
+
+# --- Uploaded files (the upload page and the API) -------------------------------------------------------------
+
+
+def read_upload(upload, limit: int, field: str, setting: str) -> bytes:
+    """An uploaded file's bytes (a Django ``UploadedFile``: the upload page's form and ``POST /api/batches/``); 413
+    naming the field when it is over ``limit`` (read no further than that)."""
+    if upload.size is not None and upload.size > limit:
+        message = f"{upload.size} bytes is over the limit of {limit} bytes ({setting})"
+        raise TooLarge(f"{field}: {message}", [{"field": field, "message": message}])
+    upload.seek(0)
+    data = upload.read(limit + 1)
+    if len(data) > limit:
+        message = f"over the limit of {limit} bytes ({setting})"
+        raise TooLarge(f"{field}: {message}", [{"field": field, "message": message}])
+    return data
+
+
+def parse_upload(template, csv_file):
+    """Both files read within their limits and checked together (``parse_batch``)."""
+    template_bytes = read_upload(template, settings.FORM_TEMPLATE_MAX_BYTES, "template", "FORM_TEMPLATE_MAX_BYTES")
+    csv_bytes = read_upload(csv_file, settings.FORM_CSV_MAX_BYTES, "csv", "FORM_CSV_MAX_BYTES")
+    return parse_batch(template_bytes, csv_bytes, csv_file.name or "batch.csv")

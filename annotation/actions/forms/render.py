@@ -15,7 +15,7 @@ from django.http import QueryDict
 
 from agents import turkle
 
-from ... import jsonsafe
+from ...lib import jsonsafe
 from ...models import Batch, Task
 from ..errors import ValidationFailed
 

@@ -13,6 +13,9 @@ import csv
 import io
 from collections.abc import Iterator
 
+from django.http import StreamingHttpResponse
+from django.utils.http import content_disposition_header
+
 from ...models import Assignment, AssignmentStatus, Batch
 
 FIXED = [
@@ -98,3 +101,11 @@ def results_csv_lines(batch: Batch) -> Iterator[str]:
 
 def results_csv(batch: Batch) -> str:
     return "".join(results_csv_lines(batch))
+
+
+def results_response(batch) -> StreamingHttpResponse:
+    """The results CSV as a download, streamed (the batch page's link and ``GET /api/batches/<id>/results/``)."""
+    response = StreamingHttpResponse(results_csv_lines(batch), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = content_disposition_header(True, results_filename(batch))
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

@@ -5,7 +5,6 @@ from .demonstrations import (
     assigned_demonstrations,
     check_demonstration_of,
     check_project_for_demonstrating,
-    do_finish_demonstration,
     do_start_demonstration,
     do_take_from_pool,
 )
@@ -59,7 +58,6 @@ __all__ = [
     "check_task_texts",
     "do_add_seed_tasks",
     "do_create_website",
-    "do_finish_demonstration",
     "do_generate_seed_tasks",
     "do_import_websites",
     "do_review",

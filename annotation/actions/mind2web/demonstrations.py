@@ -1,8 +1,7 @@
 """Demonstrating accepted tasks: the annotator's assigned demonstration tasks, taking one from the pool, and
 starting the recording of one (task, website, domain and subdomain filled in, linked to the task's assignment).
-A demonstration's assignment is submitted when its recording finishes (``do_finish_demonstration``)."""
+A demonstration's assignment is submitted when its recording finishes (``forms.queue.do_submit_recording``)."""
 
-import contextlib
 from urllib.parse import urlsplit
 
 from django.db.models import Q
@@ -10,10 +9,10 @@ from django.utils import timezone
 
 from ...models import Assignment, AssignmentStatus, BatchKind, DemoMode, Project
 from ..errors import Conflict, NotFound
-from ..ingest.recordings import do_start_recording
-from ..projects import check_project_role
-from ..work import WORK_ROLES
-from ..work.queue import AssignmentExpired, do_accept_next, do_submit
+from ..forms import WORK_ROLES
+from ..forms.queue import do_accept_next
+from ..manage.access import check_project_role
+from ..recordings.lifecycle import do_start_recording
 from .proposals import mind2web_batch
 
 
@@ -72,15 +71,3 @@ def do_start_demonstration(user, assignment_id, client_id: str, **recorder_field
         "assignment": assignment,
     }
     return do_start_recording(user, assignment.task.batch.project, client_id, **fields)
-
-
-def do_finish_demonstration(demo) -> None:
-    """A finished recording of a demonstration task submits its assignment (the task is done)."""
-    assignment = demo.assignment
-    if assignment is None or assignment.status != AssignmentStatus.ACTIVE:
-        return
-    if assignment.task.batch.kind != BatchKind.DEMONSTRATION:
-        return
-    # Too late: the assignment is marked expired and its task goes back to the queue; the recording is kept.
-    with contextlib.suppress(AssignmentExpired):
-        do_submit(assignment.pk, {"recording": demo.name})

@@ -29,8 +29,8 @@ from ...models import (
     Website,
 )
 from ..errors import Conflict, Forbidden, NotFound, ValidationFailed
-from ..work import WORK_ROLES, can_work_on
-from ..work.queue import create_assignment, do_accept_task, do_expire, do_submit
+from ..forms import WORK_ROLES, can_work_on
+from ..forms.queue import create_assignment, do_accept_task, do_expire, do_submit
 from .seeds import check_task_texts
 
 SEEDS_SHOWN = 10

@@ -14,9 +14,9 @@ import urllib.request
 from django.conf import settings
 from django.db import transaction
 
-from ... import jsonsafe
+from ...lib import jsonsafe
 from ...models import SeedSource, SeedTask
-from ..errors import ActionError, Conflict, ValidationFailed, parse_json
+from ..errors import ActionError, Conflict, ValidationFailed, invalid, parse_json
 from .websites import decode
 
 TASK_MAX_CHARS = 500
@@ -35,8 +35,7 @@ def check_task_texts(texts, field: str = "tasks", max_count: int | None = None) 
     if not texts:
         raise ValidationFailed(f"{field} is empty", [{"field": field, "message": "at least one task"}])
     if max_count is not None and len(texts) > max_count:
-        message = f"at most {max_count} tasks (got {len(texts)})"
-        raise ValidationFailed(f"{field}: {message}", [{"field": field, "message": message}])
+        raise invalid(field, f"at most {max_count} tasks (got {len(texts)})")
     errors = []
     for index, text in enumerate(texts):
         if not isinstance(text, str):

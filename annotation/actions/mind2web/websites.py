@@ -12,8 +12,8 @@ from django.db import transaction
 
 from ...models import Project, Website
 from ..errors import Conflict, NotFound, ValidationFailed, parse_json
-from ..projects import check_project_role
-from ..work import MANAGE_ROLES
+from ..forms import MANAGE_ROLES
+from ..manage.access import check_project_role
 
 WEBSITE_FIELDS = ("name", "url", "domain", "subdomain", "description", "target_tasks")
 REQUIRED = ("name", "url", "domain")

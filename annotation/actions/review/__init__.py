@@ -7,9 +7,9 @@ an edit's before-state as a new edit, and only while what it changed is still as
 the later edit). The raw capture (``Turn`` rows) is never changed.
 
 Modules: ``access`` (who may see and curate), ``revisions`` (the lock, the revision check, the edit log),
-``curation`` (turn state, order, metadata), ``claims`` (the
-"Review next" queue, assignment, bulk actions), ``undo``, ``workflow`` (status, unsure mark, comments) and ``work``
-(what the worker computes for review). Callers import from here: ``from annotation.actions import review``.
+``curation`` (turn state, order, metadata), ``claims`` (the "Review next" queue, assignment, bulk actions), ``undo``,
+``workflow`` (status, unsure mark, comments) and ``background`` (what the worker computes for review: thumbnails,
+screenshot suggestions, quality checks). Callers import from here: ``from annotation.actions import review``.
 """
 
 from .access import (
@@ -24,6 +24,7 @@ from .access import (
     reviewable_demos,
     reviewable_projects,
 )
+from .background import ENQUEUE_EVERY, enqueue_after_recording, enqueue_review_work, ensure_quality
 from .claims import BULK_ACTIONS, do_assign, do_bulk_export, do_bulk_return, do_claim_next, held_by, queue_for
 from .curation import (
     METADATA_FIELDS,
@@ -62,7 +63,6 @@ from .undo import (
     edit_label,
     touched,
 )
-from .work import ENQUEUE_EVERY, enqueue_after_recording, enqueue_review_work, ensure_quality
 from .workflow import (
     TRANSITIONS,
     check_transition,

@@ -1,6 +1,8 @@
 """Who may see a demonstration in review and who may curate it, and the lookups that 404 for everyone else."""
 
-from ...models import Demonstration, DemoReview, DemoStatus, Role, Turn
+from django.db.models import Q
+
+from ...models import Demonstration, DemoReview, DemoStatus, Membership, Project, Role, Turn
 from ..errors import Conflict, Forbidden, NotFound
 
 CURATE_ROLES = (Role.REVIEWER, Role.ADMIN)
@@ -11,10 +13,6 @@ EDITABLE_STATUSES = (DemoStatus.RECORDED, DemoStatus.IN_REVIEW, DemoStatus.RETUR
 def reviewable_demos(user):
     """Demonstrations ``user`` may open in review: every demo of projects where they review, research or
     administer; only their own demos (navigator or instructor) where they are an annotator."""
-    from django.db.models import Q
-
-    from ...models import Membership, Project
-
     if not user.is_authenticated:
         return Demonstration.objects.none()
     if user.is_superuser:
@@ -28,8 +26,6 @@ def reviewable_demos(user):
 
 def reviewable_projects(user):
     """Projects whose demos ``user`` can open in review (for the list's project filter)."""
-    from ...models import Project
-
     return Project.objects.for_user(user)
 
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from ...models import Demonstration, DemoReview, DemoStatus, Project
 from ..errors import Forbidden, NotFound, ValidationFailed
+from ..exports.jobs import STATUS_CHOICES, check_project_for_export, do_create_export
 from .access import CURATE_ROLES, can_curate, reviewable_demos
 from .workflow import TRANSITIONS, do_transition
 
@@ -156,8 +157,6 @@ def do_bulk_return(user, names, comment="") -> int:
 def do_bulk_export(user, names, export_format, archive_format="tar.gz") -> list:
     """Export the selected demos: one export job per project (each needs ``user`` to be a researcher or admin
     there), whatever their review status; all jobs or none."""
-    from ..jobs import STATUS_CHOICES, check_project_for_export, do_create_export
-
     demos = check_selected_demos(user, names)
     by_project = {}
     for demo in demos:

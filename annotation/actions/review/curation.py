@@ -6,9 +6,9 @@ and records the before/after state as one ``Edit``, under the revision lock of `
 
 from django.db import transaction
 
-from ... import shapes
-from ...models import Demonstration, Edit, EditKind, Turn, TurnCuration, TurnType
-from ...models.curation import STATE_FIELDS
+from ...lib import shapes
+from ...models import TASK_METADATA, Demonstration, Edit, EditKind, Turn, TurnCuration, TurnType
+from ...models.review import STATE_FIELDS
 from ..errors import ValidationFailed
 from .access import check_can_curate, check_turn
 from .revisions import locked_review, record
@@ -16,16 +16,7 @@ from .workflow import start_review_if_needed
 
 # ``discarded`` and ``refined_task``: Mind2Web verification (discard the task; refine its description, the recorded
 # ``task_description`` kept as it was).
-METADATA_FIELDS = (
-    "task_description",
-    "websites",
-    "category",
-    "subcategory",
-    "region",
-    "instructor_sees_screen",
-    "discarded",
-    "refined_task",
-)
+METADATA_FIELDS = (*TASK_METADATA, "discarded", "refined_task")
 TEXT_METADATA = ("task_description", "category", "subcategory", "region", "refined_task")
 BOOLEAN_METADATA = ("instructor_sees_screen", "discarded")
 MAX_WEBSITE = 253  # a DNS name has at most 253 characters (as when a recording starts)

@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation.actions import ActionError
-from annotation.actions.forms import (
+from ...actions import ActionError
+from ...actions.forms import (
     BatchSettings,
     do_create_form_batches,
     do_store_split_lists,
@@ -19,7 +19,7 @@ from annotation.actions.forms import (
     read_task_dir,
     warnings_for,
 )
-from annotation.models import Project
+from ...models import Project
 
 SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
 

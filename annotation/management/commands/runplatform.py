@@ -21,10 +21,11 @@ from django.core import checks
 from django.core.management import BaseCommand, call_command
 from rest_framework.authtoken.models import Token
 
-from annotation.models import Demonstration, DemoStatus, Membership, Project, Role
 from config.secret_key import FILE_NAME, ensure_key_file
 from config.serve import dies_with_this_process
 from config.server import server_command
+
+from ...models import Demonstration, DemoStatus, Membership, Project, Role
 
 SAMPLE_PROJECT = "sample"
 CREDENTIALS_FILE = "admin-credentials.txt"

@@ -13,8 +13,8 @@ from django.core.management import BaseCommand, CommandError
 from django.core.validators import validate_slug
 from django.db import transaction
 
-from annotation import actions, synth
-from annotation.models import Membership, Project, Role
+from ... import actions, synth
+from ...models import Membership, Project, Role
 
 NAVIGATOR = "synth-navigator"
 INSTRUCTOR = "synth-instructor"

@@ -6,7 +6,7 @@
 
 WebLINX: EXPORT holds ``splits.json`` and ``demonstrations/``; predictions are the official results.json list of
 ``{demo_name, turn_index, output_predicted}``. Mind2Web: EXPORT holds ``<split>.json`` record lists; predictions
-are ``{annotation_id, action_index, backend_node_id, operation: {op, value}}``. The scores (``workers.metrics``)
+are ``{annotation_id, action_index, backend_node_id, operation: {op, value}}``. The scores (``workers.exports.metrics``)
 are written as JSON and the aggregate is printed. TurkingBench: DIR holds ``tasks/<name>/template.html +
 batch.csv`` (and ``splits/``); predictions are ``{task, instance, fields}`` entries, applied on the real pages in
 headless Chromium and scored by ``agents`` (official scorer, or ``--metric paper``); ``--split`` is optional.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from django.core.management import BaseCommand, CommandError
 
-from workers.metrics import MetricsError, mind2web, weblinx
+from workers.exports.metrics import MetricsError, mind2web, weblinx
 
 FORMATS = ("weblinx", "mind2web", "turkingbench")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from django.core.management import BaseCommand, CommandError
 
 from annotation.models import EXPORTABLE_STATUSES, Project
-from workers import dataset
-from workers.exporters import get_exporter
+from workers.exports import dataset
+from workers.exports.exporters import get_exporter
 
 
 class Command(BaseCommand):
@@ -59,8 +59,8 @@ class Command(BaseCommand):
             self.stdout.write(f"  {split:<13} {numbers['demos']:>6} demos {numbers['turns']:>8} turns")
 
     def export_turkingbench(self, options) -> None:
-        from workers import form_dataset
-        from workers.exporters import turkingbench
+        from workers.exports import form_dataset
+        from workers.exports.exporters import turkingbench
 
         if not options["project"]:
             raise CommandError("--format turkingbench needs --project (batch names are unique per project)")

@@ -17,8 +17,8 @@ from django.core.management import BaseCommand, CommandError
 
 from annotation.actions import ActionError, do_create_agent_run
 from annotation.models import AgentRun, JobStatus, Project
+from workers.agents.runs import action_sequences, execute
 
-from ...agent_runs import action_sequences, execute
 from ...runners import run_job
 
 

@@ -1,0 +1,2 @@
+"""Exports, splits and evaluations: ``jobs`` (creating export and evaluation jobs, their life on the worker,
+cancelling, reaping; agent runs are jobs too) and ``splits`` (a project's split configuration and report)."""

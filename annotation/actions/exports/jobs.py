@@ -1,0 +1,214 @@
+"""Background jobs (exports, evaluations, agent runs): creating them, their life on the worker, cancelling (their
+owner or a project admin), reaping.
+
+A job is a row; the Celery task gets only its id, enqueued after the row is committed. The worker claims a job
+with a conditional update (queued → running), beats a heartbeat with its progress, and finishes with another
+conditional update (running → done | failed), so a cancelled or reaped job can never be marked done.
+"""
+
+from django.db import transaction
+from django.utils import timezone
+
+from ...lib.formats import ARCHIVE_FORMATS
+from ...lib.splits import SPLITS
+from ...models import EXPORTABLE_STATUSES, Demonstration, ExportFormat, Project, Role, SplitConfig
+from ...models.agents import AgentRun
+from ...models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
+from .. import queue
+from ..errors import Conflict, Forbidden, ValidationFailed
+from ..forms.splits import check_turkingbench_predictions
+from ..manage.access import check_project_role
+from .splits import split_of
+
+EXPORT_ROLES = (Role.RESEARCHER, Role.ADMIN)
+STATUS_CHOICES = tuple(status.value for status in EXPORTABLE_STATUSES)
+
+
+def check_project_for_export(user, project_name) -> Project:
+    """The project ``user`` may export from or evaluate on: 404 for non-members, 403 for other roles."""
+    return check_project_role(user, project_name, EXPORT_ROLES, "export (needs researcher or admin)")
+
+
+def check_choice(field: str, value, allowed) -> None:
+    if value not in allowed:
+        raise ValidationFailed(
+            f"{field} {value!r} is not allowed", [{"field": field, "message": f"expected one of: {', '.join(allowed)}"}]
+        )
+
+
+def split_choices(project, export_format) -> tuple:
+    """The splits an export may select: the scheme's, or for TurkingBench the project's stored split lists."""
+    if export_format == ExportFormat.TURKINGBENCH:
+        return tuple(SplitConfig.for_project(project).form_task_splits)
+    return SPLITS[export_format]
+
+
+def check_export_request(project, export_format, splits, statuses, archive_format) -> None:
+    check_choice("format", export_format, ExportFormat.values)
+    check_choice("archive_format", archive_format, ARCHIVE_FORMATS)
+    allowed = split_choices(project, export_format)
+    for index, split in enumerate(splits):
+        check_choice(f"splits[{index}]", split, allowed)
+    if not statuses:
+        raise ValidationFailed(
+            "statuses must not be empty", [{"field": "statuses", "message": "expected at least one"}]
+        )
+    for index, status in enumerate(statuses):
+        check_choice(f"statuses[{index}]", status, STATUS_CHOICES)
+
+
+MAX_SELECTED = 5000  # demos named in one export; more is a filter's job (splits, statuses)
+
+
+def check_selection(project, export_format, names, splits, statuses) -> None:
+    """A selection of demos to export: names of the project's demos, each matching the export's statuses and
+    splits (a demo the export would leave out is named rather than dropped without a word)."""
+    if not names:
+        return
+    field = [{"field": "demos", "message": "expected names of the project's demonstrations"}]
+    if export_format == ExportFormat.TURKINGBENCH:
+        raise ValidationFailed("a TurkingBench export takes form batches, not a selection of demonstrations", field)
+    if len(names) > MAX_SELECTED or not all(isinstance(name, str) and name for name in names):
+        raise ValidationFailed(f"demos must be at most {MAX_SELECTED} demonstration names", field)
+    found = {demo.name: demo for demo in Demonstration.objects.filter(project=project, name__in=names)}
+    problems = [f"{name} (not in {project.name})" for name in names if name not in found]
+    wrong_status = [demo for demo in found.values() if demo.status not in statuses]
+    problems += [f"{demo.name} ({demo.get_status_display().lower()})" for demo in wrong_status]
+    if splits:
+        split = split_of(project, export_format)
+        problems += [f"{demo.name} (split {split(demo)})" for demo in found.values() if split(demo) not in splits]
+    if problems:
+        shown = ", ".join(sorted(problems)[:20]) + (f" and {len(problems) - 20} more" if len(problems) > 20 else "")
+        raise ValidationFailed(f"these selected demonstrations would not be exported: {shown}", field)
+
+
+def enqueue(task: str, job) -> None:
+    """Send the job's id to the queue once the row is committed; a broker that cannot be reached fails the job
+    visibly instead of leaving it queued forever (or running it inline behind the user's back)."""
+
+    def failed(error):
+        finish_job(job, JobStatus.FAILED, error=f"could not reach the task queue: {error}")
+
+    queue.enqueue(task, job.pk, on_failure=failed)
+
+
+def do_create_export(
+    user,
+    project,
+    export_format,
+    splits=(),
+    statuses=("validated",),
+    archive_format="tar.gz",
+    include_gold=False,
+    demos=(),
+):
+    """Create an export job and enqueue it. ``include_gold``: TurkingBench, also the imported gold rows;
+    ``demos``: only these demonstrations (names; each must match ``statuses`` and ``splits``)."""
+    check_export_request(project, export_format, list(splits), list(statuses), archive_format)
+    demos = list(dict.fromkeys(demos))
+    check_selection(project, export_format, demos, list(splits), list(statuses))
+    with transaction.atomic():
+        job = ExportJob.objects.create(
+            project=project,
+            owner=user,
+            format=export_format,
+            splits=list(splits),
+            statuses=list(statuses),
+            archive_format=archive_format,
+            include_gold=bool(include_gold),
+            demos=demos,
+        )
+        enqueue(queue.EXPORT, job)
+    return job
+
+
+def do_create_evaluation(user, project, eval_format, split, predictions) -> Evaluation:
+    """Create an evaluation of ``predictions`` on ``split`` and enqueue it. TurkingBench: ``split`` is optional
+    (empty: every form batch) and the predictions are checked against the project's form tasks first."""
+    check_choice("format", eval_format, (*SPLITS, ExportFormat.TURKINGBENCH))
+    if eval_format == ExportFormat.TURKINGBENCH:
+        check_turkingbench_predictions(project, predictions, split)
+    else:
+        check_choice("split", split, SPLITS[eval_format])
+    if not isinstance(predictions, list) or not predictions:
+        raise ValidationFailed(
+            "predictions must be a non-empty list",
+            [{"field": "predictions", "message": "expected a non-empty list of predictions"}],
+        )
+    with transaction.atomic():
+        evaluation = Evaluation.objects.create(
+            project=project, owner=user, format=eval_format, split=split, predictions=predictions
+        )
+        enqueue(queue.EVALUATION, evaluation)
+    return evaluation
+
+
+def may_cancel(user, job) -> bool:
+    """Whether ``user`` may cancel ``job``: the person who started it, or an admin of its project (superusers are
+    admins everywhere). Other researchers see a colleague's job but cannot stop it."""
+    return job.owner_id == user.pk or job.project.role_of(user) == Role.ADMIN
+
+
+def check_job_cancellable(user, job) -> None:
+    """403 unless ``user`` may cancel ``job`` (``may_cancel``); who may see the job at all is checked before."""
+    if not may_cancel(user, job):
+        raise Forbidden(f"only the one who started job {job.pk} or an admin of its project may cancel it")
+
+
+def do_cancel_job(job):
+    """Cancel a queued or running job. The worker notices at its next heartbeat and publishes nothing."""
+    updated = (
+        type(job)
+        .objects.filter(pk=job.pk, status__in=ACTIVE_STATUSES)
+        .update(status=JobStatus.CANCELLED, finished_at=timezone.now())
+    )
+    job.refresh_from_db()
+    if not updated:
+        raise Conflict(f"job {job.pk} is already {job.status}; only queued or running jobs can be cancelled")
+    return job
+
+
+# --- On the worker --------------------------------------------------------------------------------------
+
+
+def claim_job(model, pk):
+    """queued → running, or None when the job was cancelled, already run or reaped (e.g. a redelivered task)."""
+    now = timezone.now()
+    claimed = model.objects.filter(pk=pk, status=JobStatus.QUEUED).update(
+        status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, progress=0.0
+    )
+    return model.objects.select_related("project", "owner").get(pk=pk) if claimed else None
+
+
+def beat(job, progress: float) -> bool:
+    """Record progress and a heartbeat; False when the job is no longer running (cancelled or reaped)."""
+    job.progress = max(0.0, min(1.0, progress))
+    return bool(
+        type(job)
+        .objects.filter(pk=job.pk, status=JobStatus.RUNNING)
+        .update(progress=job.progress, heartbeat_at=timezone.now())
+    )
+
+
+def finish_job(job, status, **fields) -> bool:
+    """running/queued → ``status`` with ``fields``; False when the job had already ended (e.g. cancelled)."""
+    fields.setdefault("finished_at", timezone.now())
+    if status == JobStatus.DONE:
+        fields.setdefault("progress", 1.0)
+    updated = type(job).objects.filter(pk=job.pk, status__in=ACTIVE_STATUSES).update(status=status, **fields)
+    return bool(updated)
+
+
+def reap_stale_jobs(model=None) -> int:
+    """Mark running jobs whose worker stopped beating (killed, crashed, machine lost) as failed."""
+    models = [model] if model else [ExportJob, Evaluation, AgentRun]
+    reaped = 0
+    for job_model in models:
+        for job in job_model.objects.filter(status=JobStatus.RUNNING):
+            if job.is_stale():
+                error = (
+                    f"the worker stopped responding (last heartbeat {job.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC); "
+                    f"it was probably killed. Nothing was published; start a new job."
+                )
+                reaped += finish_job(job, JobStatus.FAILED, error=error)
+    return reaped

@@ -1,0 +1,78 @@
+"""A project's split configuration and its report, shared by the API and the splits page.
+
+The rules themselves are pure (``annotation/lib/splits.py``); this module reads the demos and checks a new
+configuration before it is stored.
+"""
+
+from ...lib import splits as split_rules
+from ...models import Demonstration, DemoStatus, SplitConfig
+from ..errors import ValidationFailed
+
+DEFAULT_STATUSES = (DemoStatus.VALIDATED,)
+FRACTIONS = ("valid_fraction", "test_iid_fraction", "test_task_fraction")
+HELD_OUT_LISTS = ("held_out_websites", "held_out_subcategories", "held_out_regions", "held_out_domains")
+
+
+def facts(demo: Demonstration) -> split_rules.DemoFacts:
+    return split_rules.DemoFacts(
+        name=demo.name,
+        websites=tuple(demo.websites or ()),
+        category=demo.category,
+        subcategory=demo.subcategory,
+        region=demo.region,
+        instructor_sees_screen=demo.instructor_sees_screen,
+    )
+
+
+def selected_demos(project, statuses=DEFAULT_STATUSES):
+    """The project's demonstrations with these statuses, ordered by name."""
+    return (
+        Demonstration.objects.filter(project=project, status__in=list(statuses))
+        .select_related("project", "navigator", "instructor", "review", "assignment__task__proposal__website")
+        .order_by("name")
+    )
+
+
+def split_of(project, scheme: str):
+    """A function demo → split name under the project's current split configuration."""
+    rules, assign = SplitConfig.for_project(project).rules(), split_rules.ASSIGN[scheme]
+    return lambda demo: assign(facts(demo), rules)
+
+
+def split_reports(project, statuses=DEFAULT_STATUSES) -> dict:
+    """``{"weblinx": report, "mind2web": report}``: per-split counts and the leakage report of each scheme."""
+    rules = SplitConfig.for_project(project).rules()
+    demo_facts = [facts(demo) for demo in selected_demos(project, statuses)]
+    return {scheme: split_rules.leakage_report(demo_facts, rules, scheme) for scheme in split_rules.SPLITS}
+
+
+def split_config_errors(data: dict, instance=None) -> dict:
+    """``{field: message}`` for a configuration change (``data`` may be partial; ``instance`` gives the rest)."""
+    for field in FRACTIONS:
+        if field in data and not 0 <= data[field] <= 1:
+            return {field: "expected a fraction between 0 and 1"}
+    valid = data.get("valid_fraction", getattr(instance, "valid_fraction", 0))
+    test_iid = data.get("test_iid_fraction", getattr(instance, "test_iid_fraction", 0))
+    if valid + test_iid > 1:
+        return {"test_iid_fraction": "valid_fraction + test_iid_fraction exceed 1"}
+    for field in HELD_OUT_LISTS:
+        value = data.get(field)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            return {field: "expected a list of strings"}
+    return {}
+
+
+def do_update_split_config(project, data: dict) -> SplitConfig:
+    """Store a complete, checked configuration (the splits page; the API goes through its serializer)."""
+    config = SplitConfig.for_project(project)
+    errors = split_config_errors(data, config)
+    if errors:
+        raise ValidationFailed(
+            "; ".join(f"{field}: {message}" for field, message in errors.items()),
+            [{"field": field, "message": message} for field, message in errors.items()],
+        )
+    for field in ("seed", *FRACTIONS, *HELD_OUT_LISTS):
+        if field in data:
+            setattr(config, field, data[field])
+    config.save()
+    return config

@@ -1,0 +1,275 @@
+"""The work queue (Turkle's rules), independent of what a task is: what a worker may get next, and accepting,
+submitting, skipping, returning and expiring assignments.
+
+- A worker never holds the same task twice (an active or submitted assignment; a database constraint too).
+- A task has ``assignments_per_task`` slots; an active or submitted assignment holds one (``Task.taken``).
+  A task is complete when its submitted assignments reach that number; a batch when all its tasks are.
+- Accepting locks the chosen task row (``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL), so workers accepting
+  at once never fill a slot twice and never wait on each other; on SQLite (``make run``) the transaction's
+  write lock serialises them. Other changes lock the assignment, then its task: the same order everywhere.
+- Tasks a worker skipped, returned or let expire come after the others in their queue (Turkle's skip order).
+"""
+
+import contextlib
+import datetime as dt
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Exists, F, OuterRef
+from django.utils import timezone
+
+from ...models import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
+from ..errors import Conflict, NotFound
+from .access import check_batch_for_work, open_for_work, workable_batches
+
+
+class AssignmentExpired(Conflict):
+    """The assignment ran out of time; it was marked expired and nothing was stored."""
+
+    status, code = 410, "expired"
+
+
+def held_by(user):
+    """A subquery: ``user`` holds (active or submitted) an assignment on the outer task."""
+    return Exists(Assignment.objects.filter(task=OuterRef("pk"), worker=user, status__in=HOLDING_STATUSES))
+
+
+def tried_by(user):
+    """A subquery: ``user`` had any assignment on the outer task (skipped, returned, expired, ...)."""
+    return Exists(Assignment.objects.filter(task=OuterRef("pk"), worker=user))
+
+
+def open_tasks(batch: Batch, user):
+    """The batch's tasks with a free slot that ``user`` does not already hold."""
+    return batch.tasks.filter(completed=False, taken__lt=batch.assignments_per_task).exclude(held_by(user))
+
+
+def available_counts(user, batches) -> dict:
+    """``{batch id: tasks user could accept}`` for the open ``batches`` user may work on; one query."""
+    batches = open_for_work(workable_batches(user, batches))
+    rows = (
+        Task.objects.filter(batch__in=batches, completed=False, taken__lt=F("batch__assignments_per_task"))
+        .exclude(held_by(user))
+        .values("batch")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    return {row["batch"]: row["n"] for row in rows}
+
+
+def lock_next_task(batch: Batch, user, among=None):
+    """The next task for ``user`` (of the tasks ``among`` selects, a ``Q``, when given), locked; tasks they tried
+    before come last. None when there is none."""
+    candidates = open_tasks(batch, user).select_for_update(skip_locked=True, of=("self",))
+    if among is not None:
+        candidates = candidates.filter(among)
+    fresh = candidates.exclude(tried_by(user)).order_by("index").first()
+    return fresh or candidates.order_by("index").first()
+
+
+def active_assignment_in(batch: Batch, user, now):
+    """The worker's oldest active, unexpired assignment in the batch (accepting again resumes it)."""
+    return (
+        Assignment.objects.filter(task__batch=batch, worker=user, status=AssignmentStatus.ACTIVE, expires_at__gt=now)
+        .order_by("accepted_at", "pk")
+        .first()
+    )
+
+
+def create_assignment(task: Task, user, now) -> Assignment:
+    """Give ``task`` (locked by the caller) to ``user``; it holds one of the task's slots until it ends."""
+    batch = task.batch
+    assignment = Assignment.objects.create(
+        task=task, worker=user, accepted_at=now, expires_at=now + dt.timedelta(seconds=batch.allotted_seconds)
+    )
+    Task.objects.filter(pk=task.pk).update(taken=F("taken") + 1)
+    return assignment
+
+
+def do_accept_next(user, batch: Batch, now=None, among=None) -> Assignment | None:
+    """Accept the batch's next task for ``user`` (or resume their active one); None when none is left. ``among`` (a
+    ``Q`` on tasks) narrows which tasks may be handed out."""
+    now = now or timezone.now()
+    check_open(batch)
+    with transaction.atomic():
+        # One accept at a time per worker (two tabs at once): the second one then resumes the first's assignment.
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        current = active_assignment_in(batch, user, now)
+        if current is not None:
+            return current
+        task = lock_next_task(batch, user, among)
+        return None if task is None else create_assignment(task, user, now)
+
+
+def do_accept_task(user, task: Task, now=None) -> Assignment:
+    """Accept this task (from its preview); 409 when it has no free slot for ``user`` any more."""
+    now = now or timezone.now()
+    check_open(task.batch)
+    try:
+        with transaction.atomic():
+            locked = open_tasks(task.batch, user).select_for_update(of=("self",)).filter(pk=task.pk).first()
+            if locked is None:
+                raise Conflict(f"task {task.index} of {task.batch.name!r} is no longer available to you")
+            return create_assignment(locked, user, now)
+    except IntegrityError:
+        raise Conflict("you already hold this task") from None
+
+
+def check_open(batch: Batch) -> None:
+    if not batch.is_open:
+        state = "completed" if batch.completed else "not published" if not batch.published else "inactive"
+        raise Conflict(f"batch {batch.name!r} is {state}; it hands out no work")
+
+
+def locked_assignment(assignment_id) -> Assignment:
+    assignment = Assignment.objects.select_for_update().filter(pk=assignment_id).first()
+    if assignment is None:
+        raise NotFound(f"no assignment {assignment_id}")
+    return assignment
+
+
+def check_active(assignment: Assignment, now) -> None:
+    """Refuse changes to an assignment that has ended; an overdue one is expired first (committed), then refused."""
+    if assignment.status != AssignmentStatus.ACTIVE:
+        raise Conflict(f"assignment {assignment.pk} is already {assignment.status}; nothing was stored")
+    if now >= assignment.expires_at:
+        raise AssignmentExpired(f"assignment {assignment.pk} expired at {assignment.expires_at:%Y-%m-%d %H:%M:%S} UTC")
+
+
+def do_submit(assignment_id, answers: dict, now=None) -> Assignment:
+    """Store the answers of an active assignment, once; completes its task (and batch) when it is the last one.
+
+    A second submission (a replayed form) is a 409 and changes nothing; an overdue one is marked expired and
+    refused (410)."""
+    now = now or timezone.now()
+    try:
+        with transaction.atomic():
+            assignment = locked_assignment(assignment_id)
+            check_active(assignment, now)
+            assignment.status, assignment.answers = AssignmentStatus.SUBMITTED, answers
+            assignment.submitted_at = assignment.ended_at = now
+            assignment.work_seconds = max(0.0, (now - assignment.accepted_at).total_seconds())
+            assignment.save(update_fields=["status", "answers", "submitted_at", "ended_at", "work_seconds"])
+            count_submission(assignment.task_id)
+            return assignment
+    except AssignmentExpired:
+        do_expire(assignment_id, now)
+        raise
+
+
+def do_submit_recording(assignment: Assignment | None, recording: str) -> None:
+    """A finished recording submits the demonstration task it was made for (its ``recording`` is the answer), so the
+    recordings actions need not know Mind2Web. An assignment that already ended, or of another kind of batch, is left
+    as it is; too late (expired), the task goes back to the queue and the recording is kept."""
+    if assignment is None or assignment.status != AssignmentStatus.ACTIVE:
+        return
+    if assignment.task.batch.kind != BatchKind.DEMONSTRATION:
+        return
+    with contextlib.suppress(AssignmentExpired):
+        do_submit(assignment.pk, {"recording": recording})
+
+
+def count_submission(task_id) -> None:
+    task = Task.objects.select_for_update().select_related("batch").get(pk=task_id)
+    task.submitted += 1
+    task.completed = task.submitted >= task.batch.assignments_per_task
+    task.save(update_fields=["submitted", "completed"])
+    if task.completed:
+        refresh_batch_completion(task.batch)
+
+
+def refresh_batch_completion(batch: Batch) -> None:
+    completed = not batch.tasks.filter(completed=False).exists()
+    if completed != batch.completed:
+        Batch.objects.filter(pk=batch.pk).update(completed=completed)
+        batch.completed = completed
+
+
+def release(assignment_id, status: str, now, check=True) -> Assignment | None:
+    """End an active assignment without answers (returned, skipped or expired); frees its task's slot."""
+    with transaction.atomic():
+        assignment = locked_assignment(assignment_id)
+        if check:
+            check_active(assignment, now)
+        elif assignment.status != AssignmentStatus.ACTIVE:
+            return None
+        assignment.status, assignment.ended_at = status, now
+        assignment.save(update_fields=["status", "ended_at"])
+        Task.objects.filter(pk=assignment.task_id).update(taken=F("taken") - 1)
+        return assignment
+
+
+def do_return(assignment: Assignment, now=None) -> Assignment:
+    """The worker gives the task back unanswered; another worker (or they, later) may take it."""
+    now = now or timezone.now()
+    try:
+        return release(assignment.pk, AssignmentStatus.RETURNED, now)
+    except AssignmentExpired:
+        do_expire(assignment.pk, now)
+        raise
+
+
+def do_skip(assignment: Assignment, now=None) -> Assignment | None:
+    """Skip this task and accept the batch's next one (the skipped task comes last in this worker's queue).
+
+    Returns the next assignment, or None when no other task is left."""
+    now = now or timezone.now()
+    try:
+        release(assignment.pk, AssignmentStatus.SKIPPED, now)
+    except AssignmentExpired:
+        do_expire(assignment.pk, now)
+        raise
+    batch = assignment.task.batch
+    return do_accept_next(assignment.worker, batch, now) if batch.is_open else None
+
+
+def do_expire(assignment_id, now=None) -> bool:
+    """Mark an active assignment past its time as expired, freeing its slot; False when there was nothing to do."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        due = Assignment.objects.filter(pk=assignment_id, status=AssignmentStatus.ACTIVE, expires_at__lte=now)
+        if not due.exists():
+            return False
+        return release(assignment_id, AssignmentStatus.EXPIRED, now, check=False) is not None
+
+
+def do_expire_due(now=None, limit=10_000) -> int:
+    """Expire every active assignment past its time (the periodic beat job); returns how many."""
+    now = now or timezone.now()
+    due = Assignment.objects.filter(status=AssignmentStatus.ACTIVE, expires_at__lte=now).order_by("expires_at")
+    return sum(do_expire(pk, now) for pk in list(due.values_list("pk", flat=True)[:limit]))
+
+
+def do_update_batch_settings(batch: Batch, **fields) -> Batch:
+    """Change a batch's settings; a new number of assignments per task re-decides which tasks are complete."""
+    with transaction.atomic():
+        batch = Batch.objects.select_for_update().get(pk=batch.pk)
+        for name, value in fields.items():
+            setattr(batch, name, value)
+        batch.save()
+        if "assignments_per_task" in fields:
+            tasks = batch.tasks.all()
+            tasks.filter(submitted__gte=batch.assignments_per_task).update(completed=True)
+            tasks.filter(submitted__lt=batch.assignments_per_task).update(completed=False)
+            refresh_batch_completion(batch)
+    return batch
+
+
+def check_assignment_of(user, assignment_id) -> Assignment:
+    """One of ``user``'s own assignments of a form batch (anyone else's is a 404, and so are Mind2Web's: a
+    proposal round or a demonstration task ends through its own actions)."""
+    assignment = (
+        Assignment.objects.select_related("task__batch__project", "worker")
+        .filter(pk=assignment_id, worker=user, task__batch__kind=BatchKind.FORM)
+        .first()
+    )
+    if assignment is None:
+        raise NotFound(f"no assignment {assignment_id} of yours")
+    return assignment
+
+
+def check_batch_accept(user, batch_id) -> Batch:
+    """A batch ``user`` may accept work from now."""
+    batch = check_batch_for_work(user, batch_id)
+    check_open(batch)
+    return batch

@@ -1,0 +1,61 @@
+"""Sign-in throttling: at most ``LOGIN_FAILURE_LIMIT`` failed sign-ins per username and address in
+``LOGIN_FAILURE_WINDOW_SECONDS``; then every attempt of that pair is refused (429 with ``Retry-After``) until the
+window ends. Counted in the cache (Redis when ``REDIS_URL`` is set, so every server process shares the count).
+
+The ways to guess a password (``/accounts/login/``, ``/admin/login/``, ``POST /api/auth/token/``) check
+``check_sign_in_allowed`` before authenticating; every failed ``authenticate()`` is counted through Django's
+``user_login_failed`` signal (``annotation/apps.py``).
+"""
+
+import hashlib
+import time
+
+from django.conf import settings
+from django.core.cache import cache
+
+from ..errors import TooManyRequests
+
+
+def failure_key(username: str, address: str) -> str:
+    """One cache key per (username, address); hashed, so no username or address sits in the cache in clear."""
+    digest = hashlib.sha256(f"{(username or '').strip().lower()}\n{address or ''}".encode()).hexdigest()
+    return f"sign-in-failures:{digest}"
+
+
+def check_sign_in_allowed(username: str, address: str) -> None:
+    """Refuse (429) a sign-in of ``username`` from ``address`` after too many recent failures."""
+    key = failure_key(username, address)
+    failures = cache.get_many([key, f"{key}:since"])
+    if failures.get(key, 0) < settings.LOGIN_FAILURE_LIMIT:
+        return
+    since = failures.get(f"{key}:since", time.time())
+    retry_after = max(1, round(since + settings.LOGIN_FAILURE_WINDOW_SECONDS - time.time()))
+    raise TooManyRequests(
+        f"too many failed sign-ins for this username from your address; try again in {retry_after} seconds",
+        retry_after=retry_after,
+    )
+
+
+def do_note_sign_in_failure(username: str, address: str) -> int:
+    """Count one failed sign-in in the current window (started by the first failure); returns the count."""
+    key, window = failure_key(username, address), settings.LOGIN_FAILURE_WINDOW_SECONDS
+    cache.add(f"{key}:since", time.time(), window)
+    cache.add(key, 0, window)  # both expire when the window ends
+    try:
+        return cache.incr(key)
+    except ValueError:  # expired between add and incr: this failure starts a new window
+        cache.set(key, 1, window)
+        return 1
+
+
+def do_forget_sign_in_failures(username: str, address: str) -> None:
+    """A successful sign-in clears the pair's count."""
+    key = failure_key(username, address)
+    cache.delete_many([key, f"{key}:since"])
+
+
+def client_address(request) -> str:
+    """The address the request came from: ``REMOTE_ADDR``, the connection's peer, or behind a proxy named in
+    ``TRUSTED_PROXIES`` the client address it forwarded (``config.asgi.behind_proxies``); a client's own
+    ``X-Forwarded-For`` is never believed."""
+    return request.META.get("REMOTE_ADDR", "")

@@ -1,0 +1,18 @@
+"""Agent runs on form tasks (TurkingBench): results, drill-down, comparison, cancelling."""
+
+from django.urls import path
+
+from ..views import agents
+
+urlpatterns = [
+    path("agents/runs/", agents.run_list, name="agents-runs"),
+    path("agents/runs/<int:run_id>/", agents.run_detail, name="agents-run"),
+    path("agents/runs/<int:run_id>/cancel", agents.run_cancel, name="agents-run-cancel"),
+    path("agents/runs/<int:run_id>/instances/<int:row_id>/", agents.instance_detail, name="agents-instance"),
+    path(
+        "agents/runs/<int:run_id>/instances/<int:row_id>/screenshot.png",
+        agents.instance_screenshot,
+        name="agents-screenshot",
+    ),
+    path("agents/compare/", agents.compare, name="agents-compare"),
+]

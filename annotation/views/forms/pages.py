@@ -1,0 +1,284 @@
+"""The worker's and the batch manager's pages (session + CSRF, the app's origin). Thin: each calls
+``annotation.actions.forms`` and renders. The task itself is never rendered here: these pages embed its sandboxed
+frame (``frames``)."""
+
+import functools
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from ...actions import ActionError, forms
+from ...models import Assignment, AssignmentStatus, Batch, BatchKind
+from ..page_errors import action_errors
+from . import upload
+
+HISTORY_PAGE = 50
+
+
+def app_csp(view):
+    """The app pages that embed task frames get a strict CSP of their own: only our scripts run here."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        response.setdefault("Content-Security-Policy", forms.app_page_csp())
+        return response
+
+    return wrapped
+
+
+def auto_accept(request) -> bool:
+    return request.session.get("form_auto_accept", settings.FORM_AUTO_ACCEPT_DEFAULT)
+
+
+@login_required
+@require_GET
+@action_errors
+def work_index(request):
+    """Your assignments in progress, the batches with work for you (and how much), your submitted work, and the
+    batches you manage."""
+    return render(request, "forms/index.html", index_context(request.user, request.GET.get("page")))
+
+
+def index_context(user, page=None) -> dict:
+    now = timezone.now()
+    workable = forms.open_for_work(forms.workable_batches(user, Batch.objects.forms())).select_related("project")
+    counts = forms.available_counts(user, workable)
+    mine = Assignment.objects.filter(worker=user, task__batch__kind=BatchKind.FORM).select_related(
+        "task__batch__project"
+    )
+    submitted = mine.filter(status=AssignmentStatus.SUBMITTED).order_by("-submitted_at", "-pk")
+    return {
+        "active": list(mine.filter(status=AssignmentStatus.ACTIVE, expires_at__gt=now).order_by("expires_at")),
+        "batches": [(batch, counts[batch.pk]) for batch in workable.order_by("-created_at") if counts.get(batch.pk)],
+        "history": Paginator(submitted, HISTORY_PAGE).get_page(page),
+        "managed": managed_batches(user),
+    }
+
+
+def managed_batches(user) -> list:
+    projects = forms.managed_projects(user)
+    return list(
+        Batch.objects.forms()
+        .filter(project__in=projects)
+        .select_related("project")
+        .annotate(task_count=Count("tasks"), done=Count("tasks", filter=Q(tasks__completed=True)))
+        .order_by("-created_at")[:100]
+    )
+
+
+@login_required
+@require_POST
+@action_errors
+def batch_accept(request, batch_id: int):
+    """Accept the batch's next task (or resume yours); back to the work page when none is left. Another project's
+    batch is the 404 page and one you may not work on the 403 page; a closed batch is a message on the work page."""
+    batch = forms.check_batch_for_work(request.user, batch_id)
+    try:
+        forms.queue.check_open(batch)
+        assignment = forms.do_accept_next(request.user, batch)
+    except ActionError as error:
+        messages.error(request, error.detail)
+        return redirect("forms-index")
+    if assignment is None:
+        messages.info(request, f"No more tasks for you in {batch.name!r}.")
+        return redirect("forms-index")
+    return redirect("forms-assignment", assignment_id=assignment.pk)
+
+
+@login_required
+@require_GET
+@action_errors
+def batch_preview(request, batch_id: int):
+    """Preview the next task you would get (Turkle's preview of the next task)."""
+    batch = forms.check_batch_for_work(request.user, batch_id)
+    task = forms.queue.open_tasks(batch, request.user).order_by("index").first()
+    if task is None:
+        messages.info(request, f"No more tasks for you in {batch.name!r}.")
+        return redirect("forms-index")
+    return redirect("forms-task-preview", task_id=task.pk)
+
+
+@app_csp
+@login_required
+@require_GET
+@action_errors
+def task_preview(request, task_id: int):
+    """A task's preview in its sandboxed frame, with Accept when you may take it."""
+    task = forms.check_task_previewable(request.user, task_id)
+    batch = task.batch
+    context = {
+        "batch": batch,
+        "task": task,
+        "frame_url": forms.preview_url(task),
+        "can_accept": batch.is_open and forms.can_work_on(request.user, batch),
+    }
+    return render(request, "forms/preview.html", context)
+
+
+@login_required
+@require_POST
+@action_errors
+def task_accept(request, task_id: int):
+    """Accept the previewed task."""
+    task = forms.check_task_previewable(request.user, task_id)
+    try:
+        forms.check_batch_accept(request.user, task.batch_id)
+        assignment = forms.do_accept_task(request.user, task)
+    except ActionError as error:
+        messages.error(request, error.detail)
+        return redirect("forms-index")
+    return redirect("forms-assignment", assignment_id=assignment.pk)
+
+
+@app_csp
+@login_required
+@require_GET
+@action_errors
+def assignment_page(request, assignment_id: int):
+    """The worker's page of one assignment: instructions, countdown, the task frame, Skip and Return; once
+    submitted, the work read-only."""
+    assignment = forms.check_assignment_of(request.user, assignment_id)
+    if assignment.is_active and timezone.now() >= assignment.expires_at:
+        forms.do_expire(assignment.pk)
+        assignment.refresh_from_db()
+    batch = assignment.task.batch
+    frame_url = ""
+    if assignment.is_active:
+        frame_url = forms.work_frame_url(assignment)
+    elif assignment.status == AssignmentStatus.SUBMITTED:
+        frame_url = forms.view_url(assignment)
+    context = {
+        "assignment": assignment,
+        "batch": batch,
+        "task": assignment.task,
+        "frame_url": frame_url,
+        "auto_accept": auto_accept(request),
+        "answers": sorted(assignment.answers.items()),
+        "can_accept": batch.is_open and forms.can_work_on(request.user, batch),
+    }
+    return render(request, "forms/assignment.html", context)
+
+
+def state_of(assignment: Assignment) -> dict:
+    seconds_left = max(0, int((assignment.expires_at - timezone.now()).total_seconds()))
+    return {
+        "id": assignment.pk,
+        "status": assignment.status,
+        "expires_at": assignment.expires_at.isoformat(),
+        "seconds_left": seconds_left if assignment.is_active else 0,
+        "batch_open": assignment.task.batch.is_open,
+    }
+
+
+@login_required
+@require_GET
+@action_errors
+def assignment_state(request, assignment_id: int):
+    """``GET``: the assignment's status; its page polls it (and asks when the frame says it submitted)."""
+    assignment = forms.check_assignment_of(request.user, assignment_id)
+    if assignment.is_active and timezone.now() >= assignment.expires_at:
+        forms.do_expire(assignment.pk)
+        assignment.refresh_from_db()
+    response = JsonResponse(state_of(assignment))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
+@action_errors
+def assignment_skip(request, assignment_id: int):
+    """Skip: give this task back and take the batch's next one (the skipped one comes last for you)."""
+    assignment = forms.check_assignment_of(request.user, assignment_id)
+    try:
+        following = forms.do_skip(assignment)
+    except ActionError as error:
+        messages.error(request, error.detail)
+        return redirect("forms-assignment", assignment_id=assignment.pk)
+    if following is None:
+        messages.info(request, f"Skipped. No other task is left for you in {assignment.task.batch.name!r}.")
+        return redirect("forms-index")
+    return redirect("forms-assignment", assignment_id=following.pk)
+
+
+@login_required
+@require_POST
+@action_errors
+def assignment_return(request, assignment_id: int):
+    """Return: give the task back unanswered and go back to the work page."""
+    assignment = forms.check_assignment_of(request.user, assignment_id)
+    try:
+        forms.do_return(assignment)
+    except ActionError as error:
+        messages.error(request, error.detail)
+        return redirect("forms-assignment", assignment_id=assignment.pk)
+    messages.info(request, f"Returned task {assignment.task.index + 1} of {assignment.task.batch.name!r}.")
+    return redirect("forms-index")
+
+
+@login_required
+@require_POST
+def set_auto_accept(request):
+    """Switch Submit & next on or off for this session (``on=1`` / ``on=0``)."""
+    request.session["form_auto_accept"] = request.POST.get("on") == "1"
+    return JsonResponse({"auto_accept": request.session["form_auto_accept"]})
+
+
+@app_csp
+@login_required
+@require_http_methods(["GET", "POST"])
+@action_errors
+def batch_new(request):
+    """Upload a batch Turkle/MTurk style: a project, a name, the HTML template and the CSV of inputs."""
+    form = upload.BatchUploadForm(request.user, request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            batch, notes = upload.create_batch(request.user, form)
+        except ActionError as error:
+            form.add_action_error(error)
+        else:
+            messages.success(request, f"Created batch {batch.name!r} with {batch.tasks.count()} tasks.")
+            for note in notes:
+                messages.warning(request, note)
+            return redirect("forms-batch", batch_id=batch.pk)
+    status = 413 if form.too_large else 400 if form.errors else 200
+    context = {
+        "form": form,
+        "template_limit": settings.FORM_TEMPLATE_MAX_BYTES,
+        "csv_limit": settings.FORM_CSV_MAX_BYTES,
+    }
+    return render(request, "forms/batch_new.html", context, status=status)
+
+
+@app_csp
+@login_required
+@require_GET
+@action_errors
+def batch_detail(request, batch_id: int):
+    """A batch's progress and time (Turkle's statistics), its settings, and the results download."""
+    batch = forms.check_batch_stats(request.user, batch_id)
+    first = batch.tasks.order_by("index").first()
+    context = {
+        "batch": batch,
+        "stats": forms.batch_stats(batch),
+        "can_manage": forms.can_manage(request.user, batch),
+        "preview_url": reverse("forms-task-preview", args=[first.pk]) if first else "",
+    }
+    return render(request, "forms/batch.html", context)
+
+
+@login_required
+@require_GET
+@action_errors
+def batch_results(request, batch_id: int):
+    """The Turkle results CSV of the batch, as a download."""
+    return forms.results_response(forms.check_batch_manageable(request.user, batch_id))

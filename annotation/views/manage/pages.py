@@ -1,0 +1,158 @@
+"""Management pages: projects (create, settings, choice lists), members and roles, and your API token. Thin: each
+checks with ``annotation.actions.manage`` and calls its ``do_*``; project admins manage their project, a superuser
+every project."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from ...actions import ActionError, manage
+from ...models import Project, Role
+from ..page_errors import action_errors, form_error
+from . import forms
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def projects(request):
+    """Your projects with your role, links to what you may manage, and (with the permission) a new project."""
+    form = forms.ProjectCreateForm(request.POST or None)
+    if request.method == "POST":
+        if not manage.can_create_projects(request.user):
+            raise PermissionDenied("creating projects needs the annotation.add_project permission")
+        if form.is_valid():
+            try:
+                project = manage.do_create_project(request.user, **form.cleaned_data)
+            except ActionError as error:
+                form_error(form, error)
+            else:
+                messages.success(request, f"Project {project.name} created; you are its admin.")
+                return redirect("manage-members", name=project.name)
+    rows = Project.objects.for_user(request.user).annotate(member_count=Count("memberships", distinct=True))
+    roles = dict(request.user.memberships.values_list("project_id", "role"))
+    listed = [(project, Role.ADMIN if request.user.is_superuser else roles.get(project.pk)) for project in rows]
+    context = {"projects": listed, "form": form, "can_create": manage.can_create_projects(request.user)}
+    return render(request, "manage/projects.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@action_errors
+def project_settings(request, name: str):
+    """Title, description and the category / subcategory / region suggestions (project admins)."""
+    project = manage.check_project_admin(request.user, name)
+    form = forms.ProjectSettingsForm(request.POST or None) if request.method == "POST" else None
+    if form is not None and form.is_valid():
+        try:
+            data = form.cleaned_data
+            manage.do_update_project(project, data["title"], data["description"], form.choices())
+        except ActionError as error:
+            form_error(form, error)
+        else:
+            messages.success(request, "Settings saved.")
+            return redirect("manage-settings", name=project.name)
+    form = form or forms.ProjectSettingsForm.for_project(project)
+    context = {"project": project, "form": form, "tab": "settings", "project_role": Role.ADMIN}
+    return render(request, "manage/settings.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_GET
+@action_errors
+def members(request, name: str):
+    """The members and their roles, with forms to add, change and remove (project admins)."""
+    project = manage.check_project_admin(request.user, name)
+    return render_members(request, project, forms.MemberAddForm())
+
+
+def render_members(request, project, form, status=200):
+    rows = project.memberships.select_related("user").order_by("user__username")
+    context = {
+        "project": project,
+        "memberships": rows,
+        "form": form,
+        "roles": Role.choices,
+        "tab": "members",
+        "project_role": Role.ADMIN,
+    }
+    return render(request, "manage/members.html", context, status=status)
+
+
+@login_required
+@require_POST
+@action_errors
+def member_add(request, name: str):
+    project = manage.check_project_admin(request.user, name)
+    form = forms.MemberAddForm(request.POST)
+    if form.is_valid():
+        try:
+            membership = manage.do_add_member(project, form.cleaned_data["username"], form.cleaned_data["role"])
+        except ActionError as error:
+            form_error(form, error)
+        else:
+            messages.success(request, f"{membership.user.username} is now {membership.get_role_display()}.")
+            return redirect("manage-members", name=project.name)
+    return render_members(request, project, form, status=400)
+
+
+@login_required
+@require_POST
+@action_errors
+def member_role(request, name: str, membership_id: int):
+    project = manage.check_project_admin(request.user, name)
+    return member_change(
+        request, project, lambda: manage.do_change_role(project, membership_id, request.POST.get("role"))
+    )
+
+
+@login_required
+@require_POST
+@action_errors
+def member_remove(request, name: str, membership_id: int):
+    project = manage.check_project_admin(request.user, name)
+    return member_change(request, project, lambda: manage.do_remove_member(project, membership_id))
+
+
+def member_change(request, project, change):
+    try:
+        membership = change()
+    except ActionError as error:
+        messages.error(request, error.detail)
+        return render_members(request, project, forms.MemberAddForm(), status=error.status)
+    if membership.pk is None:
+        messages.success(request, f"{membership.user.username} removed from {project.name}.")
+    else:
+        messages.success(request, f"{membership.user.username} is now {membership.get_role_display()}.")
+    return redirect("manage-members", name=project.name)
+
+
+# --- Your API token -------------------------------------------------------------------------------------------
+
+NEW_KEY = "manage_new_token_key"  # session key: the key shown once after it was made
+
+
+@login_required
+@require_GET
+def token(request):
+    """Your API token: whether you have one and since when; a new key is shown once, right after it is made."""
+    context = {"token": manage.token_of(request.user), "new_key": request.session.pop(NEW_KEY, None)}
+    return render(request, "manage/token.html", context)
+
+
+@login_required
+@require_POST
+def token_change(request, change: str):
+    """``create``, ``rotate`` or ``revoke`` your token, then back to the token page."""
+    try:
+        if change == "create":
+            request.session[NEW_KEY] = manage.do_create_token(request.user).key
+        elif change == "rotate":
+            request.session[NEW_KEY] = manage.do_rotate_token(request.user).key
+        elif change == "revoke" and manage.do_revoke_token(request.user):
+            messages.success(request, "Token revoked: it no longer works anywhere.")
+    except ActionError as error:
+        messages.error(request, error.detail)
+    return redirect("manage-tokens")

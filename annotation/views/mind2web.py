@@ -1,0 +1,169 @@
+"""The Mind2Web pages (session auth): a project's websites, seed tasks and verification counts; proposing tasks;
+the reviewers' keyboard-friendly proposal queue. Thin: each view calls ``annotation.actions.mind2web`` and shows a
+refused change as a message (a refused request stores nothing); what the user may not see is the 404 or 403 page
+(``page_errors``)."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from ..actions import ActionError, ValidationFailed
+from ..actions import mind2web as m2w
+from ..actions.forms import WORK_ROLES
+from ..actions.manage.access import check_project_role
+from ..models import READ_ROLES, Project, ProposalRound, Role, Website
+from .page_errors import action_errors, refusal_message, refusals_as_messages
+
+MANAGE = (Role.RESEARCHER, Role.ADMIN)
+REVIEW = (Role.REVIEWER, Role.ADMIN)
+COUNTS = (Role.REVIEWER, Role.RESEARCHER, Role.ADMIN)
+
+
+def member_project(user, name) -> Project:
+    return check_project_role(user, name, READ_ROLES, "see this project")
+
+
+@login_required
+@require_GET
+def index(request):
+    """The projects with Mind2Web websites (or where you may add them)."""
+    projects = Project.objects.for_user(request.user).order_by("name")
+    return render(request, "mind2web/index.html", {"projects": projects})
+
+
+@login_required
+@require_GET
+@action_errors
+def project_page(request, project):
+    """A project's websites (accepted / target, seed tasks), what you may propose, your demonstration tasks, the
+    review queue's size and the verification counts, as your role allows."""
+    project = member_project(request.user, project)
+    role = project.role_of(request.user)
+    websites = Website.objects.filter(project=project).with_counts().order_by("name")
+    context = {
+        "project": project,
+        "role": role,
+        "websites": websites,
+        "can_manage": role in MANAGE,
+        "can_propose": role in WORK_ROLES,
+        "can_review": role in REVIEW,
+    }
+    if context["can_propose"]:
+        context["offered"] = m2w.offered_websites(request.user, project)
+        context["demonstrations"] = m2w.assigned_demonstrations(request.user, project)
+        rounds = ProposalRound.objects.filter(proposer=request.user, website__project=project)
+        context["rounds"] = rounds.select_related("website", "assignment")[:50]
+    if context["can_review"]:
+        context["pending"] = m2w.review_queue(request.user, project).count()
+    if role in COUNTS:
+        context["counts"] = m2w.verification_counts(project)
+    return render(request, "mind2web/project.html", context)
+
+
+@login_required
+@require_POST
+@action_errors
+def website_add(request, project):
+    found = m2w.check_project_for_websites(request.user, project)  # 404/403 pages before the post is read
+    with refusals_as_messages(request):
+        fields = {key: request.POST.get(key, "") for key in ("name", "url", "domain", "subdomain", "description")}
+        if request.POST.get("target_tasks"):
+            fields["target_tasks"] = request.POST["target_tasks"]
+        website = m2w.do_create_website(found, fields)
+        messages.success(request, f"Website {website.name!r} added.")
+    return redirect("mind2web-project", project=project)
+
+
+@login_required
+@require_POST
+@action_errors
+def website_import(request, project):
+    found = m2w.check_project_for_websites(request.user, project)  # 404/403 pages before the post is read
+    with refusals_as_messages(request):
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ValidationFailed("choose a file", [{"field": "file", "message": "required"}])
+        created = m2w.do_import_websites(found, upload.read(), upload.name or "")
+        messages.success(request, f"{len(created)} websites imported.")
+    return redirect("mind2web-project", project=project)
+
+
+@login_required
+@require_POST
+@action_errors
+def seeds_import(request, website_id):
+    """Seed tasks from a file or a text area (one task per line)."""
+    website = m2w.visible_website(request.user, website_id)
+    with refusals_as_messages(request):
+        m2w.check_project_for_websites(request.user, website.project.name)
+        upload = request.FILES.get("file")
+        if upload is not None:
+            texts = m2w.seed_texts_of_file(upload.read(), upload.name or "")
+        else:
+            texts = [line for line in request.POST.get("tasks", "").splitlines() if line.strip()]
+        created = m2w.do_add_seed_tasks(website, texts)
+        messages.success(request, f"{len(created)} seed tasks added to {website.name!r}.")
+    return redirect("mind2web-project", project=website.project.name)
+
+
+@login_required
+@require_POST
+@action_errors
+def round_start(request, website_id):
+    """Start (or resume) proposing for a website, then its round page."""
+    website = m2w.visible_website(request.user, website_id)
+    try:
+        proposal_round = m2w.do_start_round(request.user, website)
+    except ActionError as error:
+        refusal_message(request, error)
+        return redirect("mind2web-project", project=website.project.name)
+    return redirect("mind2web-round", round_id=proposal_round.pk)
+
+
+@login_required
+@action_errors
+def round_page(request, round_id):
+    """GET: the seed tasks drawn for the round and the proposal form (up to 5). POST: submit the proposals."""
+    proposal_round = m2w.check_round_of(request.user, round_id)
+    if request.method == "POST":
+        texts = [text for text in request.POST.getlist("task") if text.strip()]
+        with refusals_as_messages(request):
+            m2w.do_submit_round(request.user, round_id, texts)
+            messages.success(request, f"{len(texts)} tasks proposed; a reviewer will look at them.")
+        return redirect("mind2web-round", round_id=round_id)
+    context = {
+        "round": proposal_round,
+        "website": proposal_round.website,
+        "proposals": proposal_round.proposals.all(),
+        "slots": range(m2w.MAX_PROPOSALS),
+        "max_chars": m2w.TASK_MAX_CHARS,
+    }
+    return render(request, "mind2web/round.html", context)
+
+
+@login_required
+@require_GET
+@action_errors
+def review_queue(request, project):
+    """Pending proposals, oldest first, with their screening: accept (editable), reject; j/k, a, e, r keys."""
+    found = member_project(request.user, project)
+    try:
+        queue = list(m2w.review_queue(request.user, found)[:200])
+    except ActionError as error:
+        refusal_message(request, error)
+        return redirect("mind2web-project", project=project)
+    return render(request, "mind2web/review.html", {"project": found, "queue": queue, "max_chars": m2w.TASK_MAX_CHARS})
+
+
+@login_required
+@require_POST
+@action_errors
+def proposal_review(request, proposal_id):
+    decision = request.POST.get("decision")
+    proposal = m2w.check_proposal_reviewable(request.user, proposal_id)
+    with refusals_as_messages(request):
+        m2w.do_review(request.user, proposal_id, decision, request.POST.get("text"))
+        verb = "accepted" if decision == "accept" else "rejected"
+        messages.success(request, f"Proposal {verb}: {proposal.text[:80]}")
+    return redirect("mind2web-review", project=proposal.website.project.name)

@@ -1,0 +1,1 @@
+"""The agents API: agent runs on a project's form tasks (start one, follow it, cancel it, read its scores)."""

@@ -1,0 +1,1 @@
+"""The forms API: batches (upload, settings, results, statistics, tasks) and assignments."""

@@ -1,0 +1,166 @@
+"""The forms API: form batches (upload Turkle-style, settings, results CSV, statistics, tasks with preview URLs)
+and assignments. Thin: each view checks with ``annotation.actions.forms`` and calls one action."""
+
+import json
+
+from django.db.models import Count, Q
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, renderers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+
+from annotation.actions import forms
+from annotation.models import Assignment, Batch, BatchKind, Project
+
+from ..parsers import LimitedJSONParser
+from ..serializers import ErrorSerializer, error_responses
+from . import serializers as ws
+
+ERRORS = error_responses(400, 403, 404, 409, 413)
+
+
+class CSVRenderer(renderers.BaseRenderer):
+    """``text/csv`` for the results download, so a client may ask for it (``Accept: text/csv``). The CSV itself is
+    streamed by ``annotation.actions.forms.results_response``; an error is answered as JSON
+    (``BatchViewSet.finalize_response``)."""
+
+    media_type, format, charset = "text/csv", "csv", "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data.encode() if isinstance(data, str) else json.dumps(data).encode()
+
+
+def batches_for(user):
+    """Form batches of projects where ``user`` sees statistics, plus the published ones they may work on. Mind2Web's
+    proposal and demonstration batches are served by their own endpoints (``api/mind2web/views.py``)."""
+    seen = Project.objects.for_user(user, forms.STATS_ROLES)
+    workable = forms.workable_batches(user).filter(published=True)
+    return (
+        Batch.objects.forms()
+        .filter(Q(project__in=seen) | Q(pk__in=workable.values("pk")))
+        .select_related("project", "created_by")
+        .prefetch_related("workers", "worker_groups")
+        .annotate(tasks_total=Count("tasks"), tasks_done=Count("tasks", filter=Q(tasks__completed=True)))
+        .order_by("-created_at", "-pk")
+    )
+
+
+class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Batches of distributed work: upload one (template + CSV), change its settings, follow its progress, read its
+    results (Turkle's CSV) and its tasks."""
+
+    serializer_class = ws.BatchSerializer
+    parser_classes = [LimitedJSONParser, MultiPartParser, FormParser]
+    filterset_fields = {"project__name": ["exact"], "kind": ["exact"], "completed": ["exact"]}
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        """An error of the CSV download is the API's JSON error, labelled as JSON (it was JSON text as text/csv)."""
+        if response.status_code >= 400 and isinstance(getattr(request, "accepted_renderer", None), CSVRenderer):
+            request.accepted_renderer, request.accepted_media_type = renderers.JSONRenderer(), "application/json"
+        return super().finalize_response(request, response, *args, **kwargs)
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Batch.objects.none()
+        return batches_for(self.request.user)
+
+    def annotated(self, batch) -> Batch:
+        return self.get_queryset().get(pk=batch.pk)
+
+    @extend_schema(
+        request={"multipart/form-data": ws.BatchCreateSerializer},
+        responses={201: ws.BatchCreatedSerializer, **ERRORS},
+    )
+    def create(self, request):
+        """Upload a batch: ``template`` and ``csv`` files plus settings (multipart). One task per distinct row of
+        input values; ``Answer.*`` columns become gold answers. Every problem is named (400), files over the limits
+        are 413 (a body over both files' limits is refused before it is read, ``config.body_guard``), and nothing
+        is stored unless all of it is valid."""
+        form = ws.BatchCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = dict(form.validated_data)
+        project = forms.check_project_for_batches(request.user, data.pop("project"))
+        template, csv_file = data.pop("template"), data.pop("csv")
+        parsed = forms.parse_upload(template, csv_file)
+        name = data.pop("name", None) or (csv_file.name or "batch").removesuffix(".csv")
+        batch_settings = forms.BatchSettings(**settings_of(data))
+        batch = forms.do_create_form_batch(request.user, project, name, parsed, batch_settings)
+        body = ws.BatchCreatedSerializer(self.annotated(batch)).data
+        body["warnings"] = forms.warnings_for(parsed)
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request={"application/json": ws.BatchUpdateSerializer}, responses={200: ws.BatchSerializer, **ERRORS}
+    )
+    def partial_update(self, request, pk=None):
+        """Change a batch's settings (researchers and admins of its project)."""
+        batch = forms.check_batch_manageable(request.user, self.get_object().pk)
+        # partial: a setting left out (of form data too) stays as it is, never read as false
+        form = ws.BatchUpdateSerializer(data=request.data if isinstance(request.data, dict) else {}, partial=True)
+        form.is_valid(raise_exception=True)
+        data = dict(form.validated_data)
+        people = {key: data.pop(key) for key in ("workers", "worker_groups") if key in data}
+        if "name" in data and data["name"] != batch.name:
+            forms.create.check_names_free(batch.project, [data["name"]])
+        batch = forms.do_update_batch_settings(batch, **data)
+        for key, values in people.items():
+            getattr(batch, key).set(values)
+        return Response(self.get_serializer(self.annotated(batch)).data)
+
+    @extend_schema(
+        responses={(200, "text/csv"): OpenApiTypes.STR, 403: OpenApiResponse(ErrorSerializer), 404: None},
+        description="Turkle's results CSV: one row per submitted assignment, every value quoted, CRLF.",
+    )
+    @action(detail=True, methods=["get"], renderer_classes=[CSVRenderer, renderers.JSONRenderer])
+    def results(self, request, pk=None):
+        """The Turkle results CSV (columns as Turkle writes them; several values of one name joined with ``|``)."""
+        batch = forms.check_batch_manageable(request.user, self.get_object().pk)
+        return forms.results_response(batch)
+
+    @extend_schema(responses={200: ws.BatchStatsSerializer, **ERRORS})
+    @action(detail=True, methods=["get"])
+    def stats(self, request, pk=None):
+        """Progress and time: tasks done, assignments per status, per-worker counts and work time (total, median)."""
+        batch = forms.check_batch_stats(request.user, self.get_object().pk)
+        return Response(forms.batch_stats(batch))
+
+    @extend_schema(responses={200: ws.TaskSerializer(many=True), **ERRORS})
+    @action(detail=True, methods=["get"])
+    def tasks(self, request, pk=None):
+        """The batch's tasks in instance order, with inputs, gold answers and a signed preview URL (researchers and
+        admins)."""
+        batch = forms.check_batch_manageable(request.user, self.get_object().pk)
+        page = self.paginate_queryset(batch.tasks.order_by("index"))
+        return self.get_paginated_response(ws.TaskSerializer(page, many=True, context={"request": request}).data)
+
+
+def settings_of(data: dict) -> dict:
+    keys = ("assignments_per_task", "allotted_seconds", "published", "active", "description", "workers")
+    values = {key: data[key] for key in keys if key in data}
+    if "worker_groups" in data:
+        values["worker_groups"] = data["worker_groups"]
+    return values
+
+
+class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
+    """Assignments of form batches: your own, and every assignment of the batches you manage (researchers, admins).
+    Mind2Web's proposal rounds and demonstration tasks are under ``/api/proposal-rounds/`` and
+    ``/api/demonstration-tasks/``."""
+
+    serializer_class = ws.AssignmentSerializer
+    filterset_fields = {"task__batch": ["exact"], "status": ["exact"], "worker__username": ["exact"]}
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Assignment.objects.none()
+        user = self.request.user
+        managed = forms.managed_projects(user)
+        return (
+            Assignment.objects.filter(Q(worker=user) | Q(task__batch__project__in=managed))
+            .filter(task__batch__kind=BatchKind.FORM)
+            .select_related("task", "worker")
+            .order_by("-accepted_at", "-pk")
+        )

@@ -1,0 +1,104 @@
+"""Archives: every file once, with a manifest of sha256s that matches the archived bytes."""
+
+import hashlib
+import json
+import tarfile
+import zipfile
+
+import pytest
+
+from workers.exports.archive import write_archive
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "export"
+    (root / "demonstrations" / "abc" / "pages").mkdir(parents=True)
+    (root / "splits.json").write_text('{"train": ["abc"]}')
+    (root / "demonstrations" / "abc" / "pages" / "page-0-0.html").write_text("<html></html>" * 1000)
+    (root / "demonstrations" / "abc" / "shot.png").write_bytes(bytes(range(256)) * 50)
+    return root
+
+
+def read_members(archive, archive_format):
+    if archive_format == "zip":
+        with zipfile.ZipFile(archive) as zipped:
+            return {name: zipped.read(name) for name in zipped.namelist()}
+    with tarfile.open(archive) as tarred:
+        return {m.name: tarred.extractfile(m).read() for m in tarred.getmembers() if m.isfile()}
+
+
+@pytest.mark.parametrize("archive_format", ["tar.gz", "zip"])
+def test_manifest_lists_every_file_with_the_sha256_of_its_archived_bytes(tree, tmp_path, archive_format):
+    archive = tmp_path / f"proj-weblinx-1.{archive_format}"
+    seen = []
+
+    manifest = write_archive(tree, archive, archive_format, progress=seen.append)
+
+    members = read_members(archive, archive_format)
+    stored = json.loads(members.pop("proj-weblinx-1/manifest.json"))
+    assert stored["files"] == manifest
+    assert set(members) == {f"proj-weblinx-1/{name}" for name in manifest}
+    for name, entry in manifest.items():
+        data = members[f"proj-weblinx-1/{name}"]
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"]
+        assert len(data) == entry["size"]
+    assert seen == sorted(seen)
+    assert seen[-1] == 1.0
+
+
+def test_an_unknown_archive_format_is_refused(tree, tmp_path):
+    with pytest.raises(ValueError, match="unknown archive format 'rar'"):
+        write_archive(tree, tmp_path / "x.rar", "rar")
+
+
+def test_hard_linked_files_are_stored_once_and_extract_with_their_bytes(tree, tmp_path):
+    import os
+
+    page = tree / "demonstrations" / "abc" / "pages" / "page-0-0.html"
+    os.link(page, tree / "demonstrations" / "abc" / "pages" / "page-1-0.html")
+    archive = tmp_path / "linked.tar.gz"
+
+    manifest = write_archive(tree, archive, "tar.gz")
+
+    with tarfile.open(archive) as tarred:
+        links = [m for m in tarred.getmembers() if m.islnk()]
+        assert [m.name for m in links] == ["linked/demonstrations/abc/pages/page-1-0.html"]
+        tarred.extractall(tmp_path / "out", filter="data")
+    copy = (tmp_path / "out" / "linked" / "demonstrations" / "abc" / "pages" / "page-1-0.html").read_bytes()
+    assert copy == page.read_bytes()
+    assert manifest["demonstrations/abc/pages/page-1-0.html"] == manifest["demonstrations/abc/pages/page-0-0.html"]
+
+
+class FailingStream:
+    """An output (an S3 upload, say) that fails after a few bytes."""
+
+    def __init__(self, after: int):
+        self.after, self.written = after, 0
+
+    def write(self, data) -> int:
+        self.written += len(data)
+        if self.written > self.after:
+            raise OSError("the upload failed")
+        return len(data)
+
+    def flush(self):
+        pass
+
+
+def test_an_output_that_fails_raises_its_error_from_the_archive(tree):
+    big = tree / "demonstrations" / "abc" / "big.bin"
+    big.write_bytes(bytes(range(256)) * 40_000)  # ~10 MB: several compressed blocks
+    with pytest.raises(OSError, match="the upload failed"):
+        write_archive(tree, FailingStream(after=1000), "tar.gz", top="x")
+
+
+def test_the_tar_gz_is_standard_gzip(tree, tmp_path):
+    import gzip
+    import subprocess
+
+    archive = tmp_path / "plain.tar.gz"
+    manifest = write_archive(tree, archive, "tar.gz")
+    listed = subprocess.run(["tar", "-tzf", str(archive)], capture_output=True, text=True, check=True).stdout
+    assert set(listed.split()) == {f"plain/{name}" for name in manifest} | {"plain/manifest.json"}
+    assert gzip.decompress(archive.read_bytes())[:5] == b"plain"  # one tar stream inside

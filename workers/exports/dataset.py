@@ -1,0 +1,209 @@
+"""From the database to export values: the demonstrations of a project as ``ExportDemo``, with splits assigned.
+
+This is the one place that decides what an exported demo contains, so curation (the Review feature) plugs in
+here: ``export_timeline`` is where edits over the raw capture are applied.
+"""
+
+import hashlib
+import io
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from django.core.files.storage import default_storage
+from django.db.models import Prefetch
+
+# The demo selection and split assignment live with the domain (the splits page uses them too).
+from annotation.actions.exports.splits import DEFAULT_STATUSES, selected_demos, split_of
+from annotation.lib.shapes import as_dict
+from annotation.models import Demonstration, DemoReview, DemoStatus, Turn, TurnType, curated_turns, sha256_path
+from annotation.store.blobstore import S3ObjectReader, is_local, is_s3, stream_file
+
+from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn
+
+
+def export_timeline(demo: Demonstration) -> list[ExportTurn]:
+    """The turns to export, in curated order: the raw capture with the review's edits applied (deleted turns
+    dropped, reordered, edited text, chosen screenshot, invalid turns marked ``broken``).
+
+    Reads ``demo.turns``, ``demo.turn_curations`` and ``demo.review`` (prefetched by ``export_demos``)."""
+    turns = sorted(demo.turns.all(), key=lambda t: (t.timestamp, t.seq))  # uses the prefetch
+    curations = {curation.turn_id: curation for curation in demo.turn_curations.all()}
+    kept = [(t, c) for t, c in curated_turns(turns, curations, review_order(demo)) if not (c and c.deleted)]
+    return [curated_export_turn(index, turn, curation) for index, (turn, curation) in enumerate(kept)]
+
+
+def review_order(demo: Demonstration) -> list:
+    try:
+        return demo.review.order
+    except DemoReview.DoesNotExist:
+        return []
+
+
+def curated_text(turn: Turn, curation, arguments: dict) -> tuple[str, dict]:
+    """The utterance and arguments with an edited text applied (chat utterance, or textInput's typed text)."""
+    if curation is None or curation.text is None:
+        return turn.utterance, arguments
+    if turn.type == TurnType.CHAT:
+        return curation.text, arguments
+    return turn.utterance, {**arguments, "text": curation.text}
+
+
+def curated_export_turn(index: int, turn: Turn, curation) -> ExportTurn:
+    utterance, arguments = curated_text(turn, curation, as_dict(turn.arguments))
+    return ExportTurn(
+        index=index,
+        type=turn.type,
+        timestamp=turn.timestamp,
+        speaker=turn.speaker,
+        utterance=utterance,
+        intent=turn.intent,
+        arguments=arguments,
+        screenshot=(curation.screenshot if curation and curation.screenshot else turn.screenshot_id),
+        page=turn.page_id,
+        bboxes=turn.bboxes_id,
+        screenshot_status="broken" if curation and not curation.valid else "good",
+        key=turn.client_id,
+    )
+
+
+def to_export_demo(demo: Demonstration, split: str) -> ExportDemo:
+    return ExportDemo(
+        name=demo.name,
+        project=demo.project.name,
+        split=split,
+        status=demo.status,
+        mode=demo.mode,
+        task_description=demo.task_description,
+        websites=tuple(demo.websites or ()),
+        category=demo.category,
+        subcategory=demo.subcategory,
+        region=demo.region,
+        instructor_sees_screen=demo.instructor_sees_screen,
+        navigator=demo.navigator.username,
+        instructor=demo.instructor.username if demo.instructor else "",
+        recording_start=demo.recording_start,
+        recording_end=demo.recording_end,
+        timezone_offset_minutes=demo.timezone_offset_minutes,
+        user_agent=demo.user_agent,
+        recorder_version=demo.recorder_version,
+        upload_date=demo.created_at,
+        turns=tuple(export_timeline(demo)),
+        rejected=demo.status == DemoStatus.REJECTED,
+        discarded=demo.discarded,
+        refined_task=demo.refined_task,
+        website=proposed_website(demo),
+    )
+
+
+def proposed_website(demo: Demonstration) -> str:
+    """The name of the Mind2Web website whose proposed task the demo demonstrates ("" for other demos)."""
+    task = demo.assignment.task if demo.assignment else None
+    proposal = getattr(task, "proposal", None) if task else None
+    return proposal.website.name if proposal else ""
+
+
+def export_demos(
+    project, scheme: str, statuses=DEFAULT_STATUSES, splits=None, chunk=20, names=()
+) -> Iterator[ExportDemo]:
+    """The project's demos as export values, one at a time (turns fetched ``chunk`` demos per query); ``names``:
+    only these demos."""
+    split = split_of(project, scheme)
+    turns = Prefetch("turns", queryset=Turn.objects.order_by("timestamp", "seq"))
+    demos = selected_demos(project, statuses).prefetch_related(turns, "turn_curations")
+    if names:
+        demos = demos.filter(name__in=names)
+    for demo in demos.iterator(chunk_size=chunk):
+        name = split(demo)
+        if not splits or name in splits:
+            yield to_export_demo(demo, name)
+
+
+def storage_blobs(cache: Path | None = None) -> DirectoryBlobs:
+    """Blob bytes from the platform's storage (local file system: hard links; remote storage: downloads, each blob
+    once into ``cache`` when given, then hard-linked from there like local blobs)."""
+    if not is_local(default_storage):
+        return RemoteStorageBlobs(cache)
+    return DirectoryBlobs(lambda sha: Path(default_storage.path(sha256_path(sha))))
+
+
+class RemoteStorageBlobs:
+    """Blobs in storage without local paths (S3): read through the storage, streamed (``stream_file``).
+
+    With a ``cache`` folder, ``copy_to`` returns at once: ``FETCHERS`` threads download each blob once into the
+    cache (requests to S3 wait on the network, not on us) and hard-link it where it was asked for; leaving the
+    ``with`` block waits for them and raises the first failure."""
+
+    FETCHERS = 8
+
+    def __init__(self, cache: Path | None = None):
+        self.cache, self.pool, self.pending = cache, None, []
+        self.lock, self.claims = threading.Lock(), {}  # sha256 → set when its download ended
+        # S3: one reader (one client, one connection pool) for every fetcher thread and for ``read``, inside the
+        # ``with`` block or not
+        self.reader = S3ObjectReader(default_storage) if is_s3(default_storage) else None
+
+    def __enter__(self):
+        if self.cache is not None:
+            self.cache.mkdir(parents=True, exist_ok=True)
+            self.pool = ThreadPoolExecutor(max_workers=self.FETCHERS, thread_name_prefix="blob-fetch")
+        return self
+
+    def __exit__(self, kind, error, trace):
+        if self.pool is None:
+            return
+        if kind is not None:
+            for future in self.pending:
+                future.cancel()
+        self.pool.shutdown(wait=True)
+        if kind is None:
+            for future in self.pending:
+                future.result()
+
+    def read(self, sha256: str) -> bytes:
+        out = io.BytesIO()
+        self.copy_checked(sha256, out)
+        return out.getvalue()
+
+    def copy_to(self, sha256: str, destination: Path) -> None:
+        if self.pool is None:
+            return self.download(sha256, destination)
+        self.pending.append(self.pool.submit(self.fetch_and_link, sha256, destination))
+
+    def fetch_and_link(self, sha256: str, destination: Path) -> None:
+        """The first request for a blob downloads it into the cache; the others wait for that, then link."""
+        cached = self.cache / sha256
+        with self.lock:
+            mine = sha256 not in self.claims
+            done = self.claims.setdefault(sha256, threading.Event())
+        if mine:
+            try:
+                partial = cached.with_suffix(".part")
+                self.download(sha256, partial)
+                partial.replace(cached)
+            finally:
+                done.set()
+        else:
+            done.wait()
+        if not cached.exists():
+            raise FileNotFoundError(f"blob {sha256} could not be read from storage")
+        DirectoryBlobs(lambda sha: self.cache / sha).copy_to(sha256, destination)
+
+    def download(self, sha256: str, destination: Path) -> None:
+        with destination.open("wb") as out:
+            self.copy_checked(sha256, out)
+
+    def copy_checked(self, sha256: str, out) -> None:
+        """The blob's bytes into the binary file ``out``, checked against its sha256 (blobs are named by it)."""
+        name = sha256_path(sha256)
+        if self.reader is not None:
+            digest = self.reader.copy(name, out)
+        else:
+            hashing = hashlib.sha256()
+            for chunk in stream_file(default_storage, name):
+                hashing.update(chunk)
+                out.write(chunk)
+            digest = hashing.hexdigest()
+        if digest != sha256:
+            raise OSError(f"blob {sha256} read from storage does not match its sha256 (read: {digest})")

@@ -1,0 +1,135 @@
+"""The small interface every export format implements, and the data it is given.
+
+An exporter is pure: it receives ``ExportDemo`` values (the demonstration as it should be exported, with curation
+already applied and its split assigned) and a ``BlobSource`` to read or copy blob bytes, and writes files under
+an output directory. It never touches the database or Celery, so it is tested on plain values.
+"""
+
+import datetime as dt
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from annotation.lib.shapes import element_of, uid_of
+
+
+@dataclass(frozen=True)
+class ExportTurn:
+    """One turn of the exported timeline. ``index`` is its position in the exported replay (0-based)."""
+
+    index: int
+    type: str  # "chat" | "browser"
+    timestamp: float
+    speaker: str = ""
+    utterance: str = ""
+    intent: str = ""
+    arguments: dict = field(default_factory=dict)  # WebLINX arguments
+    screenshot: str | None = None  # sha256 of an image blob
+    page: str | None = None  # sha256 of a text/html blob
+    bboxes: str | None = None  # sha256 of an application/json blob
+    screenshot_status: str = "good"  # "broken" when a reviewer marked the turn invalid
+    key: str = ""  # the recorder's client id: stable however curation reorders or removes turns
+
+    @property
+    def element_uid(self) -> str | None:
+        return uid_of(element_of(self.arguments))
+
+
+@dataclass(frozen=True)
+class ExportDemo:
+    """A demonstration ready for export."""
+
+    name: str
+    project: str
+    split: str
+    status: str
+    mode: str
+    task_description: str
+    websites: tuple
+    category: str
+    subcategory: str
+    region: str
+    instructor_sees_screen: bool
+    navigator: str
+    instructor: str
+    recording_start: dt.datetime
+    recording_end: dt.datetime | None
+    timezone_offset_minutes: int
+    user_agent: str
+    recorder_version: str
+    upload_date: dt.datetime
+    turns: tuple = ()
+    rejected: bool = False  # rejected in review: WebLINX marks it with invalid.json
+    discarded: bool = False  # Mind2Web verification: the task is discarded (left out of the Mind2Web export)
+    refined_task: str = ""  # Mind2Web verification: the reviewer's task description (blank = the recorded one)
+    website: str = ""  # the Mind2Web website the demo's task was proposed for (blank = from its URLs)
+
+
+@dataclass
+class ExportCounts:
+    """What an export wrote, overall and per split."""
+
+    demos: int = 0
+    turns: int = 0
+    files: int = 0
+    per_split: dict = field(default_factory=dict)  # {split: {"demos": n, "turns": n}}
+
+    def add_demo(self, split: str, turns: int) -> None:
+        self.demos += 1
+        self.turns += turns
+        entry = self.per_split.setdefault(split, {"demos": 0, "turns": 0})
+        entry["demos"] += 1
+        entry["turns"] += turns
+
+    def as_dict(self) -> dict:
+        return {"demos": self.demos, "turns": self.turns, "files": self.files, "per_split": self.per_split}
+
+
+class BlobSource(Protocol):
+    """Read access to blob bytes by sha256."""
+
+    def read(self, sha256: str) -> bytes: ...
+
+    def copy_to(self, sha256: str, destination: Path) -> None: ...
+
+
+class DirectoryBlobs:
+    """Blobs stored as files named by sha256 under a folder (tests, and local storage through ``path_of``)."""
+
+    def __init__(self, path_of: Callable[[str], Path]):
+        self.path_of = path_of
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        """Nothing pending: every copy is made when asked for (remote blob sources may work in the background)."""
+
+    def read(self, sha256: str) -> bytes:
+        return self.path_of(sha256).read_bytes()
+
+    def copy_to(self, sha256: str, destination: Path) -> None:
+        """A hard link when on the same file system (blobs are immutable), else a copy."""
+        source = self.path_of(sha256)
+        try:
+            os.link(source, destination)
+        except OSError:
+            shutil.copyfile(source, destination)
+
+
+class Exporter(Protocol):
+    """Writes demonstrations in one format under ``out``; calls ``progress(done)`` after each demo."""
+
+    format: str
+    splits: tuple
+
+    def export(
+        self,
+        demos: Iterable[ExportDemo],
+        out: Path,
+        blobs: BlobSource,
+        progress: Callable[[int], None] = lambda done: None,
+    ) -> ExportCounts: ...
