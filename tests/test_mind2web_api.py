@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from annotation.actions import Conflict, forms, mind2web, work
+from annotation.actions import Conflict, forms, mind2web
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -461,7 +461,7 @@ def test_without_the_pool_an_expired_demonstration_task_goes_back_to_its_propose
     body = propose(api_for(owner), site, ["Track my order"])
     review(api_for(reviewer), body["proposals"][0]["id"], "accept")
     Assignment.objects.filter(worker=owner).update(expires_at=timezone.now() - timedelta(minutes=1))
-    assert work.do_expire_due() == 1  # beat's sweep frees the task's slot
+    assert forms.do_expire_due() == 1  # beat's sweep frees the task's slot
     assert api_for(owner).get("/api/demonstration-tasks/").json() == []
     taken = api_for(teammate).post("/api/demonstration-tasks/take/", {"project": "alpha"}, format="json")
     assert taken.status_code == 409, taken.content
