@@ -4,7 +4,7 @@ place. The WebSocket route is in ``urls/live.py`` (``websocket_urlpatterns``); t
 from django.urls import include, path, re_path
 
 from ..views import home
-from . import agents, exports, forms, live, manage, mind2web, review, stats
+from . import agents, exports, forms, live, manage, mind2web, quality, review, stats
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -17,4 +17,5 @@ urlpatterns = [
     path("", include(agents)),
     path("", include(mind2web)),
     path("", include(live)),
+    path("", include(quality)),
 ]

@@ -1,0 +1,3 @@
+"""Quality control pages (``quality-…``): decisions on form work, qualifications, agreement, reviewers, records."""
+
+urlpatterns = []

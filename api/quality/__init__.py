@@ -1,0 +1,1 @@
+"""The quality API: decisions on form work, qualifications, agreement and aggregation."""
