@@ -129,7 +129,7 @@ def run(quick: bool = False) -> dict:
         "wire_bytes": sum(client.wire for client in clients),
         "seconds": round(seconds, 2),
         "raw_write_seconds": round(raw_seconds, 2),
-        "server_cpu_seconds": round(server_cpu, 2),
+        "server_cpu_seconds": round(server_cpu, 3),
         "server_cpu_ms_per_mb": round(1000 * server_cpu / (payload / 1e6), 2),
         "server_workers": workers,
         "elements": size["elements"],

@@ -303,7 +303,7 @@ def run(quick: bool = False) -> dict:
     figures_ = figures(recorders, stored, size, spec)
     return {
         **figures_,
-        "server_cpu_seconds": round(cpu, 1),
+        "server_cpu_seconds": round(cpu, 3),
         "server_cpu_ms_per_action": round(1000 * cpu / max(1, figures_["uploaded"]), 2),
         "recorders_at_1s": max((n for n, p95 in capacity if p95 is not None and p95 <= 1000), default=0),
         "capacity_p95_ms": {str(n): p95 for n, p95 in capacity},  # None: the step lost or left actions
