@@ -19,7 +19,6 @@ import http.client
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from pathlib import Path
 
 from annotation import synth
 from config.secret_key import FILE_NAME, ensure_key_file
-from devtools.processes import free_port, scratch_database
+from devtools.processes import free_port, scratch_database, spawn, stop_group
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL = {"browser_turns": 1000, "turns_per_demo": 60, "elements": 2000}
@@ -232,23 +231,25 @@ def manage(env: dict, *args: str) -> str:
 def asgi_server(env: dict, log_path: Path, workers: int = 1):
     """The ASGI server `make run` starts, serving ``config.asgi`` on a free port, output to ``log_path``; always
     stopped on exit. ``workers``: processes, as production runs one per core."""
+    with asgi_server_process(env, log_path, workers) as (port, _):
+        yield port
+
+
+@contextlib.contextmanager
+def asgi_server_process(env: dict, log_path: Path, workers: int = 1):
+    """``asgi_server`` yielding ``(port, process)``: the process (its workers are its children) for reading the
+    server's CPU time (``bench.cpu``). Started through ``devtools.processes.spawn``: its own process group, killed
+    by a watchdog if this process dies first."""
     from config.server import server_command
 
     port = free_port()
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            server_command("127.0.0.1", port, workers),
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            wait_listening(port, process, log_path)
-            yield port
-        finally:
-            stop(process)
+    process = spawn(server_command("127.0.0.1", port, workers), log_path, env)
+    try:
+        wait_listening(port, process, log_path)
+        yield port, process
+    finally:
+        stop_group(process)
 
 
 def wait_listening(port: int, process: subprocess.Popen, log_path: Path, timeout: float = 60) -> None:
@@ -260,16 +261,6 @@ def wait_listening(port: int, process: subprocess.Popen, log_path: Path, timeout
             return
         time.sleep(0.2)
     raise BenchError(f"server not listening on {port} after {timeout}s:\n{log_path.read_text()[-3000:]}")
-
-
-def stop(process: subprocess.Popen, grace: float = 10) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 # --- The measurement ------------------------------------------------------------------------------------

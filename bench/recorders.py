@@ -38,10 +38,13 @@ from pathlib import Path
 
 from devtools.processes import scratch_database
 
-from . import ingest
+from . import cpu, ingest
 
 FULL = {"recorders": 100, "seconds": 60, "elements": 2000}
 QUICK = {"recorders": 4, "seconds": 4, "elements": 120}
+# ``recorders_at_1s``: the recorder counts tried, in order, each for the run's seconds (steps of 50).
+CAPACITY = (50, 100, 150, 200, 250, 300)
+CAPACITY_QUICK = (2, 4)
 RETRY_PAUSE = 0.5  # seconds before a failed upload is tried again
 DRAIN_SECONDS = 300  # how long the recorders may take, after the last action second, to upload what they hold
 
@@ -276,25 +279,52 @@ def percentile(values: list, fraction: float) -> float:
 
 
 def run(quick: bool = False) -> dict:
+    """The run at ``recorders`` (its figures), then the capacity search (``recorders_at_1s``), on one server."""
     size = QUICK if quick else FULL
     spec = ingest.build_corpus(size["seconds"], size["seconds"], size["elements"])[0]
     suffix = uuid.uuid4().hex[:8]
     project, prefix = f"recorders-{suffix}", f"rec-{suffix}"
     work = Path(tempfile.mkdtemp(prefix="bench-recorders-"))
     log_path = Path(os.environ.get("VAR_DIR") or ingest.ROOT / "var") / "bench" / "recorders-server.log"
+    steps = CAPACITY_QUICK if quick else CAPACITY
     try:
         with scratch_database("bench_recorders") as database_url:
             env = ingest.server_env(work / "var", database_url)
             ingest.manage(env, "migrate", "--noinput", "-v", "0")
-            setup = SETUP.format(project=project, count=size["recorders"], prefix=prefix)
+            setup = SETUP.format(project=project, count=max(size["recorders"], steps[-1]), prefix=prefix)
             tokens = json.loads(ingest.manage(env, "shell", "-c", setup).strip().splitlines()[-1])
             workers = server_workers(database_url)
-            with ingest.asgi_server(env, log_path, workers) as port:
-                recorders = play(port, tokens, spec, project, size["seconds"])
+            with ingest.asgi_server_process(env, log_path, workers) as (port, server):
+                recorders, cpu = play(port, tokens[: size["recorders"]], spec, project, size["seconds"], server.pid)
                 stored = [recorder.stored() for recorder in recorders]
+                capacity = capacity_search(port, tokens, spec, project, size["seconds"], steps)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return {**figures(recorders, stored, size, spec), "server_workers": workers}
+    figures_ = figures(recorders, stored, size, spec)
+    return {
+        **figures_,
+        "server_cpu_seconds": round(cpu, 3),
+        "server_cpu_ms_per_action": round(1000 * cpu / max(1, figures_["uploaded"]), 2),
+        "recorders_at_1s": max((n for n, p95 in capacity if p95 is not None and p95 <= 1000), default=0),
+        "capacity_p95_ms": {str(n): p95 for n, p95 in capacity},  # None: the step lost or left actions
+        "server_workers": workers,
+    }
+
+
+def capacity_search(port: int, tokens: list, spec, project: str, seconds: int, steps: tuple) -> list:
+    """``recorders_at_1s``: more recorders, step by step (each step ``seconds`` long, with blobs of its own), until
+    the 95th percentile of the upload times passes 1 s or a step loses an action. Returns ``[(recorders, p95 ms
+    or None when the step lost, duplicated or left actions)]`` for the steps run."""
+    results = []
+    for step, count in enumerate(steps):
+        recorders, _ = play(port, tokens[:count], spec, project, seconds, mark=f"s{step}")
+        stored = [recorder.stored() for recorder in recorders]
+        done = figures(recorders, stored, {"seconds": seconds, "elements": 0}, spec)
+        held = not (done["lost"] or done["not_uploaded"] or done["duplicated"] or done["errors"])
+        results.append((count, done["upload_ms_p95"] if held else None))
+        if not held or done["upload_ms_p95"] > 1000:
+            break
+    return results
 
 
 def server_workers(database_url: str | None) -> int:
@@ -303,17 +333,21 @@ def server_workers(database_url: str | None) -> int:
     return max(1, os.cpu_count() or 1) if database_url else 1
 
 
-def play(port: int, tokens: list, spec, project: str, seconds: int) -> list[Recorder]:
+def play(port: int, tokens: list, spec, project: str, seconds: int, server_pid: int | None = None, mark: str = ""):
+    """One timed run of ``len(tokens)`` recorders; returns them and the server's CPU seconds during the timed
+    uploads (0 without ``server_pid``). ``mark`` makes this run's blobs its own (a later step must not find them
+    stored already)."""
     originals = {hashlib.sha256(data).hexdigest(): (media_type, data) for data, media_type in spec.blobs}
     count = min(seconds, len(spec.turns))
     recorders = []
     for index, token in enumerate(tokens):
-        mark = f"r{index:03d}"
-        recorders.append(Recorder(port, token, spec, prepare(Actions(spec, originals, mark), count), mark))
+        own = f"{mark}r{index:03d}"
+        recorders.append(Recorder(port, token, spec, prepare(Actions(spec, originals, own), count), own))
     for recorder in recorders:
         recorder.begin(project)
+    before = cpu.tree_cpu_seconds(server_pid) if server_pid else 0.0
     asyncio.run(uploads(recorders, seconds))
-    return recorders
+    return recorders, (cpu.tree_cpu_seconds(server_pid) - before if server_pid else 0.0)
 
 
 async def uploads(recorders: list[Recorder], seconds: int) -> None:

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Section name → module with ``run(quick: bool) -> dict``. Later sections (export, live_chat ...) go here too.
 SECTIONS = {
     "ingest": "bench.ingest",
+    "ingest_parallel": "bench.ingest_parallel",
     "recorders": "bench.recorders",
     "export": "bench.export",
     "export_s3": "bench.export_s3",

@@ -86,6 +86,42 @@ def test_quick_recorders_bench_uploads_every_action_once_through_the_real_server
     assert (figures["lost"], figures["duplicated"], figures["errors"]) == (0, 0, [])
     assert 0 < figures["upload_ms_p50"] <= figures["upload_ms_p95"] <= figures["upload_ms_max"]
     assert (tmp_path / "bench" / "recorders-server.log").stat().st_size > 0
+    # the server's CPU over the timed uploads, and the capacity search's steps (each held: nothing lost, p95 ≤ 1 s)
+    assert figures["server_cpu_seconds"] > 0
+    assert figures["server_cpu_ms_per_action"] == pytest.approx(
+        1000 * figures["server_cpu_seconds"] / figures["uploaded"], abs=0.1
+    )
+    steps = figures["capacity_p95_ms"]
+    assert list(steps) == [str(count) for count in recorders.CAPACITY_QUICK[: len(steps)]]
+    held = [int(count) for count, p95 in steps.items() if p95 is not None and p95 <= 1000]
+    assert figures["recorders_at_1s"] == max(held, default=0)
+
+
+def test_quick_ingest_parallel_bench_stores_every_clients_sessions(tmp_path):
+    figures = quick_figures("ingest_parallel", tmp_path)
+    assert figures["clients"] == 4
+    assert figures["demos"] >= 4  # the bench read every demo back with all its turns (check_stored)
+    assert figures["turns"] > 0
+    assert figures["ratio_vs_raw"] == pytest.approx(figures["mb_per_s"] / figures["raw_write_mb_per_s"], rel=0.02)
+    assert figures["server_cpu_seconds"] > 0
+
+
+def test_tree_cpu_counts_the_processes_under_a_process():
+    from bench import cpu
+
+    burn = (
+        "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
+        "print('burnt', flush=True)\ntime.sleep(60)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", burn], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "burnt\n"
+        alone = cpu.tree_cpu_seconds(child.pid)
+        assert alone >= 0.29  # clock ticks: 10 ms
+        assert cpu.tree_cpu_seconds(os.getpid()) >= alone  # this process's tree holds the child's time
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_each_recorder_sends_valid_blobs_of_its_own(db):
