@@ -260,6 +260,15 @@ def test_who_may_read_the_agreement(worked, alpha, researcher, reviewer, teammat
             assert response.json()["code"]
 
 
+def test_the_api_lists_the_batches_one_may_read(worked, researcher, reviewer, teammate, outsider, api_for):
+    for user, expected in ((researcher, [worked.pk]), (reviewer, [worked.pk]), (teammate, []), (outsider, [])):
+        listed = api_for(user).get("/api/agreement/")
+        assert listed.status_code == 200
+        assert [row["batch"] for row in listed.json()["results"]] == expected, user.username
+    (row,) = api_for(researcher).get("/api/agreement/").json()["results"]
+    assert row["url"].endswith(f"/api/agreement/{worked.pk}/")
+
+
 def test_unknown_batches_and_anonymous_visitors(worked, researcher, client, api_for):
     client.force_login(researcher)
     assert client.get("/work/batches/999999/agreement/").status_code == 404

@@ -10,8 +10,10 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import renderers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 
 from annotation.actions.quality import agreement
+from annotation.models import Batch
 
 from ..serializers import ErrorSerializer, error_responses
 
@@ -27,7 +29,7 @@ class CSVRenderer(renderers.BaseRenderer):
         return data.encode() if isinstance(data, str) else json.dumps(data).encode()
 
 
-class AgreementViewSet(viewsets.ViewSet):
+class AgreementViewSet(viewsets.GenericViewSet):
     """Agreement among the workers of a form batch and their answers aggregated per task (reviewers, researchers
     and admins of its project; annotators 403, other projects 404). Undefined figures are ``null``."""
 
@@ -37,6 +39,26 @@ class AgreementViewSet(viewsets.ViewSet):
         if response.status_code >= 400 and isinstance(getattr(request, "accepted_renderer", None), CSVRenderer):
             request.accepted_renderer, request.accepted_media_type = renderers.JSONRenderer(), "application/json"
         return super().finalize_response(request, response, *args, **kwargs)
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Batch.objects.none()
+        return agreement.readable_batches(self.request.user)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def list(self, request):
+        """The form batches whose agreement you may read, each with the address of its figures."""
+        page = self.paginate_queryset(self.get_queryset())
+        rows = [
+            {
+                "batch": batch.pk,
+                "name": batch.name,
+                "project": batch.project.name,
+                "url": reverse("agreement-detail", args=[batch.pk], request=request),
+            }
+            for batch in page
+        ]
+        return self.get_paginated_response(rows)
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def retrieve(self, request, pk=None):

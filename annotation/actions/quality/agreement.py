@@ -18,8 +18,8 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
 from ...lib import agreement as lib
-from ...models import Assignment, AssignmentStatus, Batch
-from ..forms.access import check_batch_stats
+from ...models import Assignment, AssignmentStatus, Batch, Project
+from ..forms.access import STATS_ROLES, check_batch_stats
 
 CACHE_SECONDS = 24 * 3600
 TABLES = ("fields", "workers", "tasks")
@@ -40,6 +40,12 @@ WORKER_COLUMNS = ["worker", "assignments", "answers_compared", "majority_agreeme
 def check_batch_agreement(user, batch_id) -> Batch:
     """The form batch whose agreement ``user`` may read: 404 outside their projects, 403 for annotators."""
     return check_batch_stats(user, batch_id)
+
+
+def readable_batches(user):
+    """The form batches whose agreement ``user`` may read (``GET /api/agreement/`` lists them)."""
+    projects = Project.objects.for_user(user, STATS_ROLES)
+    return Batch.objects.forms().filter(project__in=projects).select_related("project").order_by("-created_at", "-pk")
 
 
 def submitted_of(batch_ids):
