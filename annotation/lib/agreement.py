@@ -147,20 +147,31 @@ def alpha(level: str | None, labels_by_task: dict) -> float | None:
 
 def aggregate(rows: list[tuple], iterations: int = DS_ITERATIONS, tolerance: float = DS_TOLERANCE):
     """``(task, worker, label)`` rows → (majority label per task, majority share per task, Dawid–Skene label per
-    task), each a dict by task. Crowd-kit's ``MajorityVote`` and ``DawidSkene``."""
+    task), each a dict by task. Crowd-kit's ``MajorityVote`` and ``DawidSkene``, fed integer codes for workers and
+    labels (pandas joins and groups them faster than strings; the codes of labels keep their sorted order, so
+    majority-vote ties still go to the smallest answer)."""
     if not rows:
         return {}, {}, {}
-    data = pandas.DataFrame(rows, columns=["task", "worker", "label"])
+    tasks, workers, labels = zip(*rows, strict=True)
+    names = sorted(set(labels))
+    code = {label: index for index, label in enumerate(names)}
+    data = pandas.DataFrame(
+        {
+            "task": list(tasks),
+            "worker": pandas.factorize(pandas.Series(workers))[0],
+            "label": [code[label] for label in labels],
+        }
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # log(0) of a confusion entry never observed
         warnings.simplefilter("ignore", DeprecationWarning)  # crowd-kit 1.4.2 uses pandas' inplace= and copy=
         vote = MajorityVote().fit(data)
-        majority = vote.labels_.to_dict()
+        majority = {task: names[label] for task, label in vote.labels_.items()}
         share = vote.probas_.max(axis="columns").to_dict()
-        if data["label"].nunique() < 2:
+        if len(names) < 2:
             return majority, share, dict(majority)  # one answer in the whole field: nothing for EM to estimate
-        dawid_skene = DawidSkene(n_iter=iterations, tol=tolerance).fit_predict(data).to_dict()
-    return majority, share, dawid_skene
+        found = DawidSkene(n_iter=iterations, tol=tolerance).fit_predict(data)
+    return majority, share, {task: names[label] for task, label in found.items()}
 
 
 # --- Gold accuracy (the TurkingBench scorer's per-field metric) -----------------------------------------------

@@ -86,17 +86,21 @@ def compute(batch: Batch) -> dict:
     return result
 
 
-def batch_agreement(batch: Batch, cached: bool = True) -> dict:
+def batch_agreement(batch: Batch, cached: bool = True, tasks: bool = True) -> dict:
     """The batch's agreement and aggregation (``annotation.lib.agreement.batch_agreement`` plus ``batch``,
-    ``totals`` and ``computed_at``), from the cache when its answers have not changed."""
+    ``totals`` and ``computed_at``), from the cache when its answers have not changed. ``tasks=False``: without
+    the per-task answers (the page: a small entry of the cache instead of one with every task)."""
     if not cached:
         return compute(batch)
     key = cache_key(batch)
-    result = cache.get(key)
+    summary = cache.get(key) if not tasks else None
+    if summary is not None:
+        return summary
+    result = cache.get(f"{key}:tasks") if tasks else None
     if result is None:
         result = compute(batch)
-        cache.set(key, result, CACHE_SECONDS)
-    return result
+        cache.set_many({key: {**result, "tasks": None}, f"{key}:tasks": result}, CACHE_SECONDS)
+    return result if tasks else {**result, "tasks": None}
 
 
 # --- Downloads ------------------------------------------------------------------------------------------------

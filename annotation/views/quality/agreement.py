@@ -23,7 +23,7 @@ def percent_chart(rows, label: str, value: str):
 @action_errors
 def agreement_page(request, batch_id: int):
     batch = agreement.check_batch_agreement(request.user, batch_id)
-    result = agreement.batch_agreement(batch)
+    result = agreement.batch_agreement(batch, tasks=False)
     context = {
         "batch": batch,
         "result": result,
