@@ -109,6 +109,8 @@ def test_canonical_answers():
 def test_field_types_come_from_the_template():
     types = lib.field_types('<input type="submit" name="submit"><input name="t"><select name="s"></select>')
     assert types == {"t": "text", "s": "select"}
+    whole = lib.field_types("<!doctype html><html><body><input type=range name=r><textarea name=x></textarea>")
+    assert whole == {"r": "range", "x": "textarea"}
 
 
 # --- A batch worked by three annotators ---------------------------------------------------------------------

@@ -55,7 +55,10 @@ def _template_types(template: str) -> tuple:
     try:
         root = lxml.html.fragment_fromstring(template, create_parent="div")
     except (ParserError, ValueError):
-        return ()
+        try:
+            root = lxml.html.document_fromstring(template)  # a whole document rather than a fragment
+        except (ParserError, ValueError):
+            return ()
     types: dict[str, str] = {}
     for element in root.iter("input", "select", "textarea"):
         name = element.get("name")
