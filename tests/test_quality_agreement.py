@@ -311,3 +311,21 @@ def test_the_turkingbench_export_holds_quality_json_naming_each_task(worked, res
     assert by_batch["fields"]["polarity"]["alpha"] == pytest.approx(NOMINAL_ALPHA)
     assert by_batch["fields"]["level"]["alpha"] is None
     assert report["totals"]["by_status"] == {"completed": 3}
+
+
+def test_the_export_command_names_every_task_of_a_real_turkingbench_batch(db, tmp_path):
+    from django.core.management import call_command
+
+    from annotation.models import Batch
+    from tests.forms_data import task_dir
+
+    call_command("import_turkingbench", str(task_dir("Formalize sentence")), project="tb", stdout=io.StringIO())
+    batch = Batch.objects.get(project__name="tb")
+    out = tmp_path / "export"
+    call_command("export_dataset", "--format", "turkingbench", "--project", "tb", "--out", str(out), "--gold",
+                 stdout=io.StringIO())  # fmt: skip
+    report = json.loads((out / "quality.json").read_text())
+    indexes = list(batch.tasks.order_by("index").values_list("index", flat=True))
+    assert [item["id"] for item in report["items"]] == [f"{batch.name}/{index}" for index in indexes]
+    assert all(item["gold_rows"] >= 1 and item["workers"] == [] for item in report["items"])  # gold only, no work
+    assert report["totals"]["items"] == len(indexes)
