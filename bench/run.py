@@ -27,6 +27,7 @@ SECTIONS = {
     "form_tasks": "bench.form_tasks",
     "agent_eval": "bench.agent_eval",
     "stats": "bench.stats",
+    "quality": "bench.quality",
 }
 
 

@@ -502,6 +502,7 @@ def build_over_http(world: World, stored: dict) -> None:
     for username, then in (("ann", "submit"), ("abe", "submit"), ("amy", "return"), ("ann", "keep")):
         for batch_id in batches["alpha"][:2]:
             work_on(world, username, batch_id, then)
+    work_on(world, "amy", batches["alpha"][0], "submit")  # a third worker: agreement among three (quality)
     work_on(world, "otto", batches["beta"][0], "submit")
     work_on(world, "bea", batches["beta"][0], "keep")
     settings_and_rates(world)

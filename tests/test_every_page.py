@@ -233,6 +233,7 @@ def test_every_link_from_the_home_page_works_for_every_role(world):
 
 # Parameters that name no object (filled with a value the route takes; a pattern with only these is a list).
 VALUES = {"format": ["json"], "fmt": ["csv"], "kind": ["exports", "evaluations"], "key": ["weblinx_splits"]}
+VALUES["table"] = ["fields", "tasks"]  # a batch's agreement download (quality)
 # Parameters that name an object (or its secret), by name.
 OBJECTS = {
     "project": "project",
@@ -263,6 +264,7 @@ VIEWSETS = {
     "proposal-round": "round",
     "proposal": "proposal",
     "demonstration-task": "demonstration-task",
+    "agreement": "batch",
 }
 # Frames authorised by a token in their query string: the token is the capability, so it is filled like an object.
 QUERY_TOKENS = {"forms/tasks/<task_id>/iframe/": "task-token", "forms/assignments/<assignment_id>/view/": "view-token"}

@@ -20,7 +20,7 @@ from annotation.models import Batch, BatchKind, Evaluation, ExportJob, JobStatus
 from annotation.store.blobstore import is_s3
 
 from ..runners import JobStopped, Progress, finish_clean, run_job, sweep_job_folders
-from . import dataset, form_dataset
+from . import dataset, form_dataset, form_quality
 from .archive import file_sha256, write_archive
 from .exporters import get_exporter, turkingbench
 from .s3upload import MultipartWriter, abandoned_uploads, abort_upload
@@ -109,6 +109,9 @@ def export_form_batches(job: ExportJob, out: Path, workdir: Path) -> None:
     batches = form_dataset.export_batches(job.project, job.include_gold, job.splits)
     selected = {name: lists[name] for name in job.splits if name in lists} if job.splits else lists
     counts = turkingbench.export(batches, out, selected, lambda done: exporting(done / total))
+    # quality.json: agreement and aggregated answers per exported task (docs/quality.md)
+    exported = form_dataset.selected_batches(job.project, lists, job.splits)
+    counts["quality"] = form_quality.write_form_quality(job.project, exported, out, job.include_gold)
     archive_and_publish(job, out, workdir, counts)
 
 

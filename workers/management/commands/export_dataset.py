@@ -59,7 +59,7 @@ class Command(BaseCommand):
             self.stdout.write(f"  {split:<13} {numbers['demos']:>6} demos {numbers['turns']:>8} turns")
 
     def export_turkingbench(self, options) -> None:
-        from workers.exports import form_dataset
+        from workers.exports import form_dataset, form_quality
         from workers.exports.exporters import turkingbench
 
         if not options["project"]:
@@ -69,6 +69,8 @@ class Command(BaseCommand):
         started = time.monotonic()
         batches = form_dataset.export_batches(project, include_gold=options["gold"])
         counts = turkingbench.export(batches, options["out"], form_dataset.split_lists(project))
+        exported = form_dataset.selected_batches(project)
+        form_quality.write_form_quality(project, exported, options["out"], options["gold"])  # quality.json
         self.stdout.write(
             self.style.SUCCESS(
                 f"Exported {counts['batches']} batches ({counts['rows']} rows) as turkingbench to {options['out']} "
