@@ -430,3 +430,23 @@ def test_pages_and_api_as_every_role(team):
     pair = team.api["ada"].get("/api/quality/demos/alpha/").json()["pairs"][0]
     assert pair["decisions"]["kappa"] is None
     assert pair["decisions"]["undefined"] == "fewer than 2 items"
+
+
+def test_at_zero_percent_no_demo_is_sent_and_the_command_export_writes_quality_json(team, tmp_path):
+    from django.core.management import call_command
+
+    demos = record_demos(team, count=4, turns=6)
+    for index, demo in enumerate(demos):
+        edit(team.pages[REVIEWERS[index % 3]], demo, "transition", action=("validate", "reject")[index % 2])
+    for demo in demos:
+        got = team.api["ada"].get(f"/api/quality/second-reviews/{demo.name}/").json()
+        assert got["second_review"] is None
+    assert team.api["ada"].get("/api/quality/demos/alpha/").json()["second_reviews"]["sent"] == 0
+
+    out = tmp_path / "weblinx"
+    call_command("export_dataset", "--format", "weblinx", "--out", str(out), "--project", "alpha", "--status", "all")
+    report = json.loads((out / "quality.json").read_text())
+    assert sorted(item["id"] for item in report["items"]) == sorted(d.name for d in demos)
+    assert report["totals"]["by_status"] == {"rejected": 2, "validated": 2}
+    assert all(item["second_review"] is None for item in report["items"])
+    assert report["totals"]["agreement"] == []

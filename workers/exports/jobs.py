@@ -97,7 +97,18 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
         return export_form_batches(job, out, workdir)
     total = count_demos(job.project, job.format, job.statuses, job.splits, job.demos)
     exporting = Progress(job, 0.0, EXPORT_SHARE)
-    exporter, exported = get_exporter(job.format), {}  # demo name → (its id in the export, turns)
+    demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits, names=job.demos)
+    with dataset.storage_blobs(workdir / "blobs") as blobs:
+        counts = export_with_quality(
+            get_exporter(job.format), demos, out, blobs, lambda done: exporting(done / total), job.project.name
+        )
+    archive_and_publish(job, out, workdir, counts)
+
+
+def export_with_quality(exporter, demos, out: Path, blobs, progress, project: str) -> dict:
+    """Write ``demos`` with ``exporter`` under ``out`` and the quality report ``out/quality.json`` beside them
+    (docs/quality.md); the export's counts, with the report's totals under ``"quality"``."""
+    exported = {}  # demo name → (its id in the export, turns exported), in export order
 
     def noting(demos):
         for demo in demos:
@@ -105,12 +116,10 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
                 exported[demo.name] = (exported_id, len(demo.turns))
             yield demo
 
-    demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits, names=job.demos)
-    with dataset.storage_blobs(workdir / "blobs") as blobs:
-        counts = exporter.export(noting(demos), out, blobs, lambda done: exporting(done / total)).as_dict()
-        items, extra = demo_quality_items(job.project, exported, blobs.read)
-    counts["quality"] = write_quality_report(out, job.format, job.project.name, items, extra)
-    archive_and_publish(job, out, workdir, counts)
+    counts = exporter.export(noting(demos), out, blobs, progress).as_dict()
+    items, extra = demo_quality_items(exported, blobs.read)
+    counts["quality"] = write_quality_report(out, exporter.format, project, items, extra)
+    return counts
 
 
 def export_form_batches(job: ExportJob, out: Path, workdir: Path) -> None:

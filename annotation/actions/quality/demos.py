@@ -253,6 +253,22 @@ def demo_checks(demo, review, read) -> dict:
     return checks
 
 
+def demo_item(demo, export_id: str, turns: int, second, read) -> dict:
+    """One exported demo's entry of ``quality.json`` (docs/quality.md)."""
+    curations = list(demo.turn_curations.all())
+    return {
+        "id": export_id,
+        "kind": "demo",
+        "status": demo.status,
+        "reviewers": demo_reviewers(demo, second),
+        "second_review": second_review_item(second),
+        "checks": demo_checks(demo, review_of(demo), read),
+        "turns": turns,
+        "turns_deleted": sum(c.deleted for c in curations),
+        "turns_rewritten": sum(c.text is not None for c in curations),
+    }
+
+
 def second_review_item(review) -> dict | None:
     if review is None:
         return None
@@ -278,36 +294,27 @@ def demo_reviewers(demo, second) -> list[str]:
     return sorted(names)
 
 
-def demo_quality_items(project, exported: dict, read) -> tuple[list[dict], dict]:
+ITEMS_CHUNK = 50  # demos read at once (with their turns) while the report is made
+
+
+def demo_quality_items(exported: dict, read) -> tuple[list[dict], dict]:
     """The ``quality.json`` items of an export and its extra totals. ``exported`` is ``{demo name: (its id in the
-    export, turns exported)}`` in export order; ``read(sha256) -> bytes`` reads a blob (for checks not cached yet)."""
-    demos = (
-        Demonstration.objects.filter(project=project, name__in=list(exported))
-        .select_related("review")
-        .prefetch_related("turns", "turn_curations", "edits__author")
-    )
-    by_name = {demo.name: demo for demo in demos}
-    reviews = SecondReview.objects.filter(demonstration__in=demos).select_related("first_reviewer", "reviewer")
-    seconds = {review.demonstration_id: review for review in reviews}
-    items = []
-    for name, (export_id, turns) in exported.items():
-        demo = by_name[name]
-        review = review_of(demo)
-        curations = list(demo.turn_curations.all())
-        second = seconds.get(demo.pk)
-        items.append(
-            {
-                "id": export_id,
-                "kind": "demo",
-                "status": demo.status,
-                "reviewers": demo_reviewers(demo, second),
-                "second_review": second_review_item(second),
-                "checks": demo_checks(demo, review, read),
-                "turns": turns,
-                "turns_deleted": sum(c.deleted for c in curations),
-                "turns_rewritten": sum(c.text is not None for c in curations),
-            }
+    export, turns exported)}`` in export order; ``read(sha256) -> bytes`` reads a blob (for checks not cached yet).
+    Demos are read ``ITEMS_CHUNK`` at a time, so memory stays bounded whatever the export's size."""
+    names, items, seconds = list(exported), [], {}
+    for start in range(0, len(names), ITEMS_CHUNK):
+        chunk = names[start : start + ITEMS_CHUNK]
+        demos = Demonstration.objects.filter(name__in=chunk).prefetch_related(
+            "turns", "turn_curations", "edits__author"
         )
+        by_name = {demo.name: demo for demo in demos}
+        reviews = SecondReview.objects.filter(demonstration__name__in=chunk).select_related(
+            "first_reviewer", "reviewer", "demonstration"
+        )
+        seconds.update({review.demonstration_id: review for review in reviews})
+        for name in chunk:
+            export_id, turns = exported[name]
+            items.append(demo_item(by_name[name], export_id, turns, seconds.get(by_name[name].pk), read))
     decided = [r for r in seconds.values() if r.decision]
     extra = {
         "second_reviews": {
