@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import tarfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from annotation import synth
 from annotation.management.commands.synth_demos import ingest_demo
 from annotation.models import Demonstration, DemoStatus, ExportJob, JobStatus, Role, Turn, TurnType
 from tests.conftest import make_user, token_client
+from workers.exports.exporters.mind2web import NAMESPACE
 from workers.exports.jobs import run_export
 
 SHARE = 50
@@ -155,6 +157,9 @@ def first_reviews(team, demos) -> dict:
             edit(client, demo, "set_validity", turn=browser[-1].pk, valid=False)
             invalid.append(browser[-1].pk)
         action = ("validate", "validate", "return", "reject")[index % 4]
+        discarded = index % 8 == 4  # a Mind2Web verification: the task is discarded (left out of that export)
+        if discarded:
+            edit(client, demo, "edit_metadata", fields={"discarded": True})
         edit(client, demo, "transition", action=action, comment="please fix" if action == "return" else "")
         done[demo.name] = {
             "reviewer": reviewer.username,
@@ -163,6 +168,7 @@ def first_reviews(team, demos) -> dict:
             "rewritten": rewritten,
             "invalid": invalid,
             "navigator": demo.navigator.username,
+            "discarded": discarded,
         }
     return done
 
@@ -364,7 +370,7 @@ def check_exports(team, demos, done, sent, figures, tmp_path):
         replay = weblinx.Replay.from_demonstration(weblinx.Demonstration(name, str(root / "demonstrations")))
         assert replay.validate_turns()
 
-    # Mind2Web: rejected demos are left out, and so from quality.json; items named by annotation_id.
+    # Mind2Web: rejected and discarded tasks are left out, and so from quality.json; items named by annotation_id.
     job, files = download(team, format="mind2web", statuses=statuses)
     top = f"alpha-mind2web-{job.pk}"
     report = json.loads(files[f"{top}/quality.json"])
@@ -374,7 +380,10 @@ def check_exports(team, demos, done, sent, figures, tmp_path):
         for record in json.loads(files[f"{top}/{split}.json"])
     ]
     assert sorted(item["id"] for item in report["items"]) == sorted(r["annotation_id"] for r in records)
-    assert len(report["items"]) == sum(info["action"] != "reject" for info in done.values())
+    kept = [name for name, info in done.items() if info["action"] != "reject" and not info["discarded"]]
+    assert any(info["discarded"] for info in done.values())
+    assert len(report["items"]) == len(kept)
+    assert sorted(item["id"] for item in report["items"]) == sorted(str(uuid.uuid5(NAMESPACE, name)) for name in kept)
     assert report["totals"]["by_status"].get("rejected") is None
 
 

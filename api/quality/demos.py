@@ -77,7 +77,8 @@ class RecordView(APIView):
     def get(self, request, project, id):
         found = quality.check_project_for_records(request.user, project)
         member, role = quality.check_member_record(request.user, found, id)
-        return Response({**quality.record_of(found, member, role), "demos_list": quality.record_demos(found, member)})
+        demonstrations = quality.record_demos(found, member)
+        return Response({**quality.record_of(found, member, role), "demonstrations": demonstrations})
 
 
 class SecondReviewListView(APIView):
