@@ -17,11 +17,13 @@ import weblinx
 from django.test import Client
 
 from annotation import synth
+from annotation.lib.quality import CHECKS
 from annotation.management.commands.synth_demos import ingest_demo
 from annotation.models import Demonstration, DemoStatus, ExportJob, JobStatus, Role, Turn, TurnType
 from tests.conftest import make_user, token_client
 from workers.exports.exporters.mind2web import NAMESPACE
 from workers.exports.jobs import run_export
+from workers.tasks import realign_demo
 
 SHARE = 50
 REVIEWERS = ("rae", "rob", "roz")
@@ -186,6 +188,8 @@ def second_decision(index: int, first: str) -> str:
 def test_second_reviews_go_to_another_reviewer_keep_the_first_decision_and_give_kappa_per_pair(team, tmp_path):
     assert set_share(team, SHARE).status_code == 200
     demos = record_demos(team)
+    for demo in demos[:12]:  # what the worker does after each recording: suggestions and the quality checks
+        realign_demo(demo.pk)
     done = first_reviews(team, demos)
     expected = sorted(demo.name for demo in demos if picked(demo))
     assert 3 <= len(expected) < len(demos)  # the share applied across many demos: some, not all
@@ -306,6 +310,8 @@ def test_second_reviews_go_to_another_reviewer_keep_the_first_decision_and_give_
         assert record["turns_deleted"] == sum(len(info["deleted"]) for info in mine)
         assert record["turns_rewritten"] == sum(len(info["rewritten"]) for info in mine)
         assert record["by_status"].get("returned", 0) == record["returned"]
+        worked = [d for d in demos[:12] if d.navigator.username == annotator]
+        assert record["demos_unchecked"] == len(mine) - len(worked)
     own = team.api["ben"].get("/api/quality/demos/alpha/records/").json()["records"]
     assert [r["user"] for r in own] == ["ben"]
     ben, cat = team.by_name("ben"), team.by_name("cat")
@@ -351,7 +357,11 @@ def check_exports(team, demos, done, sent, figures, tmp_path):
         assert item["turns_deleted"] == len(info["deleted"])
         assert item["turns_rewritten"] == len(info["rewritten"])
         assert item["turns"] == len(turns_of(Demonstration.objects.get(name=item["id"]))) - len(info["deleted"])
-        assert set(item["checks"]) >= {"time_order", "screenshot_alignment", "no_screenshot"}
+        checks = item["checks"]
+        assert set(checks) == {*CHECKS, "screenshot_alignment"}
+        assert isinstance(checks["time_order"], int)
+        worked = item["id"] in {d.name for d in demos[:12]}  # checked by the worker; the others not yet: null
+        assert all(isinstance(n, int) if worked else n is None for c, n in checks.items() if c != "time_order")
         if item["id"] in sent:
             assert item["second_review"]["reviewer"] == sent[item["id"]] in item["reviewers"]
             assert item["second_review"]["first_decision"] == DECISION_OF[info["action"]]

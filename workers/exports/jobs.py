@@ -117,7 +117,7 @@ def export_with_quality(exporter, demos, out: Path, blobs, progress, project: st
             yield demo
 
     counts = exporter.export(noting(demos), out, blobs, progress).as_dict()
-    items, extra = demo_quality_items(exported, blobs.read)
+    items, extra = demo_quality_items(exported)
     counts["quality"] = write_quality_report(out, exporter.format, project, items, extra)
     return counts
 

@@ -27,7 +27,7 @@ from ...models import (
 )
 from ..errors import Forbidden, NotFound
 from ..manage.access import check_project_role
-from ..review import VIEW_ALL_ROLES, ensure_quality, review_of
+from ..review import VIEW_ALL_ROLES
 
 ALL_ROLES = (Role.ANNOTATOR, Role.REVIEWER, Role.RESEARCHER, Role.ADMIN)
 ALIGNMENT = "screenshot_alignment"  # turns whose exported screenshot is not the realign worker's suggestion
@@ -228,21 +228,23 @@ def record_demos(project, member) -> list[dict]:
 # --- The quality report of an export -------------------------------------------------------------------------------
 
 
-def demo_checks(demo, review, read) -> dict:
+def demo_checks(demo, review) -> dict:
     """``{check: turns flagged}`` for every automatic check (0 = passed), over the exported (curated) timeline:
-    the cached checks of the raw capture (computed now if the worker has not yet), the curated order's time order,
+    the checks of the raw capture as review cached them (the worker computes them after each recording; null
+    until it has: computing them here would make an export several times slower), the curated order's time order,
     and screenshot alignment (kept turns whose screenshot differs from the realign worker's suggestion; null until
     the worker has made its suggestions)."""
     turns = sorted(demo.turns.all(), key=lambda t: (t.timestamp, t.seq))
     curations = {c.turn_id: c for c in demo.turn_curations.all()}
     deleted = {pk for pk, c in curations.items() if c.deleted}
     ordered = [turn for turn, _ in curated_turns(turns, curations, review.order)]
-    issues = [i for i in ensure_quality(demo, review, turns, read) if i["turn"] not in deleted]
-    issues += order_issues(ordered, deleted)
+    issues = [i for i in review.quality or [] if i["turn"] not in deleted] + order_issues(ordered, deleted)
     flagged = {check: set() for check in CHECKS}
     for item in issues:
         flagged.setdefault(item["check"], set()).add(item["turn"])
     checks = {check: len(turns_flagged) for check, turns_flagged in flagged.items()}
+    if review.quality is None:
+        checks.update({check: None for check in CHECKS if check != "time_order"})
     misaligned = 0
     for turn in turns:
         curation = curations.get(turn.pk)
@@ -253,7 +255,15 @@ def demo_checks(demo, review, read) -> dict:
     return checks
 
 
-def demo_item(demo, export_id: str, turns: int, second, read) -> dict:
+def cached_review(demo) -> DemoReview:
+    """The demo's review row as read with it (an unsaved empty one when it has none: nothing is written here)."""
+    try:
+        return demo.review
+    except DemoReview.DoesNotExist:
+        return DemoReview(demonstration=demo)
+
+
+def demo_item(demo, export_id: str, turns: int, second) -> dict:
     """One exported demo's entry of ``quality.json`` (docs/quality.md)."""
     curations = list(demo.turn_curations.all())
     return {
@@ -262,7 +272,7 @@ def demo_item(demo, export_id: str, turns: int, second, read) -> dict:
         "status": demo.status,
         "reviewers": demo_reviewers(demo, second),
         "second_review": second_review_item(second),
-        "checks": demo_checks(demo, review_of(demo), read),
+        "checks": demo_checks(demo, cached_review(demo)),
         "turns": turns,
         "turns_deleted": sum(c.deleted for c in curations),
         "turns_rewritten": sum(c.text is not None for c in curations),
@@ -297,15 +307,17 @@ def demo_reviewers(demo, second) -> list[str]:
 ITEMS_CHUNK = 50  # demos read at once (with their turns) while the report is made
 
 
-def demo_quality_items(exported: dict, read) -> tuple[list[dict], dict]:
+def demo_quality_items(exported: dict) -> tuple[list[dict], dict]:
     """The ``quality.json`` items of an export and its extra totals. ``exported`` is ``{demo name: (its id in the
-    export, turns exported)}`` in export order; ``read(sha256) -> bytes`` reads a blob (for checks not cached yet).
+    export, turns exported)}`` in export order.
     Demos are read ``ITEMS_CHUNK`` at a time, so memory stays bounded whatever the export's size."""
     names, items, seconds = list(exported), [], {}
     for start in range(0, len(names), ITEMS_CHUNK):
         chunk = names[start : start + ITEMS_CHUNK]
-        demos = Demonstration.objects.filter(name__in=chunk).prefetch_related(
-            "turns", "turn_curations", "edits__author"
+        demos = (
+            Demonstration.objects.filter(name__in=chunk)
+            .select_related("review")
+            .prefetch_related("turns", "turn_curations", "edits__author")
         )
         by_name = {demo.name: demo for demo in demos}
         reviews = SecondReview.objects.filter(demonstration__name__in=chunk).select_related(
@@ -314,7 +326,7 @@ def demo_quality_items(exported: dict, read) -> tuple[list[dict], dict]:
         seconds.update({review.demonstration_id: review for review in reviews})
         for name in chunk:
             export_id, turns = exported[name]
-            items.append(demo_item(by_name[name], export_id, turns, seconds.get(by_name[name].pk), read))
+            items.append(demo_item(by_name[name], export_id, turns, seconds.get(by_name[name].pk)))
     decided = [r for r in seconds.values() if r.decision]
     extra = {
         "second_reviews": {
