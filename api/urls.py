@@ -10,7 +10,8 @@ from .agents import views as agents
 from .exports import views as exports
 from .forms import views as forms
 from .mind2web import views as mind2web
-from .quality import views as quality
+from .quality import agreement as quality_agreement
+from .quality import demos as quality_demos
 from .recordings import views as recordings
 
 # No format-suffix routes (``/api/exports/1.json``): never documented, and every ``@action`` given one answered 500
@@ -29,11 +30,17 @@ router.register("websites", mind2web.WebsiteViewSet, basename="website")
 router.register("proposal-rounds", mind2web.ProposalRoundViewSet, basename="proposal-round")
 router.register("proposals", mind2web.ProposalViewSet, basename="proposal")
 router.register("demonstration-tasks", mind2web.DemonstrationTaskViewSet, basename="demonstration-task")
-router.register("agreement", quality.AgreementViewSet, basename="agreement")
+router.register("agreement", quality_agreement.AgreementViewSet, basename="agreement")
 
 urlpatterns = [
     path("blobs/missing/", recordings.MissingBlobsView.as_view(), name="blobs-missing"),
     path("blobs/<str:sha256>", recordings.BlobView.as_view(), name="blob"),
+    # quality of demonstrations: agreement and second-review share, annotators' records, second reviews
+    path("quality/demos/<slug:project>/", quality_demos.AgreementView.as_view(), name="api-qa-demos"),
+    path("quality/demos/<slug:project>/records/", quality_demos.RecordsView.as_view(), name="api-qa-records"),
+    path("quality/demos/<slug:project>/records/<int:id>/", quality_demos.RecordView.as_view(), name="api-qa-record"),
+    path("quality/second-reviews/", quality_demos.SecondReviewListView.as_view(), name="api-second-reviews"),
+    path("quality/second-reviews/<str:name>/", quality_demos.SecondReviewView.as_view(), name="api-second-review"),
     path("auth/token/", manage.TokenSignInView.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),

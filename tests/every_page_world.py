@@ -4,8 +4,9 @@ Two projects: ``alpha`` with an admin, two researchers, two reviewers and three 
 admin and the outsider (an annotator of beta only); and a site superuser. What is in the database before the
 server starts is stored through the same actions the API calls (synthetic recordings, websites with seed tasks,
 TurkingBench batches); everything else is done over HTTP on the real server by the person whose work it is
-(recording with the API's blobs and an MHTML snapshot, reviews, invitations, proposals and their review,
-demonstrations, form assignments, splits, pay rates, exports, evaluations and agent runs, run by a real worker).
+(recording with the API's blobs and an MHTML snapshot, reviews and second reviews, invitations, proposals and their
+review, demonstrations, form assignments, splits, pay rates, exports, evaluations and agent runs, run by a real
+worker).
 
 Every request of the building that does not answer as a person expects is kept in ``World.setup_failures``: the
 test reports them with the rest, so one refused step does not hide every page behind it.
@@ -287,6 +288,20 @@ def review_everything(world: World, demos: dict, uploaded: str) -> None:
     review_op(world, "bea", demos["b1"].name, op="transition", action="validate")
 
 
+def second_reviews(world: World, demos: dict, before: bool) -> None:
+    """alpha sends every decided demo to a second reviewer (its admin sets the share before the reviews); after
+    them, vic gives one of his second reviews (a4, rejected by vera) and leaves the other waiting, as vera does
+    hers (docs/quality.md)."""
+    if before:
+        body = {"second_review_percent": 100}
+        sent = world.client("ada").post_json("/api/quality/demos/alpha/", body, method="PATCH")
+        world.expect(sent, (200,), "set the second-review share")
+        return
+    a4 = demos["a4"].name
+    body = {"decision": "reject", "invalid_turns": [first_turn(world, a4)], "comment": "Off task indeed"}
+    world.expect(world.client("vic").post_json(f"/api/quality/second-reviews/{a4}/", body), (200,), "second review")
+
+
 def invitations(world: World, demos: dict) -> None:
     """The navigator's page issues the invitation link: one is revoked (a new one shows), one is used by another
     annotator who joins as the instructor, beta's stays open."""
@@ -491,9 +506,11 @@ def build_over_http(world: World, stored: dict) -> None:
     runs = start_agent_runs(world)
     uploaded = upload_recording(world, "ann", "alpha")
     upload_recording(world, "otto", "beta")
+    second_reviews(world, demos, before=True)
     review_everything(world, demos, uploaded)
     review_op(world, "ann", demos["a3"].name, op="transition", action="resubmit")  # returned, fixed, sent back
     review_op(world, "vera", demos["a3"].name, op="transition", action="return", comment="One more step")
+    second_reviews(world, demos, before=False)
     invitations(world, demos)
     propose_and_review(world, stored["sites"])
     demonstrate(world, "ann", finish=False)  # under way: the recorder still lists it

@@ -82,6 +82,9 @@ def test_an_export_runs_on_the_worker_with_rising_progress_and_a_matching_manife
     splits = json.loads(files[f"{top}/splits.json"])
     assert sorted(name for names in splits.values() for name in names) == [d.name for d in demos]
     assert final["counts"]["files"] == len(manifest)
+    quality = json.loads(files[f"{top}/quality.json"])  # the quality report beside the data (docs/quality.md)
+    assert sorted(item["id"] for item in quality["items"]) == [d.name for d in demos]
+    assert final["counts"]["quality"] == quality["totals"]
 
 
 def test_a_job_whose_worker_is_killed_midway_ends_failed_and_serves_nothing(

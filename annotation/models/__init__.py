@@ -26,7 +26,16 @@ from .recordings import (
     new_demo_name,
     sha256_path,
 )
-from .review import Comment, DemoReview, Edit, EditKind, TurnCuration, curated_turns
+from .review import (
+    Comment,
+    DemoReview,
+    Edit,
+    EditKind,
+    SecondDecision,
+    SecondReview,
+    TurnCuration,
+    curated_turns,
+)
 from .stats import PayRates
 
 __all__ = [
@@ -57,6 +66,8 @@ __all__ = [
     "DemoReview",
     "Edit",
     "EditKind",
+    "SecondDecision",
+    "SecondReview",
     "TurnCuration",
     "curated_turns",
     "DemoMode",

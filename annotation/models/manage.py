@@ -52,6 +52,12 @@ class Project(models.Model):
         default=False,
         help_text="Mind2Web: an accepted proposal goes to the pool of annotators instead of to its proposer.",
     )
+    second_review_percent = models.PositiveSmallIntegerField(
+        default=0,
+        validators=[MaxValueValidator(100)],
+        help_text="Demonstrations: this share (0-100 %) of reviewed demos also goes to a second reviewer, whose "
+        "decision is kept apart for agreement (docs/quality.md).",
+    )
 
     objects = ProjectQuerySet.as_manager()
 

@@ -135,6 +135,41 @@ class Comment(models.Model):
         return f"comment on {self.demonstration_id}"
 
 
+class SecondDecision(models.TextChoices):
+    """A reviewer's decision on a demo, as agreement compares them (``validate`` is an accept)."""
+
+    ACCEPT = "accept", "Accept"
+    RETURN = "return", "Return"
+    REJECT = "reject", "Reject"
+
+
+class SecondReview(models.Model):
+    """A reviewed demo sent to a second reviewer (``Project.second_review_percent``): the first decision as it was
+    made, and the second one, kept apart (the demo's status stays the first reviewer's) for agreement.
+
+    ``first_turns`` and ``turns`` are ``{turn id: valid}`` over every turn of the demo (a deleted turn counts as
+    invalid for the first reviewer); ``turns`` and ``decision`` stay empty until the second reviewer decides."""
+
+    demonstration = models.OneToOneField(
+        Demonstration, on_delete=models.CASCADE, primary_key=True, related_name="second_review"
+    )
+    first_reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    first_decision = models.CharField(max_length=8, choices=SecondDecision.choices)
+    first_turns = models.JSONField(default=dict, blank=True)
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="second_reviews")
+    decision = models.CharField(max_length=8, choices=SecondDecision.choices, blank=True)
+    turns = models.JSONField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["reviewer", "decision"], name="second_review_reviewer")]
+
+    def __str__(self):
+        return f"second review of {self.demonstration_id} by {self.reviewer_id}"
+
+
 def curated_turns(turns, curations: dict, order: list) -> list:
     """``[(turn, curation or None)]`` in curated order (deleted turns included, flagged by their curation).
 

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from ..views.quality import agreement
+from ..views.quality import agreement, demos
 
 urlpatterns = [
     # Agreement and aggregation of a form batch (the batch page links here).
@@ -13,4 +13,10 @@ urlpatterns = [
         agreement.agreement_csv,
         name="quality-agreement-csv",
     ),
+    # Demonstrations: reviewers' agreement and the second-review share, annotators' records, second reviews.
+    path("projects/<slug:name>/quality/agreement/", demos.agreement_page, name="quality-reviewers"),
+    path("projects/<slug:name>/quality/records/", demos.records_page, name="quality-records"),
+    path("projects/<slug:name>/quality/records/<int:id>/", demos.record_page, name="quality-record"),
+    path("quality/second-reviews/", demos.second_reviews_page, name="quality-second-reviews"),
+    path("quality/second-reviews/<str:name>/", demos.second_review_page, name="quality-second-review"),
 ]

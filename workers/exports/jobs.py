@@ -15,6 +15,7 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 
 from annotation.actions.forms import split_tasks
+from annotation.actions.quality.demos import demo_quality_items
 from annotation.lib.formats import ARCHIVE_MEDIA_TYPES
 from annotation.models import Batch, BatchKind, Evaluation, ExportJob, JobStatus
 from annotation.store.blobstore import is_s3
@@ -23,6 +24,7 @@ from ..runners import JobStopped, Progress, finish_clean, run_job, sweep_job_fol
 from . import dataset, form_dataset, form_quality
 from .archive import file_sha256, write_archive
 from .exporters import get_exporter, turkingbench
+from .quality import write_quality_report
 from .s3upload import MultipartWriter, abandoned_uploads, abort_upload
 
 log = logging.getLogger(__name__)
@@ -97,8 +99,27 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
     exporting = Progress(job, 0.0, EXPORT_SHARE)
     demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits, names=job.demos)
     with dataset.storage_blobs(workdir / "blobs") as blobs:
-        counts = get_exporter(job.format).export(demos, out, blobs, lambda done: exporting(done / total))
-    archive_and_publish(job, out, workdir, counts.as_dict())
+        counts = export_with_quality(
+            get_exporter(job.format), demos, out, blobs, lambda done: exporting(done / total), job.project.name
+        )
+    archive_and_publish(job, out, workdir, counts)
+
+
+def export_with_quality(exporter, demos, out: Path, blobs, progress, project: str) -> dict:
+    """Write ``demos`` with ``exporter`` under ``out`` and the quality report ``out/quality.json`` beside them
+    (docs/quality.md); the export's counts, with the report's totals under ``"quality"``."""
+    exported = {}  # demo name → (its id in the export, turns exported), in export order
+
+    def noting(demos):
+        for demo in demos:
+            if (exported_id := exporter.exported_id(demo)) is not None:
+                exported[demo.name] = (exported_id, len(demo.turns))
+            yield demo
+
+    counts = exporter.export(noting(demos), out, blobs, progress).as_dict()
+    items, extra = demo_quality_items(exported)
+    counts["quality"] = write_quality_report(out, exporter.format, project, items, extra)
+    return counts
 
 
 def export_form_batches(job: ExportJob, out: Path, workdir: Path) -> None:

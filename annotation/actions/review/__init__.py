@@ -7,9 +7,10 @@ an edit's before-state as a new edit, and only while what it changed is still as
 the later edit). The raw capture (``Turn`` rows) is never changed.
 
 Modules: ``access`` (who may see and curate), ``revisions`` (the lock, the revision check, the edit log),
-``curation`` (turn state, order, metadata), ``claims`` (the "Review next" queue, assignment, bulk actions), ``undo``,
-``workflow`` (status, unsure mark, comments) and ``background`` (what the worker computes for review: thumbnails,
-screenshot suggestions, quality checks). Callers import from here: ``from annotation.actions import review``.
+``curation`` (turn state, order, metadata), ``claims`` (the "Review next" queue, assignment, bulk actions),
+``second`` (a share of decided demos to a second reviewer), ``undo``, ``workflow`` (status, unsure mark,
+comments) and ``background`` (what the worker computes for review: thumbnails, screenshot suggestions, quality
+checks). Callers import from here: ``from annotation.actions import review``.
 """
 
 from .access import (
@@ -48,6 +49,15 @@ from .curation import (
     turn_state,
 )
 from .revisions import check_revision, locked_review, record
+from .second import (
+    check_second_review,
+    check_second_review_percent,
+    do_second_decision,
+    do_send_to_second_review,
+    do_set_second_review_percent,
+    next_second_review,
+    pending_second_reviews,
+)
 from .undo import (
     FIELD_NAMES,
     UNDOABLE,
@@ -117,6 +127,14 @@ __all__ = [
     "order_of",
     "screenshot_choices",
     "turn_state",
+    # second reviews
+    "check_second_review",
+    "check_second_review_percent",
+    "do_second_decision",
+    "do_send_to_second_review",
+    "do_set_second_review_percent",
+    "next_second_review",
+    "pending_second_reviews",
     # undo
     "FIELD_NAMES",
     "UNDOABLE",

@@ -6,6 +6,7 @@ from ...models import Comment, DemoStatus, Edit, EditKind
 from ..errors import Conflict, Forbidden, ValidationFailed
 from .access import can_curate, check_turn
 from .revisions import locked_review, record
+from .second import do_send_to_second_review
 
 # Workflow: status → {action: new status}.
 TRANSITIONS = {
@@ -62,6 +63,7 @@ def do_transition(user, demo, revision, action, comment="") -> Edit:
             review.save(update_fields=["claimed_by", "claimed_until"])
         if comment:
             Comment.objects.create(demonstration=demo, author=user, text=comment)
+        do_send_to_second_review(user, demo, action)  # a share of decided demos, to another reviewer
         return record(review, user, EditKind.SET_STATUS, before, {"status": target, "action": action})
 
 

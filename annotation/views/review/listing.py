@@ -172,6 +172,7 @@ def list_context(user, params) -> dict:
         "export_formats": [(ExportFormat.WEBLINX, "WebLINX"), (ExportFormat.MIND2WEB, "Mind2Web")],
         "categories": sorted({value for project in projects for value in project.category_choices or []}),
         "queue_size": actions.queue_for(user).count() if user.is_authenticated else 0,
+        "second_reviews": actions.pending_second_reviews(user).count(),
     }
 
 

@@ -56,7 +56,11 @@ def review_list_live(request):
 @login_required
 @require_POST
 def review_next(request):
-    """ "Review next": claim the next demo waiting for review and open it; back to the list when none is left."""
+    """ "Review next": a second review waiting for the reviewer first (docs/quality.md), else claim the next demo
+    waiting for review and open it; back to the list when none is left."""
+    second = actions.next_second_review(request.user)
+    if second is not None:
+        return redirect("quality-second-review", second.demonstration.name)
     demo = actions.do_claim_next(request.user)
     if demo is None:
         messages.info(request, "Nothing left to review for you now: every waiting demo is held, assigned or yours.")

@@ -121,10 +121,13 @@ class DirectoryBlobs:
 
 
 class Exporter(Protocol):
-    """Writes demonstrations in one format under ``out``; calls ``progress(done)`` after each demo."""
+    """Writes demonstrations in one format under ``out``; calls ``progress(done)`` after each demo. ``exported_id``
+    names a demo as the export does (None when the format leaves it out), for the quality report."""
 
     format: str
     splits: tuple
+
+    def exported_id(self, demo: ExportDemo) -> str | None: ...
 
     def export(
         self,

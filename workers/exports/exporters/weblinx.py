@@ -67,6 +67,10 @@ class WeblinxExporter:
         counts.files += 1
         return counts
 
+    def exported_id(self, demo: ExportDemo) -> str | None:
+        """The demo's name in the export (its folder): every demo given is written."""
+        return demo.name
+
     def check_demo(self, demo: ExportDemo, seen: set) -> None:
         """Refuse a demo whose split is unknown or whose name is unsafe or already exported (one folder each)."""
         if demo.split not in self.splits:

@@ -10,12 +10,14 @@ from django.core.management import BaseCommand, CommandError
 from annotation.models import EXPORTABLE_STATUSES, Project
 from workers.exports import dataset
 from workers.exports.exporters import get_exporter
+from workers.exports.jobs import export_with_quality
 
 
 class Command(BaseCommand):
     help = (
         "Export demonstrations as a WebLINX directory (DIR/splits.json, DIR/demonstrations/<name>/...) or as "
-        "Mind2Web split files (DIR/train.json, test_task.json, test_website.json, test_domain.json), or a project's "
+        "Mind2Web split files (DIR/train.json, test_task.json, test_website.json, test_domain.json), both with the "
+        "quality report DIR/quality.json, or a project's "
         "form batches as TurkingBench tasks (DIR/tasks/<batch>/template.html + batch.csv, DIR/splits/*.txt)."
     )
 
@@ -48,14 +50,16 @@ class Command(BaseCommand):
         statuses = EXPORTABLE_STATUSES if options["status"] == "all" else dataset.DEFAULT_STATUSES
         demos = itertools.chain.from_iterable(dataset.export_demos(p, export_format, statuses) for p in projects)
         started = time.monotonic()
-        counts = get_exporter(export_format).export(demos, out, dataset.storage_blobs(), self.report_progress)
+        exporter, label = get_exporter(export_format), ",".join(project.name for project in projects)
+        with dataset.storage_blobs() as blobs:
+            counts = export_with_quality(exporter, demos, out, blobs, self.report_progress, label)
         self.stdout.write(
             self.style.SUCCESS(
-                f"Exported {counts.demos} demonstrations ({counts.turns} turns) as {export_format} to {out} in "
-                f"{time.monotonic() - started:.1f}s"
+                f"Exported {counts['demos']} demonstrations ({counts['turns']} turns) as {export_format} to {out} "
+                f"(with quality.json) in {time.monotonic() - started:.1f}s"
             )
         )
-        for split, numbers in sorted(counts.per_split.items()):
+        for split, numbers in sorted(counts["per_split"].items()):
             self.stdout.write(f"  {split:<13} {numbers['demos']:>6} demos {numbers['turns']:>8} turns")
 
     def export_turkingbench(self, options) -> None:

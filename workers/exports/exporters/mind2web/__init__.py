@@ -310,6 +310,10 @@ class Mind2WebExporter:
     format = "mind2web"
     splits = MIND2WEB_SPLITS
 
+    def exported_id(self, demo: ExportDemo) -> str | None:
+        """The demo's ``annotation_id`` in the export; None for a demo left out (rejected, or discarded)."""
+        return None if demo.rejected or demo.discarded else annotation_id(demo)
+
     def export(
         self,
         demos: Iterable[ExportDemo],
