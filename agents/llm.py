@@ -321,6 +321,8 @@ class ChatClient:
             raw = self._client.chat.completions.with_raw_response.create(
                 model=e.model, messages=messages, temperature=e.temperature, max_tokens=e.max_tokens
             )
+        except _Redirected as redirected:
+            raise EndpointError(f"the endpoint {self._where()} {redirected}") from None
         except openai.APITimeoutError:
             raise _Retry(f"no answer within {e.timeout:g} s") from None
         except openai.APIStatusError as error:
