@@ -40,7 +40,6 @@ import lxml.html
 from agents import scoring
 from agents.actions import call_string
 from agents.harness import oracle_gold
-from agents.offline import static_field_type
 from agents.solvers import TEXT_LIKE, Oracle
 from agents.turkle import TaskDir
 
@@ -60,15 +59,24 @@ def shown_text(value: str) -> str:
     return _normal(value)
 
 
-def gold_calls(task: TaskDir, instance: int, seed: int = 0) -> list[str]:
-    """The calls the oracle makes on the instance (``agents.solvers.Oracle``), worked out from the template's markup
-    and the gold answers without a browser; fields made by script or of other types get none."""
-    oracle, gold, calls = Oracle(seed), task.gold(instance), []
-    for name in task.field_names:
-        kind = static_field_type(task, name)
-        if name in scoring.EXCLUDED_NAMES or kind is None:
+FIELD_LINE = re.compile(r"^- (?P<name>.+?): (?P<type>[\w-]+)(?: \(not shown yet\))?(?:;|$)", re.MULTILINE)
+
+
+def prompt_fields(prompt: str) -> dict[str, str]:
+    """Field name → type from the prompt's field list (lines ``- name: type; values ...``, as the llm solver's
+    prompt lists them)."""
+    return {m.group("name"): m.group("type") for m in FIELD_LINE.finditer(prompt)}
+
+
+def gold_calls(gold: dict[str, list], types: dict[str, str], seed: int = 0) -> list[str]:
+    """The calls the oracle makes (``agents.solvers.Oracle``) for fields of these ``types`` (name → type, in page
+    order) given the gold answers (None for an empty cell), worked out without a browser."""
+    oracle, calls = Oracle(seed), []
+    for name, kind in types.items():
+        if name in scoring.EXCLUDED_NAMES or name not in gold:
             continue
-        answers = [a for a in oracle_gold(kind, gold[name]) if a is not None and a != "{}"]
+        raw = [float("nan") if answer is None else answer for answer in gold[name]]
+        answers = [a for a in oracle_gold(kind, raw) if a is not None and a != "{}"]
         if not answers:
             continue
         if kind in TEXT_LIKE:
@@ -85,8 +93,13 @@ def gold_calls(task: TaskDir, instance: int, seed: int = 0) -> list[str]:
     return calls
 
 
-def gold_book(tasks: list[TaskDir], sampled: dict[str, list[int]], seed: int = 0, snippets: int = 4) -> list[dict]:
-    """The answer book for ``gold``: per sampled instance, what identifies it in a prompt and its gold calls."""
+def _json_gold(values: list) -> list:
+    return [None if scoring.is_nan(value) else value for value in values]
+
+
+def gold_book(tasks: list[TaskDir], sampled: dict[str, list[int]], seed: int = 0, snippets: int = 40) -> list[dict]:
+    """The answer book for ``gold`` (JSON): per sampled instance, what identifies it in a prompt (its task's name,
+    some of its input values as the page shows them) and its gold answers."""
     by_name = {task.name: task for task in tasks}
     book = []
     for name, indices in sampled.items():
@@ -95,7 +108,8 @@ def gold_book(tasks: list[TaskDir], sampled: dict[str, list[int]], seed: int = 0
         for index in indices:
             values = [shown_text(v) for k, v in task.inputs(index).items() if k in placeholders and v]
             values = sorted({v[:60] for v in values if len(v) >= 2}, key=len, reverse=True)[:snippets]
-            book.append({"task": name, "match": values, "answer": "\n".join(gold_calls(task, index, seed))})
+            gold = {field: _json_gold(answers) for field, answers in task.gold(index).items()}
+            book.append({"task": name, "match": values, "gold": gold, "seed": seed})
     return book
 
 
@@ -111,9 +125,9 @@ def prompt_text(body: dict) -> str:
     return "\n".join(parts)
 
 
-def book_answer(book: list[dict], prompt: str) -> str | None:
-    """The answer of the book entry whose task is named in the prompt and that matches most of its strings
-    (None when no entry or two entries match best)."""
+def book_entry(book: list[dict], prompt: str) -> dict | None:
+    """The book entry whose task is named in the prompt and that matches most of its strings (None when no entry
+    or two entries match best)."""
     text = _normal(prompt)
     scored = []
     for entry in book:
@@ -124,9 +138,9 @@ def book_answer(book: list[dict], prompt: str) -> str | None:
     if not scored:
         return None
     scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
-    if len(scored) > 1 and scored[0][:2] == scored[1][:2] and scored[0][2]["answer"] != scored[1][2]["answer"]:
+    if len(scored) > 1 and scored[0][:2] == scored[1][:2] and scored[0][2]["gold"] != scored[1][2]["gold"]:
         return None
-    return scored[0][2]["answer"]
+    return scored[0][2]
 
 
 class StandInModel(ThreadingHTTPServer):
@@ -219,8 +233,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(200, {"object": "list", "data": []})
         prompt = prompt_text(body)
         if behaviour == "gold":
-            text = book_answer(server.book, prompt)
-            text = "I cannot tell which page this is." if text is None else text
+            entry = book_entry(server.book, prompt)
+            if entry is None:
+                text = "I cannot tell which page this is."
+            else:
+                text = "\n".join(gold_calls(entry["gold"], prompt_fields(prompt), entry.get("seed", 0)))
         elif behaviour == "nonsense":
             text = NONSENSE
         elif behaviour == "malformed":

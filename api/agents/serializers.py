@@ -2,7 +2,9 @@
 
 from rest_framework import serializers
 
-from annotation.actions.agents import MAX_INSTANCES_PER_TASK, MAX_SEED
+from agents.llm import MAX_IN_FLIGHT, MAX_TEMPERATURE, MAX_TOKENS_LIMIT
+from agents.llm_solver import MAX_TEMPLATE_CHARS
+from annotation.actions.agents import MAX_BROWSERS, MAX_BUDGET, MAX_INSTANCES_PER_TASK, MAX_SEED
 from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint
 
 from ..exports.serializers import JobFieldsMixin
@@ -13,6 +15,8 @@ class AgentRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
         source="instances_per_task", allow_null=True, help_text="Instances per task (null: all)."
     )
     results_page = serializers.SerializerMethodField(help_text="The run's results in the web app.")
+    endpoint = serializers.SlugRelatedField(slug_field="name", read_only=True, help_text="llm: the model endpoint.")
+    model = serializers.CharField(source="endpoint.model", read_only=True, default=None)
 
     class Meta:
         model = AgentRun
@@ -24,6 +28,21 @@ class AgentRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
             "instances",
             "seed",
             "metric",
+            "browsers",
+            "endpoint",
+            "model",
+            "temperature",
+            "max_tokens",
+            "in_flight",
+            "timeout",
+            "prompt_template",
+            "budget_requests",
+            "budget_tokens",
+            "model_calls",
+            "cached_calls",
+            "tokens_in",
+            "tokens_out",
+            "model_seconds",
             "status",
             "progress",
             "error",
@@ -59,6 +78,69 @@ class AgentRunCreateSerializer(serializers.Serializer):
     )
     seed = serializers.IntegerField(required=False, default=0, min_value=0, max_value=MAX_SEED)
     metric = serializers.ChoiceField(choices=["official", "paper"], required=False, default="official")
+    browsers = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        max_value=MAX_BROWSERS,
+        help_text="Headless browsers at once (default: the worker's cores).",
+    )
+    # The llm solver's settings (docs/agents.md, "The llm solver").
+    endpoint = serializers.SlugField(
+        required=False, default=None, allow_null=True, help_text="llm: a model endpoint of the project (its name)."
+    )
+    temperature = serializers.FloatField(
+        required=False, default=None, allow_null=True, min_value=0, max_value=MAX_TEMPERATURE
+    )
+    max_tokens = serializers.IntegerField(
+        required=False,
+        default=None,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_TOKENS_LIMIT,
+        help_text="Per answer (default 1024).",
+    )
+    in_flight = serializers.IntegerField(
+        required=False,
+        default=None,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_IN_FLIGHT,
+        help_text="Model requests at once (default: browsers).",
+    )
+    timeout = serializers.FloatField(
+        required=False,
+        default=None,
+        allow_null=True,
+        min_value=0.1,
+        max_value=3600,
+        help_text="Seconds per request (default 60).",
+    )
+    prompt_template = serializers.CharField(
+        required=False,
+        default=None,
+        allow_null=True,
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=MAX_TEMPLATE_CHARS,
+        help_text="Empty: the default prompt; must contain {fields}.",
+    )
+    budget_requests = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=1, max_value=MAX_BUDGET
+    )
+    budget_tokens = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=1, max_value=2**62
+    )
+
+
+class AgentRunResumeSerializer(serializers.Serializer):
+    budget_requests = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=1, max_value=MAX_BUDGET
+    )
+    budget_tokens = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=1, max_value=2**62
+    )
 
 
 class AgentFieldResultSerializer(serializers.ModelSerializer):
@@ -67,7 +149,21 @@ class AgentFieldResultSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AgentFieldResult
-        fields = ["task", "instance", "name", "type", "value", "gold", "score", "skipped", "error", "calls"]
+        fields = [
+            "task",
+            "instance",
+            "name",
+            "type",
+            "value",
+            "gold",
+            "score",
+            "skipped",
+            "error",
+            "calls",
+            "tokens_in",
+            "tokens_out",
+            "model_seconds",
+        ]
         read_only_fields = fields
 
 

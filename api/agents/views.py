@@ -25,6 +25,9 @@ class AgentRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnl
     serializer_class = a.AgentRunSerializer
     filterset_fields = {"project__name": ["exact"], "status": ["exact"], "split": ["exact"], "solver": ["exact"]}
 
+    def get_queryset(self):
+        return super().get_queryset().select_related("endpoint")
+
     @extend_schema(request=a.AgentRunCreateSerializer, responses={202: a.AgentRunSerializer, **ERRORS})
     def create(self, request):
         """Start a run; 202 with the run. Poll it for progress; its results fill in when it is done."""
@@ -33,8 +36,28 @@ class AgentRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnl
         data = form.validated_data
         project = actions.check_project_for_export(request.user, data["project"])
         run = actions.do_create_agent_run(
-            request.user, project, data["split"], data["solver"], data["instances"], data["seed"], data["metric"]
+            request.user,
+            project,
+            data["split"],
+            data["solver"],
+            data["instances"],
+            data["seed"],
+            data["metric"],
+            browsers=data["browsers"],
+            **{name: data[name] for name in agent_actions.RUN_MODEL_SETTINGS},
         )
+        return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=a.AgentRunResumeSerializer, responses={202: a.AgentRunSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        """Queue a failed, cancelled or budget-stopped run again (its owner or a project admin; 409 otherwise): it
+        skips the instances it stored and never asks the model again for what it answered. A new budget may be
+        given."""
+        run = self.get_object()
+        form = a.AgentRunResumeSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        run = agent_actions.do_resume_agent_run(request.user, run, **form.validated_data)
         return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={200: a.AgentFieldResultSerializer(many=True), **ERRORS})
