@@ -5,16 +5,18 @@ Retry-After, a 500 and a hang are retried; an unusable endpoint fails the run wi
 stops the run cleanly; a resumed run (after its worker was killed) never asks the model again; the key never
 appears in a page, the API or the worker's log."""
 
+import io
 import os
 import signal
+import tarfile
 import time
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
 
-from annotation.models import AgentFieldResult, AgentModelAnswer, AgentRun, AgentRunInstance
+from annotation.models import AgentFieldResult, AgentModelAnswer, AgentRun, AgentRunInstance, ModelEndpoint
 from devtools.processes import celery_worker, database_url
 from devtools.standin_model import gold_book, standin_model
 from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text, real_data
@@ -151,6 +153,17 @@ def test_answering_gold_the_llm_solver_scores_like_the_oracle_with_its_cost_reco
         str(api_fields),
         (tmp_path / "worker.log").read_text(errors="replace"),
     )
+    # Nor in the project's export (with the gold rows), made by the same worker.
+    body = {"project": "alpha", "format": "turkingbench", "include_gold": True}
+    export = client.post("/api/exports/", body, format="json")
+    assert export.status_code == 202, export.json()
+    exported = poll_job(client, f"/api/exports/{export.json()['id']}/", ended, 300)[-1]
+    assert exported["status"] == "done", exported["error"]
+    archive = b"".join(client.get(f"/api/exports/{exported['id']}/download/").streaming_content)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        contents = [tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()]
+    assert len(contents) > 3
+    assert not any(KEY.encode() in data for data in contents)
 
 
 def test_nonsense_scores_no_better_than_doing_nothing_with_every_field_s_error(client, worker, endpoint, model):
@@ -272,7 +285,6 @@ def test_a_run_resumed_after_its_worker_was_killed_answers_from_its_cache(
     make_batch(alpha, template=FORM, csv_text=csv_text(FORM_HEADER, FORM_ROWS), name="Form task")
     # The first page's answer makes its browser type a long text (seconds); the second page's request hangs.
     answer = "text:modify_text('name', '" + " ".join(f"word{n}" for n in range(600)) + "')"
-    settings.JOB_STALE_SECONDS = 1
     with standin_model(default=answer) as model:
         model.script = [answer, "hang"]
         body = {"project": "alpha", "name": "slow", "url": model.url, "model": "slow", "key": KEY}
@@ -286,7 +298,9 @@ def test_a_run_resumed_after_its_worker_was_killed_answers_from_its_cache(
             os.killpg(first.pid, signal.SIGKILL)  # the worker dies as a lost machine does
         stored_before = AgentRunInstance.objects.filter(run_id=run_id).count()
         assert AgentModelAnswer.objects.filter(run_id=run_id).count() == 1  # the hanging request never answered
+        settings.JOB_STALE_SECONDS = 1  # no heartbeat for a second: reaped as the API reads it
         failed = finished(client, run_id)
+        settings.JOB_STALE_SECONDS = 120
         assert failed["status"] == "failed"
         assert "stopped responding" in failed["error"]
 
@@ -326,3 +340,26 @@ def test_bad_llm_settings_are_a_400_naming_the_field(client, endpoint, real_task
         assert field in [error["field"] for error in response.json()["errors"]], (body, response.json())
         assert message in response.json()["detail"], (body, response.json())
     assert not AgentRun.objects.exists()
+
+
+def test_run_agent_runs_the_llm_solver_in_process_on_two_browsers(alpha, researcher, tmp_path):
+    make_batch(alpha, template=FORM, csv_text=csv_text(FORM_HEADER, FORM_ROWS), name="Form task")
+    with standin_model(default="text:modify_text('name', 'Ann')\nmodify_select('colour', 'red')") as model:
+        ModelEndpoint.objects.create(project=alpha, owner=researcher, name="local", url=model.url, model="m", key=KEY)
+        call_command(
+            "run_agent", project="alpha", split="all", solver="llm", endpoint="local", browsers=2, max_tokens=64,
+            out=tmp_path, user="researcher", stdout=None,
+        )  # fmt: skip
+    run = AgentRun.objects.get()
+    assert run.status == "done"
+    assert (run.browsers, run.max_tokens, run.model_calls) == (2, 64, 2)
+    assert model.answered() == 2
+    assert {r["body"]["max_tokens"] for r in model.requests} == {64}
+    fields = {(f.row.instance, f.name): f for f in AgentFieldResult.objects.filter(row__run=run)}
+    assert fields[(0, "name")].value == "Ann"
+    assert fields[(0, "name")].score == 1.0
+    assert fields[(1, "colour")].value == "red"
+    with pytest.raises(CommandError, match="endpoint: project 'alpha' has no model endpoint 'nope'"):
+        call_command(
+            "run_agent", project="alpha", split="all", solver="llm", endpoint="nope", out=tmp_path, user="researcher"
+        )
