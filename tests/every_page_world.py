@@ -451,10 +451,12 @@ def start_agent_runs(world: World) -> list[tuple[str, str]]:
 
 
 def start_llm_run(world: World, model) -> list[tuple[str, str]]:
-    """A model endpoint of alpha (its key write-only) and an llm agent run on it, against the stand-in model
+    """A model endpoint in each project (its key write-only) and an llm agent run on alpha's, against the stand-in model
     server ``model`` on loopback (its answers are prose: every field's error is recorded, the run is done)."""
-    endpoint = {"project": "alpha", "name": "stand-in", "url": model.url, "model": "stand-in", "key": "sk-world"}
-    world.expect(world.client("rex").post_json("/api/model-endpoints/", endpoint), (201,), "add a model endpoint")
+    for username, project in (("rex", "alpha"), ("bea", "beta")):
+        endpoint = {"project": project, "name": "stand-in", "url": model.url, "model": "stand-in", "key": "sk-world"}
+        added = world.client(username).post_json("/api/model-endpoints/", endpoint)
+        world.expect(added, (201,), "add a model endpoint")
     run = {"project": "alpha", "split": "all", "solver": "llm", "endpoint": "stand-in", "instances": 1}
     return start_jobs(world, [("rex", "/api/agent-runs/", run)])
 
