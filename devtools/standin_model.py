@@ -8,7 +8,8 @@ consumed one per request, then the default one applies:
   entry has ``match`` strings (the task's name and some of the instance's input values as the page shows them) and
   the ``answer``; the entry of the prompt's task that matches most of them answers (the calls the oracle makes);
 - ``nonsense``: prose that is no call; ``malformed``: call-like text that does not parse or names unknown calls;
-- ``429`` (with ``Retry-After: <retry_after>``), ``500``, ``401``, ``403``: that HTTP status, an OpenAI-style error;
+- ``429`` (with ``Retry-After: <retry_after>``), ``500``, ``401`` (its message echoes the key it got), ``403``:
+  that HTTP status, an OpenAI-style error;
 - ``non-json``: an HTML page with status 200; ``not-chat``: JSON without ``choices``;
 - ``hang``: no answer until the server stops (or ``hang_seconds``);
 - ``echo``: the last user message back (to see what the model was given);
@@ -220,9 +221,10 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour in ("429", "500", "401", "403", "400"):
             status = int(behaviour)
             headers = {"Retry-After": str(server.retry_after)} if status == 429 else {}
-            message = {429: "rate limited", 500: "internal error", 401: "invalid key", 403: "forbidden"}.get(
-                status, "bad"
-            )
+            # A 401 echoes the key it got, as some servers do: the client must mask it.
+            given = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            refused = f"Incorrect API key provided: {given}"
+            message = {429: "rate limited", 500: "internal error", 401: refused, 403: "forbidden"}.get(status, "bad")
             return self._json(status, {"error": {"message": message, "type": "stand_in"}}, headers)
         if behaviour == "hang":
             server.stopping.wait(server.hang_seconds)

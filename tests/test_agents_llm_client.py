@@ -98,7 +98,7 @@ def test_a_hang_hits_the_timeout(model):
 @pytest.mark.parametrize(
     ("behaviour", "reason"),
     [
-        ("401", "refused the key (HTTP 401)"),
+        ("401", "refused the key (HTTP 401): Incorrect API key provided: [key]"),  # the echoed key masked
         ("403", "refused the key (HTTP 403)"),
         ("non-json", "answered something that is not JSON (text/html)"),
         ("not-chat", "answered JSON that is not a chat completion"),
