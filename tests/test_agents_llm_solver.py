@@ -140,3 +140,22 @@ def test_a_spent_budget_or_an_unusable_endpoint_stops_the_run_not_a_field(tmp_pa
             consume()
     assert stopped.value.budget is (budget is not None)
     assert len(done) == (1 if budget else 0)
+
+
+def test_a_vision_model_gets_a_screenshot_of_the_page_with_the_prompt(tmp_path):
+    dataset = form_dataset(tmp_path)
+    task = dataset.task("Form task")
+    driver = make_driver()
+    try:
+        with serve(dataset) as pages, standin_model(default="text:modify_select('colour', 'red')") as model:
+            client = ChatClient(Endpoint(model.url, "stand-in", "k"))
+            result = run_solver(driver, LLMSolver(client, vision=True), [task], pages.url, instances={task.name: [0]})
+    finally:
+        driver.quit()
+    text, image = model.requests[0]["body"]["messages"][1]["content"]
+    assert text["type"] == "text"
+    assert "- colour: select; values: 'NA' (pick), 'red', '2' (two)" in text["text"]
+    assert image["type"] == "image_url"
+    assert image["image_url"]["url"].startswith("data:image/png;base64,iVBORw0KGgo")
+    colour = next(f for f in result.instances[0].fields if f.field == "colour")
+    assert (colour.prediction, colour.score) == ("red", 1.0)
