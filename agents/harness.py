@@ -17,7 +17,10 @@ dict (``RunResult.as_dict``) in the evaluation output format of ``docs/agents.md
 from __future__ import annotations
 
 import logging
+import queue
 import random
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -49,6 +52,7 @@ class FieldRequest:
     instructions: str
     actions: Actions
     gold: list | None = None  # the annotators' answers: given to solvers with ``uses_gold`` (the oracle) only
+    usage: dict | None = None  # what the solver spent on the field (the llm solver: tokens, model seconds)
 
     @property
     def name(self) -> str:
@@ -75,6 +79,15 @@ class FieldRequest:
         return self.actions.capture_screen()
 
 
+class StopRun(Exception):
+    """Raised by a solver to stop the whole run (never one field's error): an endpoint that cannot be used, a spent
+    budget (``budget=True``: the run ends cleanly with the instances it finished)."""
+
+    def __init__(self, reason: str, budget: bool = False):
+        super().__init__(reason)
+        self.reason, self.budget = reason, budget
+
+
 class Solver:
     """Fills one field at a time. Subclasses set ``name`` and implement ``solve``; ``uses_gold`` gives them the
     gold answers (only the oracle may)."""
@@ -88,6 +101,10 @@ class Solver:
     def solve(self, request: FieldRequest) -> None:
         raise NotImplementedError
 
+    def instance_answer(self) -> str | None:
+        """What the solver answered for the instance just run, kept with it (the llm solver: the model's answer)."""
+        return None
+
 
 @dataclass
 class FieldResult:
@@ -100,6 +117,7 @@ class FieldResult:
     skipped: str | None = None  # why the field is not scored
     error: str | None = None  # what the solver raised
     calls: list[str] = field(default_factory=list)  # the actions the solver took on this field
+    usage: dict | None = None  # what the solver spent on it (FieldRequest.usage)
 
 
 @dataclass
@@ -109,6 +127,7 @@ class InstanceResult:
     url: str
     metric: str
     fields: list[FieldResult]
+    answer: str | None = None  # the solver's own record of the instance (Solver.instance_answer)
 
     @property
     def score(self) -> float:
@@ -221,18 +240,23 @@ class Harness:
                     request.gold = oracle_gold(f.type, gold[f.name])
                 self._solve(request, results[f.name])
         self._score(fields, gold, results)
-        return InstanceResult(task.name, instance, url, self.metric, list(results.values()))
+        result = InstanceResult(task.name, instance, url, self.metric, list(results.values()))
+        result.answer = self.solver.instance_answer()
+        return result
 
     def _solve(self, request: FieldRequest, result: FieldResult) -> None:
         before = page.snapshot_fields(self.driver, request.name)
         start = len(self.actions.history)
         try:
             self.solver.solve(request)
+        except StopRun:
+            raise
         except Exception as error:  # any failure of the solver: the field counts as untouched
             log.info("%s on %s #%s field %s: %s", self.solver.name, request.task, request.instance, request.name, error)
             result.error = f"{type(error).__name__}: {error}".strip()
             page.restore_fields(self.driver, request.name, before)
         result.calls = self.actions.history[start:]
+        result.usage = request.usage
 
     def _score(self, fields: list[Field], gold: dict[str, list], results: dict[str, FieldResult]) -> None:
         reads = page.read_values(self.driver, [(f.name, f.type) for f in fields], self.metric == scoring.PAPER)
@@ -286,3 +310,110 @@ def run(
             if progress:
                 progress(len(result.instances), total)
     return result
+
+
+@dataclass
+class Item:
+    """One instance to run: its task, index and page."""
+
+    task: TaskDir
+    instance: int
+    url: str
+
+
+class _Stoppable(Solver):
+    """A thread's solver that stops solving (leaves the remaining fields alone) once the run is stopping."""
+
+    def __init__(self, inner: Solver, stop: threading.Event):
+        self.inner, self.stop = inner, stop
+        self.name, self.uses_gold = inner.name, inner.uses_gold
+
+    def begin_instance(self, task, instance: int) -> None:
+        self.inner.begin_instance(task, instance)
+
+    def solve(self, request: FieldRequest) -> None:
+        if not self.stop.is_set():
+            self.inner.solve(request)
+
+    def instance_answer(self) -> str | None:
+        return self.inner.instance_answer()
+
+
+def run_parallel(
+    items: list[Item],
+    browsers: int,
+    make_driver: Callable[[], object],
+    make_solver: Callable[[], Solver],
+    *,
+    metric: str = scoring.OFFICIAL,
+    after: Callable[[object, InstanceResult], object] | None = None,
+    stop: threading.Event | None = None,
+    tick: float = 0.5,
+    thread_exit: Callable[[], None] | None = None,
+) -> Iterator[tuple[Item, InstanceResult, object] | None]:
+    """Run ``items`` on ``browsers`` threads, each with its own browser (``make_driver()``: its own profile) and
+    solver (``make_solver()``), taking the next item when one is done.
+
+    Yields ``(item, result, extra)`` as instances finish (``extra = after(driver, result)``, run in the instance's
+    thread, e.g. a screenshot), and None every ``tick`` seconds in between (for a heartbeat). A ``StopRun`` or any
+    failure in a thread stops the others after their current instance (whose result is dropped) and is raised
+    here; so does a browser that cannot start. Closing the generator, or setting ``stop``, stops them the same
+    way. Every browser is quit before the generator ends; ``thread_exit()`` runs at the end of each thread."""
+    stop = stop or threading.Event()
+    work: queue.SimpleQueue[Item] = queue.SimpleQueue()
+    for item in items:
+        work.put(item)
+    out: queue.SimpleQueue = queue.SimpleQueue()
+    count = max(1, min(browsers, len(items)))
+
+    def worker():
+        driver = None
+        try:
+            driver = make_driver()
+            harness = Harness(driver, _Stoppable(make_solver(), stop), metric)
+            while not stop.is_set():
+                try:
+                    item = work.get_nowait()
+                except queue.Empty:
+                    break
+                result = harness.run_instance(item.task, item.instance, item.url)
+                if stop.is_set():
+                    break
+                out.put(("done", item, result, after(driver, result) if after else None))
+        except BaseException as error:  # handed to the caller's thread, which raises it
+            stop.set()
+            out.put(("error", error))
+        finally:
+            if driver is not None:
+                try:
+                    driver.quit()
+                except Exception:  # a browser that died already
+                    log.warning("a browser of the run did not quit cleanly", exc_info=True)
+            if thread_exit is not None:
+                thread_exit()
+            out.put(("exit",))
+
+    threads = [threading.Thread(target=worker, name=f"agent-browser-{n}", daemon=True) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    failure: BaseException | None = None
+    try:
+        running = count
+        while running:
+            try:
+                message = out.get(timeout=tick)
+            except queue.Empty:
+                yield None
+                continue
+            if message[0] == "exit":
+                running -= 1
+            elif message[0] == "error":
+                failure = failure or message[1]
+            elif not stop.is_set():
+                yield message[1], message[2], message[3]
+        if failure is not None:
+            raise failure
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()

@@ -1,8 +1,8 @@
 """Baseline solvers: ``oracle`` (gold answers through the action library), ``do-nothing``, and offline predictions.
 
 The oracle follows the official ``OracleBaseline`` (spec §4.7): text-like fields get a random non-empty gold
-(seeded here), checkboxes one annotator's answer if the group's first box is unchecked, radio and select the
-majority (ties to the first seen), range the mean; other input types raise. It skips the official
+(seeded per instance here), checkboxes one annotator's answer if the group's first box is unchecked, radio and
+select the majority (ties to the first seen), range the mean; other input types raise. It skips the official
 ``sleep(0.1)`` and ``maximize_window`` (the harness waits for conditions and keeps the window size).
 """
 
@@ -35,7 +35,13 @@ class Oracle(Solver):
     uses_gold = True
 
     def __init__(self, seed: int = 0):
+        self.seed = seed
         self.rng = random.Random(seed)
+
+    def begin_instance(self, task, instance: int) -> None:
+        """Each instance draws from its own generator (seed, task, instance), so its choices do not depend on
+        which instances ran before it in the same browser (runs spread over several browsers)."""
+        self.rng = random.Random(f"{self.seed}:{task.name}:{instance}")
 
     def solve(self, request: FieldRequest) -> None:
         actions, name = request.actions, request.name

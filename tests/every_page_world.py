@@ -31,6 +31,7 @@ from rest_framework.authtoken.models import Token
 from annotation import actions, synth
 from annotation.management.commands.synth_demos import ingest_demo
 from annotation.models import Batch, Demonstration, Membership, Project, Role
+from devtools.standin_model import StandInModel
 from tests import forms_data
 from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS, write_task
 from tests.forms_data import make_batch
@@ -464,6 +465,17 @@ def start_agent_runs(world: World) -> list[tuple[str, str]]:
     )
 
 
+def start_llm_run(world: World, model) -> list[tuple[str, str]]:
+    """A model endpoint in each project (its key write-only) and an llm agent run on alpha's, against the stand-in model
+    server ``model`` on loopback (its answers are prose: every field's error is recorded, the run is done)."""
+    for username, project in (("rex", "alpha"), ("bea", "beta")):
+        endpoint = {"project": project, "name": "stand-in", "url": model.url, "model": "stand-in", "key": "sk-world"}
+        added = world.client(username).post_json("/api/model-endpoints/", endpoint)
+        world.expect(added, (201,), "add a model endpoint")
+    run = {"project": "alpha", "split": "all", "solver": "llm", "endpoint": "stand-in", "instances": 1}
+    return start_jobs(world, [("rex", "/api/agent-runs/", run)])
+
+
 def start_exports(world: World) -> list[tuple[str, str]]:
     """Exports (WebLINX, Mind2Web, TurkingBench) and evaluations, in both projects."""
     return start_jobs(
@@ -503,7 +515,9 @@ def build_over_http(world: World, stored: dict) -> None:
     demos, batches = stored["demos"], {}
     for batch in Batch.objects.forms().select_related("project"):
         batches.setdefault(batch.project.name, []).append(batch.pk)
-    runs = start_agent_runs(world)
+    model = StandInModel(default="nonsense")  # served until the jobs are done
+    threading.Thread(target=model.serve_forever, name="world-standin-model", daemon=True).start()
+    runs = start_agent_runs(world) + start_llm_run(world, model)
     uploaded = upload_recording(world, "ann", "alpha")
     upload_recording(world, "otto", "beta")
     second_reviews(world, demos, before=True)
@@ -524,3 +538,5 @@ def build_over_http(world: World, stored: dict) -> None:
     work_on(world, "bea", batches["beta"][0], "keep")
     settings_and_rates(world)
     wait_for_jobs(world, runs + start_exports(world))
+    model.shutdown()
+    model.server_close()

@@ -47,6 +47,7 @@ from annotation.models import (
     ExportJob,
     Invitation,
     Membership,
+    ModelEndpoint,
     Project,
     ProposalRound,
     ProposedTask,
@@ -258,6 +259,7 @@ VIEWSETS = {
     "export": "export",
     "evaluation": "evaluation",
     "agent-run": "run",
+    "model-endpoint": "endpoint",
     "batch": "batch",
     "assignment": "assignment",
     "website": "website",
@@ -331,6 +333,7 @@ def project_objects(project: Project, other: Project) -> dict:
     ).first()
     proposal_round = ProposalRound.objects.filter(website__project=project).select_related("proposer").first()
     run = AgentRun.objects.filter(project=project).first()
+    endpoint = ModelEndpoint.objects.filter(project=project).first()
     only_here = Membership.objects.filter(project=project, user__is_staff=False).exclude(
         user__memberships__project=other
     )
@@ -363,6 +366,7 @@ def project_objects(project: Project, other: Project) -> dict:
         "view-token": [parse_qs(urlsplit(frames.view_url(submitted)).query)["token"][0]],
         "demonstration-task": [demonstration_task.pk],
         "run": [run.pk],
+        "endpoint": [endpoint.pk],
         "row": [run.instances.exclude(screenshot="").first().pk],
         "website": [Website.objects.filter(project=project).first().pk],
         "round": [proposal_round.pk],

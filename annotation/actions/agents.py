@@ -6,19 +6,36 @@ under ``settings.AGENT_SOLVER_MODULES`` (code the worker already has installed),
 """
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import Sum
 
+from agents import llm
 from agents.solvers import SolverSpecError, solver_class, spec_parts
 
 from ..lib.schema import MAX_COUNT
-from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, Project
+from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, JobStatus, ModelEndpoint, Project
 from . import queue
-from .errors import NotFound, invalid
-from .exports.jobs import EXPORT_ROLES, enqueue
+from .errors import Conflict, NotFound, invalid
+from .exports.jobs import EXPORT_ROLES, check_job_cancellable, enqueue
 from .forms.splits import split_tasks
 
 MAX_INSTANCES_PER_TASK = 100_000
 MAX_SEED = MAX_COUNT  # the run's seed column is a 32-bit integer: a larger seed would not be stored as given
+
+
+LLM = "llm"
+MAX_BROWSERS = 16
+MAX_BUDGET = 2**31 - 1
+RUN_MODEL_SETTINGS = (
+    "endpoint",
+    "temperature",
+    "max_tokens",
+    "in_flight",
+    "timeout",
+    "prompt_template",
+    "budget_requests",
+    "budget_tokens",
+)
 
 
 def check_solver(solver, from_api: bool) -> None:
@@ -26,7 +43,9 @@ def check_solver(solver, from_api: bool) -> None:
     worker is never queued. Through the API the module must be under ``AGENT_SOLVER_MODULES`` before it is
     imported at all."""
     if not isinstance(solver, str) or not solver:
-        raise invalid("solver", "expected oracle, do-nothing or python:module:Class")
+        raise invalid("solver", "expected oracle, do-nothing, llm or python:module:Class")
+    if solver == LLM:
+        return
     try:
         parts = spec_parts(solver)
         if parts is not None and from_api:
@@ -57,11 +76,69 @@ def check_agent_run(project, split, solver, instances_per_task, seed, metric, fr
     return tasks
 
 
+def _whole(field, value, low, high) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high):
+        raise invalid(field, f"expected a whole number from {low} to {high}")
+
+
+def check_model_settings(project, solver, browsers=None, **model) -> dict:
+    """The llm settings of a run, checked (400 naming the setting) and with the endpoint row: ``{field: value}``
+    for ``AgentRun``. Other solvers take none of them (only ``browsers``)."""
+    from agents.llm_solver import check_template
+
+    _whole("browsers", browsers, 1, MAX_BROWSERS)
+    given = {name: value for name, value in model.items() if value is not None and value != ""}
+    if solver != LLM:
+        if given:
+            raise invalid(next(iter(given)), "only the llm solver takes model settings")
+        return {"browsers": browsers}
+    endpoint = check_endpoint_for_project(project, model.get("endpoint"))
+    settings_ = {
+        "browsers": browsers,
+        "endpoint": endpoint,
+        "temperature": model.get("temperature", 0.0) if model.get("temperature") is not None else 0.0,
+        "max_tokens": model.get("max_tokens") or 1024,
+        "in_flight": model.get("in_flight"),
+        "timeout": model.get("timeout") if model.get("timeout") is not None else 60.0,
+        "prompt_template": model.get("prompt_template") or "",
+        "budget_requests": model.get("budget_requests"),
+        "budget_tokens": model.get("budget_tokens"),
+    }
+    try:
+        chat_endpoint(
+            endpoint,
+            settings_["temperature"],
+            settings_["max_tokens"],
+            settings_["timeout"],
+            settings_["in_flight"] or 1,
+        )
+    except ValueError as error:
+        name, _, message = str(error).partition(": ")
+        raise invalid("endpoint" if name in ("url", "model") else name, message) from None
+    if message := check_template(settings_["prompt_template"]):
+        raise invalid("prompt_template", message)
+    _whole("budget_requests", settings_["budget_requests"], 1, MAX_BUDGET)
+    _whole("budget_tokens", settings_["budget_tokens"], 1, 2**62)
+    return settings_
+
+
 def do_create_agent_run(
-    user, project, split, solver, instances_per_task=None, seed=0, metric="official", from_api=True, send=True
+    user,
+    project,
+    split,
+    solver,
+    instances_per_task=None,
+    seed=0,
+    metric="official",
+    from_api=True,
+    send=True,
+    browsers=None,
+    **model,
 ) -> AgentRun:
-    """Create a run; with ``send`` it is enqueued for a worker (``manage.py run_agent`` runs it in-process)."""
+    """Create a run; with ``send`` it is enqueued for a worker (``manage.py run_agent`` runs it in-process).
+    ``model``: the llm solver's settings (``RUN_MODEL_SETTINGS``; ``endpoint`` is the name of a project endpoint)."""
     check_agent_run(project, split, solver, instances_per_task, seed, metric, from_api)
+    extra = check_model_settings(project, solver, browsers, **model)
     with transaction.atomic():
         run = AgentRun.objects.create(
             project=project,
@@ -71,10 +148,115 @@ def do_create_agent_run(
             instances_per_task=instances_per_task,
             seed=seed,
             metric=metric,
+            **extra,
         )
         if send:
             enqueue(queue.AGENT_RUN, run)
     return run
+
+
+def may_resume(run: AgentRun) -> bool:
+    """A failed or cancelled run, or one its budget stopped, can go on where it stopped."""
+    stopped_by_budget = run.status == JobStatus.DONE and bool((run.results or {}).get("stopped"))
+    return run.status in (JobStatus.FAILED, JobStatus.CANCELLED) or stopped_by_budget
+
+
+def do_resume_agent_run(user, run: AgentRun, budget_requests=None, budget_tokens=None) -> AgentRun:
+    """Queue a failed, cancelled or budget-stopped run again (its owner or a project admin): the worker skips the
+    instances it stored and answers from the run's cache what the model already answered. A new budget may be
+    given (it counts what the run already asked)."""
+    check_job_cancellable(user, run)
+    _whole("budget_requests", budget_requests, 1, MAX_BUDGET)
+    _whole("budget_tokens", budget_tokens, 1, 2**62)
+    if not may_resume(run):
+        raise Conflict(f"run {run.pk} is {run.status}; only failed, cancelled or budget-stopped runs can resume")
+    changes = {"status": JobStatus.QUEUED, "error": "", "finished_at": None, "results": {}}
+    if budget_requests is not None:
+        changes["budget_requests"] = budget_requests
+    if budget_tokens is not None:
+        changes["budget_tokens"] = budget_tokens
+    with transaction.atomic():
+        updated = AgentRun.objects.filter(pk=run.pk, status=run.status).update(**changes)
+        if not updated:
+            raise Conflict(f"run {run.pk} changed meanwhile; look again")
+        run.refresh_from_db()
+        enqueue(queue.AGENT_RUN, run)
+    return run
+
+
+# --- Model endpoints (the llm solver, predict) ----------------------------------------------------------
+
+ENDPOINT_FIELDS = ("url", "model", "key", "vision")
+MAX_KEY_LENGTH = 4096
+
+
+def check_endpoint_fields(url=None, model=None, key=None, vision=None, required=True) -> None:
+    """400 naming the field: an http(s) URL with a host, a model name, a key that is text, vision a boolean.
+    ``required=False`` (a change) checks only what is given (not None)."""
+    if url is not None or required:
+        if message := llm.check_url(url):
+            raise invalid("url", message)
+        if len(url) > 500:
+            raise invalid("url", "at most 500 characters")
+    if (model is not None or required) and (not isinstance(model, str) or not model.strip() or len(model) > 200):
+        raise invalid("model", "expected the model's name (at most 200 characters)")
+    if key is not None and (not isinstance(key, str) or len(key) > MAX_KEY_LENGTH or "\n" in key):
+        raise invalid("key", f"expected the key as one line of at most {MAX_KEY_LENGTH} characters")
+    if vision is not None and not isinstance(vision, bool):
+        raise invalid("vision", "expected true or false")
+
+
+def do_create_model_endpoint(user, project, name, url, model, key="", vision=False) -> ModelEndpoint:
+    """A project's model endpoint (409 when the name is taken). The key is stored, never shown back."""
+    check_endpoint_fields(url, model, key, vision)
+    try:
+        with transaction.atomic():
+            return ModelEndpoint.objects.create(
+                project=project, owner=user, name=name, url=url, model=model, key=key or "", vision=bool(vision)
+            )
+    except IntegrityError:
+        raise Conflict(f"project {project.name!r} already has a model endpoint {name!r}") from None
+
+
+def do_change_model_endpoint(endpoint: ModelEndpoint, **changes) -> ModelEndpoint:
+    """Change the given fields (a key given replaces the stored one; ``""`` removes it; absent keeps it)."""
+    changes = {name: value for name, value in changes.items() if name in ENDPOINT_FIELDS and value is not None}
+    check_endpoint_fields(**changes, required=False)
+    for name, value in changes.items():
+        setattr(endpoint, name, value)
+    endpoint.save(update_fields=list(changes) or None)
+    return endpoint
+
+
+def endpoints_readable_by(user):
+    """Endpoints of the projects where ``user`` is a researcher or admin (who may use them)."""
+    return ModelEndpoint.objects.filter(project__in=Project.objects.for_user(user, EXPORT_ROLES)).select_related(
+        "project", "owner"
+    )
+
+
+def check_endpoint_for_project(project, name) -> ModelEndpoint:
+    """The project's endpoint named ``name``; 400 naming ``endpoint`` otherwise."""
+    if not isinstance(name, str) or not name:
+        raise invalid("endpoint", "the llm solver needs a model endpoint of the project (its name)")
+    endpoint = ModelEndpoint.objects.filter(project=project, name=name).first()
+    if endpoint is None:
+        raise invalid("endpoint", f"project {project.name!r} has no model endpoint {name!r}")
+    return endpoint
+
+
+def chat_endpoint(endpoint: ModelEndpoint, temperature=0.0, max_tokens=1024, timeout=60.0, in_flight=1):
+    """The ``agents.llm.Endpoint`` of a stored endpoint with a run's sampling settings (``ValueError`` naming the
+    setting when one is out of range)."""
+    return llm.Endpoint(
+        endpoint.url,
+        endpoint.model,
+        endpoint.key,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        timeout=timeout,
+        in_flight=in_flight,
+    )
 
 
 # --- Reading results (the web app's pages) ---------------------------------------------------------------
@@ -101,6 +283,16 @@ def check_instance_readable(user, run_id, row_id) -> AgentRunInstance:
     if row is None:
         raise NotFound(f"no instance {row_id} in agent run {run_id}")
     return row
+
+
+def run_instances(run: AgentRun):
+    """The run's instances in the order stored, each with its model cost (``tokens_in``, ``tokens_out``,
+    ``model_seconds``: the sums over its fields)."""
+    return run.instances.order_by("task_name", "instance").annotate(
+        tokens_in=Sum("fields__tokens_in"),
+        tokens_out=Sum("fields__tokens_out"),
+        model_seconds=Sum("fields__model_seconds"),
+    )
 
 
 def score_table(run: AgentRun) -> dict:

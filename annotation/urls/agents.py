@@ -8,6 +8,7 @@ urlpatterns = [
     path("agents/runs/", agents.run_list, name="agents-runs"),
     path("agents/runs/<int:run_id>/", agents.run_detail, name="agents-run"),
     path("agents/runs/<int:run_id>/cancel", agents.run_cancel, name="agents-run-cancel"),
+    path("agents/runs/<int:run_id>/resume", agents.run_resume, name="agents-run-resume"),
     path("agents/runs/<int:run_id>/instances/<int:row_id>/", agents.instance_detail, name="agents-instance"),
     path(
         "agents/runs/<int:run_id>/instances/<int:row_id>/screenshot.png",

@@ -1,9 +1,11 @@
 """The results of agent runs in the web app (session): the runs you may read, one run's score table (task × field
 type, ``all``, overall), one instance's fields with the page screenshot and the gold answers, and two runs side by
 side. Researchers and admins of the run's project only; anyone else gets a 404. A queued or running run is
-cancelled from its page by the one who started it or a project admin (403 for other researchers). Thin:
+cancelled from its page by the one who started it or a project admin (403 for other researchers), and a failed,
+cancelled or budget-stopped run resumed by them the same way. Thin:
 ``actions.agents``, ``actions.exports.jobs``."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
@@ -11,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from ..actions import ValidationFailed
 from ..actions import agents as actions
+from ..actions.errors import Conflict
 from ..actions.exports import jobs
 from .exports.pages import cancel_from_page
 from .page_errors import action_errors
@@ -34,9 +37,10 @@ def run_detail(request, run_id: int):
     context = {
         "run": run,
         "table": actions.score_table(run),
-        "instances": run.instances.order_by("pk"),
+        "instances": actions.run_instances(run),
         "others": others,
         "may_cancel": jobs.may_cancel(request.user, run),
+        "may_resume": jobs.may_cancel(request.user, run) and actions.may_resume(run),
     }
     return render(request, "agents/run.html", context)
 
@@ -48,6 +52,21 @@ def run_cancel(request, run_id: int):
     """Cancel a queued or running run (its owner or a project admin), then back to its page."""
     run = actions.check_run_readable(request.user, run_id)
     cancel_from_page(request, run, "Cancelled: the instances it finished are kept; it stores no more.")
+    return redirect("agents-run", run_id=run.pk)
+
+
+@login_required
+@require_POST
+@action_errors
+def run_resume(request, run_id: int):
+    """Queue a failed, cancelled or budget-stopped run again (its owner or a project admin), then back to its page."""
+    run = actions.check_run_readable(request.user, run_id)
+    try:
+        actions.do_resume_agent_run(request.user, run)
+    except Conflict as error:
+        messages.error(request, error.detail)
+    else:
+        messages.success(request, "Resumed: the run goes on where it stopped; the model is not asked again.")
     return redirect("agents-run", run_id=run.pk)
 
 

@@ -2,8 +2,10 @@
 
 from rest_framework import serializers
 
-from annotation.actions.agents import MAX_INSTANCES_PER_TASK, MAX_SEED
-from annotation.models import AgentFieldResult, AgentRun
+from agents.llm import MAX_IN_FLIGHT, MAX_TEMPERATURE, MAX_TOKENS_LIMIT
+from agents.llm_solver import MAX_TEMPLATE_CHARS
+from annotation.actions.agents import MAX_BROWSERS, MAX_BUDGET, MAX_INSTANCES_PER_TASK, MAX_SEED
+from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint
 
 from ..exports.serializers import JobFieldsMixin
 
@@ -13,6 +15,8 @@ class AgentRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
         source="instances_per_task", allow_null=True, help_text="Instances per task (null: all)."
     )
     results_page = serializers.SerializerMethodField(help_text="The run's results in the web app.")
+    endpoint = serializers.SlugRelatedField(slug_field="name", read_only=True, help_text="llm: the model endpoint.")
+    model = serializers.CharField(source="endpoint.model", read_only=True, default=None)
 
     class Meta:
         model = AgentRun
@@ -24,6 +28,21 @@ class AgentRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
             "instances",
             "seed",
             "metric",
+            "browsers",
+            "endpoint",
+            "model",
+            "temperature",
+            "max_tokens",
+            "in_flight",
+            "timeout",
+            "prompt_template",
+            "budget_requests",
+            "budget_tokens",
+            "model_calls",
+            "cached_calls",
+            "tokens_in",
+            "tokens_out",
+            "model_seconds",
             "status",
             "progress",
             "error",
@@ -59,6 +78,69 @@ class AgentRunCreateSerializer(serializers.Serializer):
     )
     seed = serializers.IntegerField(required=False, default=0, min_value=0, max_value=MAX_SEED)
     metric = serializers.ChoiceField(choices=["official", "paper"], required=False, default="official")
+    browsers = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        max_value=MAX_BROWSERS,
+        help_text="Headless browsers at once (default: the worker's cores).",
+    )
+    # The llm solver's settings (docs/agents.md, "The llm solver").
+    endpoint = serializers.SlugField(
+        required=False, default=None, allow_null=True, help_text="llm: a model endpoint of the project (its name)."
+    )
+    temperature = serializers.FloatField(
+        required=False, default=None, allow_null=True, min_value=0, max_value=MAX_TEMPERATURE
+    )
+    max_tokens = serializers.IntegerField(
+        required=False,
+        default=None,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_TOKENS_LIMIT,
+        help_text="Per answer (default 1024).",
+    )
+    in_flight = serializers.IntegerField(
+        required=False,
+        default=None,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_IN_FLIGHT,
+        help_text="Model requests at once (default: browsers).",
+    )
+    timeout = serializers.FloatField(
+        required=False,
+        default=None,
+        allow_null=True,
+        min_value=0.1,
+        max_value=3600,
+        help_text="Seconds per request (default 60).",
+    )
+    prompt_template = serializers.CharField(
+        required=False,
+        default=None,
+        allow_null=True,
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=MAX_TEMPLATE_CHARS,
+        help_text="Empty: the default prompt; must contain {fields}.",
+    )
+    budget_requests = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=1, max_value=MAX_BUDGET
+    )
+    budget_tokens = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=1, max_value=2**62
+    )
+
+
+class AgentRunResumeSerializer(serializers.Serializer):
+    budget_requests = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=1, max_value=MAX_BUDGET
+    )
+    budget_tokens = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=1, max_value=2**62
+    )
 
 
 class AgentFieldResultSerializer(serializers.ModelSerializer):
@@ -67,5 +149,62 @@ class AgentFieldResultSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AgentFieldResult
-        fields = ["task", "instance", "name", "type", "value", "gold", "score", "skipped", "error", "calls"]
+        fields = [
+            "task",
+            "instance",
+            "name",
+            "type",
+            "value",
+            "gold",
+            "score",
+            "skipped",
+            "error",
+            "calls",
+            "tokens_in",
+            "tokens_out",
+            "model_seconds",
+        ]
         read_only_fields = fields
+
+
+class ModelEndpointSerializer(serializers.ModelSerializer):
+    """A model endpoint as the API shows it: the key is never shown back, only whether one is stored."""
+
+    project = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    has_key = serializers.BooleanField(read_only=True, help_text="Whether a key is stored (it is never shown).")
+
+    class Meta:
+        model = ModelEndpoint
+        fields = ["id", "project", "name", "url", "model", "vision", "has_key", "owner", "created_at"]
+        read_only_fields = fields
+
+
+class ModelEndpointCreateSerializer(serializers.Serializer):
+    project = serializers.SlugField(help_text="A project where you are a researcher or admin.")
+    name = serializers.SlugField(max_length=64, help_text="Unique in the project.")
+    url = serializers.CharField(max_length=500, help_text="The base URL, e.g. http://127.0.0.1:8000/v1.")
+    model = serializers.CharField(max_length=200)
+    key = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        write_only=True,
+        trim_whitespace=True,
+        max_length=4096,
+        help_text="The API key: stored as a secret, never shown back.",
+    )
+    vision = serializers.BooleanField(required=False, default=False)
+
+
+class ModelEndpointChangeSerializer(serializers.Serializer):
+    url = serializers.CharField(max_length=500, required=False)
+    model = serializers.CharField(max_length=200, required=False)
+    key = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        max_length=4096,
+        help_text='A new key ("" removes it; absent keeps it).',
+    )
+    vision = serializers.BooleanField(required=False)

@@ -7,7 +7,8 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from annotation import actions
-from annotation.models import AgentFieldResult, AgentRun
+from annotation.actions import agents as agent_actions
+from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint
 
 from ..exports.views import JobViewSetMixin
 from ..serializers import error_responses
@@ -24,6 +25,9 @@ class AgentRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnl
     serializer_class = a.AgentRunSerializer
     filterset_fields = {"project__name": ["exact"], "status": ["exact"], "split": ["exact"], "solver": ["exact"]}
 
+    def get_queryset(self):
+        return super().get_queryset().select_related("endpoint")
+
     @extend_schema(request=a.AgentRunCreateSerializer, responses={202: a.AgentRunSerializer, **ERRORS})
     def create(self, request):
         """Start a run; 202 with the run. Poll it for progress; its results fill in when it is done."""
@@ -32,8 +36,28 @@ class AgentRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnl
         data = form.validated_data
         project = actions.check_project_for_export(request.user, data["project"])
         run = actions.do_create_agent_run(
-            request.user, project, data["split"], data["solver"], data["instances"], data["seed"], data["metric"]
+            request.user,
+            project,
+            data["split"],
+            data["solver"],
+            data["instances"],
+            data["seed"],
+            data["metric"],
+            browsers=data["browsers"],
+            **{name: data[name] for name in agent_actions.RUN_MODEL_SETTINGS},
         )
+        return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=a.AgentRunResumeSerializer, responses={202: a.AgentRunSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        """Queue a failed, cancelled or budget-stopped run again (its owner or a project admin; 409 otherwise): it
+        skips the instances it stored and never asks the model again for what it answered. A new budget may be
+        given."""
+        run = self.get_object()
+        form = a.AgentRunResumeSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        run = agent_actions.do_resume_agent_run(request.user, run, **form.validated_data)
         return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={200: a.AgentFieldResultSerializer(many=True), **ERRORS})
@@ -45,3 +69,42 @@ class AgentRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnl
         rows = AgentFieldResult.objects.filter(row__run=run).select_related("row").order_by("row_id", "pk")
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(a.AgentFieldResultSerializer(page, many=True).data)
+
+
+@extend_schema_view(retrieve=extend_schema(responses={200: a.ModelEndpointSerializer, 404: ERRORS[404]}))
+class ModelEndpointViewSet(viewsets.ReadOnlyModelViewSet):
+    """A project's OpenAI-compatible model endpoints (the llm solver). Researchers and admins of the project; the key
+    is write-only."""
+
+    serializer_class = a.ModelEndpointSerializer
+    filterset_fields = {"project__name": ["exact"], "name": ["exact"]}
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return ModelEndpoint.objects.none()
+        return agent_actions.endpoints_readable_by(self.request.user).order_by("pk")
+
+    @extend_schema(request=a.ModelEndpointCreateSerializer, responses={201: a.ModelEndpointSerializer, **ERRORS})
+    def create(self, request):
+        """Add an endpoint to a project (409 when the name is taken)."""
+        form = a.ModelEndpointCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = dict(form.validated_data)
+        project = actions.check_project_for_export(request.user, data.pop("project"))
+        endpoint = agent_actions.do_create_model_endpoint(request.user, project, **data)
+        return Response(self.get_serializer(endpoint).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=a.ModelEndpointChangeSerializer, responses={200: a.ModelEndpointSerializer, **ERRORS})
+    def partial_update(self, request, pk=None):
+        """Change the URL, model, key or vision (a key given replaces the stored one)."""
+        endpoint = self.get_object()
+        form = a.ModelEndpointChangeSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        endpoint = agent_actions.do_change_model_endpoint(endpoint, **form.validated_data)
+        return Response(self.get_serializer(endpoint).data)
+
+    @extend_schema(request=None, responses={204: None, **ERRORS})
+    def destroy(self, request, pk=None):
+        """Remove the endpoint (runs that used it keep their results)."""
+        self.get_object().delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -3,67 +3,125 @@
 1. The split's form batches are written as a TurkingBench directory holding their imported gold rows (the
    TurkingBench exporter's own ``write_batch``), and read back with ``agents.turkle``: the gold values are then
    the same pandas objects the official scorer compares.
-2. The instances are drawn with the run's seed (``agents.harness.sample_instances``) and recorded on the run.
+2. The instances are drawn with the run's seed (``agents.harness.sample_instances``) and recorded on the run; a
+   resumed run skips the instances it already stored.
 3. Each instance's preview page, rendered by the platform's form-task code (``task_page(..., mode="preview")``),
-   is served on loopback to this worker's own headless Chromium (one per job: more workers, more browsers), with
-   the headers of the web app's task frames (``frame_headers``: sandboxed, no network access from its scripts).
+   is served on loopback to the run's headless Chromium browsers (``browsers``, default the worker's cores; each
+   its own profile, one thread each, ``agents.harness.run_parallel``), with the headers of the web app's task
+   frames (``frame_headers``: sandboxed, no network access from its scripts).
 4. ``agents.harness.Harness`` orders the fields (spec §4.1), calls the solver per field (a solver that raises
-   leaves its field untouched), reads the page (§4.3) and scores. Every field's value, gold and score is stored
-   as the run goes, with a full-page screenshot per instance; the run's scores (the evaluation output format)
-   are written when it is done. A cancel is noticed within one field.
+   leaves its field untouched), reads the page (§4.3) and scores. Every field's value, gold, score and (llm) model
+   cost is stored as the run goes, with a full-page screenshot per instance; the run's scores (the evaluation
+   output format, over every stored instance) are written when it is done. A cancel is noticed within one field
+   (or one model call).
+
+The ``llm`` solver asks the run's model endpoint through ``agents.llm.ChatClient`` with the run's settings, its
+budget counted from what the run already asked, and its answers cached in ``AgentModelAnswer`` rows: a resumed run
+never asks again for what was answered. An endpoint that cannot be used fails the run with the reason; a spent
+budget ends it as done with what it scored (``results["stopped"]``).
 """
 
+import contextlib
 import logging
+import os
+import threading
 from pathlib import Path
 
 from django.core.files.base import ContentFile
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Sum
 
 from agents import scoring
 from agents.actions import full_page_png
 from agents.browser import make_driver
-from agents.harness import Harness, InstanceResult, RunResult, Solver, sample_instances
+from agents.harness import FieldResult, InstanceResult, Item, RunResult, StopRun, run_parallel, sample_instances
+from agents.llm import Budget, ChatClient
+from agents.llm_solver import LLMSolver
 from agents.server import serve_pages
 from agents.solvers import load_solver
+from annotation.actions.agents import chat_endpoint
 from annotation.actions.forms import split_tasks
 from annotation.actions.forms.frames import frame_headers
 from annotation.actions.forms.render import task_page
-from annotation.models import AgentFieldResult, AgentRun, AgentRunInstance, Batch, BatchKind, JobStatus, Task
+from annotation.models import (
+    AgentFieldResult,
+    AgentModelAnswer,
+    AgentRun,
+    AgentRunInstance,
+    Batch,
+    BatchKind,
+    JobStatus,
+    Task,
+)
 
 from ..exports.form_dataset import gold_directory
-from ..runners import JobStopped, Progress, finish_clean, run_job
+from ..runners import Progress, finish_clean, run_job
 
 log = logging.getLogger(__name__)
-
-
-class Beating(Solver):
-    """The run's solver, with a heartbeat before each field; a cancel is remembered, never raised inside the
-    solver (the harness would count it as the solver's error)."""
-
-    def __init__(self, inner: Solver, progress: Progress):
-        self.inner, self.progress, self.stopped = inner, progress, False
-        self.name, self.uses_gold = inner.name, inner.uses_gold
-
-    def begin_instance(self, task, instance: int) -> None:
-        self.inner.begin_instance(task, instance)
-
-    def solve(self, request) -> None:
-        try:
-            self.progress.beat()
-        except JobStopped:
-            self.stopped = True
-        if not self.stopped:
-            self.inner.solve(request)
+LLM = "llm"
 
 
 class RunProgress(Progress):
-    """``Progress`` that also knows how many instances are done, so a per-field beat keeps the same fraction."""
+    """``Progress`` that also knows how many instances are done, so a beat between instances keeps the fraction."""
 
-    def __init__(self, job, total: int):
+    def __init__(self, job, total: int, done: int = 0):
         super().__init__(job, 0.0, 1.0)
-        self.total, self.done = max(1, total), 0
+        self.total, self.done = max(1, total), done
 
     def beat(self, force: bool = False) -> None:
         self(self.done / self.total, force)
+
+
+class RunAnswers:
+    """The llm run's answer cache (``agents.llm``'s dict-like protocol) in ``AgentModelAnswer`` rows. Used from the
+    run's browser threads: each thread has its own database connection (closed when the thread ends)."""
+
+    def __init__(self, run: AgentRun):
+        self.run_id = run.pk
+
+    def get(self, key: str, default=None):
+        row = AgentModelAnswer.objects.filter(run_id=self.run_id, key=key).first()
+        if row is None:
+            return default
+        return {"text": row.text, "tokens_in": row.tokens_in, "tokens_out": row.tokens_out, "seconds": row.seconds}
+
+    def __setitem__(self, key: str, value: dict) -> None:
+        with contextlib.suppress(IntegrityError), transaction.atomic():
+            AgentModelAnswer.objects.create(
+                run_id=self.run_id,
+                key=key,
+                text=value["text"],
+                tokens_in=value["tokens_in"],
+                tokens_out=value["tokens_out"],
+                seconds=value["seconds"],
+            )
+
+    def spent(self) -> tuple[int, int]:
+        """(requests, tokens) the run has asked so far: what its budget starts from."""
+        rows = AgentModelAnswer.objects.filter(run_id=self.run_id)
+        totals = rows.aggregate(i=Sum("tokens_in"), o=Sum("tokens_out"))
+        return rows.count(), (totals["i"] or 0) + (totals["o"] or 0)
+
+
+def browser_count(run: AgentRun) -> int:
+    return run.browsers or os.cpu_count() or 1
+
+
+def llm_client(run: AgentRun, stop: threading.Event) -> ChatClient:
+    """The run's chat client: its endpoint and settings, the budget left, the answers it has, a cancellable wait."""
+    if run.endpoint is None:
+        raise StopRun("the run's model endpoint was removed; add one and start a new run")
+    endpoint = chat_endpoint(
+        run.endpoint,
+        temperature=run.temperature,
+        max_tokens=run.max_tokens,
+        timeout=run.timeout,
+        in_flight=run.in_flight or browser_count(run),
+    )
+    answers = RunAnswers(run)
+    requests, tokens = answers.spent()
+    budget = Budget(run.budget_requests, run.budget_tokens, requests=requests, tokens=tokens)
+    return ChatClient(endpoint, cache=answers, budget=budget, sleep=stop.wait)
 
 
 def preview_pages(batches: dict[str, Batch], sampled: dict[str, list[int]]) -> tuple[dict, dict]:
@@ -82,28 +140,73 @@ def json_gold(values: list) -> list:
 
 
 def store_instance(run: AgentRun, task: Task | None, result: InstanceResult, gold: dict, png: bytes) -> None:
-    row = AgentRunInstance.objects.create(
-        run=run,
-        task=task,
-        task_name=result.task,
-        instance=result.instance,
-        score=scoring.json_number(result.score),
-    )
-    row.screenshot.save(f"agent-runs/{run.pk}/{row.pk}.png", ContentFile(png), save=True)
-    AgentFieldResult.objects.bulk_create(
-        AgentFieldResult(
-            row=row,
-            name=f.field,
-            type=f.type,
-            value=f.prediction,
-            gold=json_gold(gold.get(f.field, [])),
-            score=scoring.json_number(f.score) if f.score is not None else None,
-            skipped=f.skipped or "",
-            error=f.error or "",
-            calls=f.calls,
+    """The instance's row, its fields and screenshot, and its model cost added to the run's sums."""
+    with transaction.atomic():
+        row = AgentRunInstance.objects.create(
+            run=run,
+            task=task,
+            task_name=result.task,
+            instance=result.instance,
+            score=scoring.json_number(result.score),
+            answer=result.answer or "",
         )
-        for f in result.fields
-    )
+        fields = [
+            AgentFieldResult(
+                row=row,
+                name=f.field,
+                type=f.type,
+                value=f.prediction,
+                gold=json_gold(gold.get(f.field, [])),
+                score=scoring.json_number(f.score) if f.score is not None else None,
+                skipped=f.skipped or "",
+                error=f.error or "",
+                calls=f.calls,
+                tokens_in=(f.usage or {}).get("tokens_in", 0),
+                tokens_out=(f.usage or {}).get("tokens_out", 0),
+                model_seconds=(f.usage or {}).get("model_seconds", 0.0),
+            )
+            for f in result.fields
+        ]
+        AgentFieldResult.objects.bulk_create(fields)
+        used = [f.usage for f in result.fields if f.usage]
+        if used:
+            AgentRun.objects.filter(pk=run.pk).update(
+                model_calls=F("model_calls") + len(used),
+                cached_calls=F("cached_calls") + sum(1 for u in used if u.get("cached")),
+                tokens_in=F("tokens_in") + sum(u.get("tokens_in", 0) for u in used),
+                tokens_out=F("tokens_out") + sum(u.get("tokens_out", 0) for u in used),
+                model_seconds=F("model_seconds") + sum(u.get("model_seconds", 0.0) for u in used),
+            )
+    row.screenshot.save(f"agent-runs/{run.pk}/{row.pk}.png", ContentFile(png), save=True)
+
+
+def rows_in_order(run: AgentRun) -> list[AgentRunInstance]:
+    """The run's stored instances (with their fields) in the order sampled, whichever browser finished first."""
+    order = {pair: n for n, pair in enumerate((name, i) for name, indices in run.sampled.items() for i in indices)}
+    rows = run.instances.prefetch_related("fields")
+    return sorted(rows, key=lambda row: (order.get((row.task_name, row.instance), len(order)), row.pk))
+
+
+def stored_result(run: AgentRun) -> RunResult:
+    """The run's result over every instance it stored (a resumed run's included), in the order sampled."""
+    result = RunResult(metric=run.metric, solver=run.solver, seed=run.seed, sampled=run.sampled)
+    for row in rows_in_order(run):
+        fields = [
+            FieldResult(
+                row.task_name,
+                row.instance,
+                f.name,
+                f.type,
+                score=float("nan") if f.score is None and not f.skipped else f.score,
+                prediction=f.value,
+                skipped=f.skipped or None,
+                error=f.error or None,
+                calls=f.calls,
+            )
+            for f in row.fields.all()
+        ]
+        result.instances.append(InstanceResult(row.task_name, row.instance, "", run.metric, fields))
+    return result
 
 
 def execute(run: AgentRun, workdir: Path) -> None:
@@ -113,32 +216,68 @@ def execute(run: AgentRun, workdir: Path) -> None:
     batches = [by_name[name] for name in names]
     dataset = gold_directory(batches, workdir / "data")
     tasks = [dataset.task(batch.name) for batch in batches]
-    sampled = sample_instances(tasks, run.instances_per_task, run.seed)
-    AgentRun.objects.filter(pk=run.pk).update(sampled=sampled)
-    solver = load_solver(run.solver, run.seed)
-    progress = RunProgress(run, sum(len(indices) for indices in sampled.values()))
-    beating = Beating(solver, progress)
-    pages, rows = preview_pages(by_name, sampled)
-    result = RunResult(metric=run.metric, solver=solver.name, seed=run.seed, sampled=sampled)
-    driver = make_driver()
-    try:
-        harness = Harness(driver, beating, run.metric)
-        with serve_pages(lambda name, index: pages[(name, index)], headers=frame_headers()) as server:
-            for name, indices in sampled.items():
-                task = dataset.task(name)
-                for index in indices:
-                    progress.beat(force=True)
-                    instance = harness.run_instance(task, index, server.url(name, index))
-                    if beating.stopped:
-                        raise JobStopped(f"run {run.pk} is no longer running")
-                    progress.beat(force=True)  # a cancel during the instance: nothing of it is stored
-                    store_instance(run, rows.get((name, index)), instance, task.gold(index), full_page_png(driver))
-                    result.instances.append(instance)
+    sampled = run.sampled or sample_instances(tasks, run.instances_per_task, run.seed)
+    if not run.sampled:
+        run.sampled = sampled
+        AgentRun.objects.filter(pk=run.pk).update(sampled=sampled)
+    done = set(run.instances.values_list("task_name", "instance"))
+    todo = [(name, index) for name, indices in sampled.items() for index in indices if (name, index) not in done]
+    progress = RunProgress(run, sum(len(indices) for indices in sampled.values()), len(done))
+    stop = threading.Event()
+    if run.solver == LLM:
+        try:
+            client = llm_client(run, stop)
+        except StopRun as stopped:
+            finish_clean(run, workdir, JobStatus.FAILED, error=stopped.reason)
+            return
+        vision = run.endpoint.vision
+
+        def make_solver():
+            return LLMSolver(client, run.prompt_template, vision=vision)
+    else:
+
+        def make_solver():
+            return load_solver(run.solver, run.seed)
+
+    pages, rows = preview_pages(by_name, {name: [i for n, i in todo if n == name] for name in sampled})
+    stopped = None
+    with serve_pages(lambda name, index: pages[(name, index)], headers=frame_headers()) as server:
+        items = [Item(dataset.task(name), index, server.url(name, index)) for name, index in todo]
+        running = run_parallel(
+            items,
+            browser_count(run),
+            make_driver,
+            make_solver,
+            metric=run.metric,
+            after=lambda driver, result: full_page_png(driver),
+            stop=stop,
+            thread_exit=close_old_connections_of_thread,
+        )
+        try:
+            with contextlib.closing(running):
+                for finished in running:
+                    progress.beat(force=finished is not None)
+                    if finished is None:
+                        continue
+                    item, instance, png = finished
+                    task_row = rows.get((item.task.name, item.instance))
+                    store_instance(run, task_row, instance, item.task.gold(item.instance), png)
                     progress.done += 1
-    finally:
-        driver.quit()
+        except StopRun as error:
+            if not error.budget:
+                finish_clean(run, workdir, JobStatus.FAILED, error=error.reason)
+                return
+            stopped = error.reason
     progress.beat(force=True)
-    finish_clean(run, workdir, JobStatus.DONE, results=result.as_dict())
+    results = stored_result(run).as_dict()
+    if stopped:
+        results["stopped"] = f"{stopped}: {progress.done} of {progress.total} instances scored"
+    finish_clean(run, workdir, JobStatus.DONE, results=results)
+
+
+def close_old_connections_of_thread() -> None:
+    """A browser thread's database connection (the llm answer cache) is closed when the thread ends."""
+    connection.close()
 
 
 def run_agent(run_id: int) -> None:
@@ -153,5 +292,5 @@ def action_sequences(run: AgentRun) -> list[dict]:
             "instance": row.instance,
             "fields": [{"name": f.name, "type": f.type, "calls": f.calls} for f in row.fields.all() if f.calls],
         }
-        for row in run.instances.prefetch_related("fields")
+        for row in rows_in_order(run)
     ]

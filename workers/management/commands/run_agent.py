@@ -1,7 +1,8 @@
 """`python manage.py run_agent`: run a solver on a split of a project's form tasks, here, and write its scores.
 
-    manage.py run_agent --project P --split test_easy --solver oracle|do-nothing|python:module:Class \\
-        --instances N --seed S --out DIR [--metric paper] [--user NAME]
+    manage.py run_agent --project P --split test_easy --solver oracle|do-nothing|llm|python:module:Class \\
+        --instances N --seed S --out DIR [--metric paper] [--user NAME] [--browsers N] \\
+        [--endpoint NAME --temperature T --max-tokens N --timeout S --in-flight N --budget-requests N]
 
 The run is stored like one started through ``POST /api/agent-runs/`` (visible in the API and the web app), but
 runs in this process, in its own headless Chromium. DIR gets ``scores.json`` (the evaluation output of
@@ -16,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import BaseCommand, CommandError
 
 from annotation.actions import ActionError, do_create_agent_run
+from annotation.actions.agents import RUN_MODEL_SETTINGS
 from annotation.models import AgentRun, JobStatus, Project
 from workers.agents.runs import action_sequences, execute
 
@@ -23,7 +25,7 @@ from ...runners import run_job
 
 
 class Command(BaseCommand):
-    help = "Run a solver (oracle, do-nothing or python:module:Class) on a split of a project's form tasks."
+    help = "Run a solver (oracle, do-nothing, llm or python:module:Class) on a split of a project's form tasks."
 
     def add_arguments(self, parser):
         parser.add_argument("--project", required=True)
@@ -34,6 +36,14 @@ class Command(BaseCommand):
         parser.add_argument("--metric", choices=("official", "paper"), default="official")
         parser.add_argument("--out", required=True, type=Path, help="Folder for scores.json and actions.json.")
         parser.add_argument("--user", help="The run's owner (default: the first superuser).")
+        parser.add_argument("--browsers", type=int, help="Headless browsers at once (default: the cores).")
+        parser.add_argument("--endpoint", help="llm: the project's model endpoint (its name).")
+        parser.add_argument("--temperature", type=float)
+        parser.add_argument("--max-tokens", type=int)
+        parser.add_argument("--timeout", type=float, help="llm: seconds per request.")
+        parser.add_argument("--in-flight", type=int, help="llm: model requests at once.")
+        parser.add_argument("--budget-requests", type=int, help="llm: at most this many model requests.")
+        parser.add_argument("--budget-tokens", type=int, help="llm: at most this many tokens.")
 
     def handle(self, *args, **options):
         project = Project.objects.filter(name=options["project"]).first()
@@ -51,6 +61,8 @@ class Command(BaseCommand):
                 options["metric"],
                 from_api=False,
                 send=False,
+                browsers=options["browsers"],
+                **{name: options.get(name) for name in RUN_MODEL_SETTINGS if name != "prompt_template"},
             )
         except ActionError as error:
             raise CommandError(error.detail) from error
