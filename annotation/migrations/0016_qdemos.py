@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0014_export_selection'),
+        ('annotation', '0015_llm'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
