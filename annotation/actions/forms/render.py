@@ -67,11 +67,10 @@ SIZE_SCRIPT = """<script>
   if (window.parent === window) return;
   var last = 0;
   function send() {
-    // the content's height (which may be less than the frame's, so the frame also shrinks), or more when the
-    // frame still scrolls (content outside the body's box)
-    var root = document.documentElement, body = document.body;
-    var style = body ? getComputedStyle(body) : null;
-    var height = body ? body.scrollHeight + parseFloat(style.marginTop) + parseFloat(style.marginBottom) : 0;
+    // the root element's box: the content's height with every margin (it may be less than the frame's, so the
+    // frame also shrinks), or the scroll height when the frame still scrolls (positioned content, a 100% root)
+    var root = document.documentElement;
+    var height = root.getBoundingClientRect().height;
     if (root.scrollHeight > root.clientHeight) height = Math.max(height, root.scrollHeight);
     height = Math.ceil(height);
     if (Math.abs(height - last) < 2) return;
