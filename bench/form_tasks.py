@@ -103,7 +103,7 @@ def batch_page(url, times=15):
 
 small_page = batch_page(f"/work/batches/{{batches[0].pk}}/")
 big_first = batch_page(f"/work/batches/{{big.pk}}/")
-big_last = batch_page(f"/work/batches/{{big.pk}}/?page=last")
+big_last = batch_page(f"/work/batches/{{big.pk}}/?page={{({big} + 49) // 50}}")
 print(json.dumps({{
     "rows": rows, "passes": passes, "import_seconds": import_seconds, "page": statistics.median(page),
     "app_page": statistics.median(app_page), "submit": statistics.median(submit), "requests": len(assignments),

@@ -38,7 +38,10 @@ def batch_context(user, batch, page=None) -> dict:
         "typed": {},
     }
     if can_manage:
-        tasks = Paginator(batches.batch_tasks(batch), batches.TASKS_PAGE).get_page(page)
+        # the batch's task count is already in its statistics: counting 100,000 tasks once is enough
+        paginator = Paginator(batches.batch_tasks(batch), batches.TASKS_PAGE)
+        paginator.count = context["stats"]["tasks_total"]
+        tasks = paginator.get_page(page)
         context["tasks"] = tasks
         context["rows"] = batches.task_rows(batch, tasks.object_list)
     return context
