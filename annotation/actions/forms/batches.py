@@ -135,6 +135,15 @@ def batch_tasks(batch: Batch):
     return Task.objects.filter(batch=batch).order_by("index")
 
 
+def tasks_page(batch: Batch, first: int, last: int):
+    """Tasks ``first`` to ``last`` (1-based, as a page numbers them) of the batch, found by their ``index`` (0 to
+    n − 1 in upload order) on the (batch, index) index: as fast on the last page of 100,000 tasks as on the first,
+    where an OFFSET would step over every task before."""
+    if last < first:
+        return Task.objects.none()
+    return batch_tasks(batch).filter(index__gte=first - 1, index__lt=last)
+
+
 def state_of(batch: Batch) -> str:
     """One word for the batch's state, as the pages show it."""
     if batch.completed:

@@ -11,6 +11,9 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from ...actions import NotFound, ValidationFailed, forms
@@ -43,8 +46,64 @@ def batch_context(user, batch, page=None) -> dict:
         paginator.count = context["stats"]["tasks_total"]
         tasks = paginator.get_page(page)
         context["tasks"] = tasks
-        context["rows"] = batches.task_rows(batch, tasks.object_list)
+        rows = batches.task_rows(batch, batches.tasks_page(batch, tasks.start_index(), tasks.end_index()))
+        context["table"] = task_table(batch, rows)
     return context
+
+
+def when(value) -> str:
+    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M") if value else "–"
+
+
+def task_table(batch, rows) -> str:
+    """The task table's rows (a task's first row carries its number and progress for all of its assignments),
+    written here rather than by the template language: a page is 50 tasks × their workers, and this is the part
+    of the page whose cost grows with them."""
+    link = reverse("forms-batch-assignment", args=[0]).removesuffix("0/")
+    per_task = batch.assignments_per_task
+    lines = []
+    for row in rows:
+        task, assignments = row["task"], row["assignments"]
+        number = task.index + 1
+        head = format_html(
+            '<td rowspan="{}">{}</td><td rowspan="{}">{} / {}</td>',
+            max(1, len(assignments)),
+            number,
+            max(1, len(assignments)),
+            task.submitted,
+            per_task,
+        )
+        if not assignments:
+            lines.append(
+                format_html(
+                    '<tr data-task="{}" data-assignment="">{}<td colspan="6" class="muted">no assignment yet</td></tr>',
+                    number,
+                    head,
+                )
+            )
+        for position, a in enumerate(assignments):
+            answers = f"{len(a.answers)} field{'s' * (len(a.answers) != 1)}" if a.answers else "open"
+            seconds = "–" if a.work_seconds is None else f"{a.work_seconds:.0f} s"
+            lines.append(
+                format_html(
+                    '<tr data-task="{}" data-assignment="{}" data-worker="{}" data-status="{}">{}<td>{}</td>'
+                    '<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><a href="{}{}/">{}</a></td></tr>',
+                    number,
+                    a.pk,
+                    a.worker.username,
+                    a.status,
+                    head if position == 0 else "",
+                    a.worker.username,
+                    a.status,
+                    when(a.accepted_at),
+                    when(a.submitted_at),
+                    seconds,
+                    link,
+                    a.pk,
+                    answers,
+                )
+            )
+    return mark_safe("\n".join(lines))  # noqa: S308 (every line is format_html's, its values escaped)
 
 
 def render_batch(request, batch, status=200, errors=None):
