@@ -415,6 +415,21 @@ def work_on(world: World, username: str, batch_id: int, then: str) -> None:
         world.expect(client.post(f"/work/assignments/{assignment}/return"), (302,), "return the task")
 
 
+def manage_batches(world: World, batches: dict) -> None:
+    """The batches' managers at work (page forms and the API): alpha's first batch gets more time and one more
+    assignment per task, is paused and resumed, its instructions edited; beta's stays paused."""
+    alpha, beta = batches["alpha"][0], batches["beta"][0]
+    rex, rita, ada, bea = (world.client(name) for name in ("rex", "rita", "ada", "bea"))
+    extend = {"allotted_minutes": "90", "active_extra_minutes": "30"}
+    world.expect(rex.post(f"/work/batches/{alpha}/extend", extend), (302,), "extend a batch")
+    world.expect(rita.post_json(f"/api/batches/{alpha}/add-assignments/", {"count": 1}), (200,), "add assignments")
+    world.expect(ada.post(f"/work/batches/{alpha}/pause", {}), (302,), "pause a batch")
+    world.expect(ada.post(f"/work/batches/{alpha}/resume", {}), (302,), "resume a batch")
+    instructions = {"description": "Read the whole question first."}
+    world.expect(rita.post_json(f"/api/batches/{alpha}/instructions/", instructions), (200,), "edit instructions")
+    world.expect(bea.post_json(f"/api/batches/{beta}/pause/", {}), (200,), "pause a batch (API)")
+
+
 def settings_and_rates(world: World) -> None:
     """Each project's admin sets its split configuration (API) and pay rates (page)."""
     rates = {
@@ -536,6 +551,7 @@ def build_over_http(world: World, stored: dict) -> None:
     work_on(world, "amy", batches["alpha"][0], "submit")  # a third worker: agreement among three (quality)
     work_on(world, "otto", batches["beta"][0], "submit")
     work_on(world, "bea", batches["beta"][0], "keep")
+    manage_batches(world, batches)
     settings_and_rates(world)
     wait_for_jobs(world, runs + start_exports(world))
     model.shutdown()

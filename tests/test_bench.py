@@ -187,6 +187,9 @@ def test_quick_form_tasks_bench_imports_the_real_tasks_and_times_pages_and_submi
     assert {"import_rows_per_s", "page_ms_p50", "submit_ms_p50"} <= set(figures)
     assert all(figures[key] > 0 for key in ("import_rows_per_s", "page_ms_p50", "submit_ms_p50"))
     assert figures["requests"] == 5
+    assert figures["batch_page_tasks"] == 300
+    assert all(figures[key] > 0 for key in ("batch_page_ms_p50", "batch_page_last_ms_p50", "batch_page_small_ms_p50"))
+    assert figures["batch_page_ratio"] > 0
 
 
 @pytest.mark.slow

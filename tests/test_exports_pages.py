@@ -228,3 +228,52 @@ def test_predictions_over_the_body_limit_are_refused_on_the_form(researcher, set
     assert response.status_code == 400
     assert "over the limit of 100 bytes" in response.text
     assert not Evaluation.objects.exists()
+
+
+def test_an_evaluation_shows_counts_as_whole_numbers_and_its_per_turn_scores(researcher, alpha):
+    rows = [
+        {"demo_name": "demo-a", "turn_index": 1, "intent": "click", "intent_match": 1, "iou": 0.123456, "score": 0.5},
+        {"demo_name": "demo-a", "turn_index": 3, "intent": "say", "intent_match": 0, "iou": None, "score": 0},
+    ]
+    evaluation = Evaluation.objects.create(
+        project=alpha,
+        owner=researcher,
+        format="weblinx",
+        split="test_iid",
+        predictions=[],
+        status=JobStatus.DONE,
+        progress=1.0,
+        results={
+            "aggregate": {"overall": 0.25, "turns": 11},
+            "per_turn": rows,
+            "coverage": {"turns": 2, "predicted": 2},
+        },
+    )
+    html = client_for(researcher).get(f"/projects/alpha/evaluations/{evaluation.pk}/").content.decode()
+    assert '<tr data-metric="turns"><td>turns</td><td class="num">11</td></tr>' in html
+    assert "11.0000" not in html
+    assert '<table class="list" id="per-turn-scores">' in html
+    assert "<th>turn index</th>" in html
+    # demo, turn, intent, then the scores by name: intent match, iou, score
+    assert "<td>demo-a</td><td>3</td><td>say</td><td>0</td><td>–</td><td>0</td>" in html
+    assert "<td>0.1235</td>" in html
+
+
+def test_an_exports_counts_are_tables_not_a_dict(researcher, alpha):
+    counts = {
+        "demos": 3,
+        "turns": 40,
+        "files": 12,
+        "per_split": {"train": {"demos": 2, "turns": 30}, "test_iid": {"demos": 1, "turns": 10}},
+        "quality": {"issues": 4, "share": 0.25},
+    }
+    job = ExportJob.objects.create(
+        project=alpha, owner=researcher, format="weblinx", status=JobStatus.DONE, file="exports/a.tar.gz", counts=counts
+    )
+    html = client_for(researcher).get(f"/projects/alpha/exports/{job.pk}/").content.decode()
+    assert "{&#x27;" not in html
+    assert "{'" not in html  # no Python dict
+    assert '<table class="list counts" data-counts="Totals">' in html
+    assert '<tr><th>turns</th><td class="num">40</td></tr>' in html
+    assert '<tr><th>train</th><td class="num">2</td><td class="num">30</td></tr>' in html
+    assert '<tr><th>share</th><td class="num">0.2500</td></tr>' in html

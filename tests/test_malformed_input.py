@@ -8,6 +8,7 @@ configuration, blob and export downloads, and the JSON files people upload (webs
 """
 
 import hashlib
+import html
 import json
 
 import pytest
@@ -403,11 +404,12 @@ def test_a_hostile_website_file_is_a_400_naming_the_file_in_api_and_page(researc
     assert_names(response, 400, "file" + path)
     assert message in response.json()["detail"]
 
-    page = page_client(researcher).post(
-        "/mind2web/projects/alpha/websites/import", {"file": json_file(content)}, follow=True
-    )
-    assert page.status_code == 200
-    assert f"file{path}: {message}" in shown_messages(page)
+    # the page again (400) with the refusal next to the import form, and a word to choose the file again
+    page = page_client(researcher).post("/mind2web/projects/alpha/websites/import", {"file": json_file(content)})
+    assert page.status_code == 400
+    shown = html.unescape(page.content.decode())
+    assert f"file{path}: {message}" in shown
+    assert "Choose the file again" in shown
     assert not Website.objects.exists()
 
 

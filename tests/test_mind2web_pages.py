@@ -50,14 +50,30 @@ def test_a_researcher_adds_and_imports_websites_and_seed_tasks(client, alpha, re
 
 def test_a_bad_website_form_names_the_field_and_stores_nothing(client, researcher, alpha):
     client.force_login(researcher)
-    response = client.post(
-        "/mind2web/projects/alpha/websites/add", {"name": "x", "url": "nope", "domain": "D"}, follow=True
-    )
-    assert "url: not an http(s) URL" in response.content.decode()
+    typed = {
+        "name": "x",
+        "url": "nope",
+        "domain": "D",
+        "subdomain": "Cars",
+        "description": "Used cars",
+        "target_tasks": "7",
+    }
+    response = client.post("/mind2web/projects/alpha/websites/add", typed)
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "url: not an http(s) URL" in html
+    assert '<span class="error field-error" data-field="url">' in html
+    # everything typed is kept
+    for name in ("name", "url", "domain", "subdomain", "target_tasks"):
+        assert f'name="{name}"' in html
+        assert f'value="{typed[name]}"' in html
+    assert ">Used cars</textarea>" in html
     assert not Website.objects.exists()
     bad = SimpleUploadedFile("s.csv", b"name,url,domain\nunited,https://www.united.com/,\n")
-    response = client.post("/mind2web/projects/alpha/websites/import", {"file": bad}, follow=True)
+    response = client.post("/mind2web/projects/alpha/websites/import", {"file": bad})
+    assert response.status_code == 400
     assert "rows[1].domain" in response.content.decode()
+    assert "Choose the file again" in response.content.decode()
 
 
 def test_annotators_cannot_add_websites_and_other_projects_are_not_found(client, owner, outsider, alpha, beta):

@@ -307,7 +307,7 @@ def test_the_live_endpoints_report_thumbnails_counts_and_refuse_outsiders(client
     assert response["Cache-Control"] == "no-store"
     assert response.json() == {"ready": [shots[0]], "realigned": True, "issues": 0, "revision": 0}
     listed = client.get("/review/live", {"names": f"{demo.name},nosuchdemo"}).json()
-    assert listed == {"demos": {demo.name: {"status": "recorded", "issues": 0}}}
+    assert listed == {"demos": {demo.name: {"status": "recorded", "status_display": "Recorded", "issues": 0}}}
     client.force_login(outsider)
     assert client.get(url).status_code == 404
     assert client.get("/review/live", {"names": demo.name}).json() == {"demos": {}}

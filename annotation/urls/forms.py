@@ -3,13 +3,19 @@
 
 from django.urls import path
 
-from ..views.forms import frames, pages
+from ..views.forms import batches, frames, pages
 
 urlpatterns = [
     path("work/", pages.work_index, name="forms-index"),
     path("work/auto-accept", pages.set_auto_accept, name="forms-auto-accept"),
     path("work/batches/new/", pages.batch_new, name="forms-batch-new"),
-    path("work/batches/<int:batch_id>/", pages.batch_detail, name="forms-batch"),
+    path("work/batches/<int:batch_id>/", batches.batch_detail, name="forms-batch"),
+    path("work/batches/<int:batch_id>/pause", batches.batch_pause, name="forms-batch-pause"),
+    path("work/batches/<int:batch_id>/resume", batches.batch_resume, name="forms-batch-resume"),
+    path("work/batches/<int:batch_id>/extend", batches.batch_extend, name="forms-batch-extend"),
+    path("work/batches/<int:batch_id>/add-assignments", batches.batch_add_assignments, name="forms-batch-add"),
+    path("work/batches/<int:batch_id>/instructions", batches.batch_instructions, name="forms-batch-instructions"),
+    path("work/batches/assignments/<int:assignment_id>/", batches.batch_assignment, name="forms-batch-assignment"),
     path("work/batches/<int:batch_id>/accept/", pages.batch_accept, name="forms-batch-accept"),
     path("work/batches/<int:batch_id>/preview/", pages.batch_preview, name="forms-batch-preview"),
     path("work/batches/<int:batch_id>/results.csv", pages.batch_results, name="forms-batch-results"),

@@ -38,8 +38,13 @@ def index(request):
 def project_page(request, project):
     """A project's websites (accepted / target, seed tasks), what you may propose, your demonstration tasks, the
     review queue's size and the verification counts, as your role allows."""
-    project = member_project(request.user, project)
-    role = project.role_of(request.user)
+    context = project_context(request.user, member_project(request.user, project))
+    return render(request, "mind2web/project.html", context)
+
+
+def project_context(user, project) -> dict:
+    """What the project page shows ``user`` (also when a form on it was refused)."""
+    role = project.role_of(user)
     websites = Website.objects.filter(project=project).with_counts().order_by("name")
     context = {
         "project": project,
@@ -50,15 +55,15 @@ def project_page(request, project):
         "can_review": role in REVIEW,
     }
     if context["can_propose"]:
-        context["offered"] = m2w.offered_websites(request.user, project)
-        context["demonstrations"] = m2w.assigned_demonstrations(request.user, project)
-        rounds = ProposalRound.objects.filter(proposer=request.user, website__project=project)
+        context["offered"] = m2w.offered_websites(user, project)
+        context["demonstrations"] = m2w.assigned_demonstrations(user, project)
+        rounds = ProposalRound.objects.filter(proposer=user, website__project=project)
         context["rounds"] = rounds.select_related("website", "assignment")[:50]
     if context["can_review"]:
-        context["pending"] = m2w.review_queue(request.user, project).count()
+        context["pending"] = m2w.review_queue(user, project).count()
     if role in COUNTS:
         context["counts"] = m2w.verification_counts(project)
-    return render(request, "mind2web/project.html", context)
+    return context
 
 
 @login_required
@@ -66,13 +71,25 @@ def project_page(request, project):
 @action_errors
 def website_add(request, project):
     found = m2w.check_project_for_websites(request.user, project)  # 404/403 pages before the post is read
-    with refusals_as_messages(request):
-        fields = {key: request.POST.get(key, "") for key in ("name", "url", "domain", "subdomain", "description")}
-        if request.POST.get("target_tasks"):
-            fields["target_tasks"] = request.POST["target_tasks"]
+    fields = {key: request.POST.get(key, "") for key in ("name", "url", "domain", "subdomain", "description")}
+    if request.POST.get("target_tasks"):
+        fields["target_tasks"] = request.POST["target_tasks"]
+    try:
         website = m2w.do_create_website(found, fields)
-        messages.success(request, f"Website {website.name!r} added.")
+    except ActionError as error:  # the page again with what was typed, and the error next to the form
+        return refused_form(request, found, error, "website", request.POST.dict())
+    messages.success(request, f"Website {website.name!r} added.")
     return redirect("mind2web-project", project=project)
+
+
+def refused_form(request, project, error: ActionError, form: str, typed: dict):
+    """The project page again with ``form``'s typed values kept and the refusal shown next to it (its status)."""
+    context = project_context(request.user, project)
+    fields = {entry.get("field"): entry.get("message") for entry in error.errors if entry.get("field")}
+    named = "; ".join(f"{field}: {message}" for field, message in fields.items())
+    detail = f"{error.detail} ({named})" if named and named != error.detail else error.detail
+    context.update(refused={"form": form, "detail": detail, "fields": fields}, typed=typed)
+    return render(request, "mind2web/project.html", context, status=error.status)
 
 
 @login_required
@@ -80,12 +97,14 @@ def website_add(request, project):
 @action_errors
 def website_import(request, project):
     found = m2w.check_project_for_websites(request.user, project)  # 404/403 pages before the post is read
-    with refusals_as_messages(request):
+    try:
         upload = request.FILES.get("file")
         if upload is None:
             raise ValidationFailed("choose a file", [{"field": "file", "message": "required"}])
         created = m2w.do_import_websites(found, upload.read(), upload.name or "")
-        messages.success(request, f"{len(created)} websites imported.")
+    except ActionError as error:
+        return refused_form(request, found, error, "import", {})
+    messages.success(request, f"{len(created)} websites imported.")
     return redirect("mind2web-project", project=project)
 
 

@@ -120,6 +120,47 @@ class BatchUpdateSerializer(BatchSettingsMixin):
         return forms.check_batch_name(name)
 
 
+class BatchExtendSerializer(serializers.Serializer):
+    """More time: a new time per assignment (from now on) and/or more time for every active assignment."""
+
+    allotted_seconds = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_INT, help_text="The new time per assignment handed out from now on."
+    )
+    active_extra_seconds = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_INT,
+        help_text="Seconds added to the expiry of every active, unexpired assignment of the batch.",
+    )
+
+    def validate(self, data):
+        if not data:
+            raise serializers.ValidationError({"allotted_seconds": "give allotted_seconds and/or active_extra_seconds"})
+        return data
+
+
+class BatchExtendedSerializer(BatchSerializer):
+    extended_assignments = serializers.IntegerField(
+        read_only=True, help_text="How many active assignments got more time."
+    )
+
+    class Meta(BatchSerializer.Meta):
+        fields = [*BatchSerializer.Meta.fields, "extended_assignments"]
+        read_only_fields = fields
+
+
+class BatchAddAssignmentsSerializer(serializers.Serializer):
+    count = serializers.IntegerField(
+        min_value=1, max_value=1000, help_text="How many more workers per task (raises assignments_per_task)."
+    )
+
+
+class BatchInstructionsSerializer(serializers.Serializer):
+    description = serializers.CharField(
+        allow_blank=True, max_length=100_000, trim_whitespace=True, help_text="The instructions shown above the task."
+    )
+
+
 class TaskSerializer(serializers.ModelSerializer):
     preview_url = serializers.SerializerMethodField(
         help_text="The task's preview page (submit disabled), authorised by a signed token in the URL that expires."

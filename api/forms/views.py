@@ -12,6 +12,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from annotation.actions import forms
+from annotation.actions.forms import batches
 from annotation.models import Assignment, Batch, BatchKind, Project
 
 from ..parsers import LimitedJSONParser
@@ -135,6 +136,57 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
         batch = forms.check_batch_manageable(request.user, self.get_object().pk)
         page = self.paginate_queryset(batch.tasks.order_by("index"))
         return self.get_paginated_response(ws.TaskSerializer(page, many=True, context={"request": request}).data)
+
+    def managed_batch(self, request):
+        """The batch of the URL, for its managers: 404 outside your projects, 403 for another role."""
+        return forms.check_batch_manageable(request.user, self.get_object().pk)
+
+    @extend_schema(request=None, responses={200: ws.BatchSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def pause(self, request, pk=None):
+        """Pause: no new assignments are handed out; the active ones may still be submitted. 409 when paused."""
+        batch = batches.do_pause(self.managed_batch(request))
+        return Response(self.get_serializer(self.annotated(batch)).data)
+
+    @extend_schema(request=None, responses={200: ws.BatchSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        """Resume a paused batch: it hands out work again. 409 when it is not paused."""
+        batch = batches.do_resume(self.managed_batch(request))
+        return Response(self.get_serializer(self.annotated(batch)).data)
+
+    @extend_schema(request=ws.BatchExtendSerializer, responses={200: ws.BatchExtendedSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def extend(self, request, pk=None):
+        """More time: ``allotted_seconds`` for the assignments handed out from now on, and/or
+        ``active_extra_seconds`` added to the expiry of every active assignment."""
+        batch = self.managed_batch(request)
+        form = ws.BatchExtendSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        done = batches.do_extend(batch, **form.validated_data)
+        body = ws.BatchExtendedSerializer(self.annotated(batch)).data
+        body["extended_assignments"] = done["extended"]
+        return Response(body)
+
+    @extend_schema(request=ws.BatchAddAssignmentsSerializer, responses={200: ws.BatchSerializer, **ERRORS})
+    @action(detail=True, methods=["post"], url_path="add-assignments")
+    def add_assignments(self, request, pk=None):
+        """``count`` more workers per task: completed tasks open again for the new assignments."""
+        batch = self.managed_batch(request)
+        form = ws.BatchAddAssignmentsSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        batch = batches.do_add_assignments(batch, form.validated_data["count"])
+        return Response(self.get_serializer(self.annotated(batch)).data)
+
+    @extend_schema(request=ws.BatchInstructionsSerializer, responses={200: ws.BatchSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def instructions(self, request, pk=None):
+        """Replace the instructions shown above the task (``description``; blank removes them)."""
+        batch = self.managed_batch(request)
+        form = ws.BatchInstructionsSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        batch = batches.do_edit_instructions(batch, form.validated_data["description"])
+        return Response(self.get_serializer(self.annotated(batch)).data)
 
 
 def settings_of(data: dict) -> dict:

@@ -40,9 +40,17 @@
     done = true;
     root.dataset.status = state.status;
     if (state.status === "submitted" && autoAccept && autoAccept.checked && state.batch_open) {
-      nextForm.submit();  // Submit & next: accept the batch's next task
+      // Submit & next: accept the batch's next task; its page confirms this submission
+      const submitted = document.createElement("input");
+      submitted.type = "hidden";
+      submitted.name = "submitted";
+      submitted.value = root.dataset.id;
+      nextForm.appendChild(submitted);
+      nextForm.submit();
+    } else if (state.status === "submitted") {
+      window.location.assign(root.dataset.pageUrl + "?submitted=1");  // the read-only view, with a confirmation
     } else {
-      window.location.assign(root.dataset.pageUrl);  // the submitted (read-only), expired or returned view
+      window.location.assign(root.dataset.pageUrl);  // the expired or returned view
     }
   }
 
@@ -64,7 +72,7 @@
 
   window.addEventListener("message", (event) => {
     if (frame && event.source === frame.contentWindow && event.data && typeof event.data.type === "string"
-        && event.data.type.startsWith("form-task.")) {
+        && event.data.type.startsWith("form-task.") && event.data.type !== "form-task.height") {
       checkState();
     }
   });

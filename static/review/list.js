@@ -1,5 +1,6 @@
 // The review list: bulk selection (select all, count, confirmation before returning), filters applied as soon as
-// a choice changes (they live in the URL), and issue counts / statuses that appear as the worker computes them.
+// a choice changes (they live in the URL), and statuses and issue counts kept live (another reviewer's decision, the
+// worker's quality checks).
 (function () {
   "use strict";
   const $ = (id) => document.getElementById(id);
@@ -34,31 +35,46 @@
   );
   updateCount();
 
-  // Issue counts the worker has not computed yet ("–") are asked for every few seconds until they all arrive.
+  // Live, as the review page is: every few seconds (while the tab is visible) the list asks for the status and
+  // issue count of the demos it shows, and updates the cells that changed (another reviewer's decision, the
+  // worker's quality checks). It never reloads by itself, so a selection or a half-typed filter is kept.
   const POLL_MS = 3000;
-  async function poll() {
-    const pending = Array.from(table.querySelectorAll("td.issues[data-pending]"));
-    if (!pending.length) return;
-    const names = pending.map((cell) => cell.closest("tr").dataset.name);
-    try {
-      const response = await fetch(table.dataset.liveUrl + "?names=" + encodeURIComponent(names.join(",")), {
-        credentials: "same-origin",
-        cache: "no-store",
-      });
-      if (response.ok) {
-        const demos = (await response.json()).demos;
-        pending.forEach((cell) => {
-          const demo = demos[cell.closest("tr").dataset.name];
-          if (demo && demo.issues !== null) {
-            cell.textContent = demo.issues;
-            delete cell.dataset.pending;
-          }
-        });
-      }
-    } catch (error) {
-      // offline for a moment: the next poll tries again
+  function update(row, demo) {
+    if (demo.status !== row.dataset.status) {
+      row.dataset.status = demo.status;
+      const label = row.querySelector(".status-label");
+      if (label) label.textContent = demo.status_display;
+      row.classList.add("changed");
     }
-    setTimeout(poll, POLL_MS);
+    const cell = row.querySelector("td.issues");
+    if (cell && demo.issues !== null && cell.textContent.trim() !== String(demo.issues)) {
+      cell.textContent = demo.issues;
+      delete cell.dataset.pending;
+      row.classList.add("changed");
+    }
+  }
+
+  async function poll() {
+    const rows = Array.from(table.querySelectorAll("tbody tr[data-name]"));
+    if (rows.length && document.visibilityState === "visible") {
+      const names = rows.map((row) => row.dataset.name);
+      try {
+        const response = await fetch(table.dataset.liveUrl + "?names=" + encodeURIComponent(names.join(",")), {
+          credentials: "same-origin",
+          cache: "no-store",
+        });
+        if (response.ok) {
+          const demos = (await response.json()).demos;
+          rows.forEach((row) => {
+            if (demos[row.dataset.name]) update(row, demos[row.dataset.name]);
+          });
+          table.dataset.polled = String(Number(table.dataset.polled || 0) + 1);
+        }
+      } catch (error) {
+        // offline for a moment: the next poll tries again
+      }
+    }
+    if (rows.length) setTimeout(poll, POLL_MS);
   }
   setTimeout(poll, POLL_MS);
 })();

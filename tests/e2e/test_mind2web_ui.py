@@ -68,3 +68,43 @@ def test_a_reviewer_refines_and_discards_a_task_on_the_review_page(browser, live
     assert demo.discarded
     assert demo.refined_task == "Find the weather in Montreal for tomorrow"
     assert browser.find_element(By.NAME, "discarded").is_selected()
+
+
+def test_question_mark_lists_the_proposal_queues_keys(browser, live_server, alpha, owner, reviewer):
+    site = website(alpha)
+    mind2web.do_submit_round(owner, mind2web.do_start_round(owner, site).pk, ["Track my order"])
+    use_session(browser, live_server.url, reviewer)
+    browser.get(f"{live_server.url}/mind2web/projects/alpha/review/")
+    dialog = WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "shortcuts-dialog"))
+    WebDriverWait(browser, 20).until(lambda d: dialog.get_attribute("data-ready") == "true")
+    browser.find_element(By.TAG_NAME, "body").send_keys("?")
+    WebDriverWait(browser, 10).until(lambda d: dialog.is_displayed())
+    assert "accept the proposal" in dialog.text
+    dialog.send_keys("a")  # held back while the list is open: nothing is accepted
+    dialog.send_keys(Keys.ESCAPE)
+    WebDriverWait(browser, 10).until(lambda d: not dialog.is_displayed())
+    assert ProposedTask.objects.get().status == ProposalStatus.PENDING
+
+
+def test_a_refused_website_keeps_what_was_typed(browser, live_server, alpha, researcher):
+    use_session(browser, live_server.url, researcher)
+    browser.get(f"{live_server.url}/mind2web/projects/alpha/")
+    form = WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "website-form"))
+    typed = {
+        "name": "carmax",
+        "url": "ftp://www.carmax.com/",  # a URL to the browser, not an http(s) one to the platform
+        "domain": "Shopping",
+        "subdomain": "Cars",
+        "description": "Used cars",
+    }
+    for name, value in typed.items():
+        form.find_element(By.NAME, name).send_keys(value)
+    target = form.find_element(By.NAME, "target_tasks")
+    target.clear()
+    target.send_keys("7")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    WebDriverWait(browser, 20).until(lambda d: d.find_elements(By.ID, "website-error"))
+    form = browser.find_element(By.ID, "website-form")
+    assert "not an http(s) URL" in form.find_element(By.CSS_SELECTOR, '[data-field="url"]').text
+    for name, value in {**typed, "target_tasks": "7"}.items():
+        assert form.find_element(By.NAME, name).get_attribute("value") == value

@@ -36,6 +36,32 @@ def confirm(browser):
     browser.switch_to.alert.accept()
 
 
+def test_the_list_shows_other_reviewers_decisions_live(browser, live_server, reviewer, alpha):
+    from annotation.actions import review as actions
+    from tests.conftest import make_user
+
+    first, second, third = recorded_demo(seed=7), recorded_demo(seed=8), recorded_demo(seed=9)
+    use_session(browser, live_server.url, reviewer)
+    browser.get(f"{live_server.url}/review/")
+
+    def status_of(d, demo):
+        return d.find_element(By.CSS_SELECTOR, f'#demos tr[data-name="{demo.name}"]').get_attribute("data-status")
+
+    WebDriverWait(browser, 20).until(lambda d: status_of(d, first) == "recorded")
+    browser.find_element(By.CSS_SELECTOR, f'#demos tr[data-name="{third.name}"] input.pick').click()  # a selection
+    colleagues = [make_user(name, alpha, "reviewer") for name in ("vic", "val")]
+    actions.do_transition(colleagues[0], first, 0, "validate")
+    actions.do_transition(colleagues[1], second, 0, "reject")
+    WebDriverWait(browser, 20).until(lambda d: status_of(d, first) == "validated")
+    WebDriverWait(browser, 20).until(lambda d: status_of(d, second) == "rejected")
+    row = browser.find_element(By.CSS_SELECTOR, f'#demos tr[data-name="{first.name}"]')
+    assert row.find_element(By.CSS_SELECTOR, ".status-label").text == "Validated"
+    assert "changed" in row.get_attribute("class")
+    # the page was not reloaded: the selection is still there
+    assert browser.find_element(By.CSS_SELECTOR, f'#demos tr[data-name="{third.name}"] input.pick').is_selected()
+    assert browser.find_element(By.ID, "selected-count").text == "1 selected"
+
+
 def test_review_next_then_validate_opens_the_next_demo(browser, live_server, reviewer, alpha):
     older, newer = recorded_demo(seed=7), recorded_demo(seed=8)
     recorded_ago(older, 60)
@@ -51,6 +77,7 @@ def test_review_next_then_validate_opens_the_next_demo(browser, live_server, rev
     confirm(browser)
     WebDriverWait(browser, 20).until(EC.url_to_be(f"{live_server.url}/review/{newer.name}/"))
     ready(browser)
+    assert f"Validated {older.name}" in browser.find_element(By.ID, "messages").text  # the confirmation
     assert Demonstration.objects.get(pk=older.pk).status == DemoStatus.VALIDATED
     assert DemoReview.objects.get(pk=newer.pk).claimed_by == reviewer
     browser.find_element(By.ID, "btn-reject").click()

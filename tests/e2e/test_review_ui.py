@@ -214,10 +214,27 @@ def test_accept_the_demo(review, demo, live_server):
     review.find_element(By.ID, "btn-validate").click()
     confirm(review)
     WebDriverWait(review, 20).until(EC.url_to_be(f"{live_server.url}/review/"))  # the next one: none is left
+    assert f"Validated {demo.name}" in review.find_element(By.ID, "messages").text  # the confirmation
     demo.refresh_from_db()
     assert demo.status == DemoStatus.VALIDATED
     open_page(review, live_server, demo)
     assert not review.find_elements(By.ID, "btn-delete")  # decided: read only until reopened
+
+
+def test_question_mark_opens_the_list_of_keys_and_esc_closes_it(review, demo):
+    dialog = review.find_element(By.ID, "shortcuts-dialog")
+    WebDriverWait(review, 20).until(lambda d: dialog.get_attribute("data-ready") == "true")
+    assert not dialog.is_displayed()
+    before = timeline_ids(review)
+    review.find_element(By.TAG_NAME, "body").send_keys("?")
+    WebDriverWait(review, 20).until(lambda d: dialog.is_displayed())
+    assert "delete / restore the step" in dialog.text
+    assert "next step" in dialog.text
+    dialog.send_keys("d")  # the page's keys are held back while the list is open
+    dialog.send_keys(Keys.ESCAPE)
+    WebDriverWait(review, 20).until(lambda d: not dialog.is_displayed())
+    assert timeline_ids(review) == before
+    assert revision_of(review) == 0  # nothing was deleted
 
 
 def test_a_second_reviewer_gets_a_conflict_message(review, demo, reviewer):

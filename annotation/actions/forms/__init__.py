@@ -1,7 +1,8 @@
 """Form tasks and the queue they share with Mind2Web's batches (batches → tasks → assignments).
 
 The queue, for every kind of batch: ``access`` (who may work on, manage or see a batch), ``queue`` (what a worker
-gets next and the life of an assignment: accept, submit, skip, return, expire), ``stats`` (progress and work time).
+gets next and the life of an assignment: accept, submit, skip, return, expire), ``stats`` (progress and work time),
+``batches`` (a manager's controls: pause, resume, extend, add assignments, instructions; the task table).
 Form batches (MTurk/Turkle HTML templates, TurkingBench tasks): ``parse`` (checking a template and a CSV, an upload
 within its limits), ``create`` (storing a batch, TurkingBench directories and split lists), ``render`` (the task
 page), ``frames`` (the capability URLs and CSP of task frames), ``results`` (the Turkle results CSV), ``splits``

@@ -117,7 +117,7 @@ def do_accept_task(user, task: Task, now=None) -> Assignment:
 
 def check_open(batch: Batch) -> None:
     if not batch.is_open:
-        state = "completed" if batch.completed else "not published" if not batch.published else "inactive"
+        state = "completed" if batch.completed else "not published" if not batch.published else "paused"
         raise Conflict(f"batch {batch.name!r} is {state}; it hands out no work")
 
 

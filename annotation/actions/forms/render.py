@@ -59,12 +59,44 @@ window.addEventListener("load", function () {
 </script>
 """
 
+# The web app's frames tell the page around them how tall they are, so the frame is sized to its content and the page
+# has one scrollbar (``static/forms/frame_height.js`` listens, from this frame's window only). The agents' pages go
+# without it (``workers.agents.runs``): they are what TurkingBench's agents see.
+SIZE_SCRIPT = """<script>
+(function () {
+  if (window.parent === window) return;
+  var last = 0;
+  function send() {
+    // the root element's box: the content's height with every margin (it may be less than the frame's, so the
+    // frame also shrinks), or the scroll height when the frame still scrolls (positioned content, a 100% root)
+    var root = document.documentElement;
+    var height = root.getBoundingClientRect().height;
+    if (root.scrollHeight > root.clientHeight) height = Math.max(height, root.scrollHeight);
+    height = Math.ceil(height);
+    if (Math.abs(height - last) < 2) return;
+    last = height;
+    window.parent.postMessage({type: "form-task.height", height: height}, "*");
+  }
+  window.addEventListener("load", send);
+  window.addEventListener("resize", send);
+  if (window.ResizeObserver) new ResizeObserver(send).observe(document.documentElement);
+  if (window.MutationObserver) {
+    new MutationObserver(send).observe(document.documentElement, {subtree: true, childList: true, attributes: true});
+  }
+  send();
+})();
+</script>
+"""
+
 # The page answering a submission inside the frame; it tells the assignment page (its parent), which then asks the
 # server what happened (the message itself is not trusted: the template's scripts could send one too).
 SUBMITTED = """<html><head><meta charset="utf-8"><title>{title}</title></head>
 <body style="font-family: system-ui, sans-serif; padding: 1rem">
 <p id="submit-result" data-status="{status}">{message}</p>
-<script>if (window.parent !== window) window.parent.postMessage({{type: "form-task.{status}"}}, "*");</script>
+<script>if (window.parent !== window) {{
+  window.parent.postMessage({{type: "form-task.{status}"}}, "*");
+  window.parent.postMessage({{type: "form-task.height", height: document.documentElement.scrollHeight}}, "*");
+}}</script>
 </body></html>
 """
 
@@ -81,10 +113,15 @@ def json_for_script(value) -> str:
     return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def task_page(batch: Batch, task: Task, action: str, mode: str, answers: dict | None = None) -> str:
-    """The frame page of a task: ``mode`` is ``work`` (submits to ``action``), ``preview`` or ``read_only``."""
+def task_page(
+    batch: Batch, task: Task, action: str, mode: str, answers: dict | None = None, sized: bool = False
+) -> str:
+    """The frame page of a task: ``mode`` is ``work`` (submits to ``action``), ``preview`` or ``read_only``;
+    ``sized``: it posts its height to the page around it (the web app's frames)."""
     submit = "" if batch.has_submit_button else SUBMIT.format(disabled="" if mode == "work" else " disabled")
     after = READ_ONLY_SCRIPT.replace("{answers}", json_for_script(answers or {}), 1) if mode == "read_only" else ""
+    if sized:
+        after += SIZE_SCRIPT
     return PAGE.format(
         action=html.escape(action, quote=True), template=fill_template(batch, task.inputs), submit=submit, after=after
     )

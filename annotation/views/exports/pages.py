@@ -11,11 +11,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from ...actions import ActionError, check_choice, parse_json
 from ...actions.exports import jobs, splits
 from ...actions.manage.access import check_project_role
+from ...lib import readable
 from ...models import READ_ROLES, Evaluation, ExportJob, SplitConfig
 from ..page_errors import action_errors, form_error
 from . import forms
 
 PAGE_JOBS = 50
+PER_TURN_ROWS = 500  # the evaluation page's per-turn table; every row is in the evaluation's JSON
 
 
 def project_page(request, name: str, roles=READ_ROLES, cannot="read this project"):
@@ -98,6 +100,8 @@ def export_detail(request, name: str, job_id: int):
     jobs.reap_stale_jobs(ExportJob)
     job = get_object_or_404(ExportJob.objects.select_related("owner"), project=project, pk=job_id)
     context = {"project": project, "project_role": role, "tab": "exports", "job": job}
+    # the quality summary (counts["quality"]) has its own block on the page
+    context["count_tables"] = readable.count_tables({k: v for k, v in (job.counts or {}).items() if k != "quality"})
     return render(request, "exports/export.html", {**context, "may_cancel": jobs.may_cancel(request.user, job)})
 
 
@@ -175,13 +179,16 @@ def evaluation_detail(request, name: str, job_id: int):
     jobs.reap_stale_jobs(Evaluation)
     evaluation = get_object_or_404(Evaluation.objects.defer("predictions"), project=project, pk=job_id)
     results = evaluation.results or {}
+    aggregate = results.get("aggregate") or {}
     context = {
         "project": project,
         "project_role": role,
         "tab": "evaluations",
         "job": evaluation,
         "may_cancel": jobs.may_cancel(request.user, evaluation),
-        "aggregate": sorted((results.get("aggregate") or {}).items()),
+        "aggregate": [(metric, readable.number(value)) for metric, value in sorted(aggregate.items())],
         "coverage": results.get("coverage"),
+        # per turn (WebLINX) or per step (Mind2Web), as the evaluation's JSON has them
+        "per_turn": readable.score_table(results.get("per_turn") or results.get("per_step") or [], PER_TURN_ROWS),
     }
     return render(request, "exports/evaluation.html", context)

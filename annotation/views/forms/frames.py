@@ -38,7 +38,7 @@ def preview_frame(request, task_id: int):
         task = forms.check_preview_token(task_id, request.GET.get("token"))
     except ActionError as error:
         return refused(404, "invalid", error.detail)
-    return frame_response(forms.task_page(task.batch, task, action="#", mode="preview"))
+    return frame_response(forms.task_page(task.batch, task, action="#", mode="preview", sized=True))
 
 
 @csrf_exempt  # authorised by the assignment's token (the frame's opaque origin sends no session cookie)
@@ -58,7 +58,7 @@ def work_frame(request, assignment_id: int, token: str):
         forms.do_expire(assignment.pk)
         return refused(410, "expired", "This assignment has expired.")
     action = forms.work_url(assignment)
-    page = forms.task_page(assignment.task.batch, assignment.task, action=action, mode="work")
+    page = forms.task_page(assignment.task.batch, assignment.task, action=action, mode="work", sized=True)
     return frame_response(page, form_action=request.build_absolute_uri(action))
 
 
@@ -91,4 +91,4 @@ def view_frame(request, assignment_id: int):
     if assignment.status != AssignmentStatus.SUBMITTED:
         return refused(409, assignment.status, f"This assignment is {assignment.status}; it has no answers.")
     task = assignment.task
-    return frame_response(forms.task_page(task.batch, task, "#", "read_only", assignment.answers))
+    return frame_response(forms.task_page(task.batch, task, "#", "read_only", assignment.answers, sized=True))

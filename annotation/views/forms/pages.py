@@ -11,11 +11,10 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ...actions import ActionError, forms
+from ...actions import ActionError, Forbidden, forms
 from ...models import Assignment, AssignmentStatus, Batch, BatchKind
 from ..page_errors import action_errors
 from . import upload
@@ -61,6 +60,7 @@ def index_context(user, page=None) -> dict:
         "batches": [(batch, counts[batch.pk]) for batch in workable.order_by("-created_at") if counts.get(batch.pk)],
         "history": Paginator(submitted, HISTORY_PAGE).get_page(page),
         "managed": managed_batches(user),
+        "can_upload": forms.managed_projects(user).exists(),
     }
 
 
@@ -82,6 +82,7 @@ def batch_accept(request, batch_id: int):
     """Accept the batch's next task (or resume yours); back to the work page when none is left. Another project's
     batch is the 404 page and one you may not work on the 403 page; a closed batch is a message on the work page."""
     batch = forms.check_batch_for_work(request.user, batch_id)
+    confirm_submission(request, request.POST.get("submitted"))
     try:
         forms.queue.check_open(batch)
         assignment = forms.do_accept_next(request.user, batch)
@@ -92,6 +93,21 @@ def batch_accept(request, batch_id: int):
         messages.info(request, f"No more tasks for you in {batch.name!r}.")
         return redirect("forms-index")
     return redirect("forms-assignment", assignment_id=assignment.pk)
+
+
+def confirm_submission(request, assignment_id) -> None:
+    """The confirmation of a submission, shown on the page that follows it (Submit & next's next task, or the
+    submitted work): only for the person's own submitted assignment."""
+    if not (assignment_id or "").isdigit():
+        return
+    assignment = (
+        Assignment.objects.filter(pk=int(assignment_id), worker=request.user, status=AssignmentStatus.SUBMITTED)
+        .select_related("task__batch")
+        .first()
+    )
+    if assignment is not None:
+        task = assignment.task
+        messages.success(request, f"Submitted task {task.index + 1} of {task.batch.name!r}. Thank you!")
 
 
 @login_required
@@ -151,6 +167,8 @@ def assignment_page(request, assignment_id: int):
         forms.do_expire(assignment.pk)
         assignment.refresh_from_db()
     batch = assignment.task.batch
+    if request.GET.get("submitted"):
+        confirm_submission(request, str(assignment.pk))
     frame_url = ""
     if assignment.is_active:
         frame_url = forms.work_frame_url(assignment)
@@ -238,7 +256,10 @@ def set_auto_accept(request):
 @require_http_methods(["GET", "POST"])
 @action_errors
 def batch_new(request):
-    """Upload a batch Turkle/MTurk style: a project, a name, the HTML template and the CSV of inputs."""
+    """Upload a batch Turkle/MTurk style: a project, a name, the HTML template and the CSV of inputs. Only for
+    those who may create batches somewhere (a researcher or admin of a project): anyone else gets the 403 page."""
+    if not forms.managed_projects(request.user).exists():
+        raise Forbidden("you are not a researcher or admin of any project, so you cannot upload a batch")
     form = upload.BatchUploadForm(request.user, request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -257,23 +278,6 @@ def batch_new(request):
         "csv_limit": settings.FORM_CSV_MAX_BYTES,
     }
     return render(request, "forms/batch_new.html", context, status=status)
-
-
-@app_csp
-@login_required
-@require_GET
-@action_errors
-def batch_detail(request, batch_id: int):
-    """A batch's progress and time (Turkle's statistics), its settings, and the results download."""
-    batch = forms.check_batch_stats(request.user, batch_id)
-    first = batch.tasks.order_by("index").first()
-    context = {
-        "batch": batch,
-        "stats": forms.batch_stats(batch),
-        "can_manage": forms.can_manage(request.user, batch),
-        "preview_url": reverse("forms-task-preview", args=[first.pk]) if first else "",
-    }
-    return render(request, "forms/batch.html", context)
 
 
 @login_required

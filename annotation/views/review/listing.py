@@ -181,4 +181,8 @@ def live_counts(user, names) -> dict:
     issue counts and statuses as the worker computes them."""
     demos = actions.reviewable_demos(user).filter(name__in=names[: LIST_PAGE_SIZE * 4])
     rows = demos.annotate(issue_count=JSONArrayLength("review__quality")).values_list("name", "status", "issue_count")
-    return {name: {"status": status, "issues": issues} for name, status, issues in rows}
+    labels = dict(DemoStatus.choices)
+    return {
+        name: {"status": status, "status_display": labels.get(status, status), "issues": issues}
+        for name, status, issues in rows
+    }

@@ -35,6 +35,17 @@ OPS = {
 }
 
 
+# What a workflow step confirms on the next page.
+DONE = {
+    "validate": "Validated {name}: it goes to the exports.",
+    "reject": "Rejected {name}: it is left out of the exports.",
+    "return": "Returned {name} to its annotator.",
+    "start_review": "Started the review of {name}.",
+    "reopen": "Reopened {name} for review.",
+    "resubmit": "Resubmitted {name} for review.",
+}
+
+
 @login_required
 @require_GET
 def review_list(request):
@@ -141,6 +152,9 @@ def review_edit(request, name):
     demo = actions.check_demo_reviewable(request.user, name)
     body = parse_body(request)
     result = OPS[body["op"]](request.user, demo, body.get("revision"), body)
+    if body["op"] == "transition" and body.get("action") in DONE:
+        # the confirmation, shown on the page that opens next (the next demo to review, the list, or this one)
+        messages.success(request, DONE[body["action"]].format(name=demo.name))
     return JsonResponse({"revision": actions.review_of(demo).revision, "id": result.pk, "status": demo.status})
 
 
