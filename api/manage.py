@@ -105,11 +105,13 @@ class ProjectInvitationsMixin:
         answer = {**InvitationSerializer(invitation).data, "link": link, "mailed": mailed}
         return Response(answer, status=status.HTTP_201_CREATED)
 
-    @extend_schema(methods=["DELETE"], responses={200: InvitationSerializer, **ERRORS})
-    @action(detail=True, methods=["delete"], url_path=r"invitations/(?P<invitation_id>\d+)")
+    @extend_schema(methods=["GET", "DELETE"], responses={200: InvitationSerializer, **ERRORS})
+    @action(detail=True, methods=["get", "delete"], url_path=r"invitations/(?P<invitation_id>\d+)")
     def invitation(self, request, name=None, invitation_id=None):
-        """Revoke an invitation link: it stops working (409 when it was used already)."""
+        """One invitation link's state (GET); DELETE revokes it: it stops working (409 when it was used already)."""
         project = manage.check_project_admin(request.user, name)
+        if request.method == "GET":
+            return Response(InvitationSerializer(manage.check_project_invitation(project, invitation_id)).data)
         return Response(InvitationSerializer(manage.do_revoke_invitation(project, invitation_id)).data)
 
 

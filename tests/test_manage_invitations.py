@@ -220,3 +220,16 @@ def test_the_api_refuses_other_roles_non_members_and_bad_input(
     assert api.delete(f"/api/projects/alpha/invitations/{made.json()['id']}/").status_code == 404  # beta's
     assert api.delete(f"/api/projects/beta/invitations/{made.json()['id']}/").status_code == 404  # not a member
     assert ProjectInvitation.objects.get().state == "open"
+
+
+def test_revoking_another_projects_or_a_used_link_on_the_page_is_refused(admin, alpha, beta):
+    bea = make_user("bea", beta, Role.ADMIN)
+    make_link(client_for(bea), project="beta")
+    theirs = ProjectInvitation.objects.get()
+    assert client_for(admin).post(f"/projects/alpha/invitations/{theirs.pk}/revoke").status_code == 404
+    link = make_link(client_for(admin))
+    assert join_new(link, "joined")[1].status_code == 302
+    used = ProjectInvitation.objects.get(project=alpha)
+    answer = client_for(admin).post(f"/projects/alpha/invitations/{used.pk}/revoke", follow=True)
+    assert "used already: remove the member instead" in answer.content.decode()
+    assert {row.state for row in ProjectInvitation.objects.all()} == {"open", "used"}

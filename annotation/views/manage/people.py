@@ -54,6 +54,7 @@ def invitation_create(request, name: str):
 @action_errors
 def invitation_revoke(request, name: str, invitation_id: int):
     project = manage.check_project_admin(request.user, name)
+    manage.check_project_invitation(project, invitation_id)  # another project's: the 404 page
     try:
         manage.do_revoke_invitation(project, invitation_id)
     except ActionError as error:
