@@ -28,6 +28,7 @@ from config.serve import dies_with_this_process
 from config.server import server_command
 
 from ...models import Demonstration, DemoStatus, Membership, Project, Role
+from .. import sample
 
 SAMPLE_PROJECT = "sample"
 CREDENTIALS_FILE = "admin-credentials.txt"
@@ -93,14 +94,35 @@ class Command(BaseCommand):
         if Project.objects.filter(name=SAMPLE_PROJECT).exists():
             return
         self.stdout.write(f"Creating sample project {SAMPLE_PROJECT!r} with {demos} synthetic demonstrations ...")
+        # Dated over the last 200 days (activity heatmaps), with other frames per action (re-alignment candidates).
         call_command(
-            "synth_demos", demos=demos, turns=40, elements=300, seed=1, project=SAMPLE_PROJECT, stdout=self.stdout
+            "synth_demos",
+            demos=demos,
+            turns=40,
+            elements=300,
+            seed=1,
+            project=SAMPLE_PROJECT,
+            frames=True,
+            recent=True,
+            stdout=self.stdout,
         )
         project = Project.objects.get(name=SAMPLE_PROJECT)
         Membership.objects.get_or_create(project=project, user=admin, defaults={"role": Role.ADMIN})
         # Exports take validated demos by default: validate all but two, which are left for review.
         names = list(project.demonstrations.order_by("name").values_list("name", flat=True))[: max(0, demos - 2)]
         Demonstration.objects.filter(name__in=names).update(status=DemoStatus.VALIDATED)
+        users, password = sample.ensure_team(project)
+        sample.answered_form_batch(project, admin, users)
+        sample.mind2web_project(admin, users)
+        team = ", ".join(f"{name} ({role})" for name, role in sample.TEAM.items())
+        path = settings.VAR_DIR / CREDENTIALS_FILE
+        if path.exists():
+            with path.open("a") as credentials:
+                credentials.write(f"sample team: {team}\nsample team password: {password}\n")
+        self.stdout.write(
+            f"Sample team {team}, password {password}; a form batch they answered; the {sample.MIND2WEB_PROJECT!r} "
+            "project with websites, proposals and a demonstration"
+        )
 
     def serve(self, host, port):
         children = {
