@@ -59,3 +59,12 @@ def test_the_header_links_fit_the_role(owner, reviewer, researcher, boss):
 
 def test_an_empty_review_list_says_what_comes_first(owner):
     assert "Annotators record them with the recorder extension" in page(owner, "/review/")
+
+
+def test_the_home_page_without_a_project_says_what_to_do_first(db):
+    newcomer = make_user("newcomer")
+    assert "Ask a project admin for an invitation link" in page(newcomer, "/")
+    root = get_user_model().objects.create_superuser("root", password="Root-Passw0rd!")
+    home = page(root, "/")
+    assert "Start with a" in home
+    assert 'href="/projects/"' in home
