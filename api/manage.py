@@ -1,18 +1,19 @@
 """The manage API: the projects you are a member of (with your role; a project's split configuration and report and its
-Mind2Web verification counts hang on it), and token sign-in for the recorder."""
+Mind2Web verification counts hang on it), its invitation links (project admins), and token sign-in for the recorder."""
 
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from annotation import actions
-from annotation.actions import mind2web
+from annotation.actions import manage, mind2web
 from annotation.actions.exports import splits as split_actions
 from annotation.actions.manage import check_sign_in_allowed, client_address
-from annotation.models import Project, Role, SplitConfig
+from annotation.models import Project, ProjectInvitation, Role, SplitConfig
 
 from .exports.serializers import SplitConfigSerializer
 from .mind2web.serializers import VerificationCountsSerializer
@@ -41,7 +42,80 @@ class ProjectSerializer(serializers.ModelSerializer):
         return project.role_of(self.context["request"].user)
 
 
-class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
+class InvitationSerializer(serializers.ModelSerializer):
+    state = serializers.CharField(read_only=True, help_text="open, used, revoked or expired.")
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    used_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = ProjectInvitation
+        fields = [
+            "id",
+            "role",
+            "email",
+            "note",
+            "state",
+            "created_by",
+            "created_at",
+            "expires_at",
+            "used_at",
+            "used_by",
+            "revoked_at",
+        ]
+
+
+class InvitationCreateSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+    days = serializers.IntegerField(min_value=1, max_value=30, default=7, help_text="How long the link works.")
+    email = serializers.EmailField(required=False, allow_blank=True, default="", help_text="Mailed there, with mail.")
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+
+
+class NewInvitationSerializer(InvitationSerializer):
+    link = serializers.CharField(help_text="The invitation link: returned only now, only its digest is kept.")
+    mailed = serializers.BooleanField(help_text="Whether the link was mailed to ``email``.")
+
+    class Meta(InvitationSerializer.Meta):
+        fields = [*InvitationSerializer.Meta.fields, "link", "mailed"]
+
+
+class ProjectInvitationsMixin:
+    """``/api/projects/<name>/invitations/``: invitation links to the project (project admins and site admins)."""
+
+    @extend_schema(methods=["GET"], responses={200: InvitationSerializer(many=True), **ERRORS})
+    @extend_schema(
+        methods=["POST"], request=InvitationCreateSerializer, responses={201: NewInvitationSerializer, **ERRORS}
+    )
+    @action(detail=True, methods=["get", "post"])
+    def invitations(self, request, name=None):
+        """Invitation links with their state (GET); a new one (POST ``{"role", "days", "email", "note"}``): its link
+        is in this answer only, and mailed to ``email`` when mail is configured."""
+        project = manage.check_project_admin(request.user, name)
+        if request.method == "GET":
+            rows = project.invitations.select_related("created_by", "used_by")
+            return Response(InvitationSerializer(rows, many=True).data)
+        form = InvitationCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        invitation, token = manage.do_create_invitation(
+            project, request.user, data["role"], data["days"], data["email"], data["note"]
+        )
+        link = request.build_absolute_uri(reverse("manage-join", args=[token]))
+        mailed = manage.do_mail_invitation(invitation, link)
+        answer = {**InvitationSerializer(invitation).data, "link": link, "mailed": mailed}
+        return Response(answer, status=status.HTTP_201_CREATED)
+
+    @extend_schema(methods=["GET", "DELETE"], responses={200: InvitationSerializer, **ERRORS})
+    @action(detail=True, methods=["get", "delete"], url_path=r"invitations/(?P<invitation_id>\d+)")
+    def invitation(self, request, name=None, invitation_id=None):
+        """One invitation link's state (GET); DELETE revokes it: it stops working (409 when it was used already)."""
+        project = manage.check_project_admin(request.user, name)
+        if request.method == "GET":
+            return Response(InvitationSerializer(manage.check_project_invitation(project, invitation_id)).data)
+        return Response(InvitationSerializer(manage.do_revoke_invitation(project, invitation_id)).data)
+
+
+class ProjectViewSet(ProjectInvitationsMixin, viewsets.ReadOnlyModelViewSet):
     """Projects you are a member of, with your role in each."""
 
     serializer_class = ProjectSerializer

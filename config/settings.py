@@ -103,6 +103,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "annotation.views.nav.roles",  # nav_roles: the header shows each link to the roles that use it
             ],
         },
     },

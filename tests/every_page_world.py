@@ -316,6 +316,26 @@ def invitations(world: World, demos: dict) -> None:
     world.expect(world.client("abe").post(link), (302,), "join as the instructor")
 
 
+def project_invitations(world: World) -> None:
+    """Invitation links to a project: alpha's admin makes two on the members page and one through the API, revokes
+    one; the third is used by a new person, who joins alpha as an annotator; beta's admin makes one (left open)."""
+    for role in ("reviewer", "annotator"):
+        made = world.client("ada").post("/projects/alpha/invitations/new", {"role": role, "days": 7})
+        world.expect(made, (302,), "make an invitation link")
+    page = world.expect(world.client("ada").get("/projects/alpha/members/"), (200,), "members page")
+    link = lxml.html.document_fromstring(page.body).get_element_by_id("invitation-link").get("value")
+    answer = world.client("ada").post_json("/api/projects/alpha/invitations/", {"role": "annotator", "days": 3})
+    world.expect(answer, (201,), "an invitation link through the API")
+    revoke = world.client("ada").post_json(f"/api/projects/alpha/invitations/{answer.json()['id']}/", {}, "DELETE")
+    world.expect(revoke, (200,), "revoke an invitation link")
+    joining = Client(world.url, name="ivy")
+    world.expect(joining.get(link), (200,), "the invitation page")
+    fields = {"username": "ivy", "password1": PASSWORD, "password2": PASSWORD}
+    world.expect(joining.post(link, fields), (302,), "a new person joins by link")
+    made = world.client("bea").post("/projects/beta/invitations/new", {"role": "annotator", "days": 7})
+    world.expect(made, (302,), "beta's invitation link")
+
+
 def propose_and_review(world: World, sites: dict) -> None:
     """Rounds by three annotators on alpha's two websites and by beta's people; reviews: three accepted (the
     second and third accept of a project included), one rejected, the rest pending."""
@@ -541,6 +561,7 @@ def build_over_http(world: World, stored: dict) -> None:
     review_op(world, "vera", demos["a3"].name, op="transition", action="return", comment="One more step")
     second_reviews(world, demos, before=False)
     invitations(world, demos)
+    project_invitations(world)
     propose_and_review(world, stored["sites"])
     demonstrate(world, "ann", finish=False)  # under way: the recorder still lists it
     demonstrate(world, "abe", finish=True)

@@ -49,6 +49,7 @@ from annotation.models import (
     Membership,
     ModelEndpoint,
     Project,
+    ProjectInvitation,
     ProposalRound,
     ProposedTask,
     Turn,
@@ -239,6 +240,7 @@ VALUES["table"] = ["fields", "tasks"]  # a batch's agreement download (quality)
 OBJECTS = {
     "project": "project",
     "membership_id": "membership",
+    "invitation_id": "project-invitation",
     "sha256": "blob",
     "turn_id": "turn",
     "batch_id": "batch",
@@ -275,6 +277,8 @@ QUERY_TOKENS = {"forms/tasks/<task_id>/iframe/": "task-token", "forms/assignment
 UNFILLABLE = {
     "account/token/<change>": "the signed-in person's own API token (create, rotate, revoke): no project's object",
     "accounts/reset/<uidb64>/<token>/": "a password-reset link: one account's signed token, no project's object",
+    "join/<token>/": "an invitation link is the capability: whoever opens it may join (test_manage_invitations.py)",
+    "people/<user_id>/<change>": "an account, no project's object: site admins only (tests/test_manage_people.py)",
     "admin/auth/group/<object_id>/": "groups belong to no project (the admin refuses non-staff on every page)",
     "admin/auth/group/<object_id>/change/": "groups belong to no project",
     "admin/auth/group/<object_id>/delete/": "groups belong to no project",
@@ -356,6 +360,7 @@ def project_objects(project: Project, other: Project) -> dict:
         ],
         "invitation": [Invitation.objects.active().filter(demonstration__project=project).first().code],
         "membership": [Membership.objects.filter(project=project).first().pk],
+        "project-invitation": [ProjectInvitation.objects.filter(project=project).order_by("pk").first().pk],
         "export": [ExportJob.objects.filter(project=project).first().pk],
         "evaluation": [Evaluation.objects.filter(project=project).first().pk],
         "batch": [form_batch.pk],

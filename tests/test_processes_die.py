@@ -163,3 +163,34 @@ def test_make_run_killed_outright_takes_its_server_worker_and_beat_with_it(tmp_p
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
             release(platform.process)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to the process group", "SIGTERM to runplatform", "Ctrl-C"])
+def test_make_run_stopped_by_a_signal_stops_every_child_cleanly(tmp_path, how):
+    """SIGTERM to `make run`'s process group (what a service manager or ``kill -- -PGID`` sends) stops the server,
+    the worker and beat as Ctrl-C does: each ends on its own (none has to be killed), the worker's pool is not shot
+    from under it (no ``WorkerLostError``), and nothing is left running."""
+    with scratch_database() as database_url:
+        platform = start_platform(tmp_path, database_url, free_port())
+        children: dict[int, str] = {}
+        try:
+            children = descendants(platform.process.pid)
+            commands = [command_line(pid) or b"" for pid in children]
+            assert sum(b"celery -A config worker" in line for line in commands) >= 1, commands
+            if how == "SIGTERM to the process group":
+                os.killpg(platform.process.pid, signal.SIGTERM)
+            elif how == "SIGTERM to runplatform":
+                platform.process.send_signal(signal.SIGTERM)
+            else:
+                os.killpg(platform.process.pid, signal.SIGINT)
+            assert platform.process.wait(timeout=120) == 0, platform.output()[-4000:]
+            log = platform.output()
+            assert "Stopped: server stopped, worker stopped, beat stopped." in log, log[-4000:]
+            assert "WorkerLostError" not in log, log[-4000:]
+            assert not [pid for pid, at in children.items() if alive(pid, at)]
+        finally:
+            for pid, at in children.items():  # what a failing run left behind
+                if alive(pid, at):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+            release(platform.process)

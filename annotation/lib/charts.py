@@ -8,6 +8,7 @@ BAR_HEIGHT, BAR_GAP = 16, 4
 LABEL_WIDTH, BAR_SPACE, VALUE_WIDTH = 180, 380, 70
 MAX_BARS = 30
 CELL, CELL_GAP = 11, 2
+MONTH_LABEL_WEEKS = 3  # a month's label ("Sep") is about two columns wide: labels stay this many columns apart
 HEAT_LEVELS = 4
 WEEKDAYS = ("Mon", "", "Wed", "", "Fri", "", "")
 
@@ -90,5 +91,7 @@ def heatmap(hours_by_day: dict, last_day: dt.date, weeks: int = 53) -> Heatmap:
         cells.append(Cell(day, left + week * step, top + weekday * step, heat_level(hours, most), round(hours, 2)))
         if day.day == 1 or offset == 0:
             months.append((left + week * step, day.strftime("%b")))
+    if len(months) > 1 and months[1][0] - months[0][0] < MONTH_LABEL_WEEKS * step:
+        del months[0]  # the first column's month ends within a few weeks: its label would overlap the next one's
     weekdays = [(top + index * step + CELL - 1, name) for index, name in enumerate(WEEKDAYS) if name]
     return Heatmap(cells, left + weeks * step, top + 7 * step, months, weekdays)

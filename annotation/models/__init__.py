@@ -8,7 +8,7 @@ from .agents import AgentFieldResult, AgentMetric, AgentModelAnswer, AgentRun, A
 from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
 from .forms import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
 from .live import Invitation, code_digest
-from .manage import READ_ROLES, RECORDING_ROLES, Membership, Project, Role
+from .manage import READ_ROLES, RECORDING_ROLES, Membership, Project, ProjectInvitation, Role, token_digest
 from .mind2web import ProposalRound, ProposalStatus, ProposedTask, SeedSource, SeedTask, Website
 from .recordings import (
     EXPORTABLE_STATUSES,
@@ -84,6 +84,8 @@ __all__ = [
     "Membership",
     "ModelEndpoint",
     "Project",
+    "ProjectInvitation",
+    "token_digest",
     "Role",
     "SplitConfig",
     "Speaker",

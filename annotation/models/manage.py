@@ -1,8 +1,11 @@
 """Projects, their members and the members' roles: who may do what, and where."""
 
+import hashlib
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator
 from django.db import models
+from django.utils import timezone
 
 
 class Role(models.TextChoices):
@@ -101,3 +104,50 @@ class Membership(models.Model):
 
     def __str__(self):
         return f"{self.user} is {self.role} in {self.project}"
+
+
+def token_digest(token: str) -> str:
+    """How an invitation link's token is looked up: its sha256 (the token itself is never stored)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class ProjectInvitation(models.Model):
+    """An invitation link to join a project with a preset role: one use, until it expires or is revoked. Only the
+    token's sha256 is stored; the link is shown (or mailed) once, when it is made."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    email = models.EmailField(blank=True, help_text="Where the link was mailed, if it was.")
+    note = models.CharField(max_length=200, blank=True, help_text="Who it is for (shown to admins only).")
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="project_invitations_made"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    used_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="project_invitations_used",
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"invitation to {self.project} as {self.role} ({self.state})"
+
+    @property
+    def state(self) -> str:
+        """``used``, ``revoked``, ``expired`` or ``open``."""
+        if self.used_at:
+            return "used"
+        if self.revoked_at:
+            return "revoked"
+        if self.expires_at <= timezone.now():
+            return "expired"
+        return "open"

@@ -121,13 +121,22 @@ def play(session: Session, turns: int, plan: list) -> None:
             session.browser(random_intent(rng, tabs=not plan))
 
 
-def generate_demo(seed: int, index: int, turns: int, elements: int) -> DemoSpec:
-    """Demo ``index`` of the corpus of ``seed``: same arguments, same turns and bytes."""
+EPOCH = dt.datetime(2024, 1, 8, 9, tzinfo=dt.UTC)  # the corpus's recordings fall in the 200 days from here
+SPREAD_DAYS = 200
+
+
+def generate_demo(
+    seed: int, index: int, turns: int, elements: int, frames: bool = False, epoch: dt.datetime | None = None
+) -> DemoSpec:
+    """Demo ``index`` of the corpus of ``seed``: same arguments, same turns and bytes. ``frames``: each captured
+    action also has two other frames of its tab (a moment before and after), the candidates review's re-alignment
+    offers; ``epoch``: the recordings fall in the ``SPREAD_DAYS`` days from there instead (the sample project dates
+    them up to today). Neither changes anything else of the demo."""
     if elements < MIN_ELEMENTS:
         raise ValueError(f"pages need at least {MIN_ELEMENTS} elements, got {elements}")
     rng = random.Random(f"weblinx-synth/{seed}/{turns}/{elements}/{index}")
     site = SITES[(random.Random(f"weblinx-synth/{seed}").randrange(len(SITES)) + index) % len(SITES)]
-    start = dt.datetime(2024, 1, 8, 9, tzinfo=dt.UTC) + dt.timedelta(seconds=rng.randrange(200 * 86400))
+    start = (epoch or EPOCH) + dt.timedelta(seconds=rng.randrange(SPREAD_DAYS * 86400))
     client_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
     fields = {
         "mode": "chat",
@@ -143,14 +152,14 @@ def generate_demo(seed: int, index: int, turns: int, elements: int) -> DemoSpec:
     }
     # Below FULL_CYCLE_TURNS a demo cannot hold every intent; rotating the plan per demo spreads them over the corpus.
     offset = 0 if turns >= FULL_CYCLE_TURNS else (5 * index) % len(INTENT_CYCLE)
-    session = Session(rng, site, elements, start)
+    session = Session(rng, site, elements, start, frames=frames)
     play(session, turns, list(INTENT_CYCLE[offset:] + INTENT_CYCLE[:offset]))
     fields["websites"] = session.websites or [site.domain]
     end = start + dt.timedelta(seconds=(session.clock or 0.0) + 2.0)
     return DemoSpec(client_id, fields, end, list(session.blobs.values()), session.turns)
 
 
-def generate_corpus(demos: int, turns: int, elements: int, seed: int = 0):
+def generate_corpus(demos: int, turns: int, elements: int, seed: int = 0, frames: bool = False, epoch=None):
     """Yield ``demos`` DemoSpecs of ``turns`` turns on pages of ``elements`` elements, one at a time."""
     for index in range(demos):
-        yield generate_demo(seed, index, turns, elements)
+        yield generate_demo(seed, index, turns, elements, frames, epoch)

@@ -27,8 +27,10 @@ class Tab:
 class Session:
     """One simulated recording: a navigator acting in the browser while chatting with an instructor."""
 
-    def __init__(self, rng: random.Random, site: Site, elements: int, start: dt.datetime):
+    def __init__(self, rng: random.Random, site: Site, elements: int, start: dt.datetime, frames: bool = False):
         self.rng, self.site, self.elements, self.start = rng, site, elements, start
+        # Other frames per captured action draw from their own generator: the demo is the same with or without.
+        self.frames = random.Random(f"frames/{start.isoformat()}/{site.domain}") if frames else None
         self.turns, self.blobs, self.pages, self.values, self.websites = [], {}, {}, {}, []
         first = rng.randint(100, 1500)  # Chrome's tab ids are small positive integers
         self.tabs, self.first_tab = {first: Tab(first, site)}, first
@@ -93,11 +95,26 @@ class Session:
         boxes = page.bboxes(scroll)
         if element is not None:
             arguments["element"] = page.element(element, boxes[page.nodes[element].uid], values, live)
-        return {
+        captured = {
             "screenshot": self.store(screenshot(page, scroll, values, live), "image/png"),
             "page": self.store(page.html(values, live).encode(), "text/html"),
             "bboxes": self.store(json.dumps(boxes, separators=(",", ":")).encode(), "application/json"),
         }
+        if self.frames is not None:
+            captured["frames"] = self.other_frames(page, timestamp, scroll, values)
+        return captured
+
+    def other_frames(self, page: Page, timestamp: float, scroll: int, values: dict) -> list:
+        """Two more frames of the tab, as the recorder keeps around an action: a moment before (scrolled a little
+        elsewhere) and after (the page's live line moved on); re-alignment picks among them and the screenshot."""
+        rng, found = self.frames, []
+        for label, delta, shift in (("before", -rng.uniform(0.2, 0.6), rng.choice((-160, 120))), ("after", 0.3, 0)):
+            at = max(0.0, round(timestamp + delta, 3))
+            clock = (self.start + dt.timedelta(seconds=at)).strftime("%H:%M:%S")
+            live = f"Updated {clock}, {rng.randint(2, 900)} viewing"
+            image = screenshot(page, max(0, scroll + shift), values, live)
+            found.append({"screenshot": self.store(image, "image/png"), "timestamp": at, "label": label})
+        return found
 
     def store(self, data: bytes, media_type: str) -> str:
         sha = hashlib.sha256(data).hexdigest()

@@ -9,6 +9,7 @@ from . import agents, exports, forms, live, manage, mind2web, quality, review, s
 urlpatterns = [
     path("", home.home, name="home"),
     path("healthz", home.healthz, name="healthz"),
+    path("favicon.ico", home.favicon, name="favicon"),
     path("", include(manage)),
     path("", include(exports)),
     path("", include(review)),

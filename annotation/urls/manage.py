@@ -1,10 +1,10 @@
-"""Management: projects, members and roles, your API token; sign-in and password reset (``config/urls.py`` puts them
-before the admin's and Django's own)."""
+"""Management: projects, members and roles, invitation links, people (accounts), your account and API token; sign-in
+and password reset (``config/urls.py`` puts them before the admin's and Django's own)."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 
-from ..views.manage import pages
+from ..views.manage import pages, people
 from ..views.manage.signin import with_mail
 
 urlpatterns = [
@@ -18,6 +18,16 @@ urlpatterns = [
         pages.member_remove,
         name="manage-member-remove",
     ),
+    path("projects/<slug:name>/invitations/new", people.invitation_create, name="manage-invitation-create"),
+    path(
+        "projects/<slug:name>/invitations/<int:invitation_id>/revoke",
+        people.invitation_revoke,
+        name="manage-invitation-revoke",
+    ),
+    path("join/<str:token>/", people.join, name="manage-join"),
+    path("people/", people.people, name="manage-people"),
+    re_path(r"^people/(?P<user_id>\d+)/(?P<change>activate|deactivate)$", people.person_active, name="manage-person"),
+    path("account/", people.account, name="manage-account"),
     path("account/token/", pages.token, name="manage-tokens"),
     re_path(r"^account/token/(?P<change>create|rotate|revoke)$", pages.token_change, name="manage-token-change"),
 ]

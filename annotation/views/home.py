@@ -3,7 +3,8 @@
 from django.db import connection
 from django.db.models import Count, Q
 from django.http import JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.urls import reverse
 from django.utils import timezone
 
@@ -187,3 +188,8 @@ def healthz(request):
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return JsonResponse({"status": "ok", "database": connection.vendor})
+
+
+def favicon(request):
+    """``/favicon.ico``, which browsers ask for on every site: the static icon (``static/favicon.ico``)."""
+    return redirect(static("favicon.ico"), permanent=True)

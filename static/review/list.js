@@ -10,21 +10,22 @@
 
   function updateCount() {
     const count = picks().filter((box) => box.checked).length;
-    $("selected-count").textContent = count + " selected";
-    ["btn-bulk-assign", "btn-bulk-return"].forEach((id) => ($(id).disabled = count === 0));
     const all = $("select-all");
+    if (!all) return; // no bulk action for this person's roles: no selection either
+    $("selected-count").textContent = count + " selected";
+    ["btn-bulk-assign", "btn-bulk-return"].forEach((id) => $(id) && ($(id).disabled = count === 0));
     all.checked = count > 0 && count === picks().length;
     all.indeterminate = count > 0 && count < picks().length;
   }
 
-  $("select-all").addEventListener("change", (event) => {
+  $("select-all")?.addEventListener("change", (event) => {
     picks().forEach((box) => (box.checked = event.target.checked));
     updateCount();
   });
   table.addEventListener("change", (event) => {
     if (event.target.classList.contains("pick")) updateCount();
   });
-  $("bulk").addEventListener("submit", (event) => {
+  $("bulk")?.addEventListener("submit", (event) => {
     const button = event.submitter;
     if (button && button.dataset.confirm && !window.confirm(button.dataset.confirm)) event.preventDefault();
   });

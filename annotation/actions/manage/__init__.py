@@ -1,7 +1,21 @@
 """Projects, members and roles, personal API tokens, and signing in: ``access`` (the role check every area's actions
-make: ``check_project_role``), ``projects`` (create, settings, members), ``tokens``, ``signin`` (throttling)."""
+make: ``check_project_role``), ``projects`` (create, settings, members), ``tokens``, ``signin`` (throttling),
+``invitations`` (invitation links to a project), ``people`` (accounts, for site admins)."""
 
 from .access import check_project_role
+from .invitations import (
+    check_invitation,
+    check_not_member,
+    check_project_invitation,
+    do_accept_invitation,
+    do_create_invitation,
+    do_join_with_new_account,
+    do_mail_invitation,
+    do_revoke_invitation,
+    mail_configured,
+    open_invitations,
+)
+from .people import accounts, check_site_admin, do_create_account, do_set_active, is_site_admin
 from .projects import (
     CHOICE_FIELDS,
     MANAGE_ROLES,

@@ -5,9 +5,11 @@ This is what `make run` calls. Without ``SECRET_KEY`` in the environment it keep
 then runs the system checks (a known development key with ``DEBUG`` off stops it here), migrates, creates the
 admin account and the sample project (first run only), then starts one ASGI server (uvicorn), one real Celery
 worker and Celery beat (periodic tasks) as child processes and supervises them: if one dies the others are
-stopped; Ctrl-C (SIGINT) or SIGTERM stops them all cleanly.
+stopped; Ctrl-C (SIGINT) or SIGTERM (to this process or to its process group) stops them all cleanly: SIGTERM to
+each child, SIGQUIT (the worker's cold shutdown) to any still running 10 s later, SIGKILL 10 s after that.
 """
 
+import contextlib
 import os
 import secrets
 import signal
@@ -26,6 +28,7 @@ from config.serve import dies_with_this_process
 from config.server import server_command
 
 from ...models import Demonstration, DemoStatus, Membership, Project, Role
+from .. import sample
 
 SAMPLE_PROJECT = "sample"
 CREDENTIALS_FILE = "admin-credentials.txt"
@@ -91,14 +94,35 @@ class Command(BaseCommand):
         if Project.objects.filter(name=SAMPLE_PROJECT).exists():
             return
         self.stdout.write(f"Creating sample project {SAMPLE_PROJECT!r} with {demos} synthetic demonstrations ...")
+        # Dated over the last 200 days (activity heatmaps), with other frames per action (re-alignment candidates).
         call_command(
-            "synth_demos", demos=demos, turns=40, elements=300, seed=1, project=SAMPLE_PROJECT, stdout=self.stdout
+            "synth_demos",
+            demos=demos,
+            turns=40,
+            elements=300,
+            seed=1,
+            project=SAMPLE_PROJECT,
+            frames=True,
+            recent=True,
+            stdout=self.stdout,
         )
         project = Project.objects.get(name=SAMPLE_PROJECT)
         Membership.objects.get_or_create(project=project, user=admin, defaults={"role": Role.ADMIN})
         # Exports take validated demos by default: validate all but two, which are left for review.
         names = list(project.demonstrations.order_by("name").values_list("name", flat=True))[: max(0, demos - 2)]
         Demonstration.objects.filter(name__in=names).update(status=DemoStatus.VALIDATED)
+        users, password = sample.ensure_team(project)
+        sample.answered_form_batch(project, admin, users)
+        sample.mind2web_project(admin, users)
+        team = ", ".join(f"{name} ({role})" for name, role in sample.TEAM.items())
+        path = settings.VAR_DIR / CREDENTIALS_FILE
+        if path.exists():
+            with path.open("a") as credentials:
+                credentials.write(f"sample team: {team}\nsample team password: {password}\n")
+        self.stdout.write(
+            f"Sample team {team}, password {password}; a form batch they answered; the {sample.MIND2WEB_PROJECT!r} "
+            "project with websites, proposals and a demonstration"
+        )
 
     def serve(self, host, port):
         children = {
@@ -135,7 +159,9 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             self.stdout.write("Stopping ...")
             code = 0
-        stop_all(children.values())
+        killed = stop_all(children)
+        ended = ", ".join(f"{name} {'killed' if name in killed else 'stopped'}" for name in children)
+        self.stdout.write(f"Stopped: {ended}.")
         sys.exit(code)
 
 
@@ -151,9 +177,17 @@ def interrupt(signum, frame):
 
 
 def start(command):
-    """A child process in our process group, so a terminal's Ctrl-C reaches it as well; sent SIGTERM by the kernel
-    if this process dies without stopping it (killed: ``config.serve.dies_with_this_process``)."""
-    return subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=dies_with_this_process())
+    """A child process in a process group of its own, stopped only by this process (``stop_all``): a signal to `make
+    run`'s group (Ctrl-C, SIGTERM) reaches this process alone, which stops each child as its program expects. Were
+    the children in that group, SIGTERM would reach the Celery worker's pool processes directly, and a worker whose
+    pool died under it takes 15 s and more to notice (Ctrl-C did not show it: the pool ignores SIGINT). Sent SIGTERM
+    by the kernel if this process dies without stopping it (killed: ``config.serve.dies_with_this_process``)."""
+    return subprocess.Popen(
+        command,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=dies_with_this_process(),
+        process_group=0,
+    )
 
 
 def wait_any(children: dict) -> str:
@@ -165,15 +199,24 @@ def wait_any(children: dict) -> str:
         time.sleep(0.3)
 
 
-def stop_all(processes, grace=15):
-    """SIGTERM (the worker finishes its current task), then SIGKILL whatever is still running after ``grace``."""
-    for process in processes:
+def stop_all(children: dict, grace=10, cold=10) -> list[str]:
+    """SIGTERM to each (the worker's warm shutdown finishes its current tasks); after ``grace`` seconds SIGQUIT to
+    what still runs (the worker's cold shutdown: its unfinished tasks go back to the queue, acknowledged late), and
+    SIGKILL to what runs ``cold`` seconds later. Returns the names of the children that had to be killed."""
+    for process in children.values():
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    for process in processes:
-        try:
-            process.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    killed = []
+    for signum, wait in ((signal.SIGQUIT, grace), (signal.SIGKILL, cold)):
+        deadline = time.monotonic() + wait
+        for process in children.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        for name, process in children.items():
+            if process.poll() is None:
+                process.send_signal(signum)
+                if signum == signal.SIGKILL:
+                    killed.append(name)
+    for process in children.values():
+        process.wait()
+    return killed

@@ -5,6 +5,7 @@ calls them, so the corpus is validated like a recorder's upload. The same argume
 client ids): running the command again stores nothing new, as a retried upload would.
 """
 
+import datetime as dt
 import secrets
 import time
 
@@ -12,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import BaseCommand, CommandError
 from django.core.validators import validate_slug
 from django.db import transaction
+from django.utils import timezone
 
 from ... import actions, synth
 from ...models import Membership, Project, Role
@@ -78,14 +80,24 @@ class Command(BaseCommand):
         )
         parser.add_argument("--seed", type=int, default=None, help="Random seed (default: a new one, printed).")
         parser.add_argument("--project", default="sample", help="Project name (created if missing; default sample).")
+        parser.add_argument(
+            "--frames", action="store_true", help="Two other frames per captured action (re-alignment candidates)."
+        )
+        parser.add_argument(
+            "--recent", action="store_true", help="Recordings in the last 200 days (default: from 2024-01-08)."
+        )
 
-    def handle(self, *, demos, turns, elements, seed, project, **options):
+    def handle(self, *, demos, turns, elements, seed, project, frames=False, recent=False, **options):
         if demos < 1 or turns < 1 or elements < synth.MIN_ELEMENTS:
             raise CommandError(f"need --demos >= 1, --turns >= 1 and --elements >= {synth.MIN_ELEMENTS}")
         seed = secrets.randbelow(2**31) if seed is None else seed
         project, navigator, instructor = ensure_actors(project)
         started, totals = time.monotonic(), [0, 0, 0]
-        for spec in synth.generate_corpus(demos, turns, elements, seed):
+        epoch = None
+        if recent:  # midnight, so the same seed gives the same demos all day
+            today = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+            epoch = today - dt.timedelta(days=synth.SPREAD_DAYS)
+        for spec in synth.generate_corpus(demos, turns, elements, seed, frames, epoch):
             try:
                 demo, created, new_blobs = ingest_demo(spec, navigator, project, instructor)
             except actions.ActionError as error:

@@ -1,7 +1,9 @@
-"""Forms of the management pages: a new project, its settings and choice lists, a member. They check types and
-shapes; the rules live in ``annotation.actions.manage``, which the views call."""
+"""Forms of the management pages: a new project, its settings and choice lists, a member, an invitation link, a new
+account. They check types and shapes; the rules live in ``annotation.actions.manage``, which the views call."""
 
 from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import UserCreationForm
 
 from ...models import Role
 
@@ -49,3 +51,27 @@ class MemberAddForm(forms.Form):
 
 class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices)
+
+
+class InvitationForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+    days = forms.IntegerField(
+        min_value=1, max_value=30, initial=7, label="Valid for (days)", help_text="From 1 to 30 days."
+    )
+    email = forms.EmailField(required=False, help_text="The link is mailed there too.")
+    note = forms.CharField(max_length=200, required=False, help_text="Who it is for (only admins see it).")
+
+
+class JoinForm(UserCreationForm):
+    """A new account's username and password, checked as Django's own sign-up form does (unique username,
+    ``AUTH_PASSWORD_VALIDATORS``)."""
+
+    class Meta(UserCreationForm.Meta):
+        model = get_user_model()
+        fields = ("username",)
+
+
+class AccountCreateForm(UserCreationForm):
+    class Meta(UserCreationForm.Meta):
+        model = get_user_model()
+        fields = ("username", "email")

@@ -68,12 +68,16 @@ def members(request, name: str):
     return render_members(request, project, forms.MemberAddForm())
 
 
-def render_members(request, project, form, status=200):
+def render_members(request, project, form, status=200, invite_form=None):
     rows = project.memberships.select_related("user").order_by("user__username")
     context = {
         "project": project,
         "memberships": rows,
         "form": form,
+        "invite_form": invite_form or forms.InvitationForm(),
+        "invitations": manage.open_invitations(project).select_related("created_by"),
+        "new_link": request.session.pop(NEW_LINK, None),
+        "mail": manage.mail_configured(),
         "roles": Role.choices,
         "tab": "members",
         "project_role": Role.ADMIN,
@@ -127,6 +131,9 @@ def member_change(request, project, change):
     else:
         messages.success(request, f"{membership.user.username} is now {membership.get_role_display()}.")
     return redirect("manage-members", name=project.name)
+
+
+NEW_LINK = "manage_new_invitation_link"  # session key: an invitation link, shown once after it was made
 
 
 # --- Your API token -------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, F, Func, IntegerField
 from django.utils import timezone
 
-from ...actions import ValidationFailed
+from ...actions import EXPORT_ROLES, ValidationFailed
 from ...actions import review as actions
 from ...models import DemoStatus, ExportFormat, Project
 
@@ -173,6 +173,10 @@ def list_context(user, params) -> dict:
         "categories": sorted({value for project in projects for value in project.category_choices or []}),
         "queue_size": actions.queue_for(user).count() if user.is_authenticated else 0,
         "second_reviews": actions.pending_second_reviews(user).count(),
+        # Bulk actions only for the roles that may use them: assign and return (reviewers, admins), export
+        # (researchers, admins); an annotator gets neither, nor the selection boxes.
+        "can_curate": Project.objects.for_user(user, actions.CURATE_ROLES).exists(),
+        "can_export": Project.objects.for_user(user, EXPORT_ROLES).exists(),
     }
 
 

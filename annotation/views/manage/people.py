@@ -1,0 +1,171 @@
+"""People in the app: invitation links to a project (made on the members page, opened at ``/join/<token>/``), the
+People page where site admins create and deactivate accounts, and your account page (password change). Thin: the
+rules are in ``annotation.actions.manage`` (``invitations``, ``people``)."""
+
+from django.contrib import messages
+from django.contrib.auth import login as sign_in
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.urls import reverse, reverse_lazy
+from django.views.decorators.http import require_http_methods, require_POST
+
+from ...actions import ActionError, manage
+from ..errors import error_page
+from ..page_errors import action_errors, form_error
+from . import forms
+from .pages import NEW_LINK, render_members
+
+TITLES = {404: "Invitation not found", 409: "Already a member", 410: "Invitation no longer valid"}
+
+
+def invitation_link(request, token: str) -> str:
+    return request.build_absolute_uri(reverse("manage-join", args=[token]))
+
+
+@login_required
+@require_POST
+@action_errors
+def invitation_create(request, name: str):
+    """A new invitation link (project admins); back to the members page, which shows it once to copy."""
+    project = manage.check_project_admin(request.user, name)
+    form = forms.InvitationForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            invitation, token = manage.do_create_invitation(
+                project, request.user, data["role"], data["days"], data["email"], data["note"]
+            )
+        except ActionError as error:
+            form_error(form, error)
+        else:
+            link = invitation_link(request, token)
+            request.session[NEW_LINK] = link
+            if manage.do_mail_invitation(invitation, link):
+                messages.success(request, f"Invitation link made and mailed to {invitation.email}.")
+            else:
+                messages.success(request, "Invitation link made: copy it and send it to the person.")
+            return redirect("manage-members", name=project.name)
+    return render_members(request, project, forms.MemberAddForm(), status=400, invite_form=form)
+
+
+@login_required
+@require_POST
+@action_errors
+def invitation_revoke(request, name: str, invitation_id: int):
+    project = manage.check_project_admin(request.user, name)
+    manage.check_project_invitation(project, invitation_id)  # another project's: the 404 page
+    try:
+        manage.do_revoke_invitation(project, invitation_id)
+    except ActionError as error:
+        messages.error(request, error.detail)
+    else:
+        messages.success(request, "Invitation link revoked: it no longer works.")
+    return redirect("manage-members", name=project.name)
+
+
+def refused(request, error: ActionError):
+    return error_page(request, error.status, TITLES.get(error.status, "Refused"), error.detail)
+
+
+@require_http_methods(["GET", "POST"])
+def join(request, token: str):
+    """The invitation link: signed in, one click joins the project with the link's role; otherwise a new account
+    (username and password) or a sign-in that comes back here. A refused link (unknown 404, used, revoked or expired
+    410, already a member 409) is a page saying so, and nothing is created."""
+    try:
+        invitation = manage.check_invitation(token)
+        manage.check_not_member(invitation, request.user)
+    except ActionError as error:
+        return refused(request, error)
+    anonymous = not request.user.is_authenticated
+    form = forms.JoinForm(request.POST if request.method == "POST" and anonymous else None)
+    if request.method == "POST" and not anonymous:
+        try:
+            manage.do_accept_invitation(token, request.user)
+        except ActionError as error:
+            return refused(request, error)
+        return joined(request, invitation)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            membership = manage.do_join_with_new_account(token, data["username"], data["password1"])
+        except ActionError as error:
+            if not any(field.get("field") == "username" for field in error.errors):
+                return refused(request, error)
+            form_error(form, error)
+        else:
+            sign_in(request, membership.user, backend="django.contrib.auth.backends.ModelBackend")
+            return joined(request, invitation)
+    context = {
+        "invitation": invitation,
+        "project": invitation.project,
+        "form": form,
+        "login_url": f"{reverse('login')}?next={request.path}",
+    }
+    return render(request, "manage/join.html", context, status=400 if form.errors else 200)
+
+
+def joined(request, invitation):
+    messages.success(request, f"You joined {invitation.project.name} as {invitation.get_role_display()}.")
+    return redirect("home")
+
+
+# --- People (site admins) -----------------------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@action_errors
+def people(request):
+    """Every account with its projects and roles; create one; deactivate or reactivate one (site admins)."""
+    manage.check_site_admin(request.user)
+    form = forms.AccountCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            user = manage.do_create_account(request.user, data["username"], data["password1"], data.get("email", ""))
+        except ActionError as error:
+            form_error(form, error)
+        else:
+            messages.success(request, f"Account {user.username} created: add it to a project on its members page.")
+            return redirect("manage-people")
+    context = {"accounts": manage.accounts(), "form": form}
+    return render(request, "manage/people.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+@action_errors
+def person_active(request, user_id: int, change: str):
+    user = manage.do_set_active(request.user, user_id, change == "activate")
+    state = "active again" if user.is_active else "deactivated: it can no longer sign in"
+    messages.success(request, f"{user.username} is {state}.")
+    return redirect("manage-people")
+
+
+# --- Your account -------------------------------------------------------------------------------------------------
+
+
+class AccountView(auth_views.PasswordChangeView):
+    """Your account: your projects and roles, and a new password (Django's password change, with
+    ``AUTH_PASSWORD_VALIDATORS``); other sessions end, this one stays signed in."""
+
+    template_name = "manage/account.html"
+    success_url = reverse_lazy("manage-account")
+
+    def get_context_data(self, **kwargs):
+        memberships = self.request.user.memberships.select_related("project").order_by("project__name")
+        return {**super().get_context_data(**kwargs), "memberships": memberships}
+
+    def form_valid(self, form):
+        messages.success(self.request, "Password changed.")
+        return super().form_valid(form)
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        response.status_code = 400
+        return response
+
+
+account = AccountView.as_view()

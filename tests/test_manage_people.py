@@ -1,0 +1,118 @@
+"""Accounts in the app: site admins (``is_staff`` or superuser) create, deactivate and reactivate accounts on the
+People page; everyone else is refused (403) and nothing changes; a deactivated person cannot sign in, their session
+and API token stop working. Everyone changes their own password on the account page, checked by the validators."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from tests.conftest import make_user, token_client
+
+pytestmark = pytest.mark.django_db
+PASSWORD = "Fresh-Passw0rd-42"
+
+
+def client_for(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def root(db):
+    return get_user_model().objects.create_superuser("root", password="Root-Passw0rd!")
+
+
+@pytest.fixture
+def staff(db):
+    user = make_user("helpdesk")
+    user.is_staff = True
+    user.save()
+    return user
+
+
+def new_account(client, username, password=PASSWORD, **extra):
+    return client.post("/people/", {"username": username, "password1": password, "password2": password, **extra})
+
+
+def test_site_admins_create_accounts_that_can_sign_in(root, staff):
+    for admin, username in ((root, "carol"), (staff, "dave")):
+        answer = new_account(client_for(admin), username, email=f"{username}@example.com")
+        assert answer.status_code == 302
+        assert Client().login(username=username, password=PASSWORD)
+    page = client_for(staff).get("/people/").content.decode()
+    assert 'data-username="carol"' in page
+    assert 'data-username="dave"' in page
+
+
+def test_a_new_account_is_refused_with_a_weak_password_or_a_taken_username(root, owner):
+    client = client_for(root)
+    weak = new_account(client, "carol", "password")
+    assert weak.status_code == 400
+    assert "too common" in weak.content.decode()
+    taken = new_account(client, "Owner")
+    assert taken.status_code == 400
+    assert "already exists" in taken.content.decode()
+    assert not get_user_model().objects.filter(username__in=["carol", "Owner"]).exists()
+
+
+def test_only_site_admins_see_and_use_the_people_page(owner, reviewer, researcher, alpha):
+    boss = make_user("boss", alpha, "admin")  # a project admin is no site admin
+    for user in (owner, reviewer, researcher, boss):
+        client = client_for(user)
+        assert client.get("/people/").status_code == 403
+        assert new_account(client, "mallory").status_code == 403
+        assert client.post(f"/people/{reviewer.pk}/deactivate").status_code == 403
+        assert 'href="/people/"' not in client.get("/").content.decode()
+    assert Client().get("/people/").status_code == 302  # to sign in
+    assert not get_user_model().objects.filter(username="mallory").exists()
+    reviewer.refresh_from_db()
+    assert reviewer.is_active
+
+
+def test_a_deactivated_person_cannot_sign_in_and_their_session_and_token_stop(root, owner):
+    session = client_for(owner)
+    api = token_client(owner)
+    assert api.get("/api/projects/").status_code == 200
+    assert client_for(root).post(f"/people/{owner.pk}/deactivate").status_code == 302
+    assert not Client().login(username="owner", password="owner-Passw0rd!")
+    assert session.get("/projects/").status_code == 302  # signed out: to the sign-in page
+    assert api.get("/api/projects/").status_code == 401
+    page = client_for(root).get("/people/").content.decode()
+    assert "deactivated" in page
+    assert client_for(root).post(f"/people/{owner.pk}/activate").status_code == 302
+    assert Client().login(username="owner", password="owner-Passw0rd!")
+
+
+def test_nobody_deactivates_themselves_and_only_a_superuser_changes_a_superuser(root, staff):
+    own = client_for(staff).post(f"/people/{staff.pk}/deactivate")
+    assert own.status_code == 409
+    assert "your own account" in own.content.decode()
+    assert client_for(staff).post(f"/people/{root.pk}/deactivate").status_code == 403
+    assert client_for(root).post(f"/people/{root.pk}/deactivate").status_code == 409
+    assert client_for(root).post("/people/99999/deactivate").status_code == 404
+    assert client_for(root).get(f"/people/{staff.pk}/deactivate").status_code == 405
+    assert get_user_model().objects.filter(is_active=False).count() == 0
+
+
+def test_everyone_changes_their_password_on_the_account_page(owner, reviewer):
+    client = client_for(owner)
+    page = client.get("/account/").content.decode()
+    assert "alpha: Annotator" in page
+    wrong = client.post("/account/", {"old_password": "nope", "new_password1": PASSWORD, "new_password2": PASSWORD})
+    assert wrong.status_code == 400
+    weak = client.post(
+        "/account/", {"old_password": "owner-Passw0rd!", "new_password1": "12345678", "new_password2": "12345678"}
+    )
+    assert weak.status_code == 400
+    assert "entirely numeric" in weak.content.decode()
+    assert Client().login(username="owner", password="owner-Passw0rd!")
+    done = client.post(
+        "/account/", {"old_password": "owner-Passw0rd!", "new_password1": PASSWORD, "new_password2": PASSWORD}
+    )
+    assert done.status_code == 302
+    assert client.get("/account/").status_code == 200  # this session stays signed in
+    assert Client().login(username="owner", password=PASSWORD)
+    assert not Client().login(username="owner", password="owner-Passw0rd!")
+    assert Client().login(username="reviewer", password="reviewer-Passw0rd!")  # nobody else's changed
+    assert Client().get("/account/").status_code == 302
