@@ -10,6 +10,7 @@ from .agents import views as agents
 from .exports import views as exports
 from .forms import views as forms
 from .mind2web import views as mind2web
+from .quality import views as quality
 from .recordings import views as recordings
 
 # No format-suffix routes (``/api/exports/1.json``): never documented, and every ``@action`` given one answered 500
@@ -28,6 +29,9 @@ router.register("websites", mind2web.WebsiteViewSet, basename="website")
 router.register("proposal-rounds", mind2web.ProposalRoundViewSet, basename="proposal-round")
 router.register("proposals", mind2web.ProposalViewSet, basename="proposal")
 router.register("demonstration-tasks", mind2web.DemonstrationTaskViewSet, basename="demonstration-task")
+router.register("reviews", quality.ReviewViewSet, basename="review")
+router.register("qualifications", quality.QualificationViewSet, basename="qualification")
+router.register("batch-quality", quality.BatchQualityViewSet, basename="batch-quality")
 
 urlpatterns = [
     path("blobs/missing/", recordings.MissingBlobsView.as_view(), name="blobs-missing"),

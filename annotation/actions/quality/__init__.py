@@ -15,8 +15,15 @@ from .decisions import (
     filtered,
     review_counts,
     review_queryset,
+    reviewable_by,
 )
-from .gold import check_gold_request, check_quality_settings, do_mark_gold, do_update_quality_settings
+from .gold import (
+    check_gold_request,
+    check_quality_settings,
+    do_mark_gold,
+    do_update_quality_settings,
+    quality_settings,
+)
 from .qualifications import (
     check_new_name,
     check_project_qualifications,

@@ -123,10 +123,14 @@ def do_decide(user, assignments: list[Assignment], decision: str, feedback: str 
         return sum(decide(a, state, feedback, user, now) for a in locked)
 
 
-def filtered(batch: Batch, worker=None, review=None, flagged=None, gold_below=None, gold_at_least=None):
-    """The batch's submitted work narrowed by worker (username), review state, flagged or not, and the worker's gold
+def reviewable_by(user):
+    """Submitted form work of the projects where ``user`` reviews (researchers, admins)."""
+    return review_queryset().filter(task__batch__project__in=Project.objects.for_user(user, MANAGE_ROLES))
+
+
+def filtered(rows, worker=None, review=None, flagged=None, gold_below=None, gold_at_least=None):
+    """Submitted work (``rows``) narrowed by worker (username), review state, flagged or not, and the worker's gold
     accuracy in the batch (below / at least a value in [0, 1]); bad values are a 400 naming the filter."""
-    rows = review_queryset().filter(task__batch=batch)
     if worker:
         rows = rows.filter(worker__username=worker)
     if review:

@@ -7,7 +7,7 @@ from django.db import transaction
 from ...models import Assignment, AssignmentStatus, Batch, BatchRequirement, Qualification
 from ..errors import invalid
 from ..forms.gold import gold_from_answers, gold_from_csv
-from .decisions import check_unit_ratio
+from .decisions import check_unit_ratio, review_counts
 
 MAX_AUTO_APPROVE_SECONDS = 365 * 24 * 3600
 
@@ -159,3 +159,26 @@ def do_mark_gold(batch: Batch, request: dict) -> int:
             task.gold_answers = gold_from_csv(task) if request["gold"] else {}
             task.save(update_fields=["is_gold", "gold_answers"])
         return len(request["tasks"])
+
+
+def quality_settings(batch: Batch) -> dict:
+    """A batch's quality settings, gold tasks, review counts and blocked workers (the API's and the page's view)."""
+    return {
+        "batch": batch.pk,
+        "gold_rate": batch.gold_rate,
+        "gold_threshold": batch.gold_threshold,
+        "gold_min_answers": batch.gold_min_answers,
+        "auto_approve_seconds": batch.auto_approve_seconds,
+        "grants_qualification": batch.grants_qualification.name if batch.grants_qualification_id else None,
+        "grant_threshold": batch.grant_threshold,
+        "requirements": [
+            {"qualification": r.qualification.name, "min_score": r.min_score}
+            for r in batch.requirements.select_related("qualification")
+        ],
+        "gold_tasks": list(batch.tasks.filter(is_gold=True).order_by("index").values_list("index", flat=True)),
+        "counts": review_counts(batch),
+        "blocked": [
+            {"worker": b.worker.username, "accuracy": b.accuracy, "reason": b.reason, "at": b.created_at.isoformat()}
+            for b in batch.blocks.select_related("worker")
+        ],
+    }
