@@ -198,6 +198,11 @@ def check_may_take(user, batch: Batch) -> None:
         raise Forbidden(f"batch {batch.name!r} requires qualifications you do not hold: {', '.join(missing)}")
 
 
+def blocks_of(user) -> list[BatchBlock]:
+    """The form batches ``user`` is blocked from, with the reason (their work page says why)."""
+    return list(BatchBlock.objects.filter(worker=user).select_related("batch__project").order_by("-created_at"))
+
+
 def gold_first(batch: Batch, user) -> bool | None:
     """Whether ``user``'s next task should be a gold one (True), a regular one (False), or either (None)."""
     if batch.gold_rate <= 0 or not batch.tasks.filter(is_gold=True).exists():
