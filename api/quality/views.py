@@ -174,13 +174,25 @@ class QualificationViewSet(viewsets.GenericViewSet, mixins.ListModelMixin, mixin
         return self.changed(qualification.pk)
 
 
-class BatchQualityViewSet(viewsets.ViewSet):
+class BatchQualityViewSet(viewsets.GenericViewSet):
     """A form batch's quality settings (gold rate, blocking threshold, onboarding, required qualifications,
     auto-approval delay) and its gold tasks; ``{batch id}`` as in ``/api/batches/``."""
 
     parser_classes = [LimitedJSONParser]
     serializer_class = qs.QualitySettingsSerializer
     lookup_value_regex = r"\d+"
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Batch.objects.none()
+        projects = Project.objects.for_user(self.request.user, forms.MANAGE_ROLES)
+        return Batch.objects.forms().filter(project__in=projects).select_related("grants_qualification")
+
+    @extend_schema(responses={200: qs.QualitySettingsSerializer(many=True), **ERRORS})
+    def list(self, request):
+        """The quality settings of every form batch you manage, newest first."""
+        page = self.paginate_queryset(self.get_queryset().order_by("-created_at", "-pk"))
+        return self.get_paginated_response([quality.quality_settings(batch) for batch in page])
 
     @extend_schema(responses={200: qs.QualitySettingsSerializer, **ERRORS})
     def retrieve(self, request, pk=None):
