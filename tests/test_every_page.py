@@ -50,6 +50,7 @@ from annotation.models import (
     Project,
     ProposalRound,
     ProposedTask,
+    Qualification,
     Turn,
     VideoChunk,
     Website,
@@ -251,6 +252,7 @@ OBJECTS = {
     "proposal_id": "proposal",
     "id": "user",
     "content_type_id": "content-type",
+    "qualification_id": "qualification",
 }
 # The API's ``pk`` by viewset (its router basename).
 VIEWSETS = {
@@ -263,6 +265,9 @@ VIEWSETS = {
     "proposal-round": "round",
     "proposal": "proposal",
     "demonstration-task": "demonstration-task",
+    "review": "submitted-assignment",
+    "qualification": "qualification",
+    "batch-quality": "batch",
 }
 # Frames authorised by a token in their query string: the token is the capability, so it is filled like an object.
 QUERY_TOKENS = {"forms/tasks/<task_id>/iframe/": "task-token", "forms/assignments/<assignment_id>/view/": "view-token"}
@@ -357,6 +362,8 @@ def project_objects(project: Project, other: Project) -> dict:
         "task": [task.pk],
         "task-token": [frames.preview_token(task)],
         "assignment": [submitted.pk, active.pk],
+        "submitted-assignment": [submitted.pk],
+        "qualification": [Qualification.objects.filter(project=project).first().pk],
         "assignment-token": [submitted.token, active.token],
         "view-token": [parse_qs(urlsplit(frames.view_url(submitted)).query)["token"][0]],
         "demonstration-task": [demonstration_task.pk],

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from ...actions import forms, quality
-from ...actions.errors import invalid
+from ...actions.errors import NotFound, invalid
 from ...models import Qualification, ReviewState, Role
 from ..page_errors import action_errors, refusals_as_messages
 
@@ -74,7 +74,8 @@ def review_decide(request, batch_id: int):
             if any(a.task.batch_id != batch.pk for a in assignments):
                 raise invalid("assignment", f"not all of batch {batch.name!r}")
             changed = quality.do_decide(request.user, assignments, decision, feedback)
-        messages.success(request, f"{decision.capitalize()}d {changed} assignment{'s' if changed != 1 else ''}.")
+        done = "Approved" if decision == "approve" else "Rejected"
+        messages.success(request, f"{done} {changed} assignment{'s' if changed != 1 else ''}.")
     return back_to(batch.pk, filters)
 
 
@@ -84,8 +85,10 @@ def review_decide(request, batch_id: int):
 def review_reopen(request, batch_id: int, assignment_id: int):
     """Reopen a rejected assignment: its slot goes back to the queue for another worker."""
     batch = forms.check_batch_manageable(request.user, batch_id)
+    (assignment,) = quality.check_reviewable(request.user, [assignment_id])
+    if assignment.task.batch_id != batch.pk:
+        raise NotFound(f"no assignment {assignment_id} in batch {batch.name!r}")
     with refusals_as_messages(request):
-        (assignment,) = quality.check_reviewable(request.user, [assignment_id])
         quality.do_reopen(request.user, assignment)
         messages.success(request, f"Reopened assignment {assignment.pk}: another worker can take its slot.")
     return back_to(batch.pk, chosen_filters(request.POST))
@@ -167,9 +170,9 @@ def review_upload(request, batch_id: int):
 @login_required
 @require_GET
 @action_errors
-def qualifications_page(request, project_name: str):
+def qualifications_page(request, name: str):
     """A project's qualifications and who holds them; admins create, grant and revoke."""
-    project = quality.check_project_qualifications(request.user, project_name)
+    project = quality.check_project_qualifications(request.user, name)
     context = {
         "project": project,
         "qualifications": Qualification.objects.filter(project=project)
@@ -184,21 +187,23 @@ def qualifications_page(request, project_name: str):
 @login_required
 @require_POST
 @action_errors
-def qualification_create(request, project_name: str):
-    project = quality.check_project_qualifications(request.user, project_name, write=True)
+def qualification_create(request, name: str):
+    project = quality.check_project_qualifications(request.user, name, write=True)
     with refusals_as_messages(request):
         name = quality.check_new_name(project, request.POST.get("name", ""))
         quality.do_create_qualification(project, name, request.POST.get("description", ""))
         messages.success(request, f"Created qualification {name!r}.")
-    return redirect("quality-qualifications", project_name=project.name)
+    return redirect("quality-qualifications", name=project.name)
 
 
 @login_required
 @require_POST
 @action_errors
-def qualification_change(request, project_name: str, qualification_id: int, change: str):
+def qualification_change(request, name: str, qualification_id: int, change: str):
     """``grant`` (worker, score) or ``revoke`` (worker)."""
     qualification = quality.check_qualification(request.user, qualification_id, write=True)
+    if qualification.project.name != name:
+        raise NotFound(f"no qualification {qualification_id} in project {name!r}")
     with refusals_as_messages(request):
         worker = quality.check_worker(qualification, request.POST.get("worker", ""))
         if change == "grant":
@@ -207,4 +212,4 @@ def qualification_change(request, project_name: str, qualification_id: int, chan
         else:
             quality.do_revoke(qualification, worker)
             messages.success(request, f"Revoked {qualification.name!r} from {worker.username}.")
-    return redirect("quality-qualifications", project_name=qualification.project.name)
+    return redirect("quality-qualifications", name=qualification.project.name)
