@@ -106,6 +106,10 @@ def test_a_careless_worker_is_blocked_told_why_and_their_pending_work_flagged(al
     assert "blocked" in refused.content.decode()
     assert "gold accuracy" in refused.content.decode()
     assert forms.do_accept_next(careless, batch) is None
+    api_refusal = token_client(careless).post(f"/api/batches/{batch.pk}/accept/")
+    assert api_refusal.status_code == 403
+    assert "blocked" in api_refusal.json()["detail"]
+    assert "gold accuracy" in api_refusal.json()["detail"]
     listed = token_client(careless).get("/api/batches/").json()["results"]
     assert batch.pk not in [b["id"] for b in listed]
     work_page = client.get("/work/").content.decode()
@@ -189,6 +193,9 @@ def test_a_batch_that_needs_a_qualification_appears_once_granted(alpha, admin, r
     assert refused.status_code == 403
     assert "english" in refused.content.decode()
     assert forms.do_accept_next(owner, batch) is None
+    api_refusal = token_client(owner).post(f"/api/batches/{batch.pk}/accept/")
+    assert api_refusal.status_code == 403
+    assert "english ≥ 0.7" in api_refusal.json()["detail"]
     grant = f"/api/qualifications/{qualification['id']}/grant/"
     assert api.post(grant, {"worker": "owner", "score": 0.9}, format="json").status_code == 200
     assert api.post(grant, {"worker": "teammate", "score": 0.5}, format="json").status_code == 200  # below 0.7
@@ -197,7 +204,9 @@ def test_a_batch_that_needs_a_qualification_appears_once_granted(alpha, admin, r
     assert visible(owner, client, batch)
     assert not visible(teammate, client, batch)
     assert not visible(instructor, client, batch)
-    assert forms.do_accept_next(owner, batch) is not None
+    accepted = token_client(owner).post(f"/api/batches/{batch.pk}/accept/")
+    assert accepted.status_code == 201
+    assert accepted.json()["batch"] == batch.pk
     revoke = f"/api/qualifications/{qualification['id']}/revoke/"
     assert api.post(revoke, {"worker": "owner"}, format="json").status_code == 200
     assert not visible(owner, client, batch)
