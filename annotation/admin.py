@@ -209,6 +209,13 @@ class BatchAdmin(admin.ModelAdmin):
         "completed",
         "created_by",
         "created_at",
+        # quality settings change on the batch's review page and the API (annotation.actions.quality.gold)
+        "auto_approve_seconds",
+        "gold_rate",
+        "gold_threshold",
+        "gold_min_answers",
+        "grants_qualification",
+        "grant_threshold",
     ]
 
     def has_add_permission(self, request):

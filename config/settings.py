@@ -324,6 +324,8 @@ FORM_TASK_ASSET_SOURCES = env_str("FORM_TASK_ASSET_SOURCES", "https:")
 FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS = env_int("FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS", 24 * 3600)
 # How often Celery beat marks assignments past their allotted time as expired.
 FORM_EXPIRY_SWEEP_SECONDS = env_int("FORM_EXPIRY_SWEEP_SECONDS", 60)
+# How often beat approves submitted form work left unreviewed past its batch's delay (docs/quality.md).
+FORM_AUTO_APPROVE_SWEEP_SECONDS = env_int("FORM_AUTO_APPROVE_SWEEP_SECONDS", 300)
 REVIEW_CLAIM_SECONDS = env_int("REVIEW_CLAIM_SECONDS", 30 * 60)  # how long "Review next" holds a demo for its reviewer
 # Submit & next (accept the batch's next task after a submission) is on unless the worker switches it off.
 FORM_AUTO_ACCEPT_DEFAULT = env_bool("FORM_AUTO_ACCEPT_DEFAULT", True)
@@ -352,6 +354,10 @@ CELERY_BEAT_SCHEDULE = {
     # enough
     "sweep-staged-blobs": {"task": "workers.sweep_staged_blobs", "schedule": 3600.0},
     "expire-form-assignments": {"task": "workers.expire_assignments", "schedule": float(FORM_EXPIRY_SWEEP_SECONDS)},
+    "auto-approve-form-work": {
+        "task": "workers.auto_approve_assignments",
+        "schedule": float(FORM_AUTO_APPROVE_SWEEP_SECONDS),
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

@@ -450,6 +450,35 @@ def manage_batches(world: World, batches: dict) -> None:
     world.expect(bea.post_json(f"/api/batches/{beta}/pause/", {}), (200,), "pause a batch (API)")
 
 
+def quality_review(world: World) -> None:
+    """Researchers review submitted form work (approve one, reject one with a reason, over the API and the review
+    page); admins create a qualification and grant it; a batch's quality settings are set."""
+    for reviewer, project in (("rex", "alpha"), ("bea", "beta")):
+        client = world.client(reviewer)
+        listed = world.expect(client.get("/api/reviews/?review=pending", api=True), (200,), "list submitted work")
+        rows = listed.json()["results"] if listed.status == 200 else []
+        if not rows:
+            world.fail(f"{reviewer} found no submitted assignment to review in {project}")
+            continue
+        world.expect(client.post_json(f"/api/reviews/{rows[0]['id']}/approve/", {}), (200,), "approve work")
+        if len(rows) > 1:  # beta has one submission only
+            decision = {"decision": "reject", "feedback": "Please read the instructions.", "assignment": rows[1]["id"]}
+            page = f"/work/batches/{rows[1]['batch']}/review/decide"
+            world.expect(client.post(page, decision), (302,), "reject work on the review page")
+        settings = {"gold_rate": 0.2, "gold_threshold": 0.3, "gold_min_answers": 5}
+        world.expect(
+            client.post_json(f"/api/batch-quality/{rows[0]['batch']}/", settings, method="PATCH"), (200,), "settings"
+        )
+    for admin, project, worker in (("ada", "alpha", "ann"), ("bea", "beta", "otto")):
+        client = world.client(admin)
+        made = world.expect(
+            client.post_json("/api/qualifications/", {"project": project, "name": "careful"}), (201,), "qualification"
+        )
+        if made.status == 201:
+            grant = {"worker": worker, "score": 0.9}
+            world.expect(client.post_json(f"/api/qualifications/{made.json()['id']}/grant/", grant), (200,), "grant")
+
+
 def settings_and_rates(world: World) -> None:
     """Each project's admin sets its split configuration (API) and pay rates (page)."""
     rates = {
@@ -573,6 +602,7 @@ def build_over_http(world: World, stored: dict) -> None:
     work_on(world, "otto", batches["beta"][0], "submit")
     work_on(world, "bea", batches["beta"][0], "keep")
     manage_batches(world, batches)
+    quality_review(world)
     settings_and_rates(world)
     wait_for_jobs(world, runs + start_exports(world))
     model.shutdown()

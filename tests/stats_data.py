@@ -5,7 +5,7 @@ with 2 chat + 5 browser turns; demo B (recorded, booking then bbc, travel/hotels
 sight of the screen, owner alone, 2026-03-03 09:00–09:15) with 1 chat + 2 browser turns; demo C still
 recording (left out of the tables). Reviewer edits on 2026-03-02 at 12:00, 12:05, 12:09, 13:00, 13:02.
 One form batch of 3 tasks whose template has a text input, two radios, a select and a textarea; teammate
-submitted two assignments (1,800 s and 900 s, on 2026-03-04) and returned one.
+submitted two assignments (1,800 s and 900 s, on 2026-03-04, both approved) and returned one.
 """
 
 import datetime as dt
@@ -18,6 +18,7 @@ from annotation.models import (
     DemoStatus,
     Edit,
     EditKind,
+    ReviewState,
     SplitConfig,
     Task,
     Turn,
@@ -124,6 +125,7 @@ def build(project, owner, instructor, reviewer, teammate) -> dict:
             expires_at=at(5, 14),
             submitted_at=submitted,
             work_seconds=seconds,
+            review=ReviewState.APPROVED if seconds else ReviewState.PENDING,
         )
     return {"a": a, "b": b, "c": c, "batch": batch}
 

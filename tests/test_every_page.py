@@ -52,6 +52,7 @@ from annotation.models import (
     ProjectInvitation,
     ProposalRound,
     ProposedTask,
+    Qualification,
     Turn,
     VideoChunk,
     Website,
@@ -255,6 +256,7 @@ OBJECTS = {
     "proposal_id": "proposal",
     "id": "user",
     "content_type_id": "content-type",
+    "qualification_id": "qualification",
 }
 # The API's ``pk`` by viewset (its router basename).
 VIEWSETS = {
@@ -269,6 +271,9 @@ VIEWSETS = {
     "proposal": "proposal",
     "demonstration-task": "demonstration-task",
     "agreement": "batch",
+    "review": "submitted-assignment",
+    "qualification": "qualification",
+    "batch-quality": "batch",
 }
 # Frames authorised by a token in their query string: the token is the capability, so it is filled like an object.
 QUERY_TOKENS = {"forms/tasks/<task_id>/iframe/": "task-token", "forms/assignments/<assignment_id>/view/": "view-token"}
@@ -367,6 +372,8 @@ def project_objects(project: Project, other: Project) -> dict:
         "task": [task.pk],
         "task-token": [frames.preview_token(task)],
         "assignment": [submitted.pk, active.pk],
+        "submitted-assignment": [submitted.pk],
+        "qualification": [Qualification.objects.filter(project=project).first().pk],
         "assignment-token": [submitted.token, active.token],
         "view-token": [parse_qs(urlsplit(frames.view_url(submitted)).query)["token"][0]],
         "demonstration-task": [demonstration_task.pk],

@@ -89,7 +89,7 @@ def test_an_empty_batch_has_a_results_header_only(alpha, researcher, api_for):
     batch = make_batch(alpha)
     body = b"".join(api_for(researcher).get(f"/api/batches/{batch.pk}/results/").streaming_content)
     assert body.startswith(b'"HITId","HITTypeId","Title"')
-    assert body.endswith(b'"WorkTimeInSeconds","Turkle.Username"\r\n')
+    assert body.endswith(b'"RequesterFeedback","Turkle.Username","Approve","Reject"\r\n')
 
 
 def test_assignments_api_shows_workers_their_own_and_managers_all(alpha, owner, teammate, researcher, api_for):

@@ -57,7 +57,7 @@ def test_hours_per_person_per_day_come_from_recordings_edits_and_assignments(pro
     assert people["reviewer"][dt.date(2026, 3, 2)].seconds["review"] == 660.0
     teammate = people["teammate"][dt.date(2026, 3, 4)]
     assert teammate.seconds["form_task"] == 2700.0
-    assert teammate.submitted_assignments == 2
+    assert teammate.approved_assignments == 2
 
 
 def test_a_longer_idle_gap_counts_the_pause_as_review(project):
@@ -87,7 +87,9 @@ def test_admins_download_everyones_pay_and_days(client, project, admin):
         "review_hours": "0.0",
         "form_task_hours": "0.0",
         "validated_demos": "1",
-        "submitted_assignments": "0",
+        "approved_assignments": "0",
+        "pending_assignments": "0",
+        "pending_hours": "0.0",
         "pay": "10.18",
         "currency": "USD",
     }

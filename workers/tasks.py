@@ -68,3 +68,12 @@ def expire_assignments() -> int:
     from annotation.actions.forms import do_expire_due
 
     return do_expire_due()
+
+
+@shared_task(name="workers.auto_approve_assignments", ignore_result=True)
+def auto_approve_assignments() -> int:
+    """Celery beat, every ``FORM_AUTO_APPROVE_SWEEP_SECONDS``: approve submitted form work its batch's delay left
+    unreviewed (``Batch.auto_approve_seconds``)."""
+    from annotation.actions.quality import do_auto_approve_due
+
+    return do_auto_approve_due()

@@ -6,10 +6,11 @@ tables and migrations: the modules only group the classes."""
 
 from .agents import AgentFieldResult, AgentMetric, AgentModelAnswer, AgentRun, AgentRunInstance, ModelEndpoint
 from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
-from .forms import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
+from .forms import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, ReviewState, Task
 from .live import Invitation, code_digest
 from .manage import READ_ROLES, RECORDING_ROLES, Membership, Project, ProjectInvitation, Role, token_digest
 from .mind2web import ProposalRound, ProposalStatus, ProposedTask, SeedSource, SeedTask, Website
+from .quality import BatchBlock, BatchRequirement, Qualification, QualificationScore
 from .recordings import (
     EXPORTABLE_STATUSES,
     TASK_METADATA,
@@ -39,6 +40,11 @@ from .review import (
 from .stats import PayRates
 
 __all__ = [
+    "BatchBlock",
+    "BatchRequirement",
+    "Qualification",
+    "QualificationScore",
+    "ReviewState",
     "AgentFieldResult",
     "AgentMetric",
     "AgentModelAnswer",

@@ -75,6 +75,29 @@ class Batch(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Quality control (docs/quality.md): review of submitted work, gold tasks, blocking and onboarding.
+    auto_approve_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=3 * 24 * 3600,
+        help_text="Submitted work not reviewed within this many seconds is approved (empty: never).",
+    )
+    gold_rate = models.FloatField(default=0.0, help_text="Share (0–1) of a worker's tasks that are gold tasks.")
+    gold_threshold = models.FloatField(
+        null=True, blank=True, help_text="A worker whose gold accuracy falls below this (0–1) is blocked."
+    )
+    gold_min_answers = models.PositiveIntegerField(
+        default=3, help_text="Gold answers a worker gives before the threshold applies."
+    )
+    grants_qualification = models.ForeignKey(
+        "annotation.Qualification",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="onboarding_batches",
+        help_text="Onboarding: workers whose gold accuracy reaches grant_threshold earn this qualification.",
+    )
+    grant_threshold = models.FloatField(default=0.8, help_text="Gold accuracy (0–1) that earns the qualification.")
 
     objects = BatchQuerySet.as_manager()
 
@@ -128,6 +151,10 @@ class Task(models.Model):
     taken = models.PositiveIntegerField(default=0, help_text="Active + submitted assignments.")
     submitted = models.PositiveIntegerField(default=0, help_text="Submitted assignments.")
     completed = models.BooleanField(default=False)
+    is_gold = models.BooleanField(default=False, help_text="A gold task: its known answers score its workers.")
+    gold_answers = models.JSONField(
+        default=dict, blank=True, help_text="A gold task's known answers: {field: [accepted values]}."
+    )
 
     class Meta:
         ordering = ["batch", "index"]
@@ -146,6 +173,14 @@ class AssignmentStatus(models.TextChoices):
     RETURNED = "returned", "Returned"
     SKIPPED = "skipped", "Skipped"
     EXPIRED = "expired", "Expired"
+
+
+class ReviewState(models.TextChoices):
+    """The requester's decision on submitted work (MTurk's Submitted → Approved | Rejected)."""
+
+    PENDING = "pending", "Submitted"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
 
 
 # An assignment in these states holds one of its task's slots (``Task.taken``).
@@ -174,6 +209,18 @@ class Assignment(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True, help_text="When it was submitted, returned, ... expired.")
     work_seconds = models.FloatField(null=True, blank=True, help_text="Submitted − accepted, in seconds.")
     token_nonce = models.CharField(max_length=32, default=new_token_nonce, editable=False)
+    # Requester review of submitted work (annotation.actions.quality): a state beside ``status``.
+    review = models.CharField(max_length=16, choices=ReviewState.choices, default=ReviewState.PENDING)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    feedback = models.TextField(blank=True, help_text="The reason the worker sees (a rejection's, or a note).")
+    reopened_at = models.DateTimeField(
+        null=True, blank=True, help_text="A rejected assignment reopened: its slot went back to the queue."
+    )
+    gold_score = models.FloatField(null=True, blank=True, help_text="Score of the answers of a gold task (0–1).")
+    flagged = models.CharField(max_length=200, blank=True, help_text="Why this work needs a human review.")
 
     class Meta:
         ordering = ["-accepted_at", "-pk"]
@@ -189,6 +236,7 @@ class Assignment(models.Model):
             models.Index(fields=["worker", "status"], name="assignment_worker_status"),
             models.Index(fields=["status", "expires_at"], name="assignment_expiry"),
             models.Index(fields=["task", "status"], name="assignment_task_status"),
+            models.Index(fields=["status", "review"], name="assignment_review"),
         ]
 
     def __str__(self):

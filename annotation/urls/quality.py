@@ -2,9 +2,38 @@
 
 from django.urls import path, re_path
 
-from ..views.quality import agreement, demos
+from ..views.quality import agreement, demos, pages
 
 urlpatterns = [
+    # Review of form work (decisions, gold, settings, the results CSV back) and qualifications.
+    path("work/batches/<int:batch_id>/review/", pages.review_page, name="quality-review"),
+    path("work/batches/<int:batch_id>/review/decide", pages.review_decide, name="quality-review-decide"),
+    path(
+        "work/batches/<int:batch_id>/review/<int:assignment_id>/reopen",
+        pages.review_reopen,
+        name="quality-review-reopen",
+    ),
+    path("work/batches/<int:batch_id>/review/gold", pages.review_gold, name="quality-review-gold"),
+    path("work/batches/<int:batch_id>/review/settings", pages.review_settings, name="quality-review-settings"),
+    path("work/batches/<int:batch_id>/review/upload", pages.review_upload, name="quality-review-upload"),
+    path("projects/<slug:name>/qualifications/", pages.qualifications_page, name="quality-qualifications"),
+    path(
+        "projects/<slug:name>/qualifications/new",
+        pages.qualification_create,
+        name="quality-qualification-create",
+    ),
+    path(
+        "projects/<slug:name>/qualifications/<int:qualification_id>/grant",
+        pages.qualification_change,
+        {"change": "grant"},
+        name="quality-qualification-grant",
+    ),
+    path(
+        "projects/<slug:name>/qualifications/<int:qualification_id>/revoke",
+        pages.qualification_change,
+        {"change": "revoke"},
+        name="quality-qualification-revoke",
+    ),
     # Agreement and aggregation of a form batch (the batch page links here).
     path("work/batches/<int:batch_id>/agreement/", agreement.agreement_page, name="quality-agreement"),
     path("work/batches/<int:batch_id>/agreement.json", agreement.agreement_json, name="quality-agreement-json"),

@@ -196,6 +196,9 @@ class AssignmentSerializer(serializers.ModelSerializer):
             "submitted_at",
             "ended_at",
             "work_seconds",
+            "review",
+            "feedback",
+            "reviewed_at",
         ]
         read_only_fields = fields
 

@@ -12,6 +12,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from annotation.actions import forms
+from annotation.actions.errors import NotFound
 from annotation.actions.forms import batches
 from annotation.models import Assignment, Batch, BatchKind, Project
 
@@ -120,6 +121,20 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
         """The Turkle results CSV (columns as Turkle writes them; several values of one name joined with ``|``)."""
         batch = forms.check_batch_manageable(request.user, self.get_object().pk)
         return forms.results_response(batch)
+
+    @extend_schema(request=None, responses={201: ws.AssignmentSerializer, 204: None, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def accept(self, request, pk=None):
+        """Accept the batch's next task for you (or resume the one you hold): 201 with the assignment, 204 when none
+        is left for you. A batch you may not work on is a 403 saying why (not among its workers, blocked by its gold
+        tasks, a required qualification missing); a closed one 409."""
+        if not str(pk).isdigit():
+            raise NotFound(f"no form batch {str(pk)[:40]!r} among your projects")
+        batch = forms.check_batch_accept(request.user, int(pk))
+        assignment = forms.do_accept_next(request.user, batch)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(ws.AssignmentSerializer(assignment).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: ws.BatchStatsSerializer, **ERRORS})
     @action(detail=True, methods=["get"])

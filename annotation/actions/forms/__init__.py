@@ -6,7 +6,8 @@ gets next and the life of an assignment: accept, submit, skip, return, expire), 
 Form batches (MTurk/Turkle HTML templates, TurkingBench tasks): ``parse`` (checking a template and a CSV, an upload
 within its limits), ``create`` (storing a batch, TurkingBench directories and split lists), ``render`` (the task
 page), ``frames`` (the capability URLs and CSP of task frames), ``results`` (the Turkle results CSV), ``splits``
-(the splits of a project's form tasks, and predictions checked against them).
+(the splits of a project's form tasks, and predictions checked against them), ``gold`` (gold tasks scored on
+submission, blocking, qualifications the queue checks).
 """
 
 from .access import (
@@ -48,6 +49,7 @@ from .frames import (
     work_frame_url,
     work_url,
 )
+from .gold import blocks_of, check_may_take
 from .parse import ParsedBatch, TemplateInfo, analyse_template, check_batch_name, parse_batch, parse_upload, read_upload
 from .queue import (
     AssignmentExpired,

@@ -1,7 +1,8 @@
 """Who may work on a batch, who manages it, and the checks the pages and the API call before anything else.
 
 Workers: a batch that names users or groups is open to those only (they also need a role in the project);
-otherwise to the project's annotators and admins. Managers (create batches, read results, gold and statistics):
+otherwise to the project's annotators and admins. Either way not to a worker who lacks a qualification the batch
+requires or whom its gold blocked (``gold``). Managers (create batches, read results, gold and statistics):
 the project's researchers and admins. A superuser is both everywhere. Refusals that would reveal a batch the
 user cannot see are 404s.
 
@@ -16,6 +17,7 @@ from django.db.models import Exists, OuterRef, Q
 from ...models import Batch, BatchKind, Membership, Project, Role, Task
 from ..errors import Forbidden, NotFound
 from ..manage.access import check_project_role
+from .gold import blocked, check_may_take, unmet_requirements
 
 WORK_ROLES = (Role.ANNOTATOR, Role.ADMIN)
 MANAGE_ROLES = (Role.RESEARCHER, Role.ADMIN)
@@ -36,7 +38,8 @@ def workable_batches(user, queryset=None):
     )
     by_role = Exists(member.filter(role__in=WORK_ROLES))
     by_name = Exists(member) & Exists(Batch.objects.filter(named, pk=OuterRef("pk")))
-    return batches.filter((~restricted & by_role) | (restricted & by_name))
+    allowed = batches.filter((~restricted & by_role) | (restricted & by_name))
+    return allowed.exclude(unmet_requirements(user)).exclude(blocked(user))
 
 
 def open_for_work(batches):
@@ -70,6 +73,7 @@ def visible_batch(user, batch_id) -> Batch:
 def check_batch_for_work(user, batch_id) -> Batch:
     """A batch ``user`` may work on: 404 outside their projects, 403 when they are not among its workers."""
     batch = visible_batch(user, batch_id)
+    check_may_take(user, batch)
     if not can_work_on(user, batch):
         raise Forbidden(f"you are not among the workers of batch {batch.name!r}")
     return batch

@@ -56,14 +56,14 @@ def insert_tasks(pairs: list) -> None:
         rows = (Task(batch=b, index=t.index, inputs=t.inputs, gold=t.gold) for b, tasks in pairs for t in tasks)
         Task.objects.bulk_create(rows, batch_size=BULK)
         return
-    columns = ["batch_id", "index", "inputs", "gold", "taken", "submitted", "completed"]
+    columns = ["batch_id", "index", "inputs", "gold", "taken", "submitted", "completed", "is_gold", "gold_answers"]
     quoted = ", ".join('"' + column + '"' for column in columns)
     statement = f"COPY {Task._meta.db_table} ({quoted}) FROM STDIN"
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
         for batch, tasks in pairs:
             for task in tasks:
                 inputs, gold = json.dumps(task.inputs, ensure_ascii=False), json.dumps(task.gold, ensure_ascii=False)
-                copy.write_row((batch.pk, task.index, inputs, gold, 0, 0, False))
+                copy.write_row((batch.pk, task.index, inputs, gold, 0, 0, False, False, "{}"))
 
 
 def name_taken(project, name: str) -> Conflict:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from ...models import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
 from ..errors import Conflict, NotFound
 from .access import check_batch_for_work, open_for_work, workable_batches
+from .gold import after_submission, gold_first, may_take
 
 
 class AssignmentExpired(Conflict):
@@ -40,8 +41,10 @@ def tried_by(user):
 
 
 def open_tasks(batch: Batch, user):
-    """The batch's tasks with a free slot that ``user`` does not already hold."""
-    return batch.tasks.filter(completed=False, taken__lt=batch.assignments_per_task).exclude(held_by(user))
+    """The batch's tasks with a free slot that ``user`` does not already hold; none when ``user`` is blocked from
+    the batch or lacks a qualification it requires (the pages and the API say why: ``access.check_batch_for_work``)."""
+    tasks = batch.tasks.filter(completed=False, taken__lt=batch.assignments_per_task).exclude(held_by(user))
+    return tasks.filter(may_take(user))
 
 
 def available_counts(user, batches) -> dict:
@@ -63,8 +66,13 @@ def lock_next_task(batch: Batch, user, among=None):
     candidates = open_tasks(batch, user).select_for_update(skip_locked=True, of=("self",))
     if among is not None:
         candidates = candidates.filter(among)
-    fresh = candidates.exclude(tried_by(user)).order_by("index").first()
-    return fresh or candidates.order_by("index").first()
+    gold = gold_first(batch, user)
+    kinds = [candidates] if gold is None else [candidates.filter(is_gold=gold), candidates.filter(is_gold=not gold)]
+    for kind in kinds:
+        task = kind.exclude(tried_by(user)).order_by("index").first() or kind.order_by("index").first()
+        if task is not None:
+            return task
+    return None
 
 
 def active_assignment_in(batch: Batch, user, now):
@@ -150,7 +158,7 @@ def do_submit(assignment_id, answers: dict, now=None) -> Assignment:
             assignment.submitted_at = assignment.ended_at = now
             assignment.work_seconds = max(0.0, (now - assignment.accepted_at).total_seconds())
             assignment.save(update_fields=["status", "answers", "submitted_at", "ended_at", "work_seconds"])
-            count_submission(assignment.task_id)
+            after_submission(assignment, count_submission(assignment.task_id))
             return assignment
     except AssignmentExpired:
         do_expire(assignment_id, now)
@@ -169,13 +177,14 @@ def do_submit_recording(assignment: Assignment | None, recording: str) -> None:
         do_submit(assignment.pk, {"recording": recording})
 
 
-def count_submission(task_id) -> None:
+def count_submission(task_id) -> Task:
     task = Task.objects.select_for_update().select_related("batch").get(pk=task_id)
     task.submitted += 1
     task.completed = task.submitted >= task.batch.assignments_per_task
     task.save(update_fields=["submitted", "completed"])
     if task.completed:
         refresh_batch_completion(task.batch)
+    return task
 
 
 def refresh_batch_completion(batch: Batch) -> None:

@@ -7,6 +7,10 @@ Values as Turkle writes them: HITId = task id, HITTypeId = project id, Title = p
 ``%a %b %d %H:%M:%S %Z %Y`` (UTC), WorkerId = user id. One deliberate difference: a name submitted several times
 (a checkbox group) is written ``a|b`` (the MTurk and TurkingBench convention) where Turkle 3.1 writes the Python
 list ``['a', 'b']``.
+
+Review columns, as MTurk's batch results carry them: ``AssignmentStatus`` (``Submitted``, ``Approved``,
+``Rejected``), ``ApprovalTime``, ``RejectionTime`` and ``RequesterFeedback`` after ``WorkTimeInSeconds``, and the
+empty ``Approve`` and ``Reject`` columns last, for decisions uploaded back (``annotation.actions.quality.decisions``).
 """
 
 import csv
@@ -16,7 +20,7 @@ from collections.abc import Iterator
 from django.http import StreamingHttpResponse
 from django.utils.http import content_disposition_header
 
-from ...models import Assignment, AssignmentStatus, Batch
+from ...models import Assignment, AssignmentStatus, Batch, ReviewState
 
 FIXED = [
     "HITId",
@@ -30,7 +34,13 @@ FIXED = [
     "AcceptTime",
     "SubmitTime",
     "WorkTimeInSeconds",
+    "AssignmentStatus",
+    "ApprovalTime",
+    "RejectionTime",
+    "RequesterFeedback",
 ]
+DECISION_COLUMNS = ["Approve", "Reject"]
+REVIEW_NAMES = {ReviewState.PENDING: "Submitted", ReviewState.APPROVED: "Approved", ReviewState.REJECTED: "Rejected"}
 TIME = "%a %b %d %H:%M:%S %Z %Y"
 
 
@@ -56,7 +66,12 @@ def results_filename(batch: Batch) -> str:
 def results_header(assignments: list) -> list[str]:
     inputs = sorted({key for a in assignments for key in a.task.inputs})
     answers = sorted({key for a in assignments for key in a.answers})
-    return [*FIXED, *(f"Input.{k}" for k in inputs), *(f"Answer.{k}" for k in answers), "Turkle.Username"]
+    fields = [*(f"Input.{k}" for k in inputs), *(f"Answer.{k}" for k in answers)]
+    return [*FIXED, *fields, "Turkle.Username", *DECISION_COLUMNS]
+
+
+def review_time(assignment: Assignment, state: str) -> str:
+    return assignment.reviewed_at.strftime(TIME) if assignment.review == state and assignment.reviewed_at else ""
 
 
 def result_row(batch: Batch, assignment: Assignment, header: list[str]) -> list[str]:
@@ -73,6 +88,12 @@ def result_row(batch: Batch, assignment: Assignment, header: list[str]) -> list[
         "SubmitTime": assignment.submitted_at.strftime(TIME),
         "WorkTimeInSeconds": int(assignment.work_seconds or 0),
         "Turkle.Username": assignment.worker.username,
+        "AssignmentStatus": REVIEW_NAMES[assignment.review],
+        "ApprovalTime": review_time(assignment, ReviewState.APPROVED),
+        "RejectionTime": review_time(assignment, ReviewState.REJECTED),
+        "RequesterFeedback": assignment.feedback,
+        "Approve": "",
+        "Reject": "",
     }
     values = []
     for column in header:

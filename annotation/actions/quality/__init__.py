@@ -1,2 +1,35 @@
-"""Quality control: requester review of form work (decisions), gold and qualifications, agreement and aggregation
-of workers' answers, reviewers' agreement and annotators' records on demonstrations (docs/quality.md)."""
+"""Quality control of form work: ``decisions`` (requester review: approve, reject, reopen, by filter, by the
+results CSV uploaded back, automatic approval), ``gold`` (a batch's quality settings and its gold tasks),
+``qualifications`` (named scores per worker, granted and revoked). Scoring gold answers, blocking and onboarding
+happen in the queue on submission (``annotation.actions.forms.gold``)."""
+
+from .decisions import (
+    check_decision,
+    check_reviewable,
+    check_unit_ratio,
+    do_apply_decisions_csv,
+    do_auto_approve_due,
+    do_decide,
+    do_decide_filtered,
+    do_reopen,
+    filtered,
+    review_counts,
+    review_queryset,
+    reviewable_by,
+)
+from .gold import (
+    check_gold_request,
+    check_quality_settings,
+    do_mark_gold,
+    do_update_quality_settings,
+    quality_settings,
+)
+from .qualifications import (
+    check_new_name,
+    check_project_qualifications,
+    check_qualification,
+    check_worker,
+    do_create_qualification,
+    do_grant,
+    do_revoke,
+)

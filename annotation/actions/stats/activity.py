@@ -6,8 +6,10 @@ and working on form tasks, and the pay those earn under the project's ``PayRates
 - Review: the gaps between one person's consecutive review edits (``Edit.created_at``, in any demo of the
   project), each counted when it is at most the rates' idle gap; a longer pause ends a session. A gap counts on
   the day of the edit that ends it. One query reads the edits' (author, time) in order.
-- Form tasks: submitted assignments' ``work_seconds`` (accepted → submitted) on the day of submission; summed in
-  the database.
+- Form tasks: approved assignments' ``work_seconds`` (accepted → submitted) on the day of submission; summed in
+  the database. Submitted work not reviewed yet is counted apart (``pending_*``) and earns nothing until it is
+  approved; rejected work earns nothing. Mind2Web's proposal and demonstration assignments have their own review
+  and count once submitted.
 
 Every function takes ``only``: None for everyone in the project, or one user id (a person sees their own), and
 ``period``: ``(first day, last day)``, either None for no bound (a pay period).
@@ -22,7 +24,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 from django.db.models.functions import TruncDate
 
-from ...models import Assignment, AssignmentStatus, Demonstration, DemoStatus, Edit, PayRates
+from ...models import Assignment, AssignmentStatus, BatchKind, Demonstration, DemoStatus, Edit, PayRates, ReviewState
 
 ACTIVITIES = ("recording", "review", "form_task")
 CENTS = Decimal("0.01")
@@ -34,7 +36,9 @@ class Day:
 
     seconds: dict = field(default_factory=lambda: dict.fromkeys(ACTIVITIES, 0.0))
     validated_demos: int = 0
-    submitted_assignments: int = 0
+    approved_assignments: int = 0
+    pending_assignments: int = 0
+    pending_seconds: float = 0.0
 
     @property
     def hours(self) -> float:
@@ -81,15 +85,27 @@ def review_days(project, only, idle_gap: float, period):
 
 
 def form_days(project, only, period):
-    """``(person, day, seconds, submitted)`` of submitted form-task assignments."""
+    """``(person, day, seconds, approved, pending seconds, pending)`` of submitted assignments: approved ones (and
+    Mind2Web's, reviewed elsewhere) and those not reviewed yet."""
     submitted = Assignment.objects.filter(task__batch__project=project, status=AssignmentStatus.SUBMITTED)
+    approved = Q(review=ReviewState.APPROVED) | ~Q(task__batch__kind=BatchKind.FORM)
+    pending = Q(review=ReviewState.PENDING, task__batch__kind=BatchKind.FORM)
     grouped = (
         mine(submitted, "worker", only, "submitted_at", period)
         .order_by()
         .values("worker", day=TruncDate("submitted_at"))
-        .annotate(spent=Sum("work_seconds"), submitted=Count("pk"))
+        .annotate(
+            spent=Sum("work_seconds", filter=approved),
+            approved=Count("pk", filter=approved),
+            waiting=Sum("work_seconds", filter=pending),
+            pending=Count("pk", filter=pending),
+        )
     )
-    return [(row["worker"], row["day"], row["spent"] or 0.0, row["submitted"]) for row in grouped]
+    return [
+        (row["worker"], row["day"], row["spent"] or 0.0, row["approved"], row["waiting"] or 0.0, row["pending"])
+        for row in grouped
+        if row["approved"] or row["pending"]
+    ]
 
 
 def activity(project, only, rates: PayRates, period=(None, None)) -> dict:
@@ -102,9 +118,11 @@ def activity(project, only, rates: PayRates, period=(None, None)) -> dict:
                 days[person][day].validated_demos += validated
     for (person, day), seconds in review_days(project, only, rates.idle_gap_minutes * 60, period).items():
         days[person][day].seconds["review"] += seconds
-    for person, day, seconds, submitted in form_days(project, only, period):
+    for person, day, seconds, approved, waiting, pending in form_days(project, only, period):
         days[person][day].seconds["form_task"] += seconds
-        days[person][day].submitted_assignments += submitted
+        days[person][day].approved_assignments += approved
+        days[person][day].pending_seconds += waiting
+        days[person][day].pending_assignments += pending
     names = dict(get_user_model().objects.filter(pk__in=list(days)).values_list("pk", "username"))
     return {
         names[person]: dict(sorted(by_day.items()))
@@ -120,7 +138,7 @@ def pay_row(person: str, by_day: dict, rates: PayRates) -> dict:
     """One person's totals and pay: hours × rate per activity, overhead × all hours, and per-item rates."""
     hours = {name: sum(day.seconds[name] for day in by_day.values()) / 3600 for name in ACTIVITIES}
     validated = sum(day.validated_demos for day in by_day.values())
-    submitted = sum(day.submitted_assignments for day in by_day.values())
+    approved = sum(day.approved_assignments for day in by_day.values())
     hourly = {
         "recording": rates.recording_per_hour,
         "review": rates.review_per_hour,
@@ -128,12 +146,14 @@ def pay_row(person: str, by_day: dict, rates: PayRates) -> dict:
     }
     amount = sum((Decimal(str(hours[name])) * hourly[name] for name in ACTIVITIES), Decimal(0))
     amount += Decimal(str(sum(hours.values()))) * rates.overhead_per_hour
-    amount += validated * rates.per_validated_demo + submitted * rates.per_submitted_assignment
+    amount += validated * rates.per_validated_demo + approved * rates.per_submitted_assignment
     return {
         "person": person,
         **{f"{name}_hours": round(hours[name], 2) for name in ACTIVITIES},
         "validated_demos": validated,
-        "submitted_assignments": submitted,
+        "approved_assignments": approved,
+        "pending_assignments": sum(day.pending_assignments for day in by_day.values()),
+        "pending_hours": round(sum(day.pending_seconds for day in by_day.values()) / 3600, 2),
         "pay": money(amount),
         "currency": rates.currency,
     }
@@ -145,7 +165,9 @@ PAY_COLUMNS = (
     "review_hours",
     "form_task_hours",
     "validated_demos",
-    "submitted_assignments",
+    "approved_assignments",
+    "pending_assignments",
+    "pending_hours",
     "pay",
     "currency",
 )
@@ -156,7 +178,8 @@ DAY_COLUMNS = (
     "review_hours",
     "form_task_hours",
     "validated_demos",
-    "submitted_assignments",
+    "approved_assignments",
+    "pending_assignments",
 )
 
 
@@ -172,7 +195,8 @@ def day_rows(people: dict) -> list[dict]:
             "day": day.isoformat(),
             **{f"{name}_hours": round(work.seconds[name] / 3600, 2) for name in ACTIVITIES},
             "validated_demos": work.validated_demos,
-            "submitted_assignments": work.submitted_assignments,
+            "approved_assignments": work.approved_assignments,
+            "pending_assignments": work.pending_assignments,
         }
         for person, by_day in people.items()
         for day, work in by_day.items()

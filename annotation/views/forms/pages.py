@@ -59,6 +59,7 @@ def index_context(user, page=None) -> dict:
         "active": list(mine.filter(status=AssignmentStatus.ACTIVE, expires_at__gt=now).order_by("expires_at")),
         "batches": [(batch, counts[batch.pk]) for batch in workable.order_by("-created_at") if counts.get(batch.pk)],
         "history": Paginator(submitted, HISTORY_PAGE).get_page(page),
+        "blocked": forms.blocks_of(user),
         "managed": managed_batches(user),
         "can_upload": forms.managed_projects(user).exists(),
     }

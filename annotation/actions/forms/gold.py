@@ -1,0 +1,213 @@
+"""Gold tasks, qualifications and blocking: what the queue asks before it hands out work, and what it does after a
+submission (docs/quality.md, "Gold and qualifications").
+
+- A gold task (``Task.is_gold``) has known answers (``Task.gold_answers``, ``{field: [accepted values]}``). It is
+  served like any other task; ``gold_first`` decides, per worker, whether their next task should be a gold one so
+  that about ``Batch.gold_rate`` of what they get is gold.
+- A submitted gold task is scored with the TurkingBench scorer's per-field metric (``agents.scoring.field_score``,
+  ``official``), field types read from the batch's template; the assignment's score is the mean over its counted
+  fields (``Assignment.gold_score``).
+- A worker's running gold accuracy on a batch is the mean of their gold scores there. Below ``Batch.gold_threshold``
+  after at least ``Batch.gold_min_answers`` gold answers, they are blocked from the batch (``BatchBlock``), their
+  submitted work not yet reviewed there is flagged (``Assignment.flagged``) and any task they hold in it goes back
+  to the queue. In an onboarding batch
+  (``Batch.grants_qualification``) reaching ``Batch.grant_threshold`` earns the qualification, with the accuracy as
+  its score.
+- A batch's requirements (``BatchRequirement``): a worker without each qualification at its minimum score does not
+  see the batch (``unmet_requirements``) and gets no task of it (``may_take``); the doors say why
+  (``check_may_take``).
+"""
+
+import math
+from functools import lru_cache
+
+import lxml.html
+from django.db.models import Avg, Count, Exists, F, OuterRef, Q
+from django.utils import timezone
+
+from agents import scoring
+
+from ...models import (
+    Assignment,
+    AssignmentStatus,
+    Batch,
+    BatchBlock,
+    BatchRequirement,
+    QualificationScore,
+    ReviewState,
+    Task,
+)
+from ..errors import Forbidden
+
+TEXT_LIKE = ("email", "number", "url", "tel", "search", "date", "time", "datetime-local", "month", "week", "color")
+
+
+@lru_cache(maxsize=256)
+def field_types(template: str) -> dict[str, str]:
+    """Name → the scorer's field type of the first control with that name in the template."""
+    try:
+        root = lxml.html.fragment_fromstring(template, create_parent="div")
+    except (lxml.etree.ParserError, ValueError):
+        return {}
+    types: dict[str, str] = {}
+    for element in root.iter("input", "select", "textarea"):
+        name = element.get("name")
+        if not name or name in types:
+            continue
+        kind = (element.get("type") or "text").strip().lower() if element.tag == "input" else element.tag
+        types[name] = "text" if kind in TEXT_LIKE else kind
+    return types
+
+
+def raw_value(value):
+    """A stored answer as a known answer: several values ``|``-joined (the CSV's form), a blank one None."""
+    if isinstance(value, list):
+        value = "|".join(str(v) for v in value)
+    return None if value is None or value == "" else value
+
+
+def gold_from_csv(task) -> dict:
+    """The known answers of ``task`` from its CSV ``Answer.*`` columns (``Task.gold``), every annotator's."""
+    known: dict[str, list] = {}
+    for entry in task.gold:
+        for name, value in entry.get("answers", {}).items():
+            known.setdefault(name, []).append(raw_value(value))
+    return known
+
+
+def gold_from_answers(answers: dict) -> dict:
+    """Known answers taken from one assignment's answers."""
+    return {name: [raw_value(value)] for name, value in answers.items()}
+
+
+def score_answers(template: str, known: dict, answers: dict) -> float | None:
+    """The mean per-field score of ``answers`` against ``known`` (None when no field counts)."""
+    types = field_types(template)
+    scores = []
+    for name, raw in known.items():
+        kind = types.get(name, "text")
+        if kind not in scoring.SCORED_TYPES or name in scoring.EXCLUDED_NAMES:
+            continue
+        value = answers.get(name)
+        values = value if isinstance(value, list) else ([] if value is None else [value])
+        try:
+            gold = [math.nan if value is None else value for value in raw]  # a blank cell, as pandas reads it
+            score = scoring.field_score(scoring.OFFICIAL, kind, gold, scoring.prediction_string(kind, values))
+        except (scoring.UnsupportedFieldType, ValueError):
+            continue
+        if score is not None and not math.isnan(score):
+            scores.append(score)
+    return sum(scores) / len(scores) if scores else None
+
+
+def gold_accuracy(batch: Batch, worker) -> tuple[float | None, int]:
+    """``(mean gold score, gold answers)`` of ``worker`` in ``batch``."""
+    row = Assignment.objects.filter(
+        task__batch=batch, worker=worker, status=AssignmentStatus.SUBMITTED, gold_score__isnull=False
+    ).aggregate(mean=Avg("gold_score"), n=Count("pk"))
+    return row["mean"], row["n"]
+
+
+def after_submission(assignment: Assignment, task) -> None:
+    """Score the answers of a gold task (``task``, locked, with its batch), then block or qualify the worker (inside
+    the submission's transaction). Other tasks cost no query here."""
+    batch = task.batch
+    if not task.is_gold:
+        return
+    score = score_answers(batch.html_template, task.gold_answers, assignment.answers)
+    if score is None:
+        return
+    Assignment.objects.filter(pk=assignment.pk).update(gold_score=score)
+    accuracy, count = gold_accuracy(batch, assignment.worker)
+    if batch.gold_threshold is not None and count >= batch.gold_min_answers and accuracy < batch.gold_threshold:
+        block(batch, assignment.worker, accuracy, count)
+    if batch.grants_qualification_id is not None and count >= max(1, batch.gold_min_answers):
+        qualify(batch, assignment.worker, accuracy)
+
+
+def block(batch: Batch, worker, accuracy: float, count: int) -> None:
+    reason = (
+        f"your gold accuracy on batch {batch.name!r} is {accuracy:.0%} over {count} gold answers, below the "
+        f"batch's threshold of {batch.gold_threshold:.0%}"
+    )
+    BatchBlock.objects.get_or_create(batch=batch, worker=worker, defaults={"reason": reason, "accuracy": accuracy})
+    Assignment.objects.filter(
+        task__batch=batch, worker=worker, status=AssignmentStatus.SUBMITTED, review=ReviewState.PENDING
+    ).update(flagged=f"worker blocked: gold accuracy {accuracy:.0%} < {batch.gold_threshold:.0%}")
+    # Work in progress goes back to the queue (the worker gets nothing more of this batch).
+    for held in Assignment.objects.filter(task__batch=batch, worker=worker, status=AssignmentStatus.ACTIVE):
+        Assignment.objects.filter(pk=held.pk).update(status=AssignmentStatus.RETURNED, ended_at=timezone.now())
+        Task.objects.filter(pk=held.task_id).update(taken=F("taken") - 1)
+
+
+def qualify(batch: Batch, worker, accuracy: float) -> None:
+    """Onboarding: the qualification at the accuracy when it reaches the threshold; below, an earned one is lost."""
+    scores = QualificationScore.objects.filter(qualification=batch.grants_qualification_id, worker=worker)
+    if accuracy >= batch.grant_threshold:
+        scores.update_or_create(
+            qualification_id=batch.grants_qualification_id,
+            worker=worker,
+            defaults={"score": accuracy, "source": QualificationScore.Source.ONBOARDING, "granted_by": None},
+        )
+    else:
+        scores.filter(source=QualificationScore.Source.ONBOARDING).delete()
+
+
+def unmet_requirements(user):
+    """A filter on batches: ``user`` lacks one of the batch's required qualifications (or its minimum score)."""
+    held = QualificationScore.objects.filter(
+        qualification=OuterRef("qualification"), worker=user, score__gte=OuterRef("min_score")
+    )
+    return Exists(BatchRequirement.objects.filter(batch=OuterRef("pk")).exclude(Exists(held)))
+
+
+def blocked(user):
+    """A filter on batches: ``user`` is blocked from the batch."""
+    return Exists(BatchBlock.objects.filter(batch=OuterRef("pk"), worker=user))
+
+
+def may_take(user):
+    """A filter on tasks: ``user`` is neither blocked from the task's batch nor short of a qualification it needs."""
+    if user.is_superuser:
+        return Q()
+    held = QualificationScore.objects.filter(
+        qualification=OuterRef("qualification"), worker=user, score__gte=OuterRef("min_score")
+    )
+    unmet = Exists(BatchRequirement.objects.filter(batch=OuterRef(OuterRef("batch"))).exclude(Exists(held)))
+    return ~Exists(BatchBlock.objects.filter(batch=OuterRef("batch"), worker=user)) & ~unmet
+
+
+def missing_qualifications(user, batch: Batch) -> list[str]:
+    held = dict(QualificationScore.objects.filter(worker=user).values_list("qualification", "score"))
+    return [
+        f"{r.qualification.name} ≥ {r.min_score:g}"
+        for r in batch.requirements.select_related("qualification")
+        if held.get(r.qualification_id) is None or held[r.qualification_id] < r.min_score
+    ]
+
+
+def check_may_take(user, batch: Batch) -> None:
+    """403 naming why: ``user`` is blocked from ``batch`` or lacks a qualification it requires."""
+    if user.is_superuser:
+        return
+    block_row = BatchBlock.objects.filter(batch=batch, worker=user).first()
+    if block_row is not None:
+        raise Forbidden(f"you are blocked from batch {batch.name!r}: {block_row.reason}")
+    missing = missing_qualifications(user, batch)
+    if missing:
+        raise Forbidden(f"batch {batch.name!r} requires qualifications you do not hold: {', '.join(missing)}")
+
+
+def blocks_of(user) -> list[BatchBlock]:
+    """The form batches ``user`` is blocked from, with the reason (their work page says why)."""
+    return list(BatchBlock.objects.filter(worker=user).select_related("batch__project").order_by("-created_at"))
+
+
+def gold_first(batch: Batch, user) -> bool | None:
+    """Whether ``user``'s next task should be a gold one (True), a regular one (False), or either (None)."""
+    if batch.gold_rate <= 0 or not batch.tasks.filter(is_gold=True).exists():
+        return None
+    counts = Assignment.objects.filter(task__batch=batch, worker=user).aggregate(
+        all=Count("pk"), gold=Count("pk", filter=Q(task__is_gold=True))
+    )
+    return counts["gold"] < batch.gold_rate * (counts["all"] + 1)

@@ -1,0 +1,295 @@
+"""Requester review of form work (MTurk's semantics): each submitted assignment is approved or rejected, with
+feedback the worker sees in their history; one by one, in bulk, by filter, by uploading the results CSV back, or
+automatically after the batch's delay (Celery beat). A rejected assignment can be reopened: its slot goes back to
+the queue for another worker.
+
+The review is a state beside the assignment's status (``Assignment.review``: pending → approved | rejected), so the
+queue's status machine is untouched. A reopened assignment keeps its status ``submitted`` (and its answers) but no
+longer holds its task's slot: ``Task.taken`` and ``Task.submitted`` go down by one and the task is open again.
+
+Refusals: another project's work is 404, a worker's role 403, work that is not submitted 409, a decision against one
+already taken (approve what was rejected) 409; the uploaded CSV is all-or-nothing, its problems a 400 naming rows.
+"""
+
+import csv
+import datetime as dt
+import io
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Avg, Count, OuterRef, Q, Subquery
+from django.utils import timezone
+
+from ...models import Assignment, AssignmentStatus, Batch, BatchKind, Project, ReviewState, Task
+from ..errors import Conflict, Forbidden, NotFound, TooLarge, ValidationFailed, invalid
+from ..forms.access import MANAGE_ROLES
+from ..forms.queue import refresh_batch_completion
+
+DECISIONS = {"approve": ReviewState.APPROVED, "reject": ReviewState.REJECTED}
+FEEDBACK_MAX = 2000
+
+
+def worker_gold():
+    """A subquery: the outer assignment's worker's mean gold score in its batch (None without gold answers)."""
+    scored = Assignment.objects.filter(
+        task__batch=OuterRef("task__batch"),
+        worker=OuterRef("worker"),
+        status=AssignmentStatus.SUBMITTED,
+        gold_score__isnull=False,
+    )
+    return Subquery(scored.values("worker").annotate(mean=Avg("gold_score")).values("mean")[:1])
+
+
+def review_queryset():
+    return (
+        Assignment.objects.filter(task__batch__kind=BatchKind.FORM, status=AssignmentStatus.SUBMITTED)
+        .select_related("task__batch__project", "worker", "reviewed_by")
+        .annotate(worker_gold=worker_gold())
+    )
+
+
+def check_reviewable(user, assignment_ids) -> list[Assignment]:
+    """The submitted form assignments ``assignment_ids`` that ``user`` may decide on: 404 for any outside their
+    projects, 403 when their role cannot manage batches, 409 for work not submitted."""
+    ids = list(dict.fromkeys(assignment_ids))
+    rows = Assignment.objects.filter(
+        pk__in=ids, task__batch__kind=BatchKind.FORM, task__batch__project__in=Project.objects.for_user(user)
+    )
+    found = {a.pk: a for a in rows.select_related("task__batch__project")}
+    missing = [pk for pk in ids if pk not in found]
+    if missing:
+        raise NotFound(
+            f"no assignment {', '.join(map(str, missing))} among your projects",
+            [{"field": "assignments", "message": f"{pk}: not found"} for pk in missing],
+        )
+    for assignment in found.values():
+        if not assignment.task.batch.project.has_role(user, MANAGE_ROLES):
+            raise Forbidden(
+                f"your role in {assignment.task.batch.project.name!r} cannot review work (needs researcher or admin)"
+            )
+    for assignment in found.values():
+        if assignment.status != AssignmentStatus.SUBMITTED:
+            raise Conflict(f"assignment {assignment.pk} is {assignment.status}, not submitted: nothing to review")
+    return [found[pk] for pk in ids]
+
+
+def check_decision(decision, feedback) -> tuple[str, str]:
+    """``(review state, feedback)``; a rejection needs a reason (the worker sees it)."""
+    if decision not in DECISIONS:
+        raise invalid("decision", f"expected one of {', '.join(DECISIONS)}")
+    feedback = (feedback or "").strip() if isinstance(feedback, str | type(None)) else None
+    if feedback is None:
+        raise invalid("feedback", "expected text")
+    if len(feedback) > FEEDBACK_MAX:
+        raise invalid("feedback", f"at most {FEEDBACK_MAX} characters")
+    if decision == "reject" and not feedback:
+        raise invalid("feedback", "a rejection needs a reason: the worker sees it")
+    return DECISIONS[decision], feedback
+
+
+def check_unit_ratio(field: str, value, allow_none=False) -> float | None:
+    """A number in [0, 1] (a rate, threshold or score), or a 400 naming ``field``."""
+    if value is None or value == "":
+        if allow_none:
+            return None
+        raise invalid(field, "required")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise invalid(field, "expected a number between 0 and 1") from None
+    if isinstance(value, bool) or not 0 <= number <= 1:
+        raise invalid(field, "expected a number between 0 and 1")
+    return number
+
+
+def decide(assignment: Assignment, state: str, feedback: str, user, now) -> bool:
+    """Apply one decision to a locked assignment; False when it was already so, 409 when decided otherwise."""
+    if assignment.review == state:
+        return False
+    if assignment.review != ReviewState.PENDING:
+        raise Conflict(f"assignment {assignment.pk} is already {assignment.review}; its decision stands")
+    assignment.review, assignment.feedback = state, feedback
+    assignment.reviewed_at, assignment.reviewed_by = now, user
+    assignment.save(update_fields=["review", "feedback", "reviewed_at", "reviewed_by"])
+    return True
+
+
+def do_decide(user, assignments: list[Assignment], decision: str, feedback: str = "", now=None) -> int:
+    """Approve or reject ``assignments`` (checked by ``check_reviewable``), all or none; returns how many changed."""
+    state, feedback = check_decision(decision, feedback)
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update().filter(pk__in=[a.pk for a in assignments]).order_by("pk")
+        return sum(decide(a, state, feedback, user, now) for a in locked)
+
+
+def reviewable_by(user):
+    """Submitted form work of the projects where ``user`` reviews (researchers, admins)."""
+    return review_queryset().filter(task__batch__project__in=Project.objects.for_user(user, MANAGE_ROLES))
+
+
+def filtered(rows, worker=None, review=None, flagged=None, gold_below=None, gold_at_least=None):
+    """Submitted work (``rows``) narrowed by worker (username), review state, flagged or not, and the worker's gold
+    accuracy in the batch (below / at least a value in [0, 1]); bad values are a 400 naming the filter."""
+    if worker:
+        rows = rows.filter(worker__username=worker)
+    if review:
+        if review not in ReviewState.values:
+            raise invalid("review", f"expected one of {', '.join(ReviewState.values)}")
+        rows = rows.filter(review=review)
+    if flagged not in (None, ""):
+        if str(flagged).lower() not in ("true", "false", "1", "0"):
+            raise invalid("flagged", "expected true or false")
+        on = str(flagged).lower() in ("true", "1")
+        rows = rows.exclude(flagged="") if on else rows.filter(flagged="")
+    below = check_unit_ratio("gold_below", gold_below, allow_none=True)
+    if below is not None:
+        rows = rows.filter(worker_gold__lt=below)
+    at_least = check_unit_ratio("gold_at_least", gold_at_least, allow_none=True)
+    if at_least is not None:
+        rows = rows.filter(worker_gold__gte=at_least)
+    return rows.order_by("task__index", "pk")
+
+
+def do_decide_filtered(user, rows, decision: str, feedback: str = "", now=None) -> int:
+    """Decide on the pending work among ``rows`` (a ``filtered`` queryset); work already decided is left alone."""
+    state, feedback = check_decision(decision, feedback)
+    now = now or timezone.now()
+    with transaction.atomic():
+        pending = Assignment.objects.select_for_update().filter(
+            pk__in=list(rows.filter(review=ReviewState.PENDING).values_list("pk", flat=True))
+        )
+        return sum(decide(a, state, feedback, user, now) for a in pending.order_by("pk"))
+
+
+def do_reopen(user, assignment: Assignment, now=None) -> Assignment:
+    """Give a rejected assignment's slot back to the queue: another worker takes it (the rejected worker cannot)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        assignment = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if assignment.review != ReviewState.REJECTED:
+            raise Conflict(f"assignment {assignment.pk} is {assignment.review}: only rejected work can be reopened")
+        if assignment.reopened_at is not None:
+            raise Conflict(f"assignment {assignment.pk} was already reopened")
+        assignment.reopened_at = now
+        assignment.save(update_fields=["reopened_at"])
+        task = Task.objects.select_for_update().select_related("batch").get(pk=assignment.task_id)
+        task.taken, task.submitted = task.taken - 1, task.submitted - 1
+        task.completed = task.submitted >= task.batch.assignments_per_task
+        task.save(update_fields=["taken", "submitted", "completed"])
+        refresh_batch_completion(task.batch)
+    return assignment
+
+
+def do_auto_approve_due(now=None) -> int:
+    """Approve submitted work not reviewed within its batch's delay (Celery beat); flagged work waits for a person."""
+    now = now or timezone.now()
+    approved = 0
+    batches = Batch.objects.filter(kind=BatchKind.FORM, auto_approve_seconds__isnull=False)
+    for batch_id, delay in batches.values_list("pk", "auto_approve_seconds"):
+        due = Assignment.objects.filter(
+            task__batch=batch_id,
+            status=AssignmentStatus.SUBMITTED,
+            review=ReviewState.PENDING,
+            flagged="",
+            submitted_at__lte=now - dt.timedelta(seconds=delay),
+        )
+        approved += due.update(review=ReviewState.APPROVED, reviewed_at=now, reviewed_by=None)
+    return approved
+
+
+# --- Decisions uploaded as the results CSV ------------------------------------------------------------------
+
+
+def read_decisions(data: bytes) -> list[tuple[int, dict]]:
+    """``[(row number, row)]`` of an uploaded results CSV (row 1 is the first after the header)."""
+    limit = settings.FORM_CSV_MAX_BYTES
+    if len(data) > limit:
+        raise TooLarge(
+            f"csv: {len(data)} bytes is over the limit of {limit} bytes (FORM_CSV_MAX_BYTES)",
+            [{"field": "csv", "message": "too large"}],
+        )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise invalid("csv", "is not UTF-8 text") from None
+    if "\x00" in text:
+        raise invalid("csv", "contains a NUL character")
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        header = reader.fieldnames or []
+        missing = [c for c in ("AssignmentId", "Approve", "Reject") if c not in header]
+        if missing:
+            raise invalid("csv", f"the header has no {', '.join(missing)} column (upload the results CSV back)")
+        return [(number, row) for number, row in enumerate(reader, start=1)]
+    except csv.Error as error:
+        raise invalid("csv", f"is not a readable CSV: {error}") from None
+
+
+def planned_decisions(batch: Batch, rows: list[tuple[int, dict]]) -> tuple[list, list]:
+    """``(plan, errors)``: plan is ``[(assignment id, state, feedback)]`` for the rows with a decision."""
+    known = dict(
+        Assignment.objects.filter(task__batch=batch, status=AssignmentStatus.SUBMITTED).values_list("pk", "review")
+    )
+    plan, errors, seen = [], [], {}
+
+    def error(number, message):
+        errors.append({"field": f"csv row {number}", "message": message})
+
+    for number, row in rows:
+        approve, reject = (row.get("Approve") or "").strip(), (row.get("Reject") or "").strip()
+        if not approve and not reject:
+            continue
+        raw_id = (row.get("AssignmentId") or "").strip()
+        if approve and reject:
+            error(number, f"assignment {raw_id or '?'}: both Approve and Reject are set; choose one")
+            continue
+        if approve and approve.lower() != "x":
+            error(number, f"assignment {raw_id or '?'}: Approve takes x, not {approve[:40]!r}")
+            continue
+        if len(reject) > FEEDBACK_MAX:
+            error(number, f"assignment {raw_id}: the Reject reason is over {FEEDBACK_MAX} characters")
+            continue
+        pk = int(raw_id) if raw_id.isdigit() else None
+        if pk not in known:
+            error(number, f"unknown assignment {raw_id[:40]!r}: not a submitted assignment of batch {batch.name!r}")
+            continue
+        state = ReviewState.APPROVED if approve else ReviewState.REJECTED
+        if known[pk] not in (ReviewState.PENDING, state):
+            error(number, f"assignment {pk} is already {known[pk]}; it cannot be {state} now")
+            continue
+        if pk in seen and seen[pk][1] != state:
+            error(number, f"assignment {pk} is decided otherwise on row {seen[pk][0]}")
+            continue
+        seen[pk] = (number, state)
+        plan.append((pk, state, reject))
+    return plan, errors
+
+
+def do_apply_decisions_csv(user, batch: Batch, data: bytes, now=None) -> dict:
+    """Apply the ``Approve`` (``x``) and ``Reject`` (a reason) columns of an uploaded results CSV: all the decisions,
+    or none with a 400 naming every bad row. Returns ``{"approved", "rejected", "unchanged"}``."""
+    plan, errors = planned_decisions(batch, read_decisions(data))
+    if errors:
+        shown = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise ValidationFailed(f"csv: nothing was applied: {shown}{more}", errors)
+    now = now or timezone.now()
+    counts = {"approved": 0, "rejected": 0, "unchanged": 0}
+    with transaction.atomic():
+        locked = {a.pk: a for a in Assignment.objects.select_for_update().filter(pk__in=[p[0] for p in plan])}
+        for pk, state, feedback in plan:
+            changed = decide(locked[pk], state, feedback, user, now)
+            counts[state if changed else "unchanged"] += 1
+    return counts
+
+
+def review_counts(batch: Batch) -> dict:
+    """Submitted work of the batch by review state, and how much is flagged."""
+    rows = Assignment.objects.filter(task__batch=batch, status=AssignmentStatus.SUBMITTED)
+    counts = rows.aggregate(
+        **{state: Count("pk", filter=Q(review=state)) for state in ReviewState.values},
+        flagged=Count("pk", filter=~Q(flagged="")),
+        reopened=Count("pk", filter=Q(reopened_at__isnull=False)),
+    )
+    return counts

@@ -1,0 +1,184 @@
+"""A batch's quality settings (gold rate, blocking threshold, onboarding, required qualifications, auto-approval
+delay) and its gold tasks: marked from the CSV's ``Answer.*`` values or from one assignment's answers. Scoring,
+blocking and qualifying on submission are the queue's (``annotation.actions.forms.gold``)."""
+
+from django.db import transaction
+
+from ...models import Assignment, AssignmentStatus, Batch, BatchRequirement, Qualification
+from ..errors import invalid
+from ..forms.gold import gold_from_answers, gold_from_csv
+from .decisions import check_unit_ratio, review_counts
+
+MAX_AUTO_APPROVE_SECONDS = 365 * 24 * 3600
+
+
+def check_count(field: str, value, low: int, high: int, allow_none=False) -> int | None:
+    if value is None or value == "":
+        if allow_none:
+            return None
+        raise invalid(field, "required")
+    if isinstance(value, bool):
+        raise invalid(field, f"expected a whole number from {low} to {high}")
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise invalid(field, f"expected a whole number from {low} to {high}") from None
+    if not low <= number <= high:
+        raise invalid(field, f"expected a whole number from {low} to {high}")
+    return number
+
+
+def qualification_of(batch: Batch, field: str, name) -> Qualification:
+    found = Qualification.objects.filter(project=batch.project, name=name).first() if isinstance(name, str) else None
+    if found is None:
+        raise invalid(field, f"no qualification {str(name)[:100]!r} in project {batch.project.name!r}")
+    return found
+
+
+def check_quality_settings(batch: Batch, data: dict) -> dict:
+    """The settings present in ``data``, checked: every bad value is a 400 naming its field."""
+    if not isinstance(data, dict):
+        raise invalid("body", "expected an object of settings")
+    known = {
+        "gold_rate",
+        "gold_threshold",
+        "gold_min_answers",
+        "auto_approve_seconds",
+        "grants_qualification",
+        "grant_threshold",
+        "requirements",
+    }
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise invalid(unknown[0], f"unknown setting; expected one of {', '.join(sorted(known))}")
+    values = {}
+    if "gold_rate" in data:
+        values["gold_rate"] = check_unit_ratio("gold_rate", data["gold_rate"])
+    if "gold_threshold" in data:
+        values["gold_threshold"] = check_unit_ratio("gold_threshold", data["gold_threshold"], allow_none=True)
+    if "grant_threshold" in data:
+        values["grant_threshold"] = check_unit_ratio("grant_threshold", data["grant_threshold"])
+    if "gold_min_answers" in data:
+        values["gold_min_answers"] = check_count("gold_min_answers", data["gold_min_answers"], 1, 10_000)
+    if "auto_approve_seconds" in data:
+        values["auto_approve_seconds"] = check_count(
+            "auto_approve_seconds", data["auto_approve_seconds"], 0, MAX_AUTO_APPROVE_SECONDS, allow_none=True
+        )
+    if "grants_qualification" in data:
+        name = data["grants_qualification"]
+        values["grants_qualification"] = (
+            None if name in (None, "") else qualification_of(batch, "grants_qualification", name)
+        )
+    if "requirements" in data:
+        values["requirements"] = check_requirements(batch, data["requirements"])
+    return values
+
+
+def check_requirements(batch: Batch, raw) -> list[tuple[Qualification, float]]:
+    if not isinstance(raw, list):
+        raise invalid("requirements", "expected a list of {qualification, min_score}")
+    checked, seen = [], set()
+    for i, item in enumerate(raw):
+        where = f"requirements[{i}]"
+        if not isinstance(item, dict) or "qualification" not in item:
+            raise invalid(where, "expected {qualification, min_score}")
+        qualification = qualification_of(batch, f"{where}.qualification", item["qualification"])
+        if qualification.pk in seen:
+            raise invalid(f"{where}.qualification", "named twice")
+        if batch.grants_qualification_id == qualification.pk:
+            raise invalid(f"{where}.qualification", "is the one this batch grants")
+        seen.add(qualification.pk)
+        checked.append((qualification, check_unit_ratio(f"{where}.min_score", item.get("min_score", 0))))
+    return checked
+
+
+def do_update_quality_settings(batch: Batch, values: dict) -> Batch:
+    with transaction.atomic():
+        batch = Batch.objects.select_for_update().get(pk=batch.pk)
+        requirements = values.pop("requirements", None)
+        for name, value in values.items():
+            setattr(batch, name, value)
+        if values:
+            batch.save(update_fields=list(values))
+        if requirements is not None:
+            batch.requirements.all().delete()
+            BatchRequirement.objects.bulk_create(
+                BatchRequirement(batch=batch, qualification=q, min_score=score) for q, score in requirements
+            )
+    return batch
+
+
+def check_gold_request(batch: Batch, data: dict) -> dict:
+    """``{"tasks": [indices], "gold": bool}`` (known answers from the CSV) or ``{"assignment": id}`` (from its
+    answers). 1-based task numbers as the pages show them are ``task_numbers``."""
+    if not isinstance(data, dict):
+        raise invalid("body", "expected an object")
+    gold = data.get("gold", True)
+    if not isinstance(gold, bool):
+        raise invalid("gold", "expected true or false")
+    if "assignment" in data:
+        pk = data["assignment"]
+        assignment = (
+            Assignment.objects.filter(pk=pk, task__batch=batch, status=AssignmentStatus.SUBMITTED)
+            .select_related("task")
+            .first()
+            if isinstance(pk, int) and not isinstance(pk, bool)
+            else None
+        )
+        if assignment is None:
+            raise invalid("assignment", f"no submitted assignment {str(pk)[:40]} in batch {batch.name!r}")
+        return {"assignment": assignment}
+    indices = data.get("tasks")
+    if (
+        not isinstance(indices, list)
+        or not indices
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in indices)
+    ):
+        raise invalid("tasks", "expected a non-empty list of task indices (0-based), or give assignment")
+    tasks = {t.index: t for t in batch.tasks.filter(index__in=indices)}
+    missing = [i for i in indices if i not in tasks]
+    if missing:
+        raise invalid("tasks", f"batch {batch.name!r} has no task {missing[0]}")
+    if gold:
+        empty = [i for i in indices if not gold_from_csv(tasks[i])]
+        if empty:
+            raise invalid("tasks", f"task {empty[0]} has no Answer.* values in the CSV; mark it from an assignment")
+    return {"tasks": [tasks[i] for i in dict.fromkeys(indices)], "gold": gold}
+
+
+def do_mark_gold(batch: Batch, request: dict) -> int:
+    """Mark (or unmark) gold tasks; returns how many tasks changed."""
+    with transaction.atomic():
+        if "assignment" in request:
+            task = request["assignment"].task
+            task.is_gold, task.gold_answers = True, gold_from_answers(request["assignment"].answers)
+            task.save(update_fields=["is_gold", "gold_answers"])
+            return 1
+        for task in request["tasks"]:
+            task.is_gold = request["gold"]
+            task.gold_answers = gold_from_csv(task) if request["gold"] else {}
+            task.save(update_fields=["is_gold", "gold_answers"])
+        return len(request["tasks"])
+
+
+def quality_settings(batch: Batch) -> dict:
+    """A batch's quality settings, gold tasks, review counts and blocked workers (the API's and the page's view)."""
+    return {
+        "batch": batch.pk,
+        "gold_rate": batch.gold_rate,
+        "gold_threshold": batch.gold_threshold,
+        "gold_min_answers": batch.gold_min_answers,
+        "auto_approve_seconds": batch.auto_approve_seconds,
+        "grants_qualification": batch.grants_qualification.name if batch.grants_qualification_id else None,
+        "grant_threshold": batch.grant_threshold,
+        "requirements": [
+            {"qualification": r.qualification.name, "min_score": r.min_score}
+            for r in batch.requirements.select_related("qualification")
+        ],
+        "gold_tasks": list(batch.tasks.filter(is_gold=True).order_by("index").values_list("index", flat=True)),
+        "counts": review_counts(batch),
+        "blocked": [
+            {"worker": b.worker.username, "accuracy": b.accuracy, "reason": b.reason, "at": b.created_at.isoformat()}
+            for b in batch.blocks.select_related("worker")
+        ],
+    }

@@ -1,0 +1,86 @@
+"""Quality control of form work: qualifications (a named score per worker in a project), the qualifications a batch
+requires, and the workers a batch blocked for their gold accuracy. The review state of an assignment and a batch's
+gold and onboarding settings are fields of ``Assignment``, ``Task`` and ``Batch`` (``forms.py``)."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from .forms import Batch
+from .manage import Project
+
+
+class Qualification(models.Model):
+    """A named score per worker in one project (MTurk's qualification type): earned in an onboarding batch or
+    granted by an admin; batches may require it with a minimum score."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="qualifications")
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="qualification_name_unique")]
+
+    def __str__(self):
+        return f"{self.project.name}/{self.name}"
+
+
+class QualificationScore(models.Model):
+    """One worker's score (0–1) of one qualification; no row means the worker does not hold it."""
+
+    class Source(models.TextChoices):
+        ADMIN = "admin", "Granted by an admin"
+        ONBOARDING = "onboarding", "Earned in an onboarding batch"
+
+    qualification = models.ForeignKey(Qualification, on_delete=models.CASCADE, related_name="scores")
+    worker = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="qualifications")
+    score = models.FloatField()
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.ADMIN)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["qualification", "worker"]
+        constraints = [
+            models.UniqueConstraint(fields=["qualification", "worker"], name="one_score_per_worker"),
+            models.CheckConstraint(condition=Q(score__gte=0) & Q(score__lte=1), name="qualification_score_range"),
+        ]
+
+    def __str__(self):
+        return f"{self.qualification_id}: {self.worker_id} = {self.score:g}"
+
+
+class BatchRequirement(models.Model):
+    """Batch ``batch`` is for workers holding ``qualification`` with a score of at least ``min_score``."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="requirements")
+    qualification = models.ForeignKey(Qualification, on_delete=models.CASCADE, related_name="required_by")
+    min_score = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["batch", "qualification"]
+        constraints = [models.UniqueConstraint(fields=["batch", "qualification"], name="one_requirement_per_batch")]
+
+    def __str__(self):
+        return f"batch {self.batch_id} requires {self.qualification_id} ≥ {self.min_score:g}"
+
+
+class BatchBlock(models.Model):
+    """A worker blocked from a batch: their running gold accuracy fell below the batch's threshold."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="blocks")
+    worker = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="batch_blocks")
+    reason = models.CharField(max_length=300)
+    accuracy = models.FloatField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["batch", "worker"]
+        constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_block_per_worker")]
+
+    def __str__(self):
+        return f"{self.worker_id} blocked from batch {self.batch_id}"

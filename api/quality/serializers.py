@@ -1,0 +1,154 @@
+"""Shapes of the quality API: submitted work under review, decisions, qualifications, a batch's quality settings."""
+
+from rest_framework import serializers
+
+from annotation.models import Assignment, Qualification, QualificationScore, ReviewState
+
+
+class ReviewSerializer(serializers.ModelSerializer):
+    """A submitted assignment as its reviewer sees it (gold figures included: never shown to workers)."""
+
+    batch = serializers.IntegerField(source="task.batch_id", read_only=True)
+    batch_name = serializers.CharField(source="task.batch.name", read_only=True)
+    task_index = serializers.IntegerField(source="task.index", read_only=True)
+    is_gold = serializers.BooleanField(source="task.is_gold", read_only=True)
+    worker = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    reviewed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    answers = serializers.JSONField(read_only=True)
+    worker_gold = serializers.FloatField(
+        read_only=True, allow_null=True, help_text="The worker's mean gold score in this batch (null: no gold yet)."
+    )
+
+    class Meta:
+        model = Assignment
+        fields = [
+            "id",
+            "batch",
+            "batch_name",
+            "task",
+            "task_index",
+            "is_gold",
+            "worker",
+            "answers",
+            "submitted_at",
+            "work_seconds",
+            "review",
+            "feedback",
+            "reviewed_at",
+            "reviewed_by",
+            "reopened_at",
+            "gold_score",
+            "worker_gold",
+            "flagged",
+        ]
+        read_only_fields = fields
+
+
+class FeedbackSerializer(serializers.Serializer):
+    feedback = serializers.CharField(required=False, allow_blank=True, help_text="The reason the worker sees.")
+
+
+class ReviewFilterSerializer(serializers.Serializer):
+    batch = serializers.IntegerField()
+    worker = serializers.CharField(required=False, allow_blank=True)
+    review = serializers.ChoiceField(choices=ReviewState.choices, required=False, allow_blank=True)
+    flagged = serializers.BooleanField(required=False, allow_null=True, default=None)
+    gold_below = serializers.FloatField(required=False, allow_null=True)
+    gold_at_least = serializers.FloatField(required=False, allow_null=True)
+
+
+class DecideSerializer(serializers.Serializer):
+    """Decide on ``assignments`` (ids), or on the pending work a ``filter`` selects in one batch."""
+
+    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    feedback = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    assignments = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=10_000)
+    filter = ReviewFilterSerializer(required=False)
+
+    def validate(self, data):
+        if ("assignments" in data) == ("filter" in data):
+            raise serializers.ValidationError({"assignments": "give assignments (ids) or filter, not both"})
+        if "assignments" in data and not data["assignments"]:
+            raise serializers.ValidationError({"assignments": "name at least one assignment"})
+        return data
+
+
+class DecidedSerializer(serializers.Serializer):
+    changed = serializers.IntegerField(help_text="Assignments whose decision changed (already so: not counted).")
+
+
+class DecisionsUploadSerializer(serializers.Serializer):
+    batch = serializers.IntegerField()
+    csv = serializers.FileField(help_text="The batch's results CSV with Approve (x) or Reject (a reason) filled in.")
+
+
+class DecisionsAppliedSerializer(serializers.Serializer):
+    approved = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+
+
+class ScoreSerializer(serializers.ModelSerializer):
+    worker = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    granted_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = QualificationScore
+        fields = ["worker", "score", "source", "granted_by", "updated_at"]
+        read_only_fields = fields
+
+
+class QualificationSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    scores = ScoreSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Qualification
+        fields = ["id", "project", "name", "description", "created_at", "scores"]
+        read_only_fields = fields
+
+
+class QualificationCreateSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+
+
+class GrantSerializer(serializers.Serializer):
+    worker = serializers.CharField(help_text="Username of a member of the project.")
+    score = serializers.FloatField(required=False, default=1.0, help_text="0–1.")
+
+
+class RevokeSerializer(serializers.Serializer):
+    worker = serializers.CharField()
+
+
+class RequirementSerializer(serializers.Serializer):
+    qualification = serializers.CharField()
+    min_score = serializers.FloatField()
+
+
+class QualitySettingsSerializer(serializers.Serializer):
+    """A batch's quality settings; in a PATCH every key is optional and checked by the action (400 naming it)."""
+
+    batch = serializers.IntegerField(read_only=True)
+    gold_rate = serializers.FloatField(help_text="Share (0–1) of each worker's tasks that are gold.")
+    gold_threshold = serializers.FloatField(allow_null=True, help_text="Block below this gold accuracy (0–1).")
+    gold_min_answers = serializers.IntegerField(help_text="Gold answers before the threshold applies (≥ 1).")
+    auto_approve_seconds = serializers.IntegerField(allow_null=True, help_text="Null: never auto-approve.")
+    grants_qualification = serializers.CharField(allow_null=True, help_text="Onboarding: the qualification earned.")
+    grant_threshold = serializers.FloatField(help_text="Gold accuracy (0–1) that earns it.")
+    requirements = RequirementSerializer(many=True)
+    gold_tasks = serializers.ListField(child=serializers.IntegerField(), read_only=True, help_text="Indices.")
+    counts = serializers.DictField(child=serializers.IntegerField(), read_only=True, help_text="Work by review state.")
+    blocked = serializers.ListField(child=serializers.DictField(), read_only=True)
+
+
+class GoldSerializer(serializers.Serializer):
+    tasks = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="Task indices.")
+    gold = serializers.BooleanField(required=False, default=True, help_text="false: unmark.")
+    assignment = serializers.IntegerField(required=False, help_text="Take the known answers from this assignment.")
+
+
+class GoldMarkedSerializer(serializers.Serializer):
+    changed = serializers.IntegerField()
