@@ -6,6 +6,7 @@ nothing), and the refusals (another project 404, a worker 403, work not submitte
 import csv
 import datetime as dt
 import io
+import tarfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -15,6 +16,7 @@ from annotation.actions import forms, quality
 from annotation.models import Assignment, ReviewState, Role, Task
 from tests.conftest import make_user, token_client
 from tests.forms_data import make_batch
+from workers.exports.jobs import run_export
 from workers.tasks import auto_approve_assignments
 
 
@@ -247,3 +249,26 @@ def test_pay_counts_approved_work_and_shows_pending_apart(worked, researcher, al
     assert report["teammate"]["approved_assignments"] == 0
     assert report["teammate"]["pending_assignments"] == 3
     assert report["teammate"]["pay"] == 0
+
+
+def test_rejected_work_leaves_the_results_export_and_agreement(worked, researcher):
+    """Rejected answers stay in the results CSV (marked) but leave what a researcher publishes: the TurkingBench
+    export's rows and the agreement figures, both read through the API as a user reads them."""
+    batch, done = worked
+    api = token_client(researcher)
+    assert api.get(f"/api/agreement/{batch.pk}/").json()["totals"]["assignments"] == 6
+    rejected = done[("teammate", 1)]
+    assert api.post(f"/api/reviews/{rejected.pk}/reject/", {"feedback": "Off topic."}, format="json").status_code == 200
+    assert api.get(f"/api/agreement/{batch.pk}/").json()["totals"]["assignments"] == 5
+    statuses = {int(row["AssignmentId"]): row["AssignmentStatus"] for row in results(api, batch)}
+    assert statuses[rejected.pk] == "Rejected"
+    created = api.post("/api/exports/", {"project": batch.project.name, "format": "turkingbench"}, format="json")
+    assert created.status_code == 202, created.content  # accepted: the worker runs it (here, in this process)
+    run_export(created.json()["id"])
+    data = b"".join(api.get(f"/api/exports/{created.json()['id']}/download/").streaming_content)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith(f"/tasks/{batch.name}/batch.csv"))
+        rows = list(csv.DictReader(io.StringIO(tar.extractfile(member).read().decode())))
+    answered = [row for row in rows if row.get("Answer.short")]
+    assert len(answered) == 5
+    assert sorted(row["Answer.short"] for row in answered) == ["owner"] * 3 + ["teammate"] * 2

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agents.turkle import Dataset
-from annotation.models import Assignment, AssignmentStatus, Batch, BatchKind, SplitConfig
+from annotation.models import Assignment, AssignmentStatus, Batch, BatchKind, ReviewState, SplitConfig
 
 from .exporters.turkingbench import ExportBatch, write_batch
 
@@ -32,8 +32,11 @@ def gold_rows(batch: Batch) -> Iterator[dict]:
 
 
 def submitted(batch: Batch):
+    """The batch's submitted work a researcher keeps: approved and not yet reviewed; rejected work is left out
+    (docs/quality.md)."""
     return (
         Assignment.objects.filter(task__batch=batch, status=AssignmentStatus.SUBMITTED)
+        .exclude(review=ReviewState.REJECTED)
         .select_related("task")
         .order_by("task__index", "submitted_at", "pk")
     )

@@ -18,7 +18,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
 from ...lib import agreement as lib
-from ...models import Assignment, AssignmentStatus, Batch, Project
+from ...models import Assignment, AssignmentStatus, Batch, Project, ReviewState
 from ..forms.access import STATS_ROLES, check_batch_stats
 
 CACHE_SECONDS = 24 * 3600
@@ -49,7 +49,12 @@ def readable_batches(user):
 
 
 def submitted_of(batch_ids):
-    return Assignment.objects.filter(task__batch_id__in=batch_ids, status=AssignmentStatus.SUBMITTED).order_by()
+    """Submitted work that counts: rejected answers are left out of agreement and aggregation (and of exports)."""
+    return (
+        Assignment.objects.filter(task__batch_id__in=batch_ids, status=AssignmentStatus.SUBMITTED)
+        .exclude(review=ReviewState.REJECTED)
+        .order_by()
+    )
 
 
 def batch_inputs(batch: Batch) -> tuple[dict, list, dict]:
