@@ -277,3 +277,5 @@ def test_an_exports_counts_are_tables_not_a_dict(researcher, alpha):
     assert '<tr><th>turns</th><td class="num">40</td></tr>' in html
     assert '<tr><th>train</th><td class="num">2</td><td class="num">30</td></tr>' in html
     assert '<tr><th>share</th><td class="num">0.2500</td></tr>' in html
+    assert 'data-counts="quality"' not in html  # the quality report's totals have their own block
+    assert 'id="quality-summary"' in html
