@@ -265,7 +265,8 @@ def test_an_exports_counts_are_tables_not_a_dict(researcher, alpha):
         "turns": 40,
         "files": 12,
         "per_split": {"train": {"demos": 2, "turns": 30}, "test_iid": {"demos": 1, "turns": 10}},
-        "quality": {"issues": 4, "share": 0.25},
+        "per_check": {"issues": 4, "share": 0.25},
+        "quality": {"items": 3, "by_status": {"validated": 3}},
     }
     job = ExportJob.objects.create(
         project=alpha, owner=researcher, format="weblinx", status=JobStatus.DONE, file="exports/a.tar.gz", counts=counts
