@@ -203,3 +203,26 @@ def test_the_mind2web_project_page_shows_each_role_its_own_controls(team):
             response = queue.get("/mind2web/projects/alpha/review/", follow=True)
             reached = response.redirect_chain == [] and response.status_code == 200
             assert reached == ("review" in names[role]), user.username
+
+
+def test_cancel_and_resume_are_shown_to_the_starter_and_the_admins_only(team, alpha):
+    from annotation.models import AgentRun, ExportJob, JobStatus
+
+    starter, colleague = team["researcher"]
+    running = AgentRun.objects.create(
+        project=alpha, owner=starter, split="all", solver="oracle", status=JobStatus.RUNNING
+    )
+    stopped = AgentRun.objects.create(
+        project=alpha, owner=starter, split="all", solver="oracle", status=JobStatus.FAILED
+    )
+    export = ExportJob.objects.create(project=alpha, owner=starter, format="weblinx", status=JobStatus.QUEUED)
+    may = {starter.username} | {user.username for user in team["admin"]}
+    for user in team["researcher"] + team["admin"]:
+        assert ('id="cancel-run"' in page(user, f"/agents/runs/{running.pk}/")) == (user.username in may)
+        assert ('id="resume-run"' in page(user, f"/agents/runs/{stopped.pk}/")) == (user.username in may)
+        assert ('id="cancel-job"' in page(user, f"/projects/alpha/exports/{export.pk}/")) == (user.username in may)
+        assert f'href="/projects/alpha/exports/{export.pk}/"' in page(user, "/projects/alpha/exports/")
+    for user in team["annotator"] + team["reviewer"]:  # not listed for them, and not theirs to open
+        assert f'href="/agents/runs/{running.pk}/"' not in page(user, "/agents/runs/")
+        assert status(user, f"/agents/runs/{running.pk}/") == 404
+        assert status(user, f"/projects/alpha/exports/{export.pk}/") == 403
