@@ -226,3 +226,13 @@ def test_cancel_and_resume_are_shown_to_the_starter_and_the_admins_only(team, al
         assert f'href="/agents/runs/{running.pk}/"' not in page(user, "/agents/runs/")
         assert status(user, f"/agents/runs/{running.pk}/") == 404
         assert status(user, f"/projects/alpha/exports/{export.pk}/") == 403
+
+
+def test_empty_activity_and_invitation_lists_say_what_comes_first(team):
+    for user in team["admin"]:
+        assert "No open invitation links: make one above" in page(user, "/projects/alpha/members/")
+        assert "No recorded, reviewed or form-task work yet: annotators record" in page(
+            user, "/projects/alpha/activity/"
+        )
+    for user in team["annotator"] + team["reviewer"] + team["researcher"]:
+        assert "No work of yours yet: it shows here once you" in page(user, "/projects/alpha/activity/")
