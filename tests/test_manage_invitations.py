@@ -62,7 +62,7 @@ def test_three_people_join_with_three_links_each_with_its_role(admin, alpha):
         assert answer.status_code == 410
         assert "used already" in answer.content.decode()
     assert not get_user_model().objects.filter(username="late").exists()
-    assert "No open invitation links." in boss.get("/projects/alpha/members/").content.decode()
+    assert "No open invitation links: make one above" in boss.get("/projects/alpha/members/").content.decode()
 
 
 def test_a_signed_in_person_joins_with_one_click_and_a_member_is_refused(admin, alpha, beta, outsider, owner):

@@ -165,3 +165,36 @@ def test_the_project_page_makes_the_same_number_of_queries_however_many_websites
     for name in ("two", "three", "four"):
         website(alpha, name, seeds=SEEDS[:3])
     assert queries() == few
+
+
+def test_a_refused_seed_task_form_keeps_the_typed_tasks_and_names_the_field(client, alpha, researcher, site):
+    """Seed tasks with one too long: 400, the project page again with the refusal naming the line and every typed
+    line still in that website's text area (and only there); nothing stored. Sent again fixed, they are added."""
+    other = website(alpha, "carmax", seeds=[])
+    before = site.seed_tasks.count()
+    typed = "Book a table for two in Rome\n" + "x" * 600 + "\nFind a wine tasting in Napa"
+    client.force_login(researcher)
+    refused = client.post(f"/mind2web/websites/{site.pk}/seeds", {"tasks": typed})
+    assert refused.status_code == 400
+    html = refused.content.decode()
+    assert "tasks[1]: at most 500 characters" in html
+    assert html.count("Book a table for two in Rome") == 1
+    assert "Find a wine tasting in Napa" in html
+    kept = html.split(f'seed-form" data-website="{site.pk}"')[1].split("</form>")[0]
+    assert "Book a table for two in Rome" in kept
+    assert "x" * 600 in kept
+    assert "Book a table" not in html.split(f'seed-form" data-website="{other.pk}"')[1].split("</form>")[0]
+    assert site.seed_tasks.count() == before
+    assert other.seed_tasks.count() == 0
+    fixed = "Book a table for two in Rome\nFind a wine tasting in Napa"
+    assert client.post(f"/mind2web/websites/{site.pk}/seeds", {"tasks": fixed}).status_code == 302
+    assert site.seed_tasks.count() == before + 2
+
+
+def test_seed_tasks_from_a_member_who_does_not_manage_websites_get_the_403_page(client, site, owner, reviewer):
+    for user in (owner, reviewer):
+        client.force_login(user)
+        refused = client.post(f"/mind2web/websites/{site.pk}/seeds", {"tasks": "Find a bar"})
+        assert refused.status_code == 403
+        assert "cannot manage websites" in refused.content.decode()
+    assert not site.seed_tasks.filter(text="Find a bar").exists()

@@ -68,3 +68,171 @@ def test_the_home_page_without_a_project_says_what_to_do_first(db):
     home = page(root, "/")
     assert "Start with a" in home
     assert 'href="/projects/"' in home
+
+
+# --- The project pages (statistics, activity, quality, splits, exports, settings, members), agents and Mind2Web, as
+# each role, two people per role: what a role cannot use is not shown; pages it cannot open are not linked. ---------
+
+ROLE_OF = {"annotator": Role.ANNOTATOR, "reviewer": Role.REVIEWER, "researcher": Role.RESEARCHER, "admin": Role.ADMIN}
+
+
+@pytest.fixture
+def team(alpha):
+    """Two people per role in alpha: ``{role: [user, user]}``."""
+    return {role: [make_user(f"{role}{n}", alpha, value) for n in (1, 2)] for role, value in ROLE_OF.items()}
+
+
+def status(user, url) -> int:
+    client = Client()
+    client.force_login(user)
+    return client.get(url).status_code
+
+
+def shown(team, url, controls) -> dict:
+    """``{role: the controls found in the page}``, the same for both people of a role."""
+    found = {}
+    for role, people in team.items():
+        seen = [{control for control in controls if control in page(user, url)} for user in people]
+        assert seen[0] == seen[1], (role, url)
+        found[role] = seen[0]
+    return found
+
+
+TABS = {
+    "settings": 'href="/projects/alpha/settings/"',
+    "members": 'href="/projects/alpha/members/"',
+    "stats": 'href="/projects/alpha/stats/"',
+    "activity": 'href="/projects/alpha/activity/"',
+    "quality": 'href="/projects/alpha/quality/records/"',
+    "splits": 'href="/projects/alpha/splits/"',
+    "exports": 'href="/projects/alpha/exports/"',
+    "evaluations": 'href="/projects/alpha/evaluations/"',
+}
+EVERYONE = {"stats", "activity", "quality", "splits"}
+
+
+def test_the_project_tabs_link_only_pages_the_role_may_open(team):
+    tabs = shown(team, "/projects/alpha/splits/", TABS.values())
+    names = {role: {name for name, href in TABS.items() if href in found} for role, found in tabs.items()}
+    assert names == {
+        "annotator": EVERYONE,
+        "reviewer": EVERYONE,
+        "researcher": EVERYONE | {"exports", "evaluations"},
+        "admin": EVERYONE | {"exports", "evaluations", "settings", "members"},
+    }
+    for role, people in team.items():  # what is linked opens; what is not is the 403 page
+        for user in people:
+            for name, href in TABS.items():
+                url = href.removeprefix('href="').removesuffix('"')
+                assert status(user, url) == (200 if name in names[role] else 403), (user.username, url)
+
+
+def test_the_projects_list_links_only_pages_the_role_may_open(team):
+    links = shown(team, "/projects/", [TABS[name] for name in ("settings", "members", "exports", "evaluations")])
+    assert links == {
+        "annotator": set(),
+        "reviewer": set(),
+        "researcher": {TABS["exports"], TABS["evaluations"]},
+        "admin": {TABS["settings"], TABS["members"], TABS["exports"], TABS["evaluations"]},
+    }
+
+
+def test_the_split_configuration_form_and_the_pay_rates_link_are_for_admins(team):
+    forms = shown(team, "/projects/alpha/splits/", ['id="split-config-form"', "Only project admins change"])
+    assert forms == {
+        "annotator": {"Only project admins change"},
+        "reviewer": {"Only project admins change"},
+        "researcher": {"Only project admins change"},
+        "admin": {'id="split-config-form"'},
+    }
+    rates = shown(team, "/projects/alpha/activity/", ['id="edit-rates"', 'href="/projects/alpha/pay/rates/"'])
+    assert rates == {"annotator": set(), "reviewer": set(), "researcher": set(), "admin": set(rates["admin"])}
+    assert rates["admin"] == {'id="edit-rates"', 'href="/projects/alpha/pay/rates/"'}
+    assert status(team["researcher"][0], "/projects/alpha/pay/rates/") == 403
+
+
+def test_empty_export_and_evaluation_lists_say_what_to_do_first(team):
+    for user in team["researcher"] + team["admin"]:
+        assert "No exports yet: choose a format and a split above" in page(user, "/projects/alpha/exports/")
+        assert "No evaluations yet: upload a model's predictions file" in page(user, "/projects/alpha/evaluations/")
+
+
+def test_the_quality_pages_link_the_reviewers_agreement_to_all_but_annotators(team):
+    agreement = shown(team, "/projects/alpha/quality/records/", ['href="/projects/alpha/quality/agreement/"'])
+    assert {role for role, found in agreement.items() if found} == {"reviewer", "researcher", "admin"}
+    for role, people in team.items():
+        for user in people:
+            expected = 403 if role == "annotator" else 200
+            assert status(user, "/projects/alpha/quality/agreement/") == expected, user.username
+
+
+def test_the_agent_runs_page_tells_each_role_what_comes_first(team):
+    start = shown(
+        team, "/agents/runs/", ['id="runs-start"', "No agent runs yet: start one", "Researchers and admins run"]
+    )
+    assert start == {
+        "annotator": {"Researchers and admins run"},
+        "reviewer": {"Researchers and admins run"},
+        "researcher": {'id="runs-start"', "No agent runs yet: start one"},
+        "admin": {'id="runs-start"', "No agent runs yet: start one"},
+    }
+
+
+def test_the_mind2web_project_page_shows_each_role_its_own_controls(team):
+    controls = {
+        "add": 'id="website-form"',
+        "import": 'id="website-import-form"',
+        "propose": 'id="propose"',
+        "review": 'href="/mind2web/projects/alpha/review/"',
+        "counts": 'id="verification-counts"',
+        "empty-manage": "No website yet: add one below",
+        "empty-ask": "No website yet: researchers and admins add",
+    }
+    found = shown(team, "/mind2web/projects/alpha/", controls.values())
+    names = {role: {name for name, marker in controls.items() if marker in seen} for role, seen in found.items()}
+    assert names == {
+        "annotator": {"propose", "empty-ask"},
+        "reviewer": {"review", "counts", "empty-ask"},
+        "researcher": {"add", "import", "counts", "empty-manage"},
+        "admin": {"add", "import", "propose", "review", "counts", "empty-manage"},
+    }
+    for role, people in team.items():  # the review queue opens for the roles it is linked for
+        for user in people:
+            queue = Client()
+            queue.force_login(user)
+            response = queue.get("/mind2web/projects/alpha/review/", follow=True)
+            reached = response.redirect_chain == [] and response.status_code == 200
+            assert reached == ("review" in names[role]), user.username
+
+
+def test_cancel_and_resume_are_shown_to_the_starter_and_the_admins_only(team, alpha):
+    from annotation.models import AgentRun, ExportJob, JobStatus
+
+    starter, colleague = team["researcher"]
+    running = AgentRun.objects.create(
+        project=alpha, owner=starter, split="all", solver="oracle", status=JobStatus.RUNNING
+    )
+    stopped = AgentRun.objects.create(
+        project=alpha, owner=starter, split="all", solver="oracle", status=JobStatus.FAILED
+    )
+    export = ExportJob.objects.create(project=alpha, owner=starter, format="weblinx", status=JobStatus.QUEUED)
+    may = {starter.username} | {user.username for user in team["admin"]}
+    for user in team["researcher"] + team["admin"]:
+        assert ('id="cancel-run"' in page(user, f"/agents/runs/{running.pk}/")) == (user.username in may)
+        assert ('id="resume-run"' in page(user, f"/agents/runs/{stopped.pk}/")) == (user.username in may)
+        assert ('id="cancel-job"' in page(user, f"/projects/alpha/exports/{export.pk}/")) == (user.username in may)
+        assert f'href="/projects/alpha/exports/{export.pk}/"' in page(user, "/projects/alpha/exports/")
+    for user in team["annotator"] + team["reviewer"]:  # not listed for them, and not theirs to open
+        assert f'href="/agents/runs/{running.pk}/"' not in page(user, "/agents/runs/")
+        assert status(user, f"/agents/runs/{running.pk}/") == 404
+        assert status(user, f"/projects/alpha/exports/{export.pk}/") == 403
+
+
+def test_empty_activity_and_invitation_lists_say_what_comes_first(team):
+    for user in team["admin"]:
+        assert "No open invitation links: make one above" in page(user, "/projects/alpha/members/")
+        assert "No recorded, reviewed or form-task work yet: annotators record" in page(
+            user, "/projects/alpha/activity/"
+        )
+    for user in team["annotator"] + team["reviewer"] + team["researcher"]:
+        assert "No work of yours yet: it shows here once you" in page(user, "/projects/alpha/activity/")

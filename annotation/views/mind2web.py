@@ -112,17 +112,21 @@ def website_import(request, project):
 @require_POST
 @action_errors
 def seeds_import(request, website_id):
-    """Seed tasks from a file or a text area (one task per line)."""
-    website = m2w.visible_website(request.user, website_id)
-    with refusals_as_messages(request):
-        m2w.check_project_for_websites(request.user, website.project.name)
-        upload = request.FILES.get("file")
+    """Seed tasks from a file or a text area (one task per line); refused, the project page again with the typed
+    tasks kept next to that website's form and the refusal naming the field (its status)."""
+    website = m2w.managed_website(request.user, website_id)  # 404/403 pages before the post is read
+    typed = request.POST.get("tasks", "")
+    upload = request.FILES.get("file")
+    try:
         if upload is not None:
             texts = m2w.seed_texts_of_file(upload.read(), upload.name or "")
         else:
-            texts = [line for line in request.POST.get("tasks", "").splitlines() if line.strip()]
+            texts = [line for line in typed.splitlines() if line.strip()]
         created = m2w.do_add_seed_tasks(website, texts)
-        messages.success(request, f"{len(created)} seed tasks added to {website.name!r}.")
+    except ActionError as error:
+        typed_back = {"tasks": typed, "website": website.pk, "file": upload is not None}
+        return refused_form(request, website.project, error, "seeds", typed_back)
+    messages.success(request, f"{len(created)} seed tasks added to {website.name!r}.")
     return redirect("mind2web-project", project=website.project.name)
 
 
