@@ -6,7 +6,9 @@
 2. The instances are drawn with the run's seed (``agents.harness.sample_instances``) and recorded on the run.
 3. Each instance's preview page, rendered by the platform's form-task code (``task_page(..., mode="preview")``),
    is served on loopback to this worker's own headless Chromium (one per job: more workers, more browsers), with
-   the headers of the web app's task frames (``frame_headers``: sandboxed, no network access from its scripts).
+   the headers of the web app's task frames (``frame_headers``: sandboxed, no network access from its scripts);
+   the templates' CDN libraries come from the vendored copies the same server answers (``TEMPLATE_SCRIPTS``; with
+   ``original`` the browser may reach the Internet).
 4. ``agents.harness.Harness`` orders the fields (spec §4.1), calls the solver per field (a solver that raises
    leaves its field untouched), reads the page (§4.3) and scores. Every field's value, gold and score is stored
    as the run goes, with a full-page screenshot per instance; the run's scores (the evaluation output format)
@@ -16,9 +18,10 @@
 import logging
 from pathlib import Path
 
+from django.conf import settings
 from django.core.files.base import ContentFile
 
-from agents import scoring
+from agents import scoring, vendor
 from agents.actions import full_page_png
 from agents.browser import make_driver
 from agents.harness import Harness, InstanceResult, RunResult, Solver, sample_instances
@@ -120,7 +123,7 @@ def execute(run: AgentRun, workdir: Path) -> None:
     beating = Beating(solver, progress)
     pages, rows = preview_pages(by_name, sampled)
     result = RunResult(metric=run.metric, solver=solver.name, seed=run.seed, sampled=sampled)
-    driver = make_driver()
+    driver = make_driver(allow_network=settings.TEMPLATE_SCRIPTS == vendor.ORIGINAL)
     try:
         harness = Harness(driver, beating, run.metric)
         with serve_pages(lambda name, index: pages[(name, index)], headers=frame_headers()) as server:
