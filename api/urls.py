@@ -22,6 +22,7 @@ router.register("demonstrations", exports.DemonstrationViewSet, basename="demons
 router.register("exports", exports.ExportJobViewSet, basename="export")
 router.register("evaluations", exports.EvaluationViewSet, basename="evaluation")
 router.register("agent-runs", agents.AgentRunViewSet, basename="agent-run")
+router.register("model-endpoints", agents.ModelEndpointViewSet, basename="model-endpoint")
 router.register("batches", forms.BatchViewSet, basename="batch")
 router.register("assignments", forms.AssignmentViewSet, basename="assignment")
 router.register("websites", mind2web.WebsiteViewSet, basename="website")

@@ -6,14 +6,15 @@ under ``settings.AGENT_SOLVER_MODULES`` (code the worker already has installed),
 """
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
+from agents import llm
 from agents.solvers import SolverSpecError, solver_class, spec_parts
 
 from ..lib.schema import MAX_COUNT
-from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, Project
+from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, ModelEndpoint, Project
 from . import queue
-from .errors import NotFound, invalid
+from .errors import Conflict, NotFound, invalid
 from .exports.jobs import EXPORT_ROLES, enqueue
 from .forms.splits import split_tasks
 
@@ -75,6 +76,81 @@ def do_create_agent_run(
         if send:
             enqueue(queue.AGENT_RUN, run)
     return run
+
+
+# --- Model endpoints (the llm solver, predict) ----------------------------------------------------------
+
+ENDPOINT_FIELDS = ("url", "model", "key", "vision")
+MAX_KEY_LENGTH = 4096
+
+
+def check_endpoint_fields(url=None, model=None, key=None, vision=None, required=True) -> None:
+    """400 naming the field: an http(s) URL with a host, a model name, a key that is text, vision a boolean.
+    ``required=False`` (a change) checks only what is given (not None)."""
+    if url is not None or required:
+        if message := llm.check_url(url):
+            raise invalid("url", message)
+        if len(url) > 500:
+            raise invalid("url", "at most 500 characters")
+    if (model is not None or required) and (not isinstance(model, str) or not model.strip() or len(model) > 200):
+        raise invalid("model", "expected the model's name (at most 200 characters)")
+    if key is not None and (not isinstance(key, str) or len(key) > MAX_KEY_LENGTH or "\n" in key):
+        raise invalid("key", f"expected the key as one line of at most {MAX_KEY_LENGTH} characters")
+    if vision is not None and not isinstance(vision, bool):
+        raise invalid("vision", "expected true or false")
+
+
+def do_create_model_endpoint(user, project, name, url, model, key="", vision=False) -> ModelEndpoint:
+    """A project's model endpoint (409 when the name is taken). The key is stored, never shown back."""
+    check_endpoint_fields(url, model, key, vision)
+    try:
+        with transaction.atomic():
+            return ModelEndpoint.objects.create(
+                project=project, owner=user, name=name, url=url, model=model, key=key or "", vision=bool(vision)
+            )
+    except IntegrityError:
+        raise Conflict(f"project {project.name!r} already has a model endpoint {name!r}") from None
+
+
+def do_change_model_endpoint(endpoint: ModelEndpoint, **changes) -> ModelEndpoint:
+    """Change the given fields (a key given replaces the stored one; ``""`` removes it; absent keeps it)."""
+    changes = {name: value for name, value in changes.items() if name in ENDPOINT_FIELDS and value is not None}
+    check_endpoint_fields(**changes, required=False)
+    for name, value in changes.items():
+        setattr(endpoint, name, value)
+    endpoint.save(update_fields=list(changes) or None)
+    return endpoint
+
+
+def endpoints_readable_by(user):
+    """Endpoints of the projects where ``user`` is a researcher or admin (who may use them)."""
+    return ModelEndpoint.objects.filter(project__in=Project.objects.for_user(user, EXPORT_ROLES)).select_related(
+        "project", "owner"
+    )
+
+
+def check_endpoint_for_project(project, name) -> ModelEndpoint:
+    """The project's endpoint named ``name``; 400 naming ``endpoint`` otherwise."""
+    if not isinstance(name, str) or not name:
+        raise invalid("endpoint", "the llm solver needs a model endpoint of the project (its name)")
+    endpoint = ModelEndpoint.objects.filter(project=project, name=name).first()
+    if endpoint is None:
+        raise invalid("endpoint", f"project {project.name!r} has no model endpoint {name!r}")
+    return endpoint
+
+
+def chat_endpoint(endpoint: ModelEndpoint, temperature=0.0, max_tokens=1024, timeout=60.0, in_flight=1):
+    """The ``agents.llm.Endpoint`` of a stored endpoint with a run's sampling settings (``ValueError`` naming the
+    setting when one is out of range)."""
+    return llm.Endpoint(
+        endpoint.url,
+        endpoint.model,
+        endpoint.key,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        timeout=timeout,
+        in_flight=in_flight,
+    )
 
 
 # --- Reading results (the web app's pages) ---------------------------------------------------------------

@@ -4,7 +4,7 @@ turns, video, blobs), ``review`` (curation edits, comments, the review state), `
 configuration, export jobs, evaluations), ``agents`` (agent runs) and ``stats`` (pay rates). One app, one set of
 tables and migrations: the modules only group the classes."""
 
-from .agents import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance
+from .agents import AgentFieldResult, AgentMetric, AgentModelAnswer, AgentRun, AgentRunInstance, ModelEndpoint
 from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
 from .forms import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
 from .live import Invitation, code_digest
@@ -32,6 +32,7 @@ from .stats import PayRates
 __all__ = [
     "AgentFieldResult",
     "AgentMetric",
+    "AgentModelAnswer",
     "AgentRun",
     "AgentRunInstance",
     "ProposalRound",
@@ -70,6 +71,7 @@ __all__ = [
     "ImmutableCaptureError",
     "JobStatus",
     "Membership",
+    "ModelEndpoint",
     "Project",
     "Role",
     "SplitConfig",

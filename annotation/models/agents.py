@@ -5,15 +5,45 @@ worker (``workers/agents/runs.py``) fills it. Instance and field rows are writte
 run keeps what it scored; ``results`` (the scores of ``docs/agents.md``) is written when the run is done.
 """
 
+from django.conf import settings
 from django.db import models
 
 from .exports import Job
-from .forms import Task
+from .forms import Project, Task
 
 
 class AgentMetric(models.TextChoices):
     OFFICIAL = "official", "Official TurkingBench scorer"
     PAPER = "paper", "The paper's metric (§3.5)"
+
+
+class ModelEndpoint(models.Model):
+    """An OpenAI-compatible chat-completions endpoint a project's researchers use (the ``llm`` solver, ``predict``).
+
+    The key is a secret: written through the API, never shown back, exported or logged (``repr`` leaves it out)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="model_endpoints")
+    name = models.SlugField(max_length=64, help_text="Unique in the project, e.g. local-vllm.")
+    url = models.CharField(max_length=500, help_text="The base URL, e.g. http://127.0.0.1:8000/v1.")
+    model = models.CharField(max_length=200, help_text="The model's name at the endpoint.")
+    key = models.TextField(blank=True, help_text="The API key (secret: never shown back).")
+    vision = models.BooleanField(default=False, help_text="The model reads images: prompts include a screenshot.")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="model_endpoint_unique_name")]
+
+    def __str__(self):
+        return f"model endpoint {self.name} ({self.model} at {self.url})"
+
+    def __repr__(self):
+        return f"<ModelEndpoint {self.pk} {self.name!r}: {self.model!r} at {self.url!r}>"
+
+    @property
+    def has_key(self) -> bool:
+        return bool(self.key)
 
 
 class AgentRun(Job):
@@ -28,6 +58,26 @@ class AgentRun(Job):
     results = models.JSONField(
         default=dict, blank=True, help_text="The scores (docs/agents.md output format) once the run is done."
     )
+    browsers = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Headless Chromium instances at once (empty: the worker's cores)."
+    )
+    # The llm solver's settings (docs/agents.md, "The llm solver"); empty for other solvers.
+    endpoint = models.ForeignKey(
+        ModelEndpoint, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs", help_text="llm only."
+    )
+    temperature = models.FloatField(default=0.0)
+    max_tokens = models.PositiveIntegerField(default=1024, help_text="Per answer.")
+    in_flight = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Requests at once (empty: browsers).")
+    timeout = models.FloatField(default=60.0, help_text="Seconds per request.")
+    prompt_template = models.TextField(blank=True, help_text="Empty: the default prompt (docs/agents.md).")
+    budget_requests = models.PositiveIntegerField(null=True, blank=True, help_text="At most this many model requests.")
+    budget_tokens = models.PositiveBigIntegerField(null=True, blank=True, help_text="At most this many tokens.")
+    # What the model cost, summed as the run goes.
+    model_calls = models.PositiveIntegerField(default=0, help_text="Answers used (asked or from the cache).")
+    cached_calls = models.PositiveIntegerField(default=0, help_text="Answers taken from the run's cache.")
+    tokens_in = models.PositiveBigIntegerField(default=0)
+    tokens_out = models.PositiveBigIntegerField(default=0)
+    model_seconds = models.FloatField(default=0.0, help_text="Time spent waiting for answers.")
 
     def __str__(self):
         return f"agent run {self.pk} of {self.project} ({self.solver}, {self.split}, {self.status})"
@@ -42,6 +92,7 @@ class AgentRunInstance(models.Model):
     instance = models.PositiveIntegerField(help_text="0-based distinct instance (Task.index).")
     score = models.FloatField(null=True, blank=True)
     screenshot = models.FileField(max_length=300, blank=True, help_text="The whole page after the solver, PNG.")
+    answer = models.TextField(blank=True, help_text="llm: the model's raw answer for the page.")
 
     class Meta:
         ordering = ["run", "pk"]
@@ -65,9 +116,30 @@ class AgentFieldResult(models.Model):
     skipped = models.CharField(max_length=200, blank=True, help_text="Why the field is not scored.")
     error = models.TextField(blank=True, help_text="What the solver raised (the field then counts as untouched).")
     calls = models.JSONField(default=list, blank=True, help_text="The actions the solver took on this field.")
+    tokens_in = models.PositiveIntegerField(default=0, help_text="llm: tokens of the model call made for it.")
+    tokens_out = models.PositiveIntegerField(default=0)
+    model_seconds = models.FloatField(default=0.0)
 
     class Meta:
         ordering = ["row", "pk"]
 
     def __str__(self):
         return f"{self.name} of {self.row}"
+
+
+class AgentModelAnswer(models.Model):
+    """The answer cache of an llm run: a model answer by the hash of what was asked (``agents.llm.cache_key``), so
+    a resumed run never asks the model again for what it already answered."""
+
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="answers")
+    key = models.CharField(max_length=64)
+    text = models.TextField(blank=True)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    seconds = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="agent_model_answer_unique")]
+
+    def __str__(self):
+        return f"answer {self.key[:12]} of run {self.run_id}"

@@ -3,7 +3,7 @@
 from rest_framework import serializers
 
 from annotation.actions.agents import MAX_INSTANCES_PER_TASK, MAX_SEED
-from annotation.models import AgentFieldResult, AgentRun
+from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint
 
 from ..exports.serializers import JobFieldsMixin
 
@@ -69,3 +69,46 @@ class AgentFieldResultSerializer(serializers.ModelSerializer):
         model = AgentFieldResult
         fields = ["task", "instance", "name", "type", "value", "gold", "score", "skipped", "error", "calls"]
         read_only_fields = fields
+
+
+class ModelEndpointSerializer(serializers.ModelSerializer):
+    """A model endpoint as the API shows it: the key is never shown back, only whether one is stored."""
+
+    project = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    has_key = serializers.BooleanField(read_only=True, help_text="Whether a key is stored (it is never shown).")
+
+    class Meta:
+        model = ModelEndpoint
+        fields = ["id", "project", "name", "url", "model", "vision", "has_key", "owner", "created_at"]
+        read_only_fields = fields
+
+
+class ModelEndpointCreateSerializer(serializers.Serializer):
+    project = serializers.SlugField(help_text="A project where you are a researcher or admin.")
+    name = serializers.SlugField(max_length=64, help_text="Unique in the project.")
+    url = serializers.CharField(max_length=500, help_text="The base URL, e.g. http://127.0.0.1:8000/v1.")
+    model = serializers.CharField(max_length=200)
+    key = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        write_only=True,
+        trim_whitespace=True,
+        max_length=4096,
+        help_text="The API key: stored as a secret, never shown back.",
+    )
+    vision = serializers.BooleanField(required=False, default=False)
+
+
+class ModelEndpointChangeSerializer(serializers.Serializer):
+    url = serializers.CharField(max_length=500, required=False)
+    model = serializers.CharField(max_length=200, required=False)
+    key = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        max_length=4096,
+        help_text='A new key ("" removes it; absent keeps it).',
+    )
+    vision = serializers.BooleanField(required=False)

@@ -7,7 +7,8 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from annotation import actions
-from annotation.models import AgentFieldResult, AgentRun
+from annotation.actions import agents as agent_actions
+from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint
 
 from ..exports.views import JobViewSetMixin
 from ..serializers import error_responses
@@ -45,3 +46,42 @@ class AgentRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnl
         rows = AgentFieldResult.objects.filter(row__run=run).select_related("row").order_by("row_id", "pk")
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(a.AgentFieldResultSerializer(page, many=True).data)
+
+
+@extend_schema_view(retrieve=extend_schema(responses={200: a.ModelEndpointSerializer, 404: ERRORS[404]}))
+class ModelEndpointViewSet(viewsets.ReadOnlyModelViewSet):
+    """A project's OpenAI-compatible model endpoints (the llm solver). Researchers and admins of the project; the key
+    is write-only."""
+
+    serializer_class = a.ModelEndpointSerializer
+    filterset_fields = {"project__name": ["exact"], "name": ["exact"]}
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return ModelEndpoint.objects.none()
+        return agent_actions.endpoints_readable_by(self.request.user).order_by("pk")
+
+    @extend_schema(request=a.ModelEndpointCreateSerializer, responses={201: a.ModelEndpointSerializer, **ERRORS})
+    def create(self, request):
+        """Add an endpoint to a project (409 when the name is taken)."""
+        form = a.ModelEndpointCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = dict(form.validated_data)
+        project = actions.check_project_for_export(request.user, data.pop("project"))
+        endpoint = agent_actions.do_create_model_endpoint(request.user, project, **data)
+        return Response(self.get_serializer(endpoint).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=a.ModelEndpointChangeSerializer, responses={200: a.ModelEndpointSerializer, **ERRORS})
+    def partial_update(self, request, pk=None):
+        """Change the URL, model, key or vision (a key given replaces the stored one)."""
+        endpoint = self.get_object()
+        form = a.ModelEndpointChangeSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        endpoint = agent_actions.do_change_model_endpoint(endpoint, **form.validated_data)
+        return Response(self.get_serializer(endpoint).data)
+
+    @extend_schema(request=None, responses={204: None, **ERRORS})
+    def destroy(self, request, pk=None):
+        """Remove the endpoint (runs that used it keep their results)."""
+        self.get_object().delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
