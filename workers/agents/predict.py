@@ -29,7 +29,7 @@ import json
 import re
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -300,7 +300,6 @@ def predict(
     None). ``EndpointError`` propagates (the run fails with its reason)."""
     items = items_for(fmt, data, split, settings)
     read = READ[fmt]
-    lock, done = threading.Lock(), [0]
     usage = {"answers": 0, "cached": 0, "tokens_in": 0, "tokens_out": 0, "seconds": 0.0}
     stop = threading.Event()
 
@@ -308,24 +307,30 @@ def predict(
         if stop.is_set():
             return None
         try:
-            completion = client.complete(item.messages)
+            return client.complete(item.messages)
         except BudgetExhausted as exc:
             stop.set()
             return exc
-        with lock:
-            usage["answers"] += 1
-            usage["cached"] += int(completion.cached)
-            usage["tokens_in"] += completion.tokens_in
-            usage["tokens_out"] += completion.tokens_out
-            usage["seconds"] += completion.seconds
-            done[0] += 1
-            count = done[0]
-        if progress:
-            progress(count, len(items))
-        return completion
 
+    answers: list = [None] * len(items)
     with ThreadPoolExecutor(max_workers=client.endpoint.in_flight, thread_name_prefix="predict") as pool:
-        answers = list(pool.map(ask, items))
+        futures = {pool.submit(ask, item): index for index, item in enumerate(items)}
+        try:
+            for done, future in enumerate(as_completed(futures), 1):
+                answer = answers[futures[future]] = future.result()  # EndpointError: raised here
+                if answer is not None and not isinstance(answer, BudgetExhausted):
+                    usage["answers"] += 1
+                    usage["cached"] += int(answer.cached)
+                    usage["tokens_in"] += answer.tokens_in
+                    usage["tokens_out"] += answer.tokens_out
+                    usage["seconds"] += answer.seconds
+                if progress:  # in this thread: a job's heartbeat (and its cancel) uses this thread's database
+                    progress(done, len(items))
+        except BaseException:  # a cancel or a failed endpoint: the requests not yet sent are not sent
+            stop.set()
+            for future in futures:
+                future.cancel()
+            raise
     predictions, failures, stopped = [], [], None
     for item, answer in zip(items, answers, strict=True):
         if answer is None or isinstance(answer, BudgetExhausted):
