@@ -88,3 +88,34 @@ def test_the_loopback_server_answers_the_copies_with_their_content_type():
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(pages.base_url + vendor.VENDOR_URL + bad)
             assert refused.value.code == 404
+
+
+# A template whose only field is made by jQuery, loaded from a CDN (as 17 of 30 real templates load theirs).
+JQUERY_TEMPLATE = """<script src="https://code.jquery.com/jquery-3.2.1.min.js"></script>
+<p>${question}</p><div id="slot"></div>
+<script>$(function () { $("#slot").append('<input type="text" name="answer">'); });</script>"""
+
+
+@pytest.mark.browser
+def test_the_agents_browser_runs_the_vendored_jquery_and_the_oracle_scores_the_field_it_makes(tmp_path):
+    from agents.browser import make_driver
+    from agents.harness import run
+    from agents.solvers import Oracle
+    from agents.turkle import Dataset
+    from tests.agents_data import write_task
+
+    write_task(tmp_path, "jQuery task", JQUERY_TEMPLATE, ["question", "Answer.answer"], [["Say hi", "hello"]])
+    data = Dataset(tmp_path)
+    driver = make_driver()  # loopback only: the CDN is unreachable, as in tests and closed deployments
+    try:
+        scores = {}
+        for mode in (vendor.VENDORED, vendor.ORIGINAL):
+            with serve(data, mode) as pages:
+                result = run(driver, Oracle(0), [data.task("jQuery task")], pages.url).as_dict()
+            scores[mode] = result
+    finally:
+        driver.quit()
+    assert scores[vendor.VENDORED]["instances"][0]["score"] == 1.0
+    assert scores[vendor.VENDORED]["fields"][0]["field"] == "answer"
+    assert scores[vendor.ORIGINAL]["instances"][0]["score"] == 0.0  # no jQuery: the field never exists
+    assert scores[vendor.ORIGINAL]["skipped"][0]["reason"] == "not on the page"

@@ -349,6 +349,9 @@ def test_the_real_tasks_warn_for_script_made_fields_and_list_their_external_scri
     )
     assert [a["local"] for a in scalar.external_scripts] == ["bootstrap@3.1.1/dist/css/bootstrap.min.css"]  # bs30
     assert len(goal.external_scripts) == 5
+    assert (
+        "external scripts and styles: 5, 4 served locally: bootstrap@4.0.0, jquery@3.2.1, popper.js@1.12.9" in printed
+    )
     assert [a["url"] for a in goal.external_scripts if a["local"] is None] == [
         "https://fonts.googleapis.com/css?family=Open+Sans:400,400i,700,700i"
     ]
