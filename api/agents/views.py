@@ -2,7 +2,6 @@
 scores and every field's result. Researchers and admins of the project only (as exports and evaluations)."""
 
 from django.conf import settings
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -18,6 +17,7 @@ from ..serializers import error_responses
 from . import serializers as a
 
 ERRORS = error_responses(400, 403, 404, 409)
+PREDICTIONS_FILE = {"type": "array", "items": {"type": "object", "additionalProperties": True}}
 
 
 @extend_schema_view(retrieve=extend_schema(responses={200: a.AgentRunSerializer, 404: ERRORS[404]}))
@@ -117,7 +117,7 @@ class PredictionRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.Re
         run = prediction_actions.do_create_prediction_run(request.user, project, fmt, split, endpoint, data, evaluate)
         return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    @extend_schema(request=None, responses={200: PREDICTIONS_FILE, **ERRORS})
     @action(detail=True, methods=["get"], filter_backends=[])
     def predictions(self, request, pk=None):
         """The predictions file (a JSON list), as ``manage.py evaluate`` and ``POST /api/evaluations/`` take it."""
