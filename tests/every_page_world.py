@@ -168,6 +168,7 @@ def store_before_server() -> dict:
     make_batch(alpha, u["rex"], name="questions", assignments_per_task=3)
     make_batch(beta, u["bea"], name="questions")
     prediction_runs(alpha, u["rex"], u["rita"])
+    prediction_runs(beta, u["bea"], u["bea"])
     return {**made, "demos": demos, "sites": sites}
 
 
@@ -178,7 +179,9 @@ def prediction_runs(project, rex, rita) -> None:
     from annotation.actions.predictions import do_create_prediction_run
     from annotation.models import JobStatus, PredictionRun
 
-    do_create_model_endpoint(rex, project, "local", "http://127.0.0.1:9/v1", "stand-in", key="sk-world-secret")
+    do_create_model_endpoint(
+        rex, project, "local", "http://127.0.0.1:9/v1", "stand-in", key=f"sk-{project.name}-secret"
+    )
     settings = {"temperature": 0.0, "max_tokens": 64, "timeout": 5.0, "in_flight": 1, "candidates": 5}
     for owner, score in ((rex, 0.5), (rita, 0.25)):
         run = do_create_prediction_run(owner, project, "mind2web", "train", "local", settings, send=False)

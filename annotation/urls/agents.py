@@ -16,10 +16,10 @@ urlpatterns = [
     ),
     path("agents/compare/", agents.compare, name="agents-compare"),
     path("agents/predictions/", predictions.run_list, name="agents-predictions"),
-    path("agents/predictions/<int:run_id>/", predictions.run_detail, name="agents-prediction"),
-    path("agents/predictions/<int:run_id>/cancel", predictions.run_cancel, name="agents-prediction-cancel"),
+    path("agents/predictions/<int:prediction_id>/", predictions.run_detail, name="agents-prediction"),
+    path("agents/predictions/<int:prediction_id>/cancel", predictions.run_cancel, name="agents-prediction-cancel"),
     path(
-        "agents/predictions/<int:run_id>/predictions.json",
+        "agents/predictions/<int:prediction_id>/predictions.json",
         predictions.run_predictions,
         name="agents-prediction-file",
     ),

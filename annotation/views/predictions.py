@@ -54,7 +54,7 @@ def run_list(request):
                 numbers_from(request.POST),
                 evaluate=request.POST.get("evaluate") == "on",
             )
-            return redirect("agents-prediction", run_id=run.pk)
+            return redirect("agents-prediction", prediction_id=run.pk)
         return redirect("agents-predictions")
     runs = actions.runs_readable_by(request.user).order_by("-created_at")[:RUNS_SHOWN]
     endpoints = agent_actions.endpoints_readable_by(request.user).order_by("project__name", "name")
@@ -72,8 +72,8 @@ def run_list(request):
 @login_required
 @require_GET
 @action_errors
-def run_detail(request, run_id: int):
-    run = actions.check_run_readable(request.user, run_id)
+def run_detail(request, prediction_id: int):
+    run = actions.check_run_readable(request.user, prediction_id)
     others = actions.runs_readable_by(request.user).filter(project=run.project).exclude(pk=run.pk)[:RUNS_SHOWN]
     context = {
         "run": run,
@@ -87,9 +87,9 @@ def run_detail(request, run_id: int):
 @login_required
 @require_GET
 @action_errors
-def run_predictions(request, run_id: int):
+def run_predictions(request, prediction_id: int):
     """The predictions file, as evaluations take it (a download)."""
-    run = actions.check_run_readable(request.user, run_id)
+    run = actions.check_run_readable(request.user, prediction_id)
     response = HttpResponse(json.dumps(run.predictions, indent=1), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="predictions-{run.pk}-{run.format}-{run.split}.json"'
     return response
@@ -98,10 +98,10 @@ def run_predictions(request, run_id: int):
 @login_required
 @require_POST
 @action_errors
-def run_cancel(request, run_id: int):
-    run = actions.check_run_readable(request.user, run_id)
+def run_cancel(request, prediction_id: int):
+    run = actions.check_run_readable(request.user, prediction_id)
     cancel_from_page(request, run, "Cancelled: it asks the model no more and stores nothing.")
-    return redirect("agents-prediction", run_id=run.pk)
+    return redirect("agents-prediction", prediction_id=run.pk)
 
 
 @login_required
