@@ -1,7 +1,7 @@
 """``python -m agents``: run a baseline on a TurkingBench directory, without the platform.
 
     python -m agents --data DIR --solver oracle --split test_easy --per-task 3 --seed 0 --out scores.json \\
-        [--actions gold_actions.json] [--metric paper] [--tasks NAME ...]
+        [--actions gold_actions.json] [--metric paper] [--tasks NAME ...] [--scripts vendored|original]
 
 Serves the directory's pages on loopback, runs the solver in headless Chromium, writes the scores (the
 evaluation output of ``docs/agents.md`` plus ``solver``, ``seed``, ``sampled``) and, with ``--actions``, the calls
@@ -22,6 +22,7 @@ from .scoring import METRICS
 from .server import serve
 from .solvers import BASELINES, Oracle
 from .turkle import Dataset
+from .vendor import MODES, VENDORED
 
 
 def main(argv=None) -> int:
@@ -35,6 +36,12 @@ def main(argv=None) -> int:
     parser.add_argument("--metric", choices=METRICS, default="official")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--actions", type=Path, help="Write the calls made per field (the oracle's gold actions).")
+    parser.add_argument(
+        "--scripts",
+        choices=MODES,
+        default=VENDORED,
+        help="Templates' CDN libraries from the vendored copies (default) or the original URLs (needs Internet).",
+    )
     args = parser.parse_args(argv)
     try:
         dataset = Dataset(args.data)
@@ -43,9 +50,9 @@ def main(argv=None) -> int:
         parser.error(str(error))
     solver = Oracle(args.seed) if args.solver == "oracle" else BASELINES[args.solver]()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that a killed run still quits its browser
-    driver = make_driver()
+    driver = make_driver(allow_network=args.scripts != VENDORED)
     try:
-        with serve(dataset) as pages:
+        with serve(dataset, args.scripts) as pages:
             result = run(
                 driver,
                 solver,
@@ -62,7 +69,13 @@ def main(argv=None) -> int:
     args.out.write_text(json.dumps(scores, indent=2) + "\n")
     if args.actions:
         args.actions.write_text(json.dumps(result.action_sequences(), indent=2) + "\n")
-    print(f"{solver.name}: overall {scores['overall']} over {len(scores['tasks'])} tasks ({scores['metric']} metric)")
+    summary = scores["summary"]
+    print(
+        f"{solver.name}: overall {scores['overall']} over {summary['tasks_scored']} of {summary['tasks']} tasks, "
+        f"{summary['instance_mean']} over {summary['instances']} instances ({scores['metric']} metric)"
+    )
+    for row in summary["tasks_unscorable"]:
+        print(f"  left out of the task mean: {row['task']}: {row['reason']}")
     return 0
 
 

@@ -17,6 +17,7 @@ dict (``RunResult.as_dict``) in the evaluation output format of ``docs/agents.md
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import random
 import threading
@@ -154,12 +155,19 @@ class RunResult:
             for f in self.scored_fields()
         ]
         tasks = scoring.task_table(rows)
+        names = list(dict.fromkeys(r.task for r in self.instances))
+        summary = scoring.summary(names, tasks, [r.score for r in self.instances])
+        every_task = {name: tasks.get(name, {"all": math.nan}) for name in names}
         data = {
             "metric": self.metric,
             "fields": [{**row, "score": scoring.json_number(row["score"])} for row in rows],
             "instances": [{"task": r.task, "instance": r.instance, "score": r.score} for r in self.instances],
-            "tasks": {task: {key: scoring.json_number(v) for key, v in table.items()} for task, table in tasks.items()},
-            "overall": scoring.overall(tasks),
+            "tasks": {
+                task: {key: scoring.json_number(v) for key, v in table.items()} for task, table in every_task.items()
+            },
+            "overall": summary["task_mean"],
+            "overall_instances": summary["instance_mean"],
+            "summary": summary,
             "skipped": [
                 {"task": f.task, "instance": f.instance, "field": f.field, "type": f.type, "reason": f.skipped}
                 for r in self.instances

@@ -23,6 +23,7 @@ from .harness import run
 from .server import serve
 from .solvers import Predictions
 from .turkle import Dataset, TaskDir
+from .vendor import VENDORED
 
 MAX_ERRORS = 50
 ENTRY_KEYS = {"task", "instance", "fields"}
@@ -145,11 +146,13 @@ def evaluate(
     split: str | None = None,
     driver=None,
     progress=None,
+    scripts: str = VENDORED,
 ) -> dict:
     """Score ``predictions`` on ``dataset``'s pages; returns the evaluation output (``docs/agents.md``).
 
     Raises ``PredictionError`` before any browser starts. ``driver``: a WebDriver to use (else a fresh headless
-    Chromium, quit at the end)."""
+    Chromium, quit at the end). ``scripts``: the templates' CDN libraries ``vendored`` or ``original``
+    (``agents.vendor``)."""
     if metric not in scoring.METRICS:
         raise PredictionError([{"field": "metric", "message": f"expected one of {', '.join(scoring.METRICS)}"}])
     checked = check_predictions(predictions, dataset, split)
@@ -158,9 +161,9 @@ def evaluate(
         instances.setdefault(task_name, []).append(instance)
     tasks = [dataset.task(name) for name in instances]
     own_driver = driver is None
-    driver = driver or make_driver()
+    driver = driver or make_driver(allow_network=scripts != VENDORED)
     try:
-        with serve(dataset) as pages:
+        with serve(dataset, scripts) as pages:
             result = run(
                 driver, Predictions(checked), tasks, pages.url, metric=metric, instances=instances, progress=progress
             )

@@ -269,9 +269,35 @@ def mean(values: list[float]) -> float:
 
 def overall(tasks: dict[str, dict[str, float]]) -> float | None:
     """Our convention (no official code computes one): the unweighted mean over tasks of their ``all``; tasks
-    whose ``all`` is NaN are left out. None when no task has a score."""
+    whose ``all`` is NaN are left out, as are tasks with no scored field (the official per-task CSV has no row for
+    them). None when no task has a score. ``summary`` names what was left out, beside the instance mean."""
     values = [table["all"] for table in tasks.values() if not math.isnan(table["all"])]
     return sum(values) / len(values) if values else None
+
+
+NOTHING_SCORABLE = "no field was scored (none displayed, none with a scoring rule, or no annotator answered)"
+NAN_SCORE = "its score is undefined (NaN: a range field whose gold is blank)"
+
+
+def summary(task_names: list[str], tasks: dict[str, dict[str, float]], instance_scores: list[float]) -> dict:
+    """Every task of a run counted: ``task_mean`` (= ``overall``, the mean over the tasks that have a score),
+    ``instance_mean`` (the mean over every instance's score, an instance with nothing scorable counting 0.0 as the
+    official ``score_outputs`` returns), and the tasks left out of the task mean, each named with the reason."""
+    unscorable = []
+    for name in task_names:
+        table = tasks.get(name)
+        if table is None:
+            unscorable.append({"task": name, "reason": NOTHING_SCORABLE})
+        elif math.isnan(table["all"]):
+            unscorable.append({"task": name, "reason": NAN_SCORE})
+    return {
+        "tasks": len(task_names),
+        "tasks_scored": len(task_names) - len(unscorable),
+        "tasks_unscorable": unscorable,
+        "task_mean": overall(tasks),
+        "instances": len(instance_scores),
+        "instance_mean": json_number(mean(instance_scores)) if instance_scores else None,
+    }
 
 
 def json_number(value: float | None) -> float | None:

@@ -29,6 +29,8 @@ from pathlib import Path
 import lxml.html
 import pandas as pd
 
+from . import vendor
+
 ANSWER_PREFIX = "Answer."
 PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 # MTurk HIT metadata columns: the batch's title and description are the closest thing to task instructions.
@@ -159,12 +161,14 @@ class TaskDir:
         values = self.inputs(instance)
         return "\n".join(values[column] for column in INSTRUCTION_COLUMNS if values.get(column))
 
-    def fragment(self, instance: int) -> str:
-        return fill_template(self.template, self.inputs(instance))
+    def fragment(self, instance: int, scripts: str = vendor.ORIGINAL) -> str:
+        return fill_template(vendor.rewrite(self.template, scripts), self.inputs(instance))
 
-    def render_page(self, instance: int, *, preview: bool = True) -> str:
-        """The whole preview page of an instance, as Turkle's preview iframe serves it."""
-        return wrap_page(self.fragment(instance), preview=preview, submit_button=not has_submit_button(self.template))
+    def render_page(self, instance: int, *, preview: bool = True, scripts: str = vendor.VENDORED) -> str:
+        """The whole preview page of an instance, as Turkle's preview iframe serves it; ``scripts``: the template's
+        CDN libraries ``vendored`` (from ``/static/vendor/``, ``agents.vendor``) or ``original``."""
+        fragment = self.fragment(instance, scripts)
+        return wrap_page(fragment, preview=preview, submit_button=not has_submit_button(self.template))
 
     def _check(self, instance: int) -> int:
         if not isinstance(instance, int) or isinstance(instance, bool) or not 0 <= instance < len(self):

@@ -320,6 +320,11 @@ FORM_CSV_MAX_BYTES = env_int("FORM_CSV_MAX_BYTES", 50 * 1024 * 1024)
 # Where templates may load scripts, styles, images and fonts from (they use CDNs, as on MTurk); space-separated
 # CSP sources, empty = nothing outside the page itself.
 FORM_TASK_ASSET_SOURCES = env_str("FORM_TASK_ASSET_SOURCES", "https:")
+# Templates' CDN scripts and styles (jQuery, Bootstrap, ...): "vendored" serves the mapped ones from the pinned
+# copies in static/vendor/ (agents/vendor.py), "original" leaves the CDN URLs (a deployment with Internet access).
+TEMPLATE_SCRIPTS = env_str("TEMPLATE_SCRIPTS", "vendored")
+# `predict` (WebLINX / Mind2Web predictions from a model endpoint): requests in flight at once, unless a run says.
+PREDICT_IN_FLIGHT = env_int("PREDICT_IN_FLIGHT", 4)
 # How long a signed preview URL (what agents and previews load) stays valid.
 FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS = env_int("FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS", 24 * 3600)
 # How often Celery beat marks assignments past their allotted time as expired.

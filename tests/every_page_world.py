@@ -169,7 +169,32 @@ def store_before_server() -> dict:
     import_form_tasks()
     make_batch(alpha, u["rex"], name="questions", assignments_per_task=3)
     make_batch(beta, u["bea"], name="questions")
+    prediction_runs(alpha, u["rex"], u["rita"])
+    prediction_runs(beta, u["bea"], u["bea"])
     return {**made, "demos": demos, "sites": sites}
+
+
+def prediction_runs(project, rex, rita) -> None:
+    """A model endpoint and two finished prediction runs (one with an unreadable answer) for the prediction pages:
+    the endpoint is never asked here (``tests/test_agents_predictions_api.py`` runs the job against the stand-in)."""
+    from annotation.actions.agents import do_create_model_endpoint
+    from annotation.actions.predictions import do_create_prediction_run
+    from annotation.models import JobStatus, PredictionRun
+
+    do_create_model_endpoint(
+        rex, project, "local", "http://127.0.0.1:9/v1", "stand-in", key=f"sk-{project.name}-secret"
+    )
+    settings = {"temperature": 0.0, "max_tokens": 64, "timeout": 5.0, "in_flight": 1, "candidates": 5}
+    for owner, score in ((rex, 0.5), (rita, 0.25)):
+        run = do_create_prediction_run(owner, project, "mind2web", "train", "local", settings, send=False)
+        PredictionRun.objects.filter(pk=run.pk).update(
+            status=JobStatus.DONE,
+            progress=1.0,
+            predictions=[{"annotation_id": "a", "action_index": 0, "backend_node_id": None, "operation": {}}],
+            failures=[{"annotation_id": "a", "action_index": 1, "answer": "<b>no</b>", "error": "no 'Answer'"}],
+            usage={"items": 2, "answers": 2, "cached": 0, "tokens_in": 10, "tokens_out": 4, "seconds": 0.1},
+            results={"aggregate": {"element_accuracy": score, "operation_f1": score, "step_success_rate": score}},
+        )
 
 
 def import_form_tasks() -> None:

@@ -7,10 +7,12 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from agents import scoring
 from agents.offline import PredictionError, check_predictions, evaluate
-from tests.agents_data import form_dataset
+from tests.agents_data import form_dataset, write_task
 
 TASK = "Form task"
+HIDDEN_ONLY = '<p>${text}</p><input type="hidden" name="label" value="">'
 
 
 @pytest.fixture
@@ -143,7 +145,46 @@ def test_the_evaluate_command_scores_turkingbench_predictions(dataset, tmp_path)
     assert scores["format"] == "turkingbench"
     assert by_field["grade"] == 0.0  # "1" is not "-1" once punctuation counts
     assert by_field["tags"] == pytest.approx(2 / 3)  # IoU with {a, b}
-    assert "overall (mean over tasks)" in printed.getvalue()
+    assert "overall (mean over 1 of 1 tasks)" in printed.getvalue()
+    assert "mean over 1 instances" in printed.getvalue()
+
+
+@pytest.mark.browser
+def test_evaluate_with_string_paths_reports_every_task_the_unscorable_ones_named(dataset, tmp_path):
+    """``call_command`` with plain strings (no argparse ``type=Path``), and a task with nothing scorable (its only
+    answer field is a hidden input): counted, named with the reason, its instance 0.0 in the instance mean."""
+    write_task(dataset.root, "Hidden only", HIDDEN_ONLY, ["text", "Answer.label"], [["hello", "x"], ["bye", "y"]])
+    predictions = tmp_path / "p.json"
+    predictions.write_text(
+        json.dumps([entry({"grade": -1}), entry({}, task="Hidden only"), entry({}, task="Hidden only", instance=1)])
+    )
+    out, printed = tmp_path / "out" / "s.json", StringIO()
+    call_command(
+        "evaluate",
+        format="turkingbench",
+        data=str(dataset.root),
+        predictions=str(predictions),
+        out=str(out),
+        stdout=printed,
+        stderr=StringIO(),
+    )
+    scores = json.loads(out.read_text())
+    form_score = scores["instances"][0]["score"]
+    assert scores["tasks"]["Hidden only"] == {"all": None}
+    assert scores["overall"] == scores["tasks"][TASK]["all"]  # the task mean leaves it out, as the official CSV
+    assert scores["summary"] == {
+        "tasks": 2,
+        "tasks_scored": 1,
+        "tasks_unscorable": [{"task": "Hidden only", "reason": scoring.NOTHING_SCORABLE}],
+        "task_mean": scores["overall"],
+        "instances": 3,
+        "instance_mean": pytest.approx(form_score / 3),
+    }
+    assert scores["overall_instances"] == pytest.approx(form_score / 3)
+    text = printed.getvalue()
+    assert "overall (mean over 1 of 2 tasks)" in text
+    assert "mean over 3 instances" in text
+    assert f"left out: Hidden only: {scoring.NOTHING_SCORABLE}" in text
 
 
 def test_the_evaluate_command_refuses_bad_predictions_before_any_browser(dataset, tmp_path):

@@ -125,3 +125,47 @@ def test_compare_without_two_runs_is_a_400_naming_what_to_choose(client, researc
         response = client.get(f"/agents/compare/{query}")
         assert response.status_code == 400, query
         assert missing in response.content.decode()
+
+
+def test_a_task_with_nothing_scorable_is_counted_and_named_on_the_run_and_compare_pages(
+    client, alpha, researcher, tmp_path
+):
+    make_batch(alpha, template=FORM, csv_text=csv_text(FORM_HEADER, FORM_ROWS), name="Form task")
+    hidden = '<p>${text}</p><input type="hidden" name="label" value="">'
+    make_batch(
+        alpha, template=hidden, csv_text=csv_text(["text", "Answer.label"], [["a", "x"], ["b", "y"]]), name="Hidden"
+    )
+    for solver in ("oracle", "do-nothing"):
+        call_command(
+            "run_agent",
+            project="alpha",
+            split="all",
+            solver=solver,
+            seed=1,
+            out=tmp_path / solver,
+            user="researcher",
+            stdout=None,
+        )
+    oracle, nothing = AgentRun.objects.get(solver="oracle"), AgentRun.objects.get(solver="do-nothing")
+    summary = oracle.results["summary"]
+    assert summary["tasks"] == 2
+    assert summary["tasks_scored"] == 1
+    assert [row["task"] for row in summary["tasks_unscorable"]] == ["Hidden"]
+    assert oracle.results["overall"] == oracle.results["tasks"]["Form task"]["all"]  # the only task with a score
+    form = [i["score"] for i in oracle.results["instances"] if i["task"] == "Form task"]
+    hidden_scores = [i["score"] for i in oracle.results["instances"] if i["task"] == "Hidden"]
+    assert form == [1.0, 1.0]  # the oracle passes (a range field adds 1.0 to the instance score)
+    assert hidden_scores == [0.0, 0.0]  # nothing counted: 0.0, as the official score_outputs
+    assert summary["instance_mean"] == 0.5
+    assert oracle.results["tasks"]["Hidden"] == {"all": None}
+
+    client.force_login(researcher)
+    text = client.get(f"/agents/runs/{oracle.pk}/").content.decode()
+    assert f'<td id="overall">{oracle.results["overall"]:.4f}</td>' in text
+    assert '<td id="instance-mean">0.5000</td>' in text
+    assert "1 of 2 tasks left out of the task mean" in text
+    assert '<li data-task="Hidden"><strong>Hidden</strong>: no field was scored' in text
+    assert '<tr data-task="Hidden"><th>Hidden</th>' in text  # every task has its row
+    compare = client.get("/agents/compare/", {"a": oracle.pk, "b": nothing.pk}).content.decode()
+    assert 'id="compare-instance-mean"><th>mean over instances</th><td>0.5000</td>' in compare
+    assert "Left out of the task means (nothing scorable): A Hidden · B Hidden" in compare

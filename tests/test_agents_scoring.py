@@ -128,3 +128,20 @@ def test_the_paper_metric_uses_iou_real_range_and_keeps_punctuation():
     assert field_score(PAPER, "range", [10], "30") == 0.0
     assert field_score(PAPER, "text", ["The cat sat on the mat"], "cat on the mats") == pytest.approx(0.8)
     assert field_score(PAPER, "text", ["", NAN], "x") is None
+
+
+def test_summary_counts_every_task_and_names_the_ones_left_out_of_the_task_mean():
+    tasks = {"a": {"all": 1.0}, "b": {"all": 0.5}, "nan": {"all": math.nan}}
+    summary = scoring.summary(["a", "b", "nan", "hidden"], tasks, [1.0, 0.5, 0.0, 0.0])
+    assert summary == {
+        "tasks": 4,
+        "tasks_scored": 2,
+        "tasks_unscorable": [
+            {"task": "nan", "reason": scoring.NAN_SCORE},
+            {"task": "hidden", "reason": scoring.NOTHING_SCORABLE},
+        ],
+        "task_mean": 0.75,
+        "instances": 4,
+        "instance_mean": 0.375,
+    }
+    assert scoring.summary([], {}, [])["instance_mean"] is None

@@ -283,3 +283,75 @@ def test_the_web_form_names_the_problem_and_stores_nothing(manager, settings):
     settings.FORM_CSV_MAX_BYTES = 10
     assert web_upload(manager).status_code == 413
     assert not Batch.objects.exists()
+
+
+# --- Warnings for gold that can never be scored, and for scripts nothing serves ------------------------------
+
+# NER - Scruples' mismatch: the gold says situation_0, the template's field is situation-0.
+MISNAMED = """<p>${text}</p><input type="text" name="situation-0"><input type="text" name="kept">"""
+MISNAMED_CSV = "text,Answer.situation_0,Answer.kept\nhello,a,b\n"
+HIDDEN = """<p>${text}</p><input type="hidden" name="label"><input type="hidden" name="span"><input name="notes">
+<script src="https://assets.crowd.aws/crowd-html-elements.js"></script>"""
+HIDDEN_CSV = "text,Answer.label,Answer.span\nhello,x,y\n"
+
+
+def test_answers_without_a_field_and_all_hidden_answers_are_named_everywhere(manager, api_for, tmp_path):
+    api = api_for(manager)
+    misnamed = upload(api, template=MISNAMED, csv_text=MISNAMED_CSV, name="misnamed")
+    assert misnamed.status_code == 201, misnamed.content
+    [note] = misnamed.json()["warnings"]
+    assert "1 of 2 Answer.* column(s) have no input, select or textarea of that name" in note
+    assert "situation_0 (the template has 'situation-0')" in note
+    assert "can never be answered or scored (the template has no script" in note
+    hidden = upload(api, template=HIDDEN, csv_text=HIDDEN_CSV, name="hidden").json()
+    assert any(
+        "every answer field the template has is a hidden input" in n and "label, span" in n for n in hidden["warnings"]
+    )
+    assert any("https://assets.crowd.aws/crowd-html-elements.js" in n for n in hidden["warnings"])
+
+    # Stored on the batch: the API (another reader than the uploader too) and the batch page show them.
+    owner = make_user("ada", Project.objects.get(name="alpha"), Role.ADMIN)
+    for user in (manager, owner):
+        stored = api_for(user).get(f"{BATCHES}{misnamed.json()['id']}/").json()
+        assert stored["import_warnings"] == [note]
+        assert stored["external_scripts"] == []
+        client = Client()
+        client.force_login(user)
+        page = client.get(f"/work/batches/{hidden['id']}/").content.decode()
+        assert 'id="import-warnings"' in page
+        assert "label, span" in page
+        assert "not served locally" in page
+
+    # The web upload shows them as messages on the next page; the import command prints them.
+    shown = web_upload(manager, template=MISNAMED, csv_text=MISNAMED_CSV, name="web-misnamed")
+    page = Client()
+    page.force_login(manager)
+    assert "situation_0 (the template has &#x27;situation-0&#x27;)" in page.get(shown["Location"]).content.decode()
+    folder = tmp_path / "NER - Scruples"
+    folder.mkdir()
+    (folder / "template.html").write_text(MISNAMED)
+    (folder / "batch.csv").write_text(MISNAMED_CSV)
+    printed = import_dirs("tb", folder)
+    assert "warning: 1 of 2 Answer.* column(s)" in printed
+    assert "situation_0 (the template has 'situation-0')" in printed
+    assert Batch.objects.get(name="NER - Scruples").import_warnings == [note]
+
+
+def test_the_real_tasks_warn_for_script_made_fields_and_list_their_external_scripts(db):
+    printed = import_dirs("tb", *[task_dir(name) for name in ("Scalar Adjectives Identification", "Goal feasibility")])
+    assert (
+        "16 of 16 Answer.* column(s) have no input, select or textarea of that name in the template: unless the "
+        in printed
+    )
+    scalar, goal = (
+        Batch.objects.get(name="Scalar Adjectives Identification"),
+        Batch.objects.get(name="Goal feasibility"),
+    )
+    assert [a["local"] for a in scalar.external_scripts] == ["bootstrap@3.1.1/dist/css/bootstrap.min.css"]  # bs30
+    assert len(goal.external_scripts) == 5
+    assert (
+        "external scripts and styles: 5, 4 served locally: bootstrap@4.0.0, jquery@3.2.1, popper.js@1.12.9" in printed
+    )
+    assert [a["url"] for a in goal.external_scripts if a["local"] is None] == [
+        "https://fonts.googleapis.com/css?family=Open+Sans:400,400i,700,700i"
+    ]

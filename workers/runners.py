@@ -13,7 +13,7 @@ from pathlib import Path
 from django.conf import settings
 
 from annotation.actions.exports.jobs import beat, claim_job, finish_job, reap_stale_jobs
-from annotation.models import AgentRun, Evaluation, ExportJob, JobStatus
+from annotation.models import AgentRun, Evaluation, ExportJob, JobStatus, PredictionRun
 
 log = logging.getLogger(__name__)
 BEAT_SECONDS = 0.5
@@ -37,7 +37,7 @@ class Progress:
                 raise JobStopped(f"job {self.job.pk} is no longer running")
 
 
-JOB_MODELS = {model.__name__.lower(): model for model in (ExportJob, Evaluation, AgentRun)}
+JOB_MODELS = {model.__name__.lower(): model for model in (ExportJob, Evaluation, AgentRun, PredictionRun)}
 
 
 def workdir_for(job) -> Path:

@@ -27,6 +27,14 @@ def run_agent(run_id: int) -> None:
     run(run_id)
 
 
+@shared_task(name="workers.run_prediction", acks_late=True)
+def run_prediction(run_id: int) -> None:
+    """Make (and evaluate) prediction run ``run_id`` (see ``agents.predict_runs.execute``)."""
+    from .agents.predict_runs import run_prediction as run
+
+    run(run_id)
+
+
 @shared_task(name="workers.sweep_export_folders")
 def sweep_export_folders() -> None:
     """Periodic (beat): reap stale jobs and remove the work folders of jobs no longer running."""

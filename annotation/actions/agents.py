@@ -298,7 +298,9 @@ def run_instances(run: AgentRun):
 def score_table(run: AgentRun) -> dict:
     """The run's scores from its stored fields (so a running or cancelled run shows what it has):
     ``{"types": [...], "tasks": {task: {"all": x, type: y}}, "rows": [{"task", "cells": [all, *types]}],
-    "overall": z, "instances": n}``."""
+    "overall": z, "instances": n, "summary": {...}}``: every task of the run has a row (one with nothing scorable
+    an empty one, named in ``summary["tasks_unscorable"]``), and ``summary`` holds the instance mean beside the
+    task mean (``agents.scoring.summary``)."""
     from agents import scoring
 
     rows = [
@@ -309,13 +311,18 @@ def score_table(run: AgentRun) -> dict:
     ]
     tasks = scoring.task_table(rows)
     types = sorted({row["type"] for row in rows})
-    tables = {name: {k: scoring.json_number(v) for k, v in table.items()} for name, table in sorted(tasks.items())}
+    instances = list(run.instances.order_by("pk").values_list("task_name", "score"))
+    names = sorted({name for name, _ in instances} | set(tasks))
+    summary = scoring.summary(names, tasks, [0.0 if score is None else score for _, score in instances])
+    every_task = {name: tasks.get(name, {"all": float("nan")}) for name in names}
+    tables = {name: {k: scoring.json_number(v) for k, v in table.items()} for name, table in every_task.items()}
     return {
         "types": types,
         "tasks": tables,
         "rows": [{"task": name, "cells": [table.get(k) for k in ["all", *types]]} for name, table in tables.items()],
-        "overall": scoring.overall(tasks),
-        "instances": run.instances.count(),
+        "overall": summary["task_mean"],
+        "instances": len(instances),
+        "summary": summary,
     }
 
 
@@ -326,7 +333,16 @@ def compare_tables(first: dict, second: dict) -> dict:
     for task in sorted(set(first["tasks"]) | set(second["tasks"])):
         a, b = first["tasks"].get(task, {}), second["tasks"].get(task, {})
         rows.append({"task": task, "cells": [pair(a.get(key), b.get(key)) for key in ["all", *types]]})
-    return {"columns": ["all", *types], "rows": rows, "overall": pair(first["overall"], second["overall"])}
+    return {
+        "columns": ["all", *types],
+        "rows": rows,
+        "overall": pair(first["overall"], second["overall"]),
+        "instance_mean": pair(first["summary"]["instance_mean"], second["summary"]["instance_mean"]),
+        "unscorable": (
+            [row["task"] for row in first["summary"]["tasks_unscorable"]],
+            [row["task"] for row in second["summary"]["tasks_unscorable"]],
+        ),
+    }
 
 
 def pair(a, b) -> dict:

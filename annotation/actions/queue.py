@@ -18,7 +18,8 @@ EVALUATION = "workers.run_evaluation"
 THUMBNAILS = "workers.make_thumbnails"
 REALIGN = "workers.realign_demo"
 AGENT_RUN = "workers.run_agent"
-TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN, AGENT_RUN)
+PREDICTION = "workers.run_prediction"
+TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN, AGENT_RUN, PREDICTION)
 
 
 def check_plain_args(args: tuple) -> None:

@@ -4,7 +4,15 @@ turns, video, blobs), ``review`` (curation edits, comments, the review state), `
 configuration, export jobs, evaluations), ``agents`` (agent runs) and ``stats`` (pay rates). One app, one set of
 tables and migrations: the modules only group the classes."""
 
-from .agents import AgentFieldResult, AgentMetric, AgentModelAnswer, AgentRun, AgentRunInstance, ModelEndpoint
+from .agents import (
+    AgentFieldResult,
+    AgentMetric,
+    AgentModelAnswer,
+    AgentRun,
+    AgentRunInstance,
+    ModelEndpoint,
+    PredictionRun,
+)
 from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
 from .forms import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, ReviewState, Task
 from .live import Invitation, code_digest
@@ -89,6 +97,7 @@ __all__ = [
     "JobStatus",
     "Membership",
     "ModelEndpoint",
+    "PredictionRun",
     "Project",
     "ProjectInvitation",
     "token_digest",

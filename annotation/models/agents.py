@@ -143,3 +143,32 @@ class AgentModelAnswer(models.Model):
 
     def __str__(self):
         return f"answer {self.key[:12]} of run {self.run_id}"
+
+
+class PredictionRun(Job):
+    """A model's predictions for one split of a project's WebLINX or Mind2Web export (``workers/agents/predict.py``):
+    the worker exports the split, asks the endpoint for every turn or step, keeps the predictions file, the answers
+    it could not read (with the raw answer) and the usage; with ``evaluate`` it scores them on the same export."""
+
+    format = models.CharField(max_length=16, help_text="weblinx or mind2web.")
+    split = models.CharField(max_length=32)
+    endpoint = models.ForeignKey(
+        ModelEndpoint, on_delete=models.SET_NULL, null=True, blank=True, related_name="prediction_runs"
+    )
+    endpoint_name = models.CharField(max_length=64, help_text="The endpoint's name when the run was made.")
+    model = models.CharField(max_length=200, blank=True, help_text="The model asked.")
+    temperature = models.FloatField(default=0.0)
+    max_tokens = models.PositiveIntegerField(default=256, help_text="Per answer.")
+    in_flight = models.PositiveSmallIntegerField(default=4, help_text="Requests at once.")
+    timeout = models.FloatField(default=60.0, help_text="Seconds per request.")
+    candidates = models.PositiveSmallIntegerField(default=10, help_text="Mind2Web: choices shown.")
+    evaluate = models.BooleanField(default=True, help_text="Score the predictions when they are made.")
+    predictions = models.JSONField(default=list, blank=True, help_text="The predictions file (evaluations take it).")
+    failures = models.JSONField(default=list, blank=True, help_text="Answers that could not be read, raw, with why.")
+    usage = models.JSONField(default=dict, blank=True, help_text="Answers, cached, tokens in and out, model seconds.")
+    results = models.JSONField(default=dict, blank=True, help_text="The evaluation of the predictions (evaluate).")
+    stopped = models.TextField(blank=True, help_text="Why the run ended before every item was asked (a budget).")
+    data_version = models.CharField(max_length=64, blank=True, help_text="sha256 of the export it predicted.")
+
+    def __str__(self):
+        return f"prediction run {self.pk} of {self.project} {self.format} {self.split} ({self.status})"

@@ -53,6 +53,15 @@ class Batch(models.Model):
     template_fields = models.JSONField(default=list, help_text="The ${var} names the template uses, sorted.")
     has_submit_button = models.BooleanField(default=False, help_text="The template brings its own submit button.")
     uses_crowd_elements = models.BooleanField(default=False, help_text="<crowd-*> elements, which are not rendered.")
+    external_scripts = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The template's scripts and stylesheets from other sites: [{url, kind, local}], local = the "
+        "vendored copy under /static/vendor/ that serves it, or null (agents/vendor.py).",
+    )
+    import_warnings = models.JSONField(
+        default=list, blank=True, help_text="What the import noticed that does not stop it (warnings_for)."
+    )
     csv_filename = models.CharField(max_length=255, blank=True)
     csv_columns = models.JSONField(
         default=list, help_text="The uploaded CSV's header, in file order (inputs and Answer.* columns)."

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ..views import agents
+from ..views import agents, predictions
 
 urlpatterns = [
     path("agents/runs/", agents.run_list, name="agents-runs"),
@@ -16,4 +16,13 @@ urlpatterns = [
         name="agents-screenshot",
     ),
     path("agents/compare/", agents.compare, name="agents-compare"),
+    path("agents/predictions/", predictions.run_list, name="agents-predictions"),
+    path("agents/predictions/<int:prediction_id>/", predictions.run_detail, name="agents-prediction"),
+    path("agents/predictions/<int:prediction_id>/cancel", predictions.run_cancel, name="agents-prediction-cancel"),
+    path(
+        "agents/predictions/<int:prediction_id>/predictions.json",
+        predictions.run_predictions,
+        name="agents-prediction-file",
+    ),
+    path("agents/predictions/compare/", predictions.compare, name="agents-predictions-compare"),
 ]

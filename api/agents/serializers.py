@@ -5,7 +5,7 @@ from rest_framework import serializers
 from agents.llm import MAX_IN_FLIGHT, MAX_TEMPERATURE, MAX_TOKENS_LIMIT
 from agents.llm_solver import MAX_TEMPLATE_CHARS
 from annotation.actions.agents import MAX_BROWSERS, MAX_BUDGET, MAX_INSTANCES_PER_TASK, MAX_SEED
-from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint
+from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint, PredictionRun
 
 from ..exports.serializers import JobFieldsMixin
 
@@ -208,3 +208,62 @@ class ModelEndpointChangeSerializer(serializers.Serializer):
         help_text='A new key ("" removes it; absent keeps it).',
     )
     vision = serializers.BooleanField(required=False)
+
+
+class PredictionRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
+    """A prediction run; the endpoint by name only (its key never leaves the server). ``predictions`` (the file
+    evaluations take) is at ``/api/prediction-runs/<id>/predictions/``."""
+
+    predicted = serializers.SerializerMethodField(help_text="How many predictions were made.")
+    results_page = serializers.SerializerMethodField(help_text="The run in the web app.")
+
+    class Meta:
+        model = PredictionRun
+        fields = [
+            "id",
+            "project",
+            "format",
+            "split",
+            "endpoint_name",
+            "model",
+            "temperature",
+            "max_tokens",
+            "in_flight",
+            "timeout",
+            "candidates",
+            "evaluate",
+            "status",
+            "progress",
+            "error",
+            "predicted",
+            "failures",
+            "usage",
+            "stopped",
+            "results",
+            "data_version",
+            "owner",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "results_page",
+        ]
+        read_only_fields = fields
+
+    def get_predicted(self, run) -> int:
+        return len(run.predictions)
+
+    def get_results_page(self, run) -> str:
+        return self.context["request"].build_absolute_uri(f"/agents/predictions/{run.pk}/")
+
+
+class PredictionRunCreateSerializer(serializers.Serializer):
+    project = serializers.SlugField(help_text="A project where you are a researcher or admin.")
+    format = serializers.CharField(help_text="weblinx or mind2web.")
+    split = serializers.CharField(help_text="A split of the format (valid, test_iid, ...; train, test_task, ...).")
+    endpoint = serializers.CharField(help_text="The name of one of the project's model endpoints.")
+    temperature = serializers.FloatField(required=False, default=0.0)
+    max_tokens = serializers.IntegerField(required=False, default=256)
+    in_flight = serializers.IntegerField(required=False, default=None, allow_null=True, help_text="PREDICT_IN_FLIGHT")
+    timeout = serializers.FloatField(required=False, default=60.0, help_text="Seconds per request.")
+    candidates = serializers.IntegerField(required=False, default=10, help_text="Mind2Web: choices shown (1 to 25).")
+    evaluate = serializers.BooleanField(required=False, default=True, help_text="Score the predictions at once.")

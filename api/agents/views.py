@@ -1,6 +1,7 @@
 """The agent-run API: start a run of a solver on a split of a project's form tasks, follow it, cancel it, read its
 scores and every field's result. Researchers and admins of the project only (as exports and evaluations)."""
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -8,13 +9,15 @@ from rest_framework.response import Response
 
 from annotation import actions
 from annotation.actions import agents as agent_actions
-from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint
+from annotation.actions import predictions as prediction_actions
+from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint, PredictionRun
 
 from ..exports.views import JobViewSetMixin
 from ..serializers import error_responses
 from . import serializers as a
 
 ERRORS = error_responses(400, 403, 404, 409)
+PREDICTIONS_FILE = {"type": "array", "items": {"type": "object", "additionalProperties": True}}
 
 
 @extend_schema_view(retrieve=extend_schema(responses={200: a.AgentRunSerializer, 404: ERRORS[404]}))
@@ -108,3 +111,38 @@ class ModelEndpointViewSet(viewsets.ReadOnlyModelViewSet):
         """Remove the endpoint (runs that used it keep their results)."""
         self.get_object().delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema_view(retrieve=extend_schema(responses={200: a.PredictionRunSerializer, 404: ERRORS[404]}))
+class PredictionRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Model predictions for a WebLINX or Mind2Web split of a project, from one of its model endpoints, evaluated
+    in the same job. Researchers and admins of the project."""
+
+    model = PredictionRun
+    serializer_class = a.PredictionRunSerializer
+    filterset_fields = {"project__name": ["exact"], "status": ["exact"], "format": ["exact"], "split": ["exact"]}
+
+    @extend_schema(request=a.PredictionRunCreateSerializer, responses={202: a.PredictionRunSerializer, **ERRORS})
+    def create(self, request):
+        """Start a run; 202 with it. Poll it; its predictions, failures, usage and results fill in when done."""
+        form = a.PredictionRunCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = dict(form.validated_data)
+        project = actions.check_project_for_export(request.user, data.pop("project"))
+        fmt, split, endpoint, evaluate = (
+            data.pop("format"),
+            data.pop("split"),
+            data.pop("endpoint"),
+            data.pop("evaluate"),
+        )
+        if data["in_flight"] is None:
+            data["in_flight"] = settings.PREDICT_IN_FLIGHT
+        run = prediction_actions.do_create_prediction_run(request.user, project, fmt, split, endpoint, data, evaluate)
+        return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={200: PREDICTIONS_FILE, **ERRORS})
+    @action(detail=True, methods=["get"], filter_backends=[])
+    def predictions(self, request, pk=None):
+        """The predictions file (a JSON list), as ``manage.py evaluate`` and ``POST /api/evaluations/`` take it."""
+        run = self.get_object()
+        return Response(run.predictions)

@@ -31,6 +31,8 @@ class BatchSerializer(serializers.ModelSerializer):
             "template_fields",
             "has_submit_button",
             "uses_crowd_elements",
+            "external_scripts",
+            "import_warnings",
             "csv_filename",
             "csv_columns",
             "assignments_per_task",

@@ -67,7 +67,11 @@ def test_do_nothing_scores_what_the_official_rules_give_an_untouched_page(easy):
                 assert field.score == 0.0, field
                 checked["text"] += 1
     assert all(count > 0 for count in checked.values()), checked
-    blank_radio = [f for r in result.instances for f in r.fields if f.type == "radio" and f.score == 1.0]
-    assert blank_radio, "some radio groups have a blank majority gold: do-nothing gets them right"
+    # With the CDNs blocked, do-nothing scored 1.0 on radio groups with a blank majority gold: rating groups (e.g.
+    # Text Game Eval's) that the templates' jQuery hides until a category is chosen. With the vendored libraries
+    # they are not displayed, so not scored (the official rule), as on MTurk. The blank-majority rule itself is
+    # tested in tests/test_agents_scoring.py.
+    hidden = [f for r in result.instances for f in r.fields if f.type == "radio" and f.skipped == "not displayed"]
+    assert hidden, "the templates' scripts hide radio groups until they apply"
     overall = result.as_dict()["overall"]
     assert 0 < overall < 0.3

@@ -4,8 +4,10 @@ next task), skips and returns; a second worker never gets the first one's task; 
 every Answer field of the 28 tasks is a named control of the served page (or listed as created otherwise); and a
 hostile template can neither read the app's cookies nor call the API as the worker.
 
-Templates may load scripts and styles from CDNs; these tests set ``FORM_TASK_ASSET_SOURCES`` to nothing, so the
-frames' CSP blocks every outside request (the tests never touch the network) and templates run without them.
+Templates load scripts and styles from CDNs; the mapped ones are served from the vendored copies (``agents/vendor.py``),
+so a template's jQuery runs here as on MTurk (Text Game Eval shows and requires a rating per category chosen). These
+tests set ``FORM_TASK_ASSET_SOURCES`` to nothing, so the frames' CSP blocks every other outside request (the tests never
+touch the network).
 """
 
 import io
@@ -124,9 +126,15 @@ def fill_game(browser):
     click(browser, by_name(browser, "moralSaliency", "salient"))
     click(browser, by_name(browser, "judgment", "goodOthers"))
     click(browser, by_name(browser, "judgment", "badSelf"))
+    # The template's jQuery (vendored) shows and requires a rating and a rationale per category chosen.
+    click(browser, by_name(browser, "goodOthersScore", "2"))
+    click(browser, by_name(browser, "badSelfScore", "3"))
     rationale = by_name(browser, "goodOthersRationale")
     click(browser, rationale)
     rationale.send_keys("helps a friend")
+    rationale = by_name(browser, "badSelfRationale")
+    click(browser, rationale)
+    rationale.send_keys("risks a fall")
     for name in ("annotatorGender", "annotatorAge", "annotatorRace", "annotatorPolitics"):
         Select(by_name(browser, name)).select_by_index(1)
     return {name: Select(by_name(browser, name)).first_selected_option.get_attribute("value") for name in
@@ -164,6 +172,7 @@ def test_a_worker_fills_every_kind_of_field_submits_and_next_skips_and_returns(r
     assert done.answers["tutorialA"] == "tutorialA-livingRoom"
     assert done.answers["moralSaliency"] == "salient"
     assert done.answers["goodOthersRationale"] == "helps a friend"
+    assert (done.answers["goodOthersScore"], done.answers["badSelfScore"]) == ("2", "3")
     assert {name: done.answers[name] for name in selects} == selects
     assert stored(second).task.index == 1
 

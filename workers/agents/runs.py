@@ -8,7 +8,9 @@
 3. Each instance's preview page, rendered by the platform's form-task code (``task_page(..., mode="preview")``),
    is served on loopback to the run's headless Chromium browsers (``browsers``, default the worker's cores; each
    its own profile, one thread each, ``agents.harness.run_parallel``), with the headers of the web app's task
-   frames (``frame_headers``: sandboxed, no network access from its scripts).
+   frames (``frame_headers``: sandboxed, no network access from its scripts);
+   the templates' CDN libraries come from the vendored copies the same server answers (``TEMPLATE_SCRIPTS``; with
+   ``original`` the browsers may reach the Internet).
 4. ``agents.harness.Harness`` orders the fields (spec §4.1), calls the solver per field (a solver that raises
    leaves its field untouched), reads the page (§4.3) and scores. Every field's value, gold, score and (llm) model
    cost is stored as the run goes, with a full-page screenshot per instance; the run's scores (the evaluation
@@ -22,16 +24,18 @@ budget ends it as done with what it scored (``results["stopped"]``).
 """
 
 import contextlib
+import functools
 import logging
 import os
 import threading
 from pathlib import Path
 
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Sum
 
-from agents import scoring
+from agents import scoring, vendor
 from agents.actions import full_page_png
 from agents.browser import make_driver
 from agents.harness import FieldResult, InstanceResult, Item, RunResult, StopRun, run_parallel, sample_instances
@@ -246,7 +250,7 @@ def execute(run: AgentRun, workdir: Path) -> None:
         running = run_parallel(
             items,
             browser_count(run),
-            make_driver,
+            functools.partial(make_driver, allow_network=settings.TEMPLATE_SCRIPTS == vendor.ORIGINAL),
             make_solver,
             metric=run.metric,
             after=lambda driver, result: full_page_png(driver),

@@ -238,5 +238,10 @@ def evaluate_form_tasks(evaluation: Evaluation, workdir: Path) -> None:
         batches = [batch for batch in batches if batch.name in allowed]
     data = form_dataset.gold_directory(list(batches), workdir / "data")
     scoring = Progress(evaluation, 0, 1)
-    results = score_predictions(data, evaluation.predictions, progress=lambda done, total: scoring(done / total))
+    results = score_predictions(
+        data,
+        evaluation.predictions,
+        progress=lambda done, total: scoring(done / total),
+        scripts=settings.TEMPLATE_SCRIPTS,
+    )
     finish_clean(evaluation, workdir, JobStatus.DONE, results=results, data_version=tree_sha256(workdir / "data"))

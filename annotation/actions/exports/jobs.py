@@ -12,7 +12,7 @@ from django.utils import timezone
 from ...lib.formats import ARCHIVE_FORMATS
 from ...lib.splits import SPLITS
 from ...models import EXPORTABLE_STATUSES, Demonstration, ExportFormat, Project, Role, SplitConfig
-from ...models.agents import AgentRun
+from ...models.agents import AgentRun, PredictionRun
 from ...models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
 from .. import queue
 from ..errors import Conflict, Forbidden, ValidationFailed
@@ -201,7 +201,7 @@ def finish_job(job, status, **fields) -> bool:
 
 def reap_stale_jobs(model=None) -> int:
     """Mark running jobs whose worker stopped beating (killed, crashed, machine lost) as failed."""
-    models = [model] if model else [ExportJob, Evaluation, AgentRun]
+    models = [model] if model else [ExportJob, Evaluation, AgentRun, PredictionRun]
     reaped = 0
     for job_model in models:
         for job in job_model.objects.filter(status=JobStatus.RUNNING):

@@ -1,10 +1,13 @@
 """Storing a checked form batch (web upload, REST, ``import_turkingbench``): one batch and its tasks, all or nothing."""
 
+import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import IntegrityError, connection, transaction
+
+from agents import vendor
 
 from ...models import Batch, BatchKind, SplitConfig, Task
 from ..errors import ActionError, Conflict, ValidationFailed, invalid
@@ -46,7 +49,58 @@ def warnings_for(parsed: ParsedBatch) -> list[str]:
     extra = [c for c in parsed.columns if not c.startswith("Answer.") and c not in used]
     if extra:
         notes.append(f"{len(extra)} CSV column(s) are not used by the template: {', '.join(extra[:10])}")
+    return notes + answer_warnings(parsed) + script_warnings(parsed.template)
+
+
+def shown_names(names: list, limit: int = 10) -> str:
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def answer_warnings(parsed: ParsedBatch) -> list[str]:
+    """Gold answers that can never be scored: ``Answer.*`` columns with no field of that name in the template's
+    markup (a near name is suggested), and answers whose fields are all hidden inputs (never displayed, so never
+    scored)."""
+    notes = []
+    answers = [column.removeprefix("Answer.") for column in parsed.answer_columns]
+    names = sorted(parsed.info.control_names)
+    missing = [name for name in answers if name not in parsed.info.control_names]
+    if missing:
+        shown = []
+        for name in missing[:10]:
+            near = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
+            shown.append(f"{name} (the template has {near[0]!r})" if near else name)
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        scripted = "<script" in parsed.template.lower()
+        consequence = (
+            "unless the template's scripts create them (check the preview), they cannot be answered or scored"
+            if scripted
+            else "they can never be answered or scored (the template has no script that could create them)"
+        )
+        notes.append(
+            f"{len(missing)} of {len(answers)} Answer.* column(s) have no input, select or textarea of that name in "
+            f"the template: {consequence}: {', '.join(shown)}{more}"
+        )
+    present = [name for name in answers if name in parsed.info.control_names]
+    hidden = [name for name in present if name in parsed.info.hidden_names]
+    if present and len(hidden) == len(present):
+        notes.append(
+            f"every answer field the template has is a hidden input, never displayed and so never scored: this "
+            f"task has nothing scorable unless its scripts show other fields: {shown_names(hidden)}"
+        )
     return notes
+
+
+def script_warnings(template: str) -> list[str]:
+    """External scripts and styles that no vendored copy serves (they load only where the Internet is reachable
+    and ``TEMPLATE_SCRIPTS`` allows it)."""
+    unmapped = [asset["url"] for asset in vendor.external_assets(template) if asset["local"] is None]
+    if not unmapped:
+        return []
+    return [
+        f"{len(unmapped)} external script(s) or stylesheet(s) have no vendored copy and will not load where the "
+        f"Internet is blocked: {shown_names(unmapped)}"
+    ]
 
 
 def insert_tasks(pairs: list) -> None:
@@ -94,6 +148,8 @@ def new_batch(user, project, name: str, parsed: ParsedBatch, settings: BatchSett
         template_fields=list(parsed.info.fields),
         has_submit_button=parsed.info.has_submit_button,
         uses_crowd_elements=parsed.info.uses_crowd_elements,
+        external_scripts=vendor.external_assets(parsed.template),
+        import_warnings=warnings_for(parsed),
         csv_filename=parsed.csv_filename[:255],
         csv_columns=parsed.columns,
         assignments_per_task=settings.assignments_per_task,

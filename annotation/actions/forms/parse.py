@@ -39,6 +39,7 @@ class TemplateInfo:
     uses_crowd_elements: bool
     control_names: frozenset  # name= of the static input/select/textarea elements
     has_controls: bool = True
+    hidden_names: frozenset = frozenset()  # names whose every static control is an <input type=hidden>
 
 
 @dataclass
@@ -102,7 +103,18 @@ def analyse_template(text: str) -> TemplateInfo:
         uses_crowd_elements=bool(re.search(r"<crowd-", text, re.IGNORECASE)),
         control_names=frozenset(c.get("name") for c in controls if c.get("name")),
         has_controls=bool(controls),
+        hidden_names=hidden_only(controls),
     )
+
+
+def hidden_only(controls: list) -> frozenset:
+    """The names all of whose controls are ``<input type=hidden>`` (never displayed, so never scored)."""
+    kinds: dict[str, set] = {}
+    for control in controls:
+        if control.get("name"):
+            hidden = control.tag == "input" and (control.get("type") or "").strip().lower() == "hidden"
+            kinds.setdefault(control.get("name"), set()).add(hidden)
+    return frozenset(name for name, seen in kinds.items() if seen == {True})
 
 
 def parse_template(data: bytes) -> tuple[str, TemplateInfo]:

@@ -11,9 +11,10 @@ import codecs
 import html
 import json
 
+from django.conf import settings
 from django.http import QueryDict
 
-from agents import turkle
+from agents import turkle, vendor
 
 from ...lib import jsonsafe
 from ...models import Batch, Task
@@ -103,9 +104,10 @@ SUBMITTED = """<html><head><meta charset="utf-8"><title>{title}</title></head>
 
 def fill_template(batch: Batch, inputs: dict) -> str:
     """Turkle's filling: ``${column}`` → value for each input column in CSV order, raw (no escaping); the same
-    code fills the agents' pages (``agents.turkle.fill_template``)."""
+    code fills the agents' pages (``agents.turkle.fill_template``). The template's CDN scripts and styles are first
+    pointed at the vendored copies (``TEMPLATE_SCRIPTS``, ``agents.vendor``)."""
     values = {column: str(inputs.get(column, "")) for column in batch.input_columns}
-    return turkle.fill_template(batch.html_template, values)
+    return turkle.fill_template(vendor.rewrite(batch.html_template, settings.TEMPLATE_SCRIPTS), values)
 
 
 def json_for_script(value) -> str:

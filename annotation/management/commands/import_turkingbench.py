@@ -10,6 +10,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import BaseCommand, CommandError
 from django.db import transaction
 
+from agents import vendor
+
 from ...actions import ActionError
 from ...actions.forms import (
     BatchSettings,
@@ -72,6 +74,13 @@ class Command(BaseCommand):
             self.stdout.write(f"Created project {project.name!r}")
         for path, batch in parsed:
             self.stdout.write(f"  {path.name}: {len(batch.tasks)} tasks, {batch.rows} rows")
+            assets = vendor.external_assets(batch.template)
+            if assets:
+                local = [a["local"].split("/")[0] for a in assets if a["local"]]
+                served = f": {', '.join(dict.fromkeys(local))}" if local else ""
+                self.stdout.write(
+                    f"    external scripts and styles: {len(assets)}, {len(local)} served locally{served}"
+                )
             for note in warnings_for(batch):
                 self.stdout.write(self.style.WARNING(f"    warning: {note}"))
         self.stdout.write(

@@ -70,6 +70,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        # call_command("evaluate", data="/dir") passes keyword values as given, not through argparse's type=Path
+        for key in ("data", "predictions", "out"):
+            options[key] = Path(options[key])
         data, split = options["data"], options["split"]
         if not data.is_dir():
             raise CommandError(f"data directory {data} does not exist")
@@ -108,7 +111,13 @@ class Command(BaseCommand):
         width = max(len(task) for task in result["tasks"]) if result["tasks"] else 0
         for task, table in result["tasks"].items():
             self.stdout.write(f"  {task:<{width}}  {format_value(table['all']):>7}")
-        self.stdout.write(f"  {'overall (mean over tasks)':<{width}}  {format_value(overall):>7}")
+        summary = result["summary"]
+        label = f"overall (mean over {summary['tasks_scored']} of {summary['tasks']} tasks)"
+        self.stdout.write(f"  {label:<{width}}  {format_value(overall):>7}")
+        label = f"mean over {summary['instances']} instances"
+        self.stdout.write(f"  {label:<{width}}  {format_value(summary['instance_mean']):>7}")
+        for row in summary["tasks_unscorable"]:
+            self.stdout.write(f"  left out: {row['task']}: {row['reason']}")
 
     def progress(self, done: int, total: int) -> None:
         if done == total or done % 10 == 0:

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0016_qdemos'),
+        ('annotation', '0017_qdemos'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

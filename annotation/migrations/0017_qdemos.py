@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0015_llm'),
+        ('annotation', '0016_fidelity'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

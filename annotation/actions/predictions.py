@@ -1,0 +1,102 @@
+"""Prediction runs (the agents area): a model's predictions for a split of a project's WebLINX or Mind2Web export,
+from one of the project's model endpoints, made by the worker (``workers/agents/predict.py``) and evaluated in the
+same job. Researchers and admins of the project start and read them; the endpoint's key never leaves the row."""
+
+from types import SimpleNamespace
+
+from django.db import transaction
+
+from agents import llm
+
+from ..lib.splits import SPLITS
+from ..models import ExportFormat, PredictionRun, Project
+from . import queue
+from .agents import check_endpoint_for_project
+from .errors import NotFound, ValidationFailed
+from .exports.jobs import EXPORT_ROLES, check_choice, enqueue
+
+FORMATS = (ExportFormat.WEBLINX, ExportFormat.MIND2WEB)
+MAX_CANDIDATES = 25  # Mind2Web: the letters B to Z (A is "None of the above")
+
+
+def check_prediction_request(project, fmt, split, endpoint_name, settings: dict):
+    """The project's endpoint for a run, once every setting is checked (400 naming each bad one)."""
+    check_choice("format", fmt, FORMATS)
+    check_choice("split", split, SPLITS[fmt])
+    endpoint = check_endpoint_for_project(project, endpoint_name)
+    shown = SimpleNamespace(url=endpoint.url, model=endpoint.model, key="", **settings_for_client(settings))
+    problems = [
+        {"field": name, "message": message}
+        for name, message in llm.endpoint_problems(shown).items()
+        if name not in ("url", "model")
+    ]
+    candidates = settings.get("candidates", 10)
+    if isinstance(candidates, bool) or not isinstance(candidates, int) or not 1 <= candidates <= MAX_CANDIDATES:
+        problems.append({"field": "candidates", "message": f"expected a whole number from 1 to {MAX_CANDIDATES}"})
+    if problems:
+        raise ValidationFailed("; ".join(f"{p['field']}: {p['message']}" for p in problems), problems)
+    return endpoint
+
+
+def settings_for_client(settings: dict) -> dict:
+    return {key: settings[key] for key in ("temperature", "max_tokens", "timeout", "in_flight")}
+
+
+def do_create_prediction_run(user, project, fmt, split, endpoint_name, settings: dict, evaluate=True, send=True):
+    """Create a run with ``settings`` (temperature, max_tokens, timeout, in_flight, candidates) and enqueue it."""
+    endpoint = check_prediction_request(project, fmt, split, endpoint_name, settings)
+    with transaction.atomic():
+        run = PredictionRun.objects.create(
+            project=project,
+            owner=user,
+            format=fmt,
+            split=split,
+            endpoint=endpoint,
+            endpoint_name=endpoint.name,
+            model=endpoint.model,
+            candidates=settings.get("candidates", 10),
+            evaluate=bool(evaluate),
+            **settings_for_client(settings),
+        )
+        if send:
+            enqueue(queue.PREDICTION, run)
+    return run
+
+
+def runs_readable_by(user):
+    projects = Project.objects.for_user(user, EXPORT_ROLES)
+    return PredictionRun.objects.filter(project__in=projects).select_related("project", "owner")
+
+
+def check_run_readable(user, run_id) -> PredictionRun:
+    run = runs_readable_by(user).filter(pk=run_id).first() if isinstance(run_id, int) else None
+    if run is None:
+        raise NotFound(f"no prediction run {run_id}")
+    return run
+
+
+def chat_endpoint(run: PredictionRun) -> llm.Endpoint:
+    """The endpoint to ask, with the run's settings (``EndpointError`` when its endpoint was removed)."""
+    if run.endpoint is None:
+        raise llm.EndpointError(f"the model endpoint {run.endpoint_name!r} was removed")
+    endpoint = run.endpoint
+    return llm.Endpoint(
+        endpoint.url,
+        endpoint.model,
+        endpoint.key,
+        temperature=run.temperature,
+        max_tokens=run.max_tokens,
+        timeout=run.timeout,
+        in_flight=run.in_flight,
+    )
+
+
+def compare_runs(first: PredictionRun, second: PredictionRun) -> dict:
+    """Two runs' aggregate scores side by side: ``{"rows": [{"metric", "a", "b", "change"}], "same_split"}``."""
+    a, b = (run.results.get("aggregate") or {} for run in (first, second))
+    rows = []
+    for metric in dict.fromkeys([*a, *b]):
+        x, y = a.get(metric), b.get(metric)
+        change = y - x if isinstance(x, int | float) and isinstance(y, int | float) else None
+        rows.append({"metric": metric, "a": x, "b": y, "change": change})
+    return {"rows": rows, "same_split": (first.format, first.split) == (second.format, second.split)}

@@ -1,0 +1,69 @@
+"""What a prediction-run job does on the worker (``docs/agents.md``, "Predictions for WebLINX and Mind2Web"):
+export the run's split with the exporter researchers download, ask the project's model endpoint for every turn or
+step (``workers.agents.predict``, ``in_flight`` requests at once), keep the predictions, the answers it could not
+read and the usage, and with ``evaluate`` score the predictions on the same export. A cancel is noticed between
+answers; an endpoint that cannot be used fails the run with its reason (never the key)."""
+
+import logging
+from pathlib import Path
+
+from agents.llm import ChatClient, EndpointError
+from annotation.actions.predictions import chat_endpoint
+from annotation.models import JobStatus, PredictionRun
+
+from ..exports import dataset
+from ..exports.exporters import get_exporter
+from ..exports.jobs import count_demos, tree_sha256
+from ..runners import Progress, finish_clean, run_job
+from .predict import Settings, evaluate, predict
+
+log = logging.getLogger(__name__)
+
+
+def execute(run: PredictionRun, workdir: Path) -> None:
+    out, statuses = workdir / "data", dataset.DEFAULT_STATUSES
+    total = count_demos(run.project, run.format, statuses, [run.split])
+    exporting = Progress(run, 0, 0.2)
+    demos = dataset.export_demos(run.project, run.format, statuses, [run.split])
+    with dataset.storage_blobs(workdir / "blobs") as blobs:
+        get_exporter(run.format).export(demos, out, blobs, lambda done: exporting(done / max(1, total)))
+    asking = Progress(run, 0.2, 0.7)
+    try:
+        client = ChatClient(chat_endpoint(run))
+    except (EndpointError, ValueError) as error:
+        finish_clean(run, workdir, JobStatus.FAILED, error=f"the model endpoint cannot be used: {error}")
+        return
+    try:
+        made = predict(
+            run.format,
+            out,
+            run.split,
+            client,
+            Settings(candidates=run.candidates),
+            lambda done, total: asking(done / max(1, total)),
+        )
+    except EndpointError as error:
+        finish_clean(run, workdir, JobStatus.FAILED, error=f"the model endpoint failed: {error.reason}")
+        return
+    finally:
+        client.close()
+    results = {}
+    if run.evaluate and made["predictions"]:
+        Progress(run, 0.9, 0)(1, force=True)
+        results = evaluate(run.format, out, run.split, made["predictions"])
+        results["coverage"] = {"items": made["items"], "predicted": len(made["predictions"])}
+    finish_clean(
+        run,
+        workdir,
+        JobStatus.DONE,
+        predictions=made["predictions"],
+        failures=made["failures"],
+        usage={**made["usage"], "items": made["items"]},
+        results=results,
+        stopped=made["stopped"] or "",
+        data_version=tree_sha256(out),
+    )
+
+
+def run_prediction(run_id: int) -> None:
+    run_job(PredictionRun, run_id, execute)
