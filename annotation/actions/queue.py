@@ -18,7 +18,8 @@ EVALUATION = "workers.run_evaluation"
 THUMBNAILS = "workers.make_thumbnails"
 REALIGN = "workers.realign_demo"
 AGENT_RUN = "workers.run_agent"
-TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN, AGENT_RUN)
+PACK_BLOBS = "workers.pack_demo_blobs"
+TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN, AGENT_RUN, PACK_BLOBS)
 
 
 def check_plain_args(args: tuple) -> None:
