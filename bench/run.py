@@ -20,10 +20,12 @@ SECTIONS = {
     "recorders": "bench.recorders",
     "export": "bench.export",
     "export_s3": "bench.export_s3",
+    "export_full": "bench.export_full",
     "recorder": "bench.recorder",
     "review": "bench.review",
     "live_chat": "bench.live_chat",
     "form_tasks": "bench.form_tasks",
+    "form_tasks_large": "bench.form_tasks_large",
     "agent_eval": "bench.agent_eval",
     "stats": "bench.stats",
 }
