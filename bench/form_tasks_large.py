@@ -2,13 +2,13 @@
 and the batch pages at that size.
 
 Timed, in one process against a scratch database: reading, checking and storing the CSV (``parse_batch`` +
-``do_create_form_batch``, what the upload page, the API and ``import_turkingbench`` call). Meanwhile a thread
-submits answers to another batch of the project through the Django test client, one after another, as another
-worker would: ``submit_ms_max`` is the longest any of them waited (the import must not block them for more than a
-second). Then, after ``ANALYZE`` (as autovacuum would), ``requests`` GETs through the test client of the batch page
-(``/work/batches/<id>/``, a researcher), the work list (``/work/``, a worker of the batch) and the batch list
-(``GET /api/batches/``, the researcher); ``page_ms_p50`` is the slowest page's p50. Targets: >= 20,000 rows/s on
-PostgreSQL, pages <= 300 ms p50, submissions never waiting over 1 s. ``--quick`` uses 20,000 rows.
+``do_create_form_batch``, what the upload page, the API and ``import_turkingbench`` call). Meanwhile another
+process (as another server process would) submits answers to another batch of the project through the Django test
+client, one after another: ``submit_ms_max`` is the longest any of them waited (the import must not block them for
+more than a second). Then, after ``ANALYZE`` (as autovacuum would), ``requests`` GETs through the test client of
+the batch page (``/work/batches/<id>/``, a researcher), the work list (``/work/``, a worker of the batch) and the
+batch list (``GET /api/batches/``, the researcher); ``page_ms_p50`` is the slowest page's p50. Targets: >= 20,000
+rows/s on PostgreSQL, pages <= 300 ms p50, submissions never waiting over 1 s. ``--quick`` uses 20,000 rows.
 """
 
 import json
@@ -24,8 +24,31 @@ from .ingest import manage, server_env
 FULL = {"rows": 1_000_000, "requests": 15}
 QUICK = {"rows": 20_000, "requests": 3}
 
+# The other worker's process: one submission after another (the first untimed: its set-up) until told to stop.
+SUBMIT = """
+import json, pathlib, time
+from django.test import Client
+from annotation.actions.forms import work_url
+from annotation.models import Assignment
+folder = pathlib.Path({folder!r})
+ids, waits = json.loads((folder / "ids.json").read_text()), []
+frames = Client(HTTP_HOST="localhost")
+assert frames.post(work_url(Assignment.objects.get(pk=ids[0])), {{"label": "x"}}).status_code == 200
+(folder / "ready").touch()
+for pk in ids[1:]:
+    if (folder / "stop").exists():
+        break
+    url = work_url(Assignment.objects.get(pk=pk))
+    started = time.perf_counter()
+    response = frames.post(url, {{"label": "x"}})
+    waits.append((time.perf_counter() - started) * 1000)
+    assert response.status_code == 200, response.content[:300]
+    time.sleep(0.02)
+(folder / "waits.json").write_text(json.dumps(waits))
+"""
+
 MEASURE = r"""
-import json, statistics, threading, time
+import json, pathlib, statistics, subprocess, sys, time
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
@@ -51,33 +74,21 @@ small = parse_batch(TEMPLATE, b"code,text\n" + b"".join(b"s%d,t%d\n" % (i, i) fo
 other = do_create_form_batch(researcher, project, "other", small, BatchSettings())
 held = [forms.do_accept_task(submitter, task) for task in other.tasks.order_by("index")[:400]]
 
-waits, importing = [], threading.Event()
-def submit_meanwhile():
-    frames = Client(HTTP_HOST="localhost")
-    try:
-        for assignment in held:
-            if not importing.is_set() and waits:
-                break
-            started = time.perf_counter()
-            response = frames.post(work_url(assignment), {{"label": "x"}})
-            waits.append((time.perf_counter() - started) * 1000)
-            assert response.status_code == 200, response.content[:300]
-            time.sleep(0.02)
-    finally:
-        connection.close()
-
-warm = Client(HTTP_HOST="localhost")
-assert warm.post(work_url(held.pop()), {{"label": "x"}}).status_code == 200  # the first request's set-up, untimed
-importing.set()
-submitter = threading.Thread(target=submit_meanwhile)
-submitter.start()
+# Another worker's submissions come from a process of their own, as from another server process.
+folder = pathlib.Path({folder!r})
+(folder / "ids.json").write_text(json.dumps([assignment.pk for assignment in held]))
+submitter = subprocess.Popen([sys.executable, "manage.py", "shell", "-c", {submit!r}])
+while not (folder / "ready").exists():
+    assert submitter.poll() is None, "the submitting process ended before it was ready"
+    time.sleep(0.05)
 import_started = time.perf_counter()
 parsed = parse_batch(TEMPLATE, data, "large.csv")
 parsed_at = time.perf_counter()
 batch = do_create_form_batch(researcher, project, "large", parsed, BatchSettings())
 import_seconds = time.perf_counter() - import_started
-importing.clear()
-submitter.join()
+(folder / "stop").touch()
+assert submitter.wait() == 0
+waits = json.loads((folder / "waits.json").read_text())
 del parsed, data
 
 with connection.cursor() as cursor:
@@ -111,7 +122,10 @@ def run(quick: bool = False) -> dict:
         with scratch_database("bench_forms_large") as database_url:
             env = server_env(work / "var", database_url)
             manage(env, "migrate", "--noinput", "-v", "0")
-            script = MEASURE.format(rows=size["rows"], requests=size["requests"])
+            folder = work / "submitter"
+            folder.mkdir()
+            submit = SUBMIT.format(folder=str(folder))
+            script = MEASURE.format(rows=size["rows"], requests=size["requests"], folder=str(folder), submit=submit)
             measured = json.loads(manage(env, "shell", "-c", script).strip().splitlines()[-1])
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -69,6 +69,7 @@ def available_counts(user, batches) -> dict:
     open_for_user = (
         Task.objects.filter(batch=OuterRef("pk"), completed=False, taken__lt=OuterRef("assignments_per_task"))
         .exclude(held_by(user))
+        .order_by()  # no sort (the model's default ordering) before the limit: it would read every task
         .values("pk")[: AVAILABLE_CAP + 1]
     )
     rows = batches.annotate(n=CappedCount(open_for_user)).values_list("pk", "n").order_by()
