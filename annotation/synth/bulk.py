@@ -156,7 +156,7 @@ def bulk_copies(project, demos: int, turns: int, status: str = DemoStatus.VALIDA
     demo_fields = [f.attname for f in Demonstration._meta.concrete_fields if f.attname not in ("id", "name")]
     turn_fields = [f.attname for f in Turn._meta.concrete_fields if f.attname not in ("id", "demonstration_id")]
     per_demo, extra = divmod(turns, max(demos, 1))
-    written, known = 0, set(media)
+    written, known, originals = 0, set(media), {}
     for first in range(0, demos, 100):
         with transaction.atomic():
             made, pending, blobs = [], [], []
@@ -175,7 +175,9 @@ def bulk_copies(project, demos: int, turns: int, status: str = DemoStatus.VALIDA
                     for field in ("page_id", "bboxes_id", "screenshot_id"):
                         original = getattr(turn, field)
                         if original:
-                            data = Path(default_storage.path(sha256_path(original))).read_bytes()
+                            if original not in originals:  # the templates' blobs: a few thousand, read once
+                                originals[original] = Path(default_storage.path(sha256_path(original))).read_bytes()
+                            data = originals[original]
                             copied = variant(data, media[original], copy)
                             sha = hashlib.sha256(copied).hexdigest()
                             if sha not in known:
