@@ -1,12 +1,16 @@
 """S3 export benchmark: an export job on S3 storage (blobs read from the bucket, the archive uploaded as it is made)
-against uploading the same archive bytes with a plain boto3 client, both to the same SeaweedFS server in this run.
+against the same export job on local storage, and against uploading the same archive bytes with a plain boto3
+client, all in this run (S3: one SeaweedFS server on loopback).
 
 A corpus is stored first (``synth_demos`` through the ingest actions, blobs into the bucket, untimed) in a scratch
-database. Timed: the export job's runner as the Celery task runs it (query, WebLINX directory from the bucket's
+database, and each demo's blobs packed as the worker packs them after a recording (``pack_blobs``, untimed).
+Timed: the export job's runner as the Celery task runs it (query, WebLINX directory from the bucket's
 blobs, tar.gz with manifest streamed into a multipart upload, publish). Then the archive is downloaded (untimed) and
 uploaded again with boto3's ``upload_file`` (its default multipart transfer). ``mb_per_s`` = archive MB / export
 seconds, ``raw_put_mb_per_s`` = archive MB / upload seconds, ``ratio_vs_raw_put`` their ratio (target >= 0.5).
-``cpu_seconds``: the export job's own CPU (all its threads), which the S3 server's latency per object does not hide.
+``ratio_vs_local`` = the same job's seconds on local storage (the same corpus, stored the same way in another
+scratch database and VAR_DIR) / its seconds on S3: the target is >= 0.5 (S3 at most twice local). ``cpu_seconds``:
+the export job's own CPU (all its threads), which the S3 server's latency per object does not hide.
 """
 
 import shutil
@@ -41,8 +45,13 @@ def run(quick: bool = False) -> dict:
         with scratch_database("bench_export_s3") as database_url, s3_server(work / "s3") as server:
             env = {**server_env(work / "var", database_url), **server.env()}
             manage(env, "migrate", "--noinput", "-v", "0")
-            generated, job = generate_and_export(env, size, PROJECT)
+            # the worker packs each demo's blobs once its recording finishes (workers/exports/packs.py)
+            generated, job = generate_and_export(env, size, PROJECT, prepare=[("pack_blobs", "--project", PROJECT)])
             put = raw_put_seconds(server, job["name"], work)
+        with scratch_database("bench_export_s3_local") as local_url:
+            env = server_env(work / "var-local", local_url)
+            manage(env, "migrate", "--noinput", "-v", "0")
+            _, local = generate_and_export(env, size, PROJECT)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     megabytes = job["size"] / 1e6
@@ -56,6 +65,9 @@ def run(quick: bool = False) -> dict:
         "mb_per_s": round(megabytes / job["seconds"], 2),
         "raw_put_mb_per_s": round(megabytes / put, 2),
         "ratio_vs_raw_put": round(put / job["seconds"], 3),
+        "local_seconds": round(local["seconds"], 2),
+        "local_cpu_seconds": round(local["cpu_seconds"], 2),
+        "ratio_vs_local": round(local["seconds"] / job["seconds"], 3),
         "elements": size["elements"],
         "generate_seconds": round(generated, 1),
         "database": "postgresql" if database_url else "sqlite",

@@ -317,6 +317,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(INGEST_MAX_BATCH_BYTES, 2_621_440)
 # --- Form tasks (Turkle-compatible batches; see docs/form-tasks.md) ------------------------------------------
 FORM_TEMPLATE_MAX_BYTES = env_int("FORM_TEMPLATE_MAX_BYTES", 512 * 1024)  # klxu03/turkle's limit (upstream: 64 KB)
 FORM_CSV_MAX_BYTES = env_int("FORM_CSV_MAX_BYTES", 50 * 1024 * 1024)
+# CSV rows of one form batch upload on SQLite, whose one write lock a batch's import holds (docs/limits.md)
+FORM_SQLITE_MAX_ROWS = env_int("FORM_SQLITE_MAX_ROWS", 100_000)
 # Where templates may load scripts, styles, images and fonts from (they use CDNs, as on MTurk); space-separated
 # CSP sources, empty = nothing outside the page itself.
 FORM_TASK_ASSET_SOURCES = env_str("FORM_TASK_ASSET_SOURCES", "https:")

@@ -135,6 +135,7 @@ def test_a_rejected_assignment_reopened_goes_to_another_worker(worked, researche
     assert reopened.json()["reopened_at"]
     task.refresh_from_db()
     assert (task.taken, task.submitted, task.completed) == (1, 1, False)
+    assert api.get(f"/api/batches/{batch.pk}/").json()["tasks_done"] == 2  # the batch's counter follows
     assert api.post(f"/api/reviews/{rejected.pk}/reopen/", {}, format="json").status_code == 409
     assert forms.do_accept_next(owner, batch) is None  # the rejected worker does not get it back
     assert forms.do_accept_next(teammate, batch) is None
@@ -144,6 +145,7 @@ def test_a_rejected_assignment_reopened_goes_to_another_worker(worked, researche
     task.refresh_from_db()
     assert (task.taken, task.submitted, task.completed) == (2, 2, True)
     assert token_client(researcher).get(f"/api/batches/{batch.pk}/").json()["completed"] is True
+    assert api.get(f"/api/batches/{batch.pk}/").json()["tasks_done"] == 3
 
 
 def test_automatic_approval_after_the_batch_delay(worked, researcher):

@@ -4,6 +4,7 @@ and ranged downloads, presigned redirects, and the sweep of what killed workers 
 
 import hashlib
 import io
+import json
 import os
 import signal
 import tarfile
@@ -23,6 +24,7 @@ from tests.corpus import ingest_corpus
 from tests.review_data import recorded_demo
 from workers.exports.dataset import RemoteStorageBlobs
 from workers.exports.jobs import sweep_export_folders
+from workers.exports.packs import demo_shas, pack_name
 from workers.exports.s3upload import MultipartWriter, abandoned_uploads
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -260,6 +262,9 @@ def test_an_export_fails_cleanly_on_a_blob_whose_stored_bytes_are_not_its_hash(
     demo = ingest_corpus(project="alpha", demos=1, turns=6, elements=120, seed=8)[0]
     page = Turn.objects.filter(demonstration=demo, page__isnull=False).first().page_id
     bucket = s3_storage["AWS_STORAGE_BUCKET_NAME"]
+    # the worker packs the finished demo's blobs; without its pack the export reads each blob's own object
+    wait_for(lambda: pack_name(demo.name) in bucket_keys(s3_server, bucket, "blobpacks/"), "the demo's blob pack")
+    s3_server.client().delete_object(Bucket=bucket, Key=pack_name(demo.name))
     s3_server.client().put_object(Bucket=bucket, Key=sha256_path(page), Body=b"<html>not what was uploaded</html>")
     client = api_for(researcher)
 
@@ -285,3 +290,40 @@ def test_blobs_read_one_at_a_time_go_through_the_checked_reader(s3_server, s3_st
     assert blobs.read(good_sha) == good
     with pytest.raises(OSError, match=f"{altered_sha} read from storage does not match its sha256"):
         blobs.read(altered_sha)
+
+
+def exported_manifest(client, job_id) -> dict:
+    """The finished export's manifest (``{path: {sha256, size}}``), read from the archive as a user downloads it."""
+    final = finished_job(client, job_id)
+    assert final["status"] == "done", final["error"]
+    data = b"".join(client.get(final["download_url"]).streaming_content)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        manifest = next(member for member in tar.getmembers() if member.name.endswith("/manifest.json"))
+        return json.loads(tar.extractfile(manifest).read())["files"]
+
+
+def test_exports_read_each_demo_from_its_blob_pack_and_fall_back_to_single_blobs(
+    s3_server, s3_storage, researcher, api_for, worker
+):
+    """Once a recording finishes the worker packs its blobs into one object; exports read a demo's blobs from it
+    (one GET) and give the same files as from the blobs' own objects. A pack is only a copy: a blob missing from it,
+    or a pack that fails its check, is read on its own."""
+    first, second = ingest_corpus(project="alpha", demos=2, turns=10, elements=150, seed=11)
+    bucket, s3 = s3_storage["AWS_STORAGE_BUCKET_NAME"], s3_server.client()
+    for demo in (first, second):
+        wait_for(lambda d=demo: pack_name(d.name) in bucket_keys(s3_server, bucket, "blobpacks/"), "the blob packs")
+    client = api_for(researcher)
+    new_export = lambda: client.post(EXPORTS, {"project": "alpha", "format": "weblinx"}, format="json").json()["id"]  # noqa: E731
+    before = exported_manifest(client, new_export())
+    assert sum(name.endswith("/replay.json") for name in before) == 2
+
+    # the first demo's blobs now only in its pack: the export still has every file, with the same bytes
+    only_first = set(demo_shas(first)) - set(demo_shas(second))
+    assert only_first
+    for sha in only_first:
+        s3.delete_object(Bucket=bucket, Key=sha256_path(sha))
+    # the second demo's pack damaged: its blobs are read from their own objects
+    pack = s3.get_object(Bucket=bucket, Key=pack_name(second.name))["Body"].read()
+    s3.put_object(Bucket=bucket, Key=pack_name(second.name), Body=pack[:-100] + bytes(100))
+
+    assert exported_manifest(client, new_export()) == before

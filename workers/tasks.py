@@ -70,6 +70,18 @@ def realign_demo(demo_id: int) -> None:
         prepare_review(demo)
 
 
+@shared_task(name="workers.pack_demo_blobs", acks_late=True)
+def pack_demo_blobs(demo_id: int) -> None:
+    """On S3: copy a finished demo's blobs into its pack, which exports read with one GET (``exports.packs``)."""
+    from annotation.models import Demonstration
+
+    from .exports.packs import pack_demo
+
+    demo = Demonstration.objects.filter(pk=demo_id).first()
+    if demo is not None:
+        pack_demo(demo)
+
+
 @shared_task(name="workers.expire_assignments", ignore_result=True)
 def expire_assignments() -> int:
     """Celery beat, every ``FORM_EXPIRY_SWEEP_SECONDS``: mark assignments past their allotted time as expired."""

@@ -19,7 +19,8 @@ THUMBNAILS = "workers.make_thumbnails"
 REALIGN = "workers.realign_demo"
 AGENT_RUN = "workers.run_agent"
 PREDICTION = "workers.run_prediction"
-TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN, AGENT_RUN, PREDICTION)
+PACK_BLOBS = "workers.pack_demo_blobs"
+TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN, AGENT_RUN, PREDICTION, PACK_BLOBS)
 
 
 def check_plain_args(args: tuple) -> None:

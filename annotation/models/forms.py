@@ -73,6 +73,10 @@ class Batch(models.Model):
     published = models.BooleanField(default=True, help_text="Workers see the batch (unpublished: admins preview).")
     active = models.BooleanField(default=True, help_text="Inactive batches hand out no work.")
     completed = models.BooleanField(default=False, help_text="Every task has all its submitted assignments.")
+    # Counters kept with the tasks (set when tasks are stored, moved when one completes), so that pages and the API
+    # never count a batch's tasks per request: a batch may hold a million.
+    tasks_total = models.PositiveIntegerField(default=0, editable=False, help_text="How many tasks the batch has.")
+    tasks_done = models.PositiveIntegerField(default=0, editable=False, help_text="How many of them are complete.")
     workers = models.ManyToManyField(
         settings.AUTH_USER_MODEL,
         blank=True,

@@ -3,7 +3,7 @@ and assignments. Thin: each view checks with ``annotation.actions.forms`` and ca
 
 import json
 
-from django.db.models import Count, Q
+from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, renderers, status, viewsets
@@ -44,7 +44,7 @@ def batches_for(user):
         .filter(Q(project__in=seen) | Q(pk__in=workable.values("pk")))
         .select_related("project", "created_by")
         .prefetch_related("workers", "worker_groups")
-        .annotate(tasks_total=Count("tasks"), tasks_done=Count("tasks", filter=Q(tasks__completed=True)))
+        # tasks_total and tasks_done are the batch's counters: nothing is counted per request
         .order_by("-created_at", "-pk")
     )
 

@@ -4,10 +4,12 @@ This is the one place that decides what an exported demo contains, so curation (
 here: ``export_timeline`` is where edits over the raw capture are applied.
 """
 
+import contextlib
 import hashlib
 import io
+import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -20,7 +22,10 @@ from annotation.lib.shapes import as_dict
 from annotation.models import Demonstration, DemoReview, DemoStatus, Turn, TurnType, curated_turns, sha256_path
 from annotation.store.blobstore import S3ObjectReader, is_local, is_s3, stream_file
 
+from . import packs
 from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn
+
+log = logging.getLogger(__name__)
 
 
 def export_timeline(demo: Demonstration) -> list[ExportTurn]:
@@ -133,13 +138,16 @@ class RemoteStorageBlobs:
 
     With a ``cache`` folder, ``copy_to`` returns at once: ``FETCHERS`` threads download each blob once into the
     cache (requests to S3 wait on the network, not on us) and hard-link it where it was asked for; leaving the
-    ``with`` block waits for them and raises the first failure."""
+    ``with`` block waits for them and raises the first failure. ``prefetch(demos)`` passes the demos through and,
+    on S3, reads each demo's blobs from its pack (``workers.exports.packs``: one GET a demo) into the cache before
+    the exporter asks for them; blobs not in a pack are read on their own."""
 
     FETCHERS = 8
 
     def __init__(self, cache: Path | None = None):
         self.cache, self.pool, self.pending = cache, None, []
         self.lock, self.claims = threading.Lock(), {}  # sha256 → set when its download ended
+        self.waiting = {}  # sha256 → destinations to link once its download ends (under ``lock``)
         # S3: one reader (one client, one connection pool) for every fetcher thread and for ``read``, inside the
         # ``with`` block or not
         self.reader = S3ObjectReader(default_storage) if is_s3(default_storage) else None
@@ -156,37 +164,110 @@ class RemoteStorageBlobs:
         if kind is not None:
             for future in self.pending:
                 future.cancel()
-        self.pool.shutdown(wait=True)
-        if kind is None:
-            for future in self.pending:
-                future.result()
+        try:
+            done = 0
+            while kind is None and done < len(self.pending):  # a pack's fetch may add reads of blobs it lacked
+                self.pending[done].result()
+                done += 1
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
     def read(self, sha256: str) -> bytes:
+        with self.lock:
+            claim = self.claims.get(sha256)
+        if claim is not None:  # being fetched or fetched into the cache (checked there)
+            claim.wait()
+            with contextlib.suppress(FileNotFoundError):
+                return (self.cache / sha256).read_bytes()
         out = io.BytesIO()
         self.copy_checked(sha256, out)
         return out.getvalue()
 
+    def prefetch(self, demos: Iterable[ExportDemo]) -> Iterator[ExportDemo]:
+        """The demos, unchanged; for each, its blobs claimed and read from its pack in the background."""
+        for demo in demos:
+            if self.pool is not None and self.reader is not None:
+                shas = {sha for turn in demo.turns for sha in (turn.page, turn.bboxes, turn.screenshot) if sha}
+                with self.lock:
+                    mine = {sha: self.claims.setdefault(sha, threading.Event()) for sha in shas - self.claims.keys()}
+                if mine:
+                    self.pending.append(self.pool.submit(self.fetch_pack, demo.name, mine))
+            yield demo
+
+    def fetch_pack(self, demo_name: str, mine: dict) -> None:
+        """The claimed blobs ``mine`` (sha256 → event) from the demo's pack; those not in it (or all of them, without
+        a pack) handed to the pool to read on their own. A pack is only a copy: any failure to read it is too."""
+        pack, found = self.cache / f"{demo_name}.pack", set()
+        try:
+            with pack.open("wb") as out:
+                self.reader.copy(packs.pack_name(demo_name), out)
+            found = packs.unpack(pack, mine, self.cache)
+        except FileNotFoundError:
+            pass
+        except Exception as error:  # a pack is only a copy: whatever went wrong, the blobs are read on their own
+            log.warning("could not read the blob pack of %s (%s); reading its blobs one by one", demo_name, error)
+        finally:
+            pack.unlink(missing_ok=True)
+            self.settle(found)
+        missing = sorted(mine.keys() - found)
+        for index, sha in enumerate(missing):
+            try:
+                self.pending.append(self.pool.submit(self.fetch_claimed, sha))
+            except RuntimeError:  # the pool is shutting down: the export failed
+                self.settle(missing[index:], failed=True)
+                raise
+
+    def fetch_claimed(self, sha256: str) -> None:
+        try:
+            partial = self.cache / f"{sha256}.part"
+            self.download(sha256, partial)
+            partial.replace(self.cache / sha256)
+        except BaseException:
+            self.settle([sha256], failed=True)  # this error is the one the export reports
+            raise
+        self.settle([sha256])
+
     def copy_to(self, sha256: str, destination: Path) -> None:
         if self.pool is None:
             return self.download(sha256, destination)
+        with self.lock:
+            claim = self.claims.get(sha256)
+            if claim is not None and not claim.is_set():  # the fetch under way links it when done
+                self.waiting.setdefault(sha256, []).append(destination)
+                return None
+        if claim is not None:
+            return self.link(sha256, destination)
         self.pending.append(self.pool.submit(self.fetch_and_link, sha256, destination))
+        return None
 
     def fetch_and_link(self, sha256: str, destination: Path) -> None:
-        """The first request for a blob downloads it into the cache; the others wait for that, then link."""
-        cached = self.cache / sha256
+        """The first request for a blob downloads it into the cache and links it; later requests for it wait in
+        ``waiting`` (no thread blocked) and are linked when it is in."""
         with self.lock:
-            mine = sha256 not in self.claims
-            done = self.claims.setdefault(sha256, threading.Event())
-        if mine:
-            try:
-                partial = cached.with_suffix(".part")
-                self.download(sha256, partial)
-                partial.replace(cached)
-            finally:
-                done.set()
-        else:
-            done.wait()
-        if not cached.exists():
+            claim = self.claims.get(sha256)
+            if claim is not None and not claim.is_set():
+                self.waiting.setdefault(sha256, []).append(destination)
+                return
+            self.claims.setdefault(sha256, threading.Event())
+        if claim is None:
+            self.fetch_claimed(sha256)
+        self.link(sha256, destination)
+
+    def settle(self, shas, failed: bool = False) -> None:
+        """Mark these blobs' fetches ended and link every destination that waited for them (none when the fetch
+        failed: its own error is raised)."""
+        with self.lock:
+            waiting = [(sha, self.waiting.pop(sha, [])) for sha in shas]
+            for sha in shas:
+                self.claims[sha].set()
+        if failed:
+            return
+        for sha, destinations in waiting:
+            for destination in destinations:
+                self.link(sha, destination)
+
+    def link(self, sha256: str, destination: Path) -> None:
+        if not (self.cache / sha256).exists():
             raise FileNotFoundError(f"blob {sha256} could not be read from storage")
         DirectoryBlobs(lambda sha: self.cache / sha).copy_to(sha256, destination)
 

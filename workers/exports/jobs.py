@@ -99,6 +99,7 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
     exporting = Progress(job, 0.0, EXPORT_SHARE)
     demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits, names=job.demos)
     with dataset.storage_blobs(workdir / "blobs") as blobs:
+        demos = blobs.prefetch(demos)  # on S3: each demo's blobs read from its pack ahead of the exporter
         counts = export_with_quality(
             get_exporter(job.format), demos, out, blobs, lambda done: exporting(done / total), job.project.name
         )
@@ -201,6 +202,7 @@ def evaluate(evaluation: Evaluation, workdir: Path) -> None:
     exporting = Progress(evaluation, 0, 0.5)
     demos = dataset.export_demos(evaluation.project, evaluation.format, statuses, splits)
     with dataset.storage_blobs(workdir / "blobs") as blobs:
+        demos = blobs.prefetch(demos)
         get_exporter(evaluation.format).export(demos, out, blobs, lambda done: exporting(done / total))
     if evaluation.format == "weblinx":
         results = weblinx.evaluate(out, evaluation.split, evaluation.predictions)

@@ -95,7 +95,9 @@ def do_add_assignments(batch: Batch, count) -> Batch:
         batch = locked(batch)
         batch.assignments_per_task += count
         batch.save(update_fields=["assignments_per_task"])
-        batch.tasks.filter(completed=True, submitted__lt=batch.assignments_per_task).update(completed=False)
+        opened = batch.tasks.filter(completed=True, submitted__lt=batch.assignments_per_task).update(completed=False)
+        Batch.objects.filter(pk=batch.pk).update(tasks_done=F("tasks_done") - opened)  # the batch's counter
+        batch.refresh_from_db(fields=["tasks_done"])
         refresh_batch_completion(batch)
     return batch
 

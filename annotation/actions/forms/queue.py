@@ -15,7 +15,7 @@ import datetime as dt
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, F, OuterRef
+from django.db.models import Exists, F, IntegerField, OuterRef, Subquery
 from django.utils import timezone
 
 from ...models import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
@@ -47,17 +47,36 @@ def open_tasks(batch: Batch, user):
     return tasks.filter(may_take(user))
 
 
+AVAILABLE_CAP = 1000  # tasks counted per batch for the work lists; more shows as "1000+"
+
+
+class AtLeast(int):
+    """A count that stopped at its cap: compares as the number, shows as ``1000+``."""
+
+    def __str__(self):
+        return f"{int(self)}+"
+
+
+class CappedCount(Subquery):
+    """How many rows the subquery (sliced to ``cap + 1``) gives: a count that stops early however big the table."""
+
+    template = "(SELECT COUNT(*) FROM (%(subquery)s) capped)"
+    output_field = IntegerField()
+
+
 def available_counts(user, batches) -> dict:
-    """``{batch id: tasks user could accept}`` for the open ``batches`` user may work on; one query."""
+    """``{batch id: tasks user could accept}`` for the open ``batches`` user may work on, each counted up to
+    ``AVAILABLE_CAP`` (``AtLeast(AVAILABLE_CAP)`` beyond): one query, as quick for a batch of a million tasks as
+    for one of ten."""
     batches = open_for_work(workable_batches(user, batches))
-    rows = (
-        Task.objects.filter(batch__in=batches, completed=False, taken__lt=F("batch__assignments_per_task"))
+    open_for_user = (
+        Task.objects.filter(batch=OuterRef("pk"), completed=False, taken__lt=OuterRef("assignments_per_task"))
         .exclude(held_by(user))
-        .values("batch")
-        .annotate(n=Count("pk"))
-        .order_by()
+        .order_by()  # no sort (the model's default ordering) before the limit: it would read every task
+        .values("pk")[: AVAILABLE_CAP + 1]
     )
-    return {row["batch"]: row["n"] for row in rows}
+    rows = batches.annotate(n=CappedCount(open_for_user)).values_list("pk", "n").order_by()
+    return {pk: (AtLeast(AVAILABLE_CAP) if n > AVAILABLE_CAP else n) for pk, n in rows if n}
 
 
 def lock_next_task(batch: Batch, user, among=None):
@@ -183,6 +202,7 @@ def count_submission(task_id) -> Task:
     task.completed = task.submitted >= task.batch.assignments_per_task
     task.save(update_fields=["submitted", "completed"])
     if task.completed:
+        Batch.objects.filter(pk=task.batch_id).update(tasks_done=F("tasks_done") + 1)
         refresh_batch_completion(task.batch)
     return task
 
@@ -258,8 +278,10 @@ def do_update_batch_settings(batch: Batch, **fields) -> Batch:
         batch.save()
         if "assignments_per_task" in fields:
             tasks = batch.tasks.all()
-            tasks.filter(submitted__gte=batch.assignments_per_task).update(completed=True)
+            done = tasks.filter(submitted__gte=batch.assignments_per_task).update(completed=True)
             tasks.filter(submitted__lt=batch.assignments_per_task).update(completed=False)
+            Batch.objects.filter(pk=batch.pk).update(tasks_done=done)
+            batch.tasks_done = done
             refresh_batch_completion(batch)
     return batch
 

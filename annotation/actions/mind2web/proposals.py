@@ -11,7 +11,7 @@ import random
 import secrets
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import F, Max
 from django.utils import timezone
 from rapidfuzz import fuzz, process, utils
 
@@ -248,8 +248,7 @@ def make_demonstration_task(proposal) -> Task:
         "proposal": proposal.pk,
     }
     task = Task.objects.create(batch=batch, index=index, inputs=inputs)
-    if batch.completed:
-        Batch.objects.filter(pk=batch.pk).update(completed=False)
+    Batch.objects.filter(pk=batch.pk).update(tasks_total=F("tasks_total") + 1, completed=False)
     if not project.demonstrations_to_pool:
         create_assignment(task, proposal.proposer, timezone.now())
     return task

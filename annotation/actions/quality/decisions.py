@@ -17,7 +17,7 @@ import io
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Avg, Count, OuterRef, Q, Subquery
+from django.db.models import Avg, Count, F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from ...models import Assignment, AssignmentStatus, Batch, BatchKind, Project, ReviewState, Task
@@ -175,8 +175,11 @@ def do_reopen(user, assignment: Assignment, now=None) -> Assignment:
         assignment.save(update_fields=["reopened_at"])
         task = Task.objects.select_for_update().select_related("batch").get(pk=assignment.task_id)
         task.taken, task.submitted = task.taken - 1, task.submitted - 1
-        task.completed = task.submitted >= task.batch.assignments_per_task
+        was_completed, task.completed = task.completed, task.submitted >= task.batch.assignments_per_task
         task.save(update_fields=["taken", "submitted", "completed"])
+        if was_completed and not task.completed:  # the batch's counter of complete tasks (forms.stats)
+            Batch.objects.filter(pk=task.batch_id).update(tasks_done=F("tasks_done") - 1)
+            task.batch.refresh_from_db(fields=["tasks_done"])
         refresh_batch_completion(task.batch)
     return assignment
 

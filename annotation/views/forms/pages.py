@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
+from django.db.models import F
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -71,7 +71,7 @@ def managed_batches(user) -> list:
         Batch.objects.forms()
         .filter(project__in=projects)
         .select_related("project")
-        .annotate(task_count=Count("tasks"), done=Count("tasks", filter=Q(tasks__completed=True)))
+        .annotate(task_count=F("tasks_total"), done=F("tasks_done"))
         .order_by("-created_at")[:100]
     )
 
@@ -268,7 +268,7 @@ def batch_new(request):
         except ActionError as error:
             form.add_action_error(error)
         else:
-            messages.success(request, f"Created batch {batch.name!r} with {batch.tasks.count()} tasks.")
+            messages.success(request, f"Created batch {batch.name!r} with {batch.tasks_total} tasks.")
             for note in notes:
                 messages.warning(request, note)
             return redirect("forms-batch", batch_id=batch.pk)

@@ -111,6 +111,10 @@ class DirectoryBlobs:
     def read(self, sha256: str) -> bytes:
         return self.path_of(sha256).read_bytes()
 
+    def prefetch(self, demos):
+        """The demos unchanged: files on this machine need no reading ahead (remote sources read packs here)."""
+        return demos
+
     def copy_to(self, sha256: str, destination: Path) -> None:
         """A hard link when on the same file system (blobs are immutable), else a copy."""
         source = self.path_of(sha256)
