@@ -1,4 +1,5 @@
-"""Agent runs on form tasks (TurkingBench): results, drill-down, comparison, cancelling."""
+"""Agent runs on form tasks (TurkingBench): results, drill-down, comparison, cancelling; per project, a new run
+and the model endpoints."""
 
 from django.urls import path
 
@@ -16,4 +17,12 @@ urlpatterns = [
         name="agents-screenshot",
     ),
     path("agents/compare/", agents.compare, name="agents-compare"),
+    path("projects/<slug:name>/agents/new/", agents.run_new, name="agents-new"),
+    path("projects/<slug:name>/agents/endpoints/", agents.endpoints, name="agents-endpoints"),
+    path("projects/<slug:name>/agents/endpoints/<int:endpoint_id>/", agents.endpoint_edit, name="agents-endpoint"),
+    path(
+        "projects/<slug:name>/agents/endpoints/<int:endpoint_id>/delete",
+        agents.endpoint_delete,
+        name="agents-endpoint-delete",
+    ),
 ]
