@@ -110,7 +110,7 @@ def check_model_settings(project, solver, browsers=None, **model) -> dict:
             settings_["temperature"],
             settings_["max_tokens"],
             settings_["timeout"],
-            settings_["in_flight"] or 1,
+            1 if settings_["in_flight"] is None else settings_["in_flight"],
         )
     except ValueError as error:
         name, _, message = str(error).partition(": ")

@@ -57,7 +57,9 @@ class AgentRunForm(forms.Form):
     endpoint = forms.ChoiceField(required=False, help_text="llm: a model endpoint of the project.")
     temperature = forms.FloatField(required=False, help_text="llm (empty: 0).")
     max_tokens = optional_int("llm: per answer (empty: 1024).")
-    in_flight = optional_int("llm: model requests at once (empty: browsers).")
+    in_flight = forms.IntegerField(
+        required=False, label="Requests in flight", help_text="llm: model requests at once (empty: browsers)."
+    )
     timeout = forms.FloatField(required=False, help_text="llm: seconds per request (empty: 60).")
     budget_requests = optional_int("llm: at most this many model requests (empty: no limit).")
     budget_tokens = optional_int("llm: at most this many tokens (empty: no limit).")
