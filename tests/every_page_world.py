@@ -561,6 +561,9 @@ def start_llm_run(world: World, model) -> list[tuple[str, str]]:
         endpoint = {"project": project, "name": "stand-in", "url": model.url, "model": "stand-in", "key": "sk-world"}
         added = world.client(username).post_json("/api/model-endpoints/", endpoint)
         world.expect(added, (201,), "add a model endpoint")
+    endpoints_page = "/projects/alpha/agents/endpoints/"  # and one through the page (the key write-only there too)
+    page = {"name": "web-form", "url": model.url, "model": "stand-in", "key": "sk-world-web"}
+    world.expect(world.client("rita").post(endpoints_page, page), (302,), "add a model endpoint on its page")
     run = {"project": "alpha", "split": "all", "solver": "llm", "endpoint": "stand-in", "instances": 1}
     return start_jobs(world, [("rex", "/api/agent-runs/", run)])
 

@@ -252,6 +252,7 @@ OBJECTS = {
     "code": "invitation",
     "run_id": "run",
     "prediction_id": "prediction",
+    "endpoint_id": "endpoint",
     "row_id": "row",
     "website_id": "website",
     "round_id": "round",
@@ -634,3 +635,21 @@ def test_the_browsable_apis_own_links_work(world):
         if page.status >= 400 and page.status != 405:
             failures.append(f"{page.status} GET {url} as ada (the browsable API)")
     assert not failures, report(failures, "browsable API links answered with an error")
+
+
+def test_model_endpoint_keys_are_on_no_agents_page(world, django_db_blocker):
+    """The world's endpoint keys (added through the API and through the page) are on none of the agents pages, as
+    the project's admin and both researchers read them: only whether a key is stored."""
+    with django_db_blocker.unblock():
+        endpoints = list(ModelEndpoint.objects.filter(project__name="alpha").values_list("pk", flat=True))
+        runs = list(AgentRun.objects.filter(project__name="alpha").values_list("pk", flat=True))
+    pages = ["/agents/runs/", "/projects/alpha/agents/endpoints/", "/projects/alpha/agents/new/"]
+    pages += [f"/projects/alpha/agents/endpoints/{pk}/" for pk in endpoints] + [f"/agents/runs/{pk}/" for pk in runs]
+    assert len(endpoints) == 2
+    for username in ("ada", "rex", "rita"):
+        for url in pages:
+            response = world.client(username).get(url)
+            assert response.status == 200, (url, username)
+            assert "sk-world" not in response.text, (url, username)
+        listed = world.client(username).get("/projects/alpha/agents/endpoints/").text
+        assert listed.count("key stored") == 2

@@ -97,7 +97,7 @@ def check_model_settings(project, solver, browsers=None, **model) -> dict:
         "browsers": browsers,
         "endpoint": endpoint,
         "temperature": model.get("temperature", 0.0) if model.get("temperature") is not None else 0.0,
-        "max_tokens": model.get("max_tokens") or 1024,
+        "max_tokens": model.get("max_tokens") if model.get("max_tokens") is not None else 1024,
         "in_flight": model.get("in_flight"),
         "timeout": model.get("timeout") if model.get("timeout") is not None else 60.0,
         "prompt_template": model.get("prompt_template") or "",
@@ -110,7 +110,7 @@ def check_model_settings(project, solver, browsers=None, **model) -> dict:
             settings_["temperature"],
             settings_["max_tokens"],
             settings_["timeout"],
-            settings_["in_flight"] or 1,
+            1 if settings_["in_flight"] is None else settings_["in_flight"],
         )
     except ValueError as error:
         name, _, message = str(error).partition(": ")

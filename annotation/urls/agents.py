@@ -1,4 +1,5 @@
-"""Agent runs on form tasks (TurkingBench): results, drill-down, comparison, cancelling."""
+"""Agent runs on form tasks (TurkingBench): results, drill-down, comparison, cancelling; per project, a new run
+and the model endpoints."""
 
 from django.urls import path
 
@@ -25,4 +26,12 @@ urlpatterns = [
         name="agents-prediction-file",
     ),
     path("agents/predictions/compare/", predictions.compare, name="agents-predictions-compare"),
+    path("projects/<slug:name>/agents/new/", agents.run_new, name="agents-new"),
+    path("projects/<slug:name>/agents/endpoints/", agents.endpoints, name="agents-endpoints"),
+    path("projects/<slug:name>/agents/endpoints/<int:endpoint_id>/", agents.endpoint_edit, name="agents-endpoint"),
+    path(
+        "projects/<slug:name>/agents/endpoints/<int:endpoint_id>/delete",
+        agents.endpoint_delete,
+        name="agents-endpoint-delete",
+    ),
 ]

@@ -2,21 +2,26 @@
 type, ``all``, overall), one instance's fields with the page screenshot and the gold answers, and two runs side by
 side. Researchers and admins of the run's project only; anyone else gets a 404. A queued or running run is
 cancelled from its page by the one who started it or a project admin (403 for other researchers), and a failed,
-cancelled or budget-stopped run resumed by them the same way. Thin:
-``actions.agents``, ``actions.exports.jobs``."""
+cancelled or budget-stopped run resumed by them the same way. A project's researchers and admins also manage its
+model endpoints (the key is write-only: never filled back) and start a run from a form (other roles 403, people
+outside the project 404). Thin: ``actions.agents``, ``actions.exports.jobs``."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
-from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ..actions import ValidationFailed
+from ..actions import ActionError, ValidationFailed
 from ..actions import agents as actions
 from ..actions.errors import Conflict
 from ..actions.exports import jobs
+from ..actions.forms.splits import split_names
+from ..actions.manage.access import check_project_role
+from ..models import ModelEndpoint, Project
+from . import agents_forms as forms
 from .exports.pages import cancel_from_page
-from .page_errors import action_errors
+from .page_errors import action_errors, form_error
 
 RUNS_SHOWN = 100
 
@@ -25,7 +30,8 @@ RUNS_SHOWN = 100
 @require_GET
 def run_list(request):
     runs = actions.runs_readable_by(request.user).order_by("-created_at")[:RUNS_SHOWN]
-    return render(request, "agents/runs.html", {"runs": runs})
+    projects = Project.objects.for_user(request.user, jobs.EXPORT_ROLES).order_by("name")
+    return render(request, "agents/runs.html", {"runs": runs, "projects": projects})
 
 
 @login_required
@@ -39,6 +45,7 @@ def run_detail(request, run_id: int):
         "table": actions.score_table(run),
         "instances": actions.run_instances(run),
         "others": others,
+        "may_start": True,  # whoever reads a run is a researcher or admin of its project
         "may_cancel": jobs.may_cancel(request.user, run),
         "may_resume": jobs.may_cancel(request.user, run) and actions.may_resume(run),
     }
@@ -102,3 +109,98 @@ def compare(request):
     first, second = (actions.check_run_readable(request.user, int(value)) for value in ids)
     table = actions.compare_tables(actions.score_table(first), actions.score_table(second))
     return render(request, "agents/compare.html", {"a": first, "b": second, "table": table})
+
+
+# --- A project's model endpoints and a new run (researchers and admins of the project) ------------------
+
+
+def agents_project(request, name: str):
+    """``(project, your role)`` for a researcher or admin of the project; 404 outside it, 403 for other roles."""
+    project = check_project_role(request.user, name, jobs.EXPORT_ROLES, "run agents (needs researcher or admin)")
+    return project, project.role_of(request.user)
+
+
+def project_endpoint(project, endpoint_id: int) -> ModelEndpoint:
+    return get_object_or_404(ModelEndpoint.objects.filter(project=project), pk=endpoint_id)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@action_errors
+def endpoints(request, name: str):
+    """The project's model endpoints (whether a key is stored, never the key) and a form to add one."""
+    project, role = agents_project(request, name)
+    form = forms.EndpointForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            endpoint = actions.do_create_model_endpoint(request.user, project, **form.cleaned_data)
+        except ActionError as error:
+            form_error(form, error)
+        else:
+            messages.success(request, f"Model endpoint {endpoint.name} added.")
+            return redirect("agents-endpoints", name=project.name)
+    listed = ModelEndpoint.objects.filter(project=project).select_related("owner")
+    context = {"project": project, "project_role": role, "tab": "agents", "form": form, "endpoints": listed}
+    return render(request, "agents/endpoints.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@action_errors
+def endpoint_edit(request, name: str, endpoint_id: int):
+    """Change an endpoint's URL, model, vision or key (an empty key keeps the stored one)."""
+    project, role = agents_project(request, name)
+    endpoint = project_endpoint(project, endpoint_id)
+    initial = {"url": endpoint.url, "model": endpoint.model, "vision": endpoint.vision}
+    form = forms.EndpointChangeForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            actions.do_change_model_endpoint(endpoint, **form.changes())
+        except ActionError as error:
+            form_error(form, error)
+        else:
+            messages.success(request, f"Model endpoint {endpoint.name} saved.")
+            return redirect("agents-endpoints", name=project.name)
+    endpoint.refresh_from_db()
+    context = {"project": project, "project_role": role, "tab": "agents", "form": form, "endpoint": endpoint}
+    return render(request, "agents/endpoint.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+@action_errors
+def endpoint_delete(request, name: str, endpoint_id: int):
+    """Remove an endpoint (runs that used it keep their results)."""
+    project, _ = agents_project(request, name)
+    endpoint = project_endpoint(project, endpoint_id)
+    endpoint.delete()
+    messages.success(request, f"Model endpoint {endpoint.name} removed.")
+    return redirect("agents-endpoints", name=project.name)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@action_errors
+def run_new(request, name: str):
+    """Start an agent run on the project's form tasks (the API's checks); then its page."""
+    project, role = agents_project(request, name)
+    names = list(ModelEndpoint.objects.filter(project=project).values_list("name", flat=True))
+    form = forms.AgentRunForm(request.POST or None, endpoints=names)
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = actions.do_create_agent_run(request.user, project, **form.as_action())
+        except ActionError as error:
+            form_error(form, error)
+        else:
+            messages.success(request, "Run queued: a worker starts it; its scores fill in as it goes.")
+            return redirect("agents-run", run_id=run.pk)
+    context = {
+        "project": project,
+        "project_role": role,
+        "tab": "agents",
+        "form": form,
+        "splits": split_names(project),
+        "solvers": forms.SOLVERS,
+        "endpoints": names,
+    }
+    return render(request, "agents/new.html", context, status=400 if form.errors else 200)
