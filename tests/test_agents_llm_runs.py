@@ -292,8 +292,10 @@ def test_a_run_resumed_after_its_worker_was_killed_answers_from_its_cache(
         with celery_worker(worker_env, tmp_path / "first.log") as first:
             run_id = start(client, split="all", solver="llm", endpoint="slow", browsers=2)
             deadline = time.monotonic() + 120
-            while model.answered() < 2:  # one page answered, the other page's request hanging
-                assert time.monotonic() < deadline, "the run never asked twice"
+            # one page answered and its answer cached (committed by the worker: the stand-in having sent it is not
+            # enough, the worker may not have stored it yet), the other page's request hanging
+            while model.answered() < 2 or not AgentModelAnswer.objects.filter(run_id=run_id).exists():
+                assert time.monotonic() < deadline, "the run never asked twice, or never cached the first answer"
                 time.sleep(0.02)
             os.killpg(first.pid, signal.SIGKILL)  # the worker dies as a lost machine does
         stored_before = AgentRunInstance.objects.filter(run_id=run_id).count()
