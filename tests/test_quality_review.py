@@ -274,3 +274,16 @@ def test_rejected_work_leaves_the_results_export_and_agreement(worked, researche
     answered = [row for row in rows if row.get("Answer.short")]
     assert len(answered) == 5
     assert sorted(row["Answer.short"] for row in answered) == ["owner"] * 3 + ["teammate"] * 2
+
+
+def test_a_task_marked_gold_counts_in_the_agreement_pages_gold_accuracy(worked, researcher):
+    """One notion of gold: a task marked gold from an assignment's answers scores workers on the agreement page too."""
+    batch, done = worked
+    api = token_client(researcher)
+    workers = {row["worker"]: row for row in api.get(f"/api/agreement/{batch.pk}/").json()["workers"]}
+    assert workers["owner"]["gold_accuracy"] is None  # no gold yet
+    marked = api.post(f"/api/batch-quality/{batch.pk}/gold/", {"assignment": done[("owner", 0)].pk}, format="json")
+    assert marked.status_code == 200, marked.content
+    workers = {row["worker"]: row for row in api.get(f"/api/agreement/{batch.pk}/").json()["workers"]}
+    assert workers["owner"]["gold_accuracy"] == 1.0  # its own answers are the gold
+    assert workers["teammate"]["gold_accuracy"] < 1.0  # "teammate" against the gold "owner"

@@ -66,12 +66,18 @@ def batch_inputs(batch: Batch) -> tuple[dict, list, dict]:
         .values_list("task__index", "worker__username", "answers")
     )
     gold = dict(batch.tasks.exclude(gold=[]).order_by().values_list("index", "gold"))
+    # tasks marked gold (from the CSV or from an assignment's answers: forms.gold) use their known answers, the same
+    # ones the queue scores workers on for blocking
+    marked = batch.tasks.filter(is_gold=True).order_by().values_list("index", "gold_answers")
+    for index, known in marked:
+        gold[index] = [{"answers": {name: value}} for name, values in known.items() for value in values]
     return types, assignments, gold
 
 
 def cache_key(batch: Batch) -> str:
     state = submitted_of([batch.pk]).aggregate(n=Count("pk"), last=Max("pk"), at=Max("submitted_at"))
-    gold = batch.tasks.aggregate(n=Count("pk", filter=~Q(gold=[])))["n"]
+    gold = batch.tasks.aggregate(n=Count("pk", filter=~Q(gold=[])), marked=Count("pk", filter=Q(is_gold=True)))
+    gold = f"{gold['n']}-{gold['marked']}"
     template = hashlib.sha256(batch.html_template.encode()).hexdigest()[:16]
     at = state["at"].isoformat() if state["at"] else ""
     return f"quality-agreement:{batch.pk}:{state['n']}:{state['last']}:{at}:{gold}:{template}"
