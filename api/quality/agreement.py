@@ -45,7 +45,7 @@ class AgreementViewSet(viewsets.GenericViewSet):
             return Batch.objects.none()
         return agreement.readable_batches(self.request.user)
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="agreement_list", responses={200: OpenApiTypes.OBJECT})
     def list(self, request):
         """The form batches whose agreement you may read, each with the address of its figures."""
         page = self.paginate_queryset(self.get_queryset())
@@ -60,7 +60,7 @@ class AgreementViewSet(viewsets.GenericViewSet):
         ]
         return self.get_paginated_response(rows)
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    @extend_schema(operation_id="agreement_retrieve", responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def retrieve(self, request, pk=None):
         """Per field (answers, agreement with the majority, Krippendorff's α), per worker (agreement with the
         majority, gold accuracy) and per task (majority-vote and Dawid–Skene answers, agreement)."""
@@ -68,6 +68,7 @@ class AgreementViewSet(viewsets.GenericViewSet):
         return Response(agreement.batch_agreement(batch))
 
     @extend_schema(
+        operation_id="agreement_table",
         responses={(200, "text/csv"): OpenApiTypes.STR, 403: OpenApiResponse(ErrorSerializer), 404: None},
         description="One table of the batch's agreement as CSV (undefined figures are empty cells).",
     )

@@ -64,7 +64,7 @@ class AgreementView(APIView):
 class RecordsView(APIView):
     """Annotators' records in a project: every member's (reviewers, researchers, admins) or one's own (annotators)."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    @extend_schema(operation_id="quality_demos_records_list", responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def get(self, request, project):
         found = quality.check_project_for_records(request.user, project)
         return Response({"project": found.name, "records": quality.records(request.user, found)})
@@ -73,7 +73,7 @@ class RecordsView(APIView):
 class RecordView(APIView):
     """One member's record with their demos (an annotator: only their own, else 403)."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    @extend_schema(operation_id="quality_demos_record_retrieve", responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def get(self, request, project, id):
         found = quality.check_project_for_records(request.user, project)
         member, role = quality.check_member_record(request.user, found, id)
@@ -84,7 +84,7 @@ class RecordView(APIView):
 class SecondReviewListView(APIView):
     """The second reviews waiting for you."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="quality_second_reviews_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
         pending = review.pending_second_reviews(request.user)
         return Response({"pending": [second_review_data(second, request.user) for second in pending]})
@@ -93,12 +93,16 @@ class SecondReviewListView(APIView):
 class SecondReviewView(APIView):
     """One demo's second review (the project's reviewers and admins); its second reviewer decides with POST."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    @extend_schema(operation_id="quality_second_review_retrieve", responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def get(self, request, name):
         demo, second = review.check_second_review(request.user, name)
         return Response({"demo": demo.name, "second_review": second_review_data(second, request.user)})
 
-    @extend_schema(request=DecisionSerializer, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    @extend_schema(
+        operation_id="quality_second_review_decide",
+        request=DecisionSerializer,
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
     def post(self, request, name):
         """``{"decision": "accept"|"return"|"reject", "invalid_turns"?: [turn ids], "comment"?}``: 409 when the demo
         was not sent to a second review or it is decided already, 403 when it is another reviewer's."""
