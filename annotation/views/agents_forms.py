@@ -4,6 +4,7 @@ which the views call, as the API does."""
 
 from django import forms
 
+from ..actions.agents import RUN_MODEL_SETTINGS
 from ..models import AgentMetric
 
 SOLVERS = ("oracle", "do-nothing", "llm")
@@ -70,16 +71,7 @@ class AgentRunForm(forms.Form):
         help_text="llm: empty for the default prompt; must contain {fields} (docs/agents.md).",
     )
 
-    MODEL = (
-        "endpoint",
-        "temperature",
-        "max_tokens",
-        "in_flight",
-        "timeout",
-        "prompt_template",
-        "budget_requests",
-        "budget_tokens",
-    )
+    MODEL = RUN_MODEL_SETTINGS  # the llm settings, as the action names them
 
     def __init__(self, *args, endpoints=(), **kwargs):
         super().__init__(*args, **kwargs)
