@@ -21,7 +21,8 @@ def test_admin_signs_in_and_sees_the_sample_project(browser, platform):
     sign_in(browser, platform)
     rows = browser.find_elements(By.CSS_SELECTOR, "#projects tbody tr")
     assert any("sample" in row.text and row.text.strip().endswith("2") for row in rows)
-    assert len(browser.find_elements(By.CSS_SELECTOR, "#recent tbody tr")) == 2
+    # the sample's two synthetic demos (`--sample-demos 2`) and the sample-mind2web project's recorded task
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#recent tbody tr")) == 3
 
 
 def test_wrong_password_is_refused_with_a_message(platform):
@@ -45,7 +46,7 @@ def test_admin_lists_the_recorded_demonstrations(browser, platform):
     rows = WebDriverWait(browser, 20).until(
         EC.presence_of_all_elements_located((By.CSS_SELECTOR, "#result_list tbody tr"))
     )
-    assert len(rows) == 2
+    assert len(rows) == 3  # the sample's two demos and the sample-mind2web project's recorded demonstration task
     assert all("Recorded" in row.text for row in rows)
 
 
