@@ -45,7 +45,7 @@ class ProjectSerializer(serializers.ModelSerializer):
 class InvitationSerializer(serializers.ModelSerializer):
     state = serializers.CharField(read_only=True, help_text="open, used, revoked or expired.")
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    used_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    used_by = serializers.CharField(source="used_by.username", read_only=True, allow_null=True, default=None)
 
     class Meta:
         model = ProjectInvitation
@@ -86,7 +86,7 @@ class ProjectInvitationsMixin:
     @extend_schema(
         methods=["POST"], request=InvitationCreateSerializer, responses={201: NewInvitationSerializer, **ERRORS}
     )
-    @action(detail=True, methods=["get", "post"])
+    @action(detail=True, methods=["get", "post"], pagination_class=None)  # every link of one project, one list
     def invitations(self, request, name=None):
         """Invitation links with their state (GET); a new one (POST ``{"role", "days", "email", "note"}``): its link
         is in this answer only, and mailed to ``email`` when mail is configured."""

@@ -60,6 +60,8 @@ def test_a_wrong_token_still_says_the_token_is_invalid(owner):
         ("/api/demonstrations/?status=bogus", "status"),
         ("/api/recordings/?status=bogus", "status"),
         ("/api/exports/?status=bogus", "status"),
+        ("/api/demonstrations/?project__name=Z%00Q&status=validated", "project__name"),  # NUL: 400, not a 500
+        ("/api/recordings/?split=a%00", "split"),
     ],
 )
 def test_unknown_filter_values_are_a_400_naming_the_parameter(researcher, beta, api_for, path, field):

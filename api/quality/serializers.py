@@ -13,7 +13,7 @@ class ReviewSerializer(serializers.ModelSerializer):
     task_index = serializers.IntegerField(source="task.index", read_only=True)
     is_gold = serializers.BooleanField(source="task.is_gold", read_only=True)
     worker = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    reviewed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    reviewed_by = serializers.CharField(source="reviewed_by.username", read_only=True, allow_null=True, default=None)
     answers = serializers.JSONField(read_only=True)
     worker_gold = serializers.FloatField(
         read_only=True, allow_null=True, help_text="The worker's mean gold score in this batch (null: no gold yet)."
