@@ -29,7 +29,7 @@ PROJECT = "bench-export"
 
 # Run in the platform's environment (``manage.py shell``): one export job as the Celery task runs it, timed, in a
 # process that has run one export before, as a Celery worker that has been up a while (its first job also pays for
-# imports, the S3 client and botocore's service model: ~0.8 s on S3).
+# imports, the S3 client and botocore's service model: ~0.5 s on S3).
 RUN_JOB = """
 import json, time
 from django.contrib.auth import get_user_model
