@@ -4,6 +4,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 export PORT
+# `make test` runs the suite in this many processes (pytest-xdist), one test file per process at a time: most tests
+# wait on a browser, a server or a worker, so two cores keep more than two busy. `TEST_PROCESSES=0`: one process.
+TEST_PROCESSES ?= 3
 
 # The checks of `make test` read the real settings, which refuse a development key with DEBUG off: a throw-away key
 # stands in for the one `make run` keeps in var/secret_key (unless SECRET_KEY is set).
@@ -36,13 +39,13 @@ test: install  ## The whole suite: unit, API, integration, browser, extension (i
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile
 
 test-js:  ## The recorder extension's unit tests (node's test runner)
 	npm ci --no-audit --no-fund --loglevel=error && node --test recorder_extension/tests/
 
 test-fast: install  ## The suite without real-browser and process tests
-	$(BIN)/python -m pytest -m "not browser and not slow"
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile -m "not browser and not slow"
 
 lint: install  ## ruff lint + format check, and the import contracts (pyproject.toml, docs/architecture.md)
 	$(BIN)/ruff check .

@@ -7,7 +7,21 @@ worker, the ASGI server — can open the same database as the test.
 import os
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
+# `make test` runs the suite in several processes (pytest-xdist). Each is a test run of its own: its own VAR_DIR (not
+# the one it inherits from the process that started it), its own Redis database (the broker's queues and the channel
+# layer's groups have no key prefix), and its own test database (pytest-django adds the worker's name). The processes
+# a test starts inherit the worker's name: they keep the VAR_DIR and Redis database they are given.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if WORKER and os.environ.get("WEBDEMOS_TEST_WORKER") != WORKER:
+    os.environ["WEBDEMOS_TEST_WORKER"] = WORKER
+    os.environ["VAR_DIR"] = tempfile.mkdtemp(prefix=f"webdemos-test-{WORKER}-")
+    os.environ.pop("CACHE_KEY_PREFIX", None)
+    if os.environ.get("REDIS_URL"):
+        parts = urlsplit(os.environ["REDIS_URL"])
+        database = (int(parts.path.strip("/") or 0) + 1 + int(WORKER.removeprefix("gw"))) % 16
+        os.environ["REDIS_URL"] = parts._replace(path=f"/{database}").geturl()
 os.environ.setdefault("VAR_DIR", tempfile.mkdtemp(prefix="webdemos-test-"))
 # Cache keys of one run (and of the servers it starts, which inherit VAR_DIR) never meet another run's in Redis.
 os.environ.setdefault("CACHE_KEY_PREFIX", "test-" + os.path.basename(os.environ["VAR_DIR"]))
