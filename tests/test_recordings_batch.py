@@ -281,6 +281,7 @@ def test_a_gzip_bomb_is_a_413_without_inflating_it_whole(client, demo, settings,
         (gzip.compress(b'{"turns": []}\n')[:-6], "gzip", 400, "body"),
         (b'{"turns": []}\n', "br", 415, "Content-Encoding"),
     ],
+    ids=["not gzip", "truncated gzip", "brotli"],  # the same names in every pytest-xdist process (gzip holds a time)
 )
 def test_a_body_that_cannot_be_inflated_is_refused(client, demo, body, encoding, status, field):
     response = post_batch(client, demo.name, body, HTTP_CONTENT_ENCODING=encoding)

@@ -72,7 +72,6 @@ def test_the_box_is_solid_on_the_actions_screenshot_and_dashed_with_a_legend_on_
     shot = review.find_element(By.ID, "shot").rect
     scale = shot["width"] / 1280
     assert abs(box.rect["x"] - shot["x"] - BOX["x"] * scale) <= 4  # still the recorded place, scaled
-    review.save_screenshot("/tmp/review-box-other-frame.png")
 
 
 def test_previewing_a_frame_shows_it_with_the_dashed_box_and_leaving_restores_the_chosen_one(review, demo, live_server):
@@ -90,7 +89,6 @@ def test_previewing_a_frame_shows_it_with_the_dashed_box_and_leaving_restores_th
     note = review.find_element(By.ID, "preview-note")
     assert note.is_displayed()
     assert "not chosen" in note.text
-    review.save_screenshot("/tmp/review-preview-frame.png")
     ActionChains(review).move_to_element(review.find_element(By.ID, "task")).perform()
     assert shot.get_attribute("src").endswith(turn.screenshot_id)
     WebDriverWait(review, 20).until(lambda d: "elsewhere" not in d.find_element(By.ID, "box").get_attribute("class"))
@@ -195,7 +193,6 @@ def test_a_1024_px_window_has_no_horizontal_scrolling(review, demo, live_server)
         review.execute_script("document.getElementById('quality').scrollIntoView()")
         viewer, quality = review.find_element(By.ID, "viewer").rect, review.find_element(By.ID, "quality").rect
         assert viewer["y"] + viewer["height"] <= quality["y"]  # the viewer does not slide over the panels below
-        review.save_screenshot("/tmp/review-1024.png")
     finally:
         review.set_window_size(1280, 943)
 
