@@ -20,7 +20,7 @@
  *     the whole value: a URL parameter's value (decoded), a field's value (an element's `value` attribute, a
  *     turn's text, value, pasted or selected text).
  * Tag and attribute names, the recorder's own uids and an element's xpath are never changed, so a page keeps its
- * structure and its uids still match its boxes.
+ * structure and its uids still match its boxes; style rules (<style>, style attributes) get rule 1 only.
  *
  * Classic script: defines globalThis.WebTasks.redact (and module.exports for node).
  */
@@ -159,13 +159,17 @@
     if (typeof html !== "string" || !html) return html;
     let out = "";
     let last = 0;
+    let css = false; // inside <style>: style rules get rule 1 only (see Redactor.css)
     const token = new RegExp(TOKEN.source, "g"); // its own: a srcdoc's HTML is redacted inside the loop
     for (let m = token.exec(html); m; m = token.exec(html)) {
-      out += r.text(html.slice(last, m.index));
+      const between = html.slice(last, m.index);
+      out += css ? r.css(between) : r.text(between);
       out += m[0][1] === "!" ? r.text(m[0]) : redactTag(m[0], r);
+      const opens = /^<(\/?)style[\t\n\f\r \/>]/i.exec(m[0]);
+      if (opens) css = !opens[1];
       last = token.lastIndex;
     }
-    return out + r.text(html.slice(last));
+    return out + (css ? r.css(html.slice(last)) : r.text(html.slice(last)));
   }
 
   function redactTag(tag, r) {
@@ -187,7 +191,7 @@
       } else if (lower === "value" && r.isValue(unescapeHtml(raw))) {
         value = MASK;
       } else {
-        value = r.text(raw);
+        value = lower === "style" ? r.css(raw) : r.text(raw);
       }
       return value === raw ? match : `${space}${key}${equals}${quote}${value}${quote}`;
     });
@@ -343,6 +347,15 @@
       if (typeof text !== "string" || !text) return text;
       const out = maskParameters(text, this.exact.size ? this.exact : null);
       return this.pattern ? out.replace(this.pattern, MASK) : out;
+    }
+
+    /**
+     * Style rules (a <style> element, a style attribute): rule 1 only (a signed image URL in url(…)). A private value
+     * is no style, while a short one ("none", "auto", "left") would break the page's layout wherever it is masked.
+     */
+    css(text) {
+      if (typeof text !== "string" || !text) return text;
+      return maskParameters(text, this.exact.size ? this.exact : null);
     }
 
     /** Whether `text` is, as a whole, a private value (of any length). */

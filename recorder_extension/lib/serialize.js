@@ -247,17 +247,29 @@
 
   /**
    * The value a private element holds, kept in the walk: the service worker masks it wherever it shows up later (a
-   * GET form puts it in the next page's URL; lib/redact.js). Typed-in fields (input, textarea) and a private subtree's
-   * chosen <option> (its value and text).
+   * GET form puts it in the next page's URL; lib/redact.js). Typed-in fields (input, textarea) and the <option> a
+   * private <select> was changed to (its value and text; not the page's default choice, a "none" or "Choose…" that
+   * would be masked in every word and style rule that contains it).
    */
   function collectPrivateValue(el, name, walk) {
     const values = walk.privateValues;
     if (name === "textarea" || (name === "input" && !UNTYPED.has(inputType(el, name)))) {
       if (el.value) values.push(el.value);
-    } else if (name === "option" && el.selected) {
+    } else if (name === "option" && el.selected && !isDefaultOption(el)) {
       if (el.value) values.push(el.value);
       if (el.text && el.text.trim()) values.push(el.text.trim());
     }
+  }
+
+  /** Whether a selected option is the one its <select> shows before anyone chooses (HTML's selectedness rules). */
+  function isDefaultOption(option) {
+    let select = option.parentNode;
+    if (select && select.localName === "optgroup") select = select.parentNode;
+    if (!select || select.localName !== "select" || select.multiple) return option.defaultSelected;
+    let shown = null;
+    for (const o of select.options) if (o.defaultSelected) shown = o; // the last one marked selected
+    if (!shown) for (const o of select.options) if (!o.disabled) { shown = o; break; } // else the first enabled
+    return option === shown;
   }
 
   /** Find the elements starting a private subtree of a scope (document, shadow root or element subtree) with

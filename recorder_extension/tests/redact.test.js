@@ -76,6 +76,14 @@ test("a value that is also a tag or attribute name never breaks the page: names 
   assert.equal(r.html(html), `<div class="********" ${UID}="k3x9qa1b" title="a ******** act">********</div>`);
 });
 
+test("style rules get the secret-parameter rule only: a private value never breaks a page's layout", () => {
+  const r = createRedactor(["none", "Zq7pw-Secret-4242"]);
+  const html = '<style>.a { display: none } .b { background: url(/i.png?sig=s1) }</style>'
+    + '<p style="display:none;background:url(/j.png?token=t1)">none of Zq7pw-Secret-4242</p>';
+  assert.equal(r.html(html), '<style>.a { display: none } .b { background: url(/i.png?sig=********) }</style>'
+    + '<p style="display:none;background:url(/j.png?token=********)">******** of ********</p>');
+});
+
 test("a value shorter than MIN_TEXT_LENGTH is masked only as a whole parameter or field value", () => {
   assert.equal(redact.MIN_TEXT_LENGTH, 4);
   const r = createRedactor(["a1b"]);
