@@ -46,6 +46,17 @@
   const USERINFO = /([A-Za-z][A-Za-z0-9+.-]*:\/\/[^\t\n\f\r \/?#@:"'<>]*:)([^\t\n\f\r \/?#@"'<>]+)@/g;
   const ASCII_ESCAPE = /%([0-7][0-9A-Fa-f])/g;
 
+  // Anything rule 1 could change: a separator, then a name holding a listed part (or an ASCII %XX that may decode to
+  // one), then "="; a user-info password; a field whose name holds one. A page without any is left as it is at the
+  // cost of one scan (lib/redact.js redactHtml's fast path). Unicode case folding, as toLowerCase in nameKey.
+  const PARTS = "(?:" + SECRET_PARAMETER_PARTS.join("|") + "|%[0-7][0-9A-Fa-f])";
+  const RULE_1_HINT = new RegExp(
+    `[?#&;][^=&#;?,/\t\n\f\r "'<>]*${PARTS}[^=&#;?,/\t\n\f\r "'<>]*=`
+      + `|:\/\/[^\t\n\f\r /?#@:"'<>]*:[^\t\n\f\r /?#@"'<>]+@`
+      + `|name[\t\n\f\r ]*=[\t\n\f\r ]*["']?[^"'\t\n\f\r >]*${PARTS}`,
+    "iu",
+  );
+
   /** A parameter name as compared with the list: `+` a space, ASCII %XX decoded, lower case. */
   function nameKey(name) {
     return name.replace(/\+/g, " ").replace(ASCII_ESCAPE, (_, hex) => String.fromCharCode(parseInt(hex, 16))).toLowerCase();
@@ -156,7 +167,7 @@
 
   /** Rules 1 and 2 on HTML: page text and attribute values (not tag or attribute names, not uids). */
   function redactHtml(html, r) {
-    if (typeof html !== "string" || !html) return html;
+    if (typeof html !== "string" || !html || !r.mayChange(html)) return html;
     let out = "";
     let last = 0;
     let css = false; // inside <style>: style rules get rule 1 only (see Redactor.css)
@@ -331,7 +342,9 @@
       const kept = [...new Set(values.filter(acceptable))];
       const convert = binary ? toBinary : (s) => s;
       this.values = kept;
-      this.exact = new Set(kept.flatMap((v) => [v, v.trim()]).map(convert));
+      const wholes = [...new Set(kept.flatMap((v) => [v, v.trim()]))];
+      // Compared with a parameter's decoded value (text) and, in MHTML, with raw UTF-8 bytes too.
+      this.exact = new Set(binary ? [...wholes, ...wholes.map(toBinary)] : wholes);
       const needles = new Set();
       for (const value of kept) {
         if (value.trim().length < MIN_TEXT_LENGTH) continue;
@@ -339,7 +352,23 @@
       }
       const sorted = [...needles].filter(Boolean).sort((a, b) => b.length - a.length);
       this.pattern = sorted.length ? new RegExp(sorted.map(escapeRegExp).join("|"), "g") : null;
+      this.probe = sorted.length ? new RegExp(this.pattern.source) : null; // not global: test() keeps no state
+      // A short private value as a whole parameter or attribute value: `=`, maybe a quote, a form of it, its end
+      // (a longer one is found by `probe` anywhere).
+      const whole = new Set();
+      for (const value of wholes.filter((v) => v.trim().length < MIN_TEXT_LENGTH)) {
+        for (const form of formsOf(value)) whole.add(convert(form));
+      }
+      const forms = [...whole].filter(Boolean).map(escapeRegExp).join("|");
+      this.wholeProbe = forms ? new RegExp(`=[\t\n\f\r ]*["']?(?:${forms})(?:["'&#?\t\n\f\r <>)]|$)`) : null;
       this.binaryRedactor = binary ? this : null;
+    }
+
+    /** Whether either rule could change `text`: false lets a page go through untouched after one scan or two. */
+    mayChange(text) {
+      if (this.probe && this.probe.test(text)) return true;
+      if (this.wholeProbe && this.wholeProbe.test(text)) return true;
+      return RULE_1_HINT.test(text);
     }
 
     /** Both rules on any text (a URL, a title, a page's text, an attribute's value). */

@@ -228,6 +228,26 @@ test("a private value with letters outside ASCII is masked in an MHTML's UTF-8 b
   assert.ok(!Buffer.from(atob(out.split("\r\n\r\n")[2].split("\r\n--b--")[0].replace(/\s/g, "")), "latin1").toString("utf8").includes(value));
 });
 
+test("a page with nothing to mask is returned as it is after one scan (no page is rebuilt for nothing)", () => {
+  const page = `<html><head><style>p{display:none}</style></head><body>${'<p class="c"><a href="/x?page=2&amp;q=shoes">next</a> text</p>'.repeat(2000)}</body></html>`;
+  const r = createRedactor([PASSWORD, "ab"]);
+  assert.equal(r.mayChange(page), false);
+  assert.equal(r.html(page), page);
+  for (const change of ['<a href="/x?token=1">', `<p>${PASSWORD}</p>`, '<a href="/x?q=ab">', '<input value="ab">',
+    '<input name="csrf_token" value="v">', '<a href="https://u:p@h/">', '<a href="/x?%74oken=1">', '<a href="/x?\u212Aey=1">']) {
+    assert.equal(r.mayChange(page + change), true, change);
+  }
+  assert.equal(createRedactor([]).mayChange(`<p>${PASSWORD}</p>`), false, "no value known: only rule 1");
+});
+
+test("a short private value is masked as a whole parameter value in an MHTML part, raw or percent-encoded", () => {
+  const page = 'Content-Type: multipart/related; boundary="b"\r\nMIME-Version: 1.0\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n'
+    + '<a href="/x?p=%C3%A4b&amp;q=äb">x</a><input value="äb">\r\n--b--\r\n';
+  const out = Buffer.from(createRedactor(["äb"]).mhtml(new Uint8Array(Buffer.from(page, "utf8")))).toString("latin1");
+  const html = Buffer.from(atob(out.split("\r\n\r\n")[2].split("\r\n--b--")[0].replace(/\s/g, "")), "latin1").toString("utf8");
+  assert.equal(html, '<a href="/x?p=********&amp;q=********">x</a><input value="********">');
+});
+
 // --- The values remembered ----------------------------------------------------------------------------------------
 
 test("the worker remembers private values in memory and storage.session, takes them out of messages, keeps the latest", async () => {
