@@ -12,7 +12,7 @@
  *     `content`) of an element whose `name` is such a name (`<input type=hidden name=csrf_token value=…>`, the
  *     parameter its form would send). The server applies the same rule to every turn it receives
  *     (annotation/lib/redact.py; one list, checked equal by a test).
- *  2. PRIVATE VALUES (a Redactor made from the values of the private fields seen, lib/secrets in SecretStore): a
+ *  2. PRIVATE VALUES (a Redactor made from the values of the private fields seen, kept by SecretStore below): a
  *     value of MIN_TEXT_LENGTH characters or more is replaced wherever it appears — URLs, titles, page text,
  *     attribute values, element text, MHTML parts and headers — as typed and in the forms a browser writes it in a
  *     URL (percent-encoded, `+` for a space, either case of hex) or in HTML (`&amp;`, `&lt;`, `&gt;`, `&quot;`,
@@ -374,8 +374,9 @@
     /** Both rules on any text (a URL, a title, a page's text, an attribute's value). */
     text(text) {
       if (typeof text !== "string" || !text) return text;
-      const out = maskParameters(text, this.exact.size ? this.exact : null);
-      return this.pattern ? out.replace(this.pattern, MASK) : out;
+      // Values first: a value that holds `&token=…` itself must go whole, not lose only its tail to rule 1.
+      const out = this.pattern ? text.replace(this.pattern, MASK) : text;
+      return maskParameters(out, this.exact.size ? this.exact : null);
     }
 
     /**

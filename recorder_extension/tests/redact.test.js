@@ -70,6 +70,11 @@ test("a private value is masked in a page's title, text, attributes, links, form
     + `<iframe srcdoc='<p title="********">********</p>'></iframe></body></html>`);
 });
 
+test("a value that looks like a secret parameter itself is masked whole, not only its tail", () => {
+  const r = createRedactor(["abc&token=xyz"]);
+  assert.equal(r.text("typed abc&token=xyz here, and ?q=abc%26token%3Dxyz"), "typed ******** here, and ?q=********");
+});
+
 test("a value that is also a tag or attribute name never breaks the page: names and uids are kept", () => {
   const r = createRedactor(["class", "k3x9"]);
   const html = `<div class="class" ${UID}="k3x9qa1b" title="a class act">class</div>`;
