@@ -2,9 +2,10 @@
  * Service worker: one job — route, screenshot, store, upload (STYLE.md §9).
  *
  * It keeps nothing that matters in memory: the session, counters and commands live in chrome.storage.local,
- * per-tab facts in chrome.storage.session, turns and blobs in IndexedDB (lib/store.js). It is stopped when
- * idle (kept alive while recording) and restarted by the next event; the top level re-opens the store,
- * kicks the uploader, stores captures that never reached it and answers a pending automation command.
+ * per-tab facts and the private values to mask in chrome.storage.session, turns and blobs in IndexedDB
+ * (lib/store.js). It is stopped when idle (kept alive while recording) and restarted by the next event; the top
+ * level re-opens the store, kicks the uploader, stores captures that never reached it and answers a pending
+ * automation command.
  *
  * Interfaces (keys and types in lib/constants.js):
  *   runtime messages {target: C.TARGET.SW, type}:
@@ -21,6 +22,7 @@
 importScripts(
   "lib/constants.js",
   "lib/privacy.js",
+  "lib/redact.js",
   "lib/clock.js",
   "lib/sessions.js",
   "lib/store.js",
@@ -50,6 +52,9 @@ const AUTOMATION_TYPES = new Set([
 const kv = new W.sessions.Kv(chrome.storage.local);
 const tabsKv = new W.sessions.Kv(chrome.storage.session);
 const shots = new W.shots.Shots();
+// What private fields held (CAPTURE and STEP_SELECT privateValues, step-mode Type values): masked in every turn, page
+// and snapshot stored from then on (lib/redact.js). In memory and chrome.storage.session only.
+const secrets = new W.redact.SecretStore(chrome.storage.session);
 const storeReady = W.store.openStore();
 const video = new W.video.Video({ kv, store: () => storeReady, regionsOf: tabRegions });
 let wakeTimer = null;
@@ -62,13 +67,14 @@ const ready = storeReady.then((store) => {
   const recorder = new W.recorder.Recorder({
     kv, tabsKv, store, uploader, video, now: () => Date.now(), uuid: () => crypto.randomUUID(),
     broadcast, notify: notifyPanel, activeTabs: () => W.navigation.activeTabs(chrome), userAgent: navigator.userAgent,
+    redactor: () => secrets.redactor(),
     shotsInFlight: () => navigation.inFlight(),
     timezoneOffsetMinutes: new Date().getTimezoneOffset(),
   });
   return { store, uploader, recorder };
 });
 const steps = new W.stepWorker.StepWorker({
-  ready, tabsKv, shots, maskTab, hasPrivateFields: tabHasPrivateFields, notify: notifyPanel,
+  ready, tabsKv, shots, maskTab, hasPrivateFields: tabHasPrivateFields, notify: notifyPanel, secrets,
 });
 const navigation = new W.navigation.Navigation({ ready, kv, shotLater: maskedShotLater });
 navigation.listen();
@@ -77,6 +83,9 @@ navigation.listen();
 
 chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
   if (!message || message.target !== C.TARGET.SW) return false;
+  // At once, before any await: a GET form's next page is committed after its submit's CAPTURE arrived, and its load
+  // turn must find the password it carries already known. The values never go further than this worker's memory.
+  if (message.type === C.MSG.CAPTURE || message.type === C.MSG.STEP_SELECT) secrets.take(message);
   if (message.type === C.MSG.CAPTURE) {
     if (!sender.tab) return false;
     // Synchronously, before any await: the user gesture (no screenshot quota) only carries this far.

@@ -13,7 +13,7 @@
  *
  * Each action sends ONE message, synchronously from the event handler (the service worker then holds the
  * user gesture and can call captureVisibleTab without its quota):
- *   {target: SW, type: CAPTURE, turn, page: {html, bboxes}, privateRects, regions, viewport, mouse, frame}
+ *   {target: SW, type: CAPTURE, turn, page: {html, bboxes}, privateRects, regions, viewport, mouse, frame, privateValues?}
  *   turn = {client_id, type: "browser", intent, arguments: {metadata, properties?, element?, …}, eventTime}
  * What is captured (only while recording and not paused, trusted events only):
  *   click      at pointerdown (primary or middle button), so page, boxes and screenshot show the state BEFORE
@@ -29,7 +29,8 @@
  *   scroll     debounced; scrollX/scrollY of the captured window; an element's scroll adds
  *              properties {target: "element", uid, scrollLeft, scrollTop}. Scrolls inside text fields ignored.
  *   copy       selected = the selected text; paste: pasted = the clipboard's text/plain.
- * Private fields (lib/privacy.js): values, copied and pasted text are masked ("********" or "").
+ * Private fields (lib/privacy.js): values, copied and pasted text are masked ("********" or ""). What they hold goes
+ * to the worker beside the turn (privateValues, never stored): it masks those values wherever they reappear.
  * Step mode (state.step, lib/step_page.js): none of the above; a left click selects its element instead.
  * Private pixels: `regions` is this frame's private-regions report (C.MSG.REGIONS, taken with the action); the worker
  * asks every other frame for theirs and masks the screenshot with all of them (lib/regions.js).
@@ -171,10 +172,12 @@
     const opts = domOptions();
     let page = null;
     let privateRects = [];
+    let privateValues = [];
     try {
       const snapshot = dom.capturePage(frames.captureWindow.document, opts);
       page = { html: snapshot.html, bboxes: snapshot.bboxes };
       privateRects = snapshot.privateRects;
+      privateValues = snapshot.privateValues;
     } catch (err) {
       console.warn("[webtasks] page capture failed:", err);
     }
@@ -199,6 +202,9 @@
       mouse: m, frame: frames.frameInfo(),
     };
     if (page) message.page = page;
+    // What the private fields hold, for the worker only: it masks them wherever they show up later (a GET form's
+    // next URL) and drops them from the message before anything is stored (lib/redact.js).
+    if (privateValues.length) message.privateValues = privateValues;
     return message;
   }
 

@@ -75,6 +75,9 @@
       VIDEO: "webtasks.video", // {session, recording, startedAt, nextIndex, error?}: the tab video recorder
       LIVE_UNACKED: "webtasks.live.unacked", // side panel: live-session messages not yet acknowledged {url, unacked}
       STEP: "webtasks.step", // chrome.storage.session: the step-mode state {phase, selection, op?} (lib/step.js)
+      // chrome.storage.session: the values private fields held while recording (lib/redact.js SecretStore), masked
+      // wherever they reappear; in the browser's memory only, never on disk, never sent, not readable by content scripts
+      SECRETS: "webtasks.secrets",
       TABS: "webtasks.tabs", // chrome.storage.session: {[tabId]: {url, docUrl, burst, lastShot: {sha256, timestamp, session}, load}}
       // Key PREFIX (+ turn.client_id): a CAPTURE the worker may never have received (the page unloaded while the
       // worker was starting). A content script writes {message, tabId (from the HELLO reply), at (ms)} for each

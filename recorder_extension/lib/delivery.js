@@ -93,7 +93,9 @@
       if (!unanswered.size || !chrome || !chrome.storage || !chrome.storage.local) return;
       const entries = {};
       for (const [clientId, message] of unanswered) {
-        entries[C.STORAGE.PENDING_CAPTURE + clientId] = { message, tabId, tabUrl, at: now() };
+        // Written to disk: never with what the page's private fields hold (those go to the worker's memory only).
+        const { privateValues: _private, ...saved } = message;
+        entries[C.STORAGE.PENDING_CAPTURE + clientId] = { message: saved, tabId, tabUrl, at: now() };
       }
       unanswered.clear();
       try {

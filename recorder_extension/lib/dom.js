@@ -143,7 +143,8 @@
   }
 
   /**
-   * Everything a capture needs, in one walk: {html, bboxes, privateRects}. opts: {privateSelectors,
+   * Everything a capture needs, in one walk: {html, bboxes, privateRects, privateValues (what the private fields
+   * hold, for the worker's redaction only: lib/redact.js)}. opts: {privateSelectors,
    * shadowRootOf (default el.shadowRoot: open roots; chrome.dom.openOrClosedShadowRoot would add closed ones
    * at ≈5 ms per 2,000 elements), offset (of this document in the top viewport, for cross-origin frames),
    * viewport ({width, height} of the top viewport, to keep only visible private rects)}.
@@ -153,7 +154,7 @@
     walkRoot(doc, walk);
     const html = walk.html;
     const { bboxes, privateRects } = measure(walk, doc, opts);
-    return { html, bboxes, privateRects };
+    return { html, bboxes, privateRects, privateValues: walk.privateValues };
   }
 
   /** The page's HTML with uids, form state as attributes, scripts dropped and private data masked. */

@@ -51,7 +51,8 @@
       const burst = info.burst;
       const waiting = burst && (info.waiting || {})[burst.clientId];
       if (waiting && timeStamp - burst.at <= C.TIMING.HISTORY_COALESCE_MS) {
-        const amended = await this.d.store.amendHeldTurn(burst.clientId, (r) => ({ ...r, turn: withUrl(r.turn, url) }), this.d.now());
+        const redactor = await this.d.redactor(); // the stored turn is redacted (addTurn), so is its new URL
+        const amended = await this.d.store.amendHeldTurn(burst.clientId, (r) => ({ ...r, turn: redactor.turn(withUrl(r.turn, url)) }), this.d.now());
         if (amended) {
           await this.updateTab(tabId, (t) => this.burstMoved(session, t, burst.clientId, url, timeStamp));
           return { turn: amended.turn, awaitsCommit: info.load === burst.clientId };

@@ -20,6 +20,7 @@
   const turns = W.turns || require("./turns.js");
   const { StandIns } = W.standins || require("./standins.js");
   const { Loads } = W.loads || require("./loads.js");
+  const redact = W.redact || require("./redact.js");
   const { makeBlob, validClientId, buildActionTurn, buildTabTurn, buildChatTurn, lastTabsFrom, actionTabUrl } = turns;
 
   const CONFIG_KEYS = ["serverUrl", "token", "project", "privateSelectors", "automation", "video"];
@@ -32,10 +33,13 @@
     /**
      * deps: {kv (chrome.storage.local), tabsKv (chrome.storage.session), store, uploader, now() → ms,
      *        uuid(), broadcast(state), notify(), activeTabs() → [{tabId, windowId}] (focused window first),
-     *        video: {start(session) , stop()}, userAgent, timezoneOffsetMinutes, log}
+     *        video: {start(session) , stop()}, userAgent, timezoneOffsetMinutes, log,
+     *        redactor() → a lib/redact.js Redactor with the private values seen (default: none known, only
+     *        secret URL parameters)}
      */
     constructor(deps) {
-      this.d = { log: console, notify() {}, broadcast() {}, activeTabs: async () => [], ...deps };
+      const noValues = redact.createRedactor([]);
+      this.d = { log: console, notify() {}, broadcast() {}, activeTabs: async () => [], redactor: async () => noValues, ...deps };
       this.nonces = new Set(); // commands taken in this worker's life (storage.onChanged and start-up may both see one)
       this.inflight = new Map(); // client_id → the promise of a capture being screenshotted and stored right now
       // Action turns whose own screenshot failed (this worker's life): the tab's last one stood in, or none.
@@ -175,10 +179,12 @@
 
     /**
      * Store a turn and its blobs, count it, wake the uploader. A turn stored before (same client_id) is left
-     * alone. Resolves with its seq, or null when it was stored before.
+     * alone. Resolves with its seq, or null when it was stored before. What is stored is the turn redacted
+     * (lib/redact.js: private values and secret URL parameters masked); `turn` itself is left as it is.
      */
     async addTurn(session, turn, { blobs = [], readyAt = 0 } = {}) {
-      const seq = await this.d.store.addTurn({ session: session.clientId, turn, blobs, readyAt, now: this.d.now() });
+      const stored = (await this.d.redactor()).turn(turn);
+      const seq = await this.d.store.addTurn({ session: session.clientId, turn: stored, blobs, readyAt, now: this.d.now() });
       if (seq === null) return null;
       await sessions.bumpCounters(this.d.kv, { captured: 1, queued: await this.d.store.countPending() });
       this.d.notify();
@@ -207,7 +213,12 @@
      * and is recent (BEFORE_FRAME_MAX_AGE_S, lib/standins.js): it is the state the action was taken in. Resolves with the
      * stored turn (held back for its "after" frame).
      */
-    async recordAction(session, message, { tabId, screenshot, zoomLevel, tabUrl, mhtml, arrivedAt }) {
+    async recordAction(session, captured, { tabId, screenshot, zoomLevel, tabUrl, mhtml: rawMhtml, arrivedAt }) {
+      // Private values and secret URL parameters masked in the turn, its page and its snapshot before any blob is
+      // made of them (blobs are addressed by their content's hash).
+      const redactor = await this.d.redactor();
+      const message = redactor.capture(captured);
+      const mhtml = rawMhtml ? redactor.mhtml(rawMhtml) : rawMhtml;
       const sent = message.turn || {};
       const timestamp = this.timestamp(session, sent.eventTime);
       // A textInput or scroll shows its final state, and is sent after it (a pause, a focusout — from a
@@ -226,7 +237,7 @@
       const frames = [];
       const before = await this.lastShot(session, tabId, timestamp);
       if (before) frames.push({ screenshot: before.sha256, timestamp: before.timestamp, label: "before" });
-      const url = actionTabUrl(message, tabUrl);
+      const url = actionTabUrl(captured, tabUrl); // the tab's real URL: stand-ins are matched by it, in memory only
       const standIn = refs.screenshot ? null : await this.lastShotOf(session, tabId, standInUntil, url);
       const shas = Object.fromEntries(Object.entries(refs).map(([k, b]) => [k, b.sha256]));
       if (standIn) shas.screenshot = standIn.sha256; // its blob is stored (or uploaded) already

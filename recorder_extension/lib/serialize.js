@@ -238,7 +238,38 @@
       frameOf: [],
       levels: [],
       frames: [{ iframe: null, parent: -1 }],
+      privateValues: [], // what private fields hold (collectPrivateValue): for the worker's redaction, never stored
     };
+  }
+
+  // Inputs whose value is not something a person types (a label, a file name, a fixed value).
+  const UNTYPED = new Set(["checkbox", "radio", "file", "submit", "button", "reset", "image", "hidden"]);
+
+  /**
+   * The value a private element holds, kept in the walk: the service worker masks it wherever it shows up later (a
+   * GET form puts it in the next page's URL; lib/redact.js). Typed-in fields (input, textarea) and the <option> a
+   * private <select> was changed to (its value and text; not the page's default choice, a "none" or "Choose…" that
+   * would be masked in every word and style rule that contains it).
+   */
+  function collectPrivateValue(el, name, walk) {
+    const values = walk.privateValues;
+    if (name === "textarea" || (name === "input" && !UNTYPED.has(inputType(el, name)))) {
+      if (el.value) values.push(el.value);
+    } else if (name === "option" && el.selected && !isDefaultOption(el)) {
+      if (el.value) values.push(el.value);
+      if (el.text && el.text.trim()) values.push(el.text.trim());
+    }
+  }
+
+  /** Whether a selected option is the one its <select> shows before anyone chooses (HTML's selectedness rules). */
+  function isDefaultOption(option) {
+    let select = option.parentNode;
+    if (select && select.localName === "optgroup") select = select.parentNode;
+    if (!select || select.localName !== "select" || select.multiple) return option.defaultSelected;
+    let shown = null;
+    for (const o of select.options) if (o.defaultSelected) shown = o; // the last one marked selected
+    if (!shown) for (const o of select.options) if (!o.disabled) { shown = o; break; } // else the first enabled
+    return option === shown;
   }
 
   /** Find the elements starting a private subtree of a scope (document, shadow root or element subtree) with
@@ -276,6 +307,7 @@
     if (DROPPED.has(name) || (name === "meta" && el.hasAttribute("http-equiv"))) return;
     let level = inherited === SUBTREE || walk.matched.has(el) ? SUBTREE : NONE;
     if (level === NONE && name === "input" && isSensitiveInput(el)) level = VALUE;
+    if (level !== NONE && (name === "input" || name === "textarea" || name === "option")) collectPrivateValue(el, name, walk);
     const uid = walk.stamp ? ensureUid(el) : el.getAttribute(UID);
     if (walk.els && uid) {
       walk.els.push(el);

@@ -137,6 +137,17 @@
     return copy;
   }
 
+  /**
+   * The values a step gives a private element (Type's text, Select's value and option text): the worker remembers
+   * them to mask wherever they show up later (lib/redact.js); [] for any other element or operation.
+   */
+  function privateValuesOf(selection, op, value) {
+    if ((op !== "type" && op !== "select") || typeof value !== "string" || !isPrivateSelection(selection)) return [];
+    const options = Array.isArray(selection.options) ? selection.options : [];
+    const option = op === "select" ? options.find((o) => o.value === value) : null;
+    return option && option.text ? [value, option.text] : [value];
+  }
+
   /** Does `op` need the page to act (CDP input), or is it recorded only. */
   function executes(op) {
     return op !== "fake" && op !== "ignore";
@@ -168,7 +179,7 @@
 
   const api = {
     performInput, OPS, INTENT, ORIGINAL_OP, IDLE, reduce, selectionFrom, publicState, checkOperation, isPrivateSelection,
-    stepCapture, executes,
+    stepCapture, privateValuesOf, executes,
   };
   root.WebTasks = root.WebTasks || {};
   root.WebTasks.step = api;

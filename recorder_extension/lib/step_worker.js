@@ -24,7 +24,7 @@
     /**
      * deps: {ready (a promise of {recorder}), tabsKv (chrome.storage.session), shots (lib/shots.js),
      *        maskTab(png, tabId, {own, topUrl, legacy}) → masked png | null, hasPrivateFields(tabId), notify(),
-     *        chrome (tabs.getZoom, tabs.sendMessage, debugger)}
+     *        chrome (tabs.getZoom, tabs.sendMessage, debugger), secrets (lib/redact.js SecretStore)}
      */
     constructor(deps) {
       this.d = { notify() {}, chrome: root.chrome, ...deps };
@@ -91,7 +91,9 @@
       this.d.notify();
       try {
         if (op === "ignore") return { ok: true };
-        const capture = step.stepCapture(selection, op, value); // a private element's value masked
+        // A private element's value: masked in its turn (stepCapture) and wherever it shows up later (lib/redact.js).
+        if (this.d.secrets) this.d.secrets.add(step.privateValuesOf(selection, op, value));
+        const capture = step.stepCapture(selection, op, value);
         const blobs = this.blobs.get(selection.clientId) || {};
         const zoomLevel = await chrome.tabs.getZoom(selection.tabId).catch(() => undefined);
         let snapshot = session.mhtml && typeof mhtml === "string" && mhtml ? base64ToBytes(mhtml) : null;

@@ -235,6 +235,7 @@ test("a click sends one CAPTURE, captured at pointerdown before the page reacts,
   click(window, link);
   const [message] = captures();
   assert.equal(captures().length, 1, "the click event itself adds nothing");
+  // No privateValues: the private fields are empty, and a private select shows the page's default choice.
   assert.deepEqual(Object.keys(message).sort(), ["frame", "mouse", "page", "privateRects", "regions", "target", "turn", "type", "viewport"]);
   assert.equal(message.target, C.TARGET.SW);
   assert.equal(message.type, C.MSG.CAPTURE);
@@ -541,8 +542,13 @@ test("secrets appear nowhere in what the content script sends", async () => {
   pointerDown(window, doc.body);
   const intents = captures().map((m) => m.turn.intent);
   assert.deepEqual(intents, ["click", "textInput", "paste", "click", "textInput", "change", "copy", "click", "click"]);
-  const everything = JSON.stringify(captures());
+  // Only beside the turn, for the worker to mask them wherever they show up later (it never stores them).
+  const everything = JSON.stringify(captures().map(({ privateValues, ...rest }) => rest));
   for (const secret of secrets) assert.ok(!everything.includes(secret), `${secret} was sent`);
+  const held = new Set(captures().flatMap((m) => m.privateValues || []));
+  for (const value of ["Zq7pw-Secret-4242", "Zq7pw-Secret-4242PASTED-SECRET-31", "PRIV-INPUT-12"]) {
+    assert.ok(held.has(value), `${value} is not among the private values the worker is told`);
+  }
   assert.equal(captures("textInput")[0].turn.arguments.text, "********");
   assert.equal(captures("paste")[0].turn.arguments.pasted, "********");
   assert.equal(captures("change")[0].turn.arguments.value, "********");
@@ -681,9 +687,12 @@ test("step mode: the selection carries the element's privacy level; a private on
   const levels = Object.fromEntries(selects.map((m) => [m.turn.arguments.element.attributes.id || "private-input", m.privacy]));
   assert.deepEqual(levels, expected);
   for (const m of selects.slice(0, 4)) assert.match(m.label, /^<(input|select)#[a-z-]+> \(private\)$/, m.label);
-  const everything = JSON.stringify(selects.map(({ options, ...rest }) => rest));
+  const everything = JSON.stringify(selects.map(({ options, privateValues, ...rest }) => rest));
   for (const secret of ["Zq7pw-Secret-4242", "PRIV-INPUT-12", "4111222233334444", "SELECTOR-SECRET-99"]) {
     assert.ok(!everything.includes(secret), `${secret} was sent with a selection`);
+  }
+  for (const value of ["Zq7pw-Secret-4242", "PRIV-INPUT-12", "4111222233334444"]) {
+    assert.ok(selects[0].privateValues.includes(value), `${value}: the worker is told what private fields hold`);
   }
 });
 

@@ -87,6 +87,17 @@ test("re-sending stops after the last delay; the capture stays unanswered, saved
   assert.equal(Object.keys(h.stored).length, 1);
 });
 
+test("a capture saved at pagehide is written without what the page's private fields hold", async () => {
+  const h = harness(() => ({ ok: false }));
+  h.delivery.deliver({ ...capture("c1"), privateValues: ["Zq7pw-Secret-4242"] });
+  await h.runTimers();
+  assert.equal(h.sent[0].privateValues[0], "Zq7pw-Secret-4242", "the worker is told (in memory)");
+  h.delivery.saveUnanswered();
+  await tick();
+  assert.deepEqual(h.stored[`${C.STORAGE.PENDING_CAPTURE}c1`].message, capture("c1"));
+  assert.ok(!JSON.stringify(h.stored).includes("Zq7pw-Secret-4242"), "never on disk");
+});
+
 test("a confirmed capture is not saved at pagehide; nothing to save writes nothing", async () => {
   const writes = [];
   const h = harness((message) => (message.turn.client_id === "done" ? { ok: true } : new Promise(() => {})));

@@ -288,8 +288,11 @@ function assertNoSecret(value, what) {
 
 test("secrets never appear in the page, the boxes or any element info", () => {
   const { doc, shadow, frameDoc } = privatePage();
-  const page = dom.capturePage(doc, OPTS);
+  const { privateValues, ...page } = dom.capturePage(doc, OPTS);
   assertNoSecret(page, "the captured page");
+  // What the private fields hold is handed to the worker beside the page (lib/redact.js masks it wherever it shows
+  // up later): typed-in fields; not a private subtree's plain text, nor a private select's default choice.
+  assert.deepEqual(privateValues.sort(), ["CARD-4111", "PRIV-VALUE-11", "PRIV-VALUE-11", "SHOWN-PW-55", "Zq7pw-Secret-4242"]);
   const elements = [...doc.querySelectorAll("*"), ...shadow.querySelectorAll("*"), ...frameDoc.querySelectorAll("*")];
   for (const el of elements) assertNoSecret(dom.elementInfo(el, OPTS), `elementInfo(${el.localName}#${el.id})`);
   // The structure stays (uids, boxes), the secrets go.
@@ -307,6 +310,22 @@ test("secrets never appear in the page, the boxes or any element info", () => {
   assert.ok(out.getElementById("inner").getAttribute(UID), "private elements keep their uid");
   assert.equal(out.getElementById("by-selector").textContent, "");
   assert.ok(page.html.includes("Public text"));
+});
+
+test("a private select's option is handed to the worker once it is chosen, not while it is the page's default", () => {
+  const { window } = new JSDOM(`<!doctype html><body><div data-private>
+    <select id="a"><option value="none">none</option><option value="Opt-Okapi-1">Okapi</option></select>
+    <select id="b"><option value="x">x</option><option value="Opt-Marked-2" selected>Marked</option><option disabled>y</option></select>
+    <select id="c"><optgroup label="g"><option disabled>-</option><option value="first">First</option></optgroup><option value="Opt-Late-3">Late</option></select>
+  </div><select id="plain"><option>one</option><option value="two">two</option></select></body>`);
+  const doc = window.document;
+  const values = () => dom.capturePage(doc, {}).privateValues.sort();
+  assert.deepEqual(values(), [], "nothing chosen yet: every select shows its default");
+  doc.getElementById("a").value = "Opt-Okapi-1";
+  doc.getElementById("b").value = "x";
+  doc.getElementById("c").value = "Opt-Late-3";
+  doc.getElementById("plain").value = "two";
+  assert.deepEqual(values(), ["Late", "Okapi", "Opt-Late-3", "Opt-Okapi-1", "x", "x"], "value and text of each");
 });
 
 test("private element info: masked attributes, empty text, value masked", () => {

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import transaction
 
-from ...lib import schema
+from ...lib import redact, schema
 from ...models import Demonstration, Project, Turn, TurnType
 from ...store import hotsql
 from ..errors import Conflict, ValidationFailed
@@ -104,6 +104,25 @@ def mask_password_values(demo: Demonstration, turns: list) -> None:
                 )
 
 
+def mask_secret_parameters(demo: Demonstration, turns: list) -> None:
+    """Defence in depth behind the recorder's redaction (docs/recorder-privacy.md): in every browser turn's arguments
+    (page, frame and load URLs, the element's attributes and HTML, any text), the values of URL parameters whose names
+    mark secrets (``?token=…``, ``#access_token=…``, ``;jsessionid=…``) and user-info passwords become the mask, in
+    place, before the turn is hashed or stored (``annotation/lib/redact.py``), whatever client sent them. A recorder
+    that sent one is logged with the fields' paths (never the values)."""
+    for turn in turns:
+        args = turn.get("arguments")
+        if turn.get("type") != TurnType.BROWSER or not isinstance(args, dict):
+            continue
+        if masked := redact.mask_arguments(args):
+            log.warning(
+                "recording %s: turn %r came with secret URL parameters in %s; masked",
+                demo.name,
+                turn.get("client_id"),
+                ", ".join(masked),
+            )
+
+
 def check_turn_batch(turns, project: Project, uploaded: dict | None = None) -> list:
     """Validate a whole batch for a recording of ``project`` (shape, every turn, ids, blobs, counting those
     ``uploaded`` with it); raise ``ValidationFailed`` listing every problem."""
@@ -157,6 +176,7 @@ def do_ingest_turns(
     if not checked:
         check_turn_batch(turns, demo.project, uploaded)
     mask_password_values(demo, turns)
+    mask_secret_parameters(demo, turns)
     digests = [content_hash(turn) for turn in turns]
     with transaction.atomic():
         demo = hotsql.locked_demo(demo.pk)
