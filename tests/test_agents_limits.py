@@ -72,6 +72,14 @@ def test_researchers_read_the_limits_and_only_admins_change_them(team, api_for):
     assert ModelLimits.objects.count() == 1
 
 
+def test_the_list_holds_the_limits_of_the_projects_you_run_models_in(team, api_for, beta):
+    api_for(team["ada"]).patch(LIMITS, {"max_tokens": 700}, format="json")
+    listed = api_for(team["rex"]).get("/api/model-limits/").json()
+    assert listed["results"] == [{**DEFAULTS, "max_tokens": 700}]
+    assert [row["project"] for row in api_for(team["olga"]).get("/api/model-limits/").json()["results"]] == ["beta"]
+    assert api_for(team["ann"]).get("/api/model-limits/").json()["results"] == []
+
+
 @pytest.mark.parametrize(("who", "status"), [("rev", 403), ("ann", 403), ("olga", 404)])
 def test_reviewers_annotators_and_other_projects_neither_read_nor_change_the_limits(team, api_for, who, status):
     client = api_for(team[who])

@@ -12,7 +12,7 @@ from annotation import actions
 from annotation.actions import agents as agent_actions
 from annotation.actions import endpoints as endpoint_actions
 from annotation.actions import predictions as prediction_actions
-from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint, ModelLimits, PredictionRun
+from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint, ModelLimits, PredictionRun, Project
 
 from ..exports.views import JobViewSetMixin
 from ..serializers import error_responses
@@ -143,7 +143,16 @@ class ModelLimitsViewSet(viewsets.GenericViewSet):
     lookup_value_regex = "[-a-zA-Z0-9_]+"
 
     def get_queryset(self):
-        return ModelLimits.objects.none()  # the limits are looked up by project name, never listed
+        return ModelLimits.objects.none()  # a project without a row has the defaults: see list and retrieve
+
+    @extend_schema(responses={200: a.ModelLimitsSerializer(many=True), **ERRORS})
+    def list(self, request):
+        """The limits of every project where you are a researcher or admin, by project name. Paginated."""
+        projects = Project.objects.for_user(request.user, actions.EXPORT_ROLES).order_by("name")
+        stored = {limits.project_id: limits for limits in ModelLimits.objects.filter(project__in=projects)}
+        rows = [stored.get(project.pk) or ModelLimits(project=project) for project in projects]
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(a.ModelLimitsSerializer(page, many=True).data)
 
     def retrieve(self, request, project=None):
         """The project's limits (its defaults until an admin changes one)."""
