@@ -29,7 +29,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import socket
 import ssl
 import threading
@@ -235,13 +234,34 @@ def _drop_authorization(request) -> None:
     request.headers.pop("Authorization", None)
 
 
-MEDIA_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,63}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,63}")
+# Media types a reply is named by in an error; any other is "another media type" (the header is the other side's
+# text, which an error never quotes).
+KNOWN_MEDIA_TYPES = frozenset(
+    (
+        "application/json",
+        "application/problem+json",
+        "application/octet-stream",
+        "application/xml",
+        "application/xhtml+xml",
+        "application/x-ndjson",
+        "text/event-stream",
+        "text/html",
+        "text/plain",
+        "text/xml",
+    )
+)
 
 
 def _media_type(response) -> str:
-    """The reply's media type when it is one (``text/html``), never other text the header holds."""
-    found = MEDIA_TYPE.fullmatch(response.headers.get("content-type", "").split(";")[0].strip())
-    return found.group(0).lower() if found else "no media type"
+    """The reply's media type when it is a well-known one (``text/html``), never other text the header holds."""
+    given = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if not given:
+        return "no media type"
+    return given if given in KNOWN_MEDIA_TYPES else "another media type"
+
+
+def _redacted(text: str, key: str) -> str:
+    return text.replace(key, "[key]") if key else text
 
 
 def _causes(error: BaseException | None) -> list[BaseException]:
@@ -366,7 +386,10 @@ class ChatClient:
                 )
         self.budget.take_request()
         started = time.perf_counter()
-        completion = self._ask_with_retries(messages)
+        try:
+            completion = self._ask_with_retries(messages)
+        except EndpointError as error:  # the key masked in every reason, whatever the reason holds
+            raise EndpointError(_redacted(error.reason, self.endpoint.key)) from None
         completion.seconds = time.perf_counter() - started
         self.budget.spend(completion.tokens_in + completion.tokens_out)
         if self.cache is not None:
