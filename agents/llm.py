@@ -1,8 +1,9 @@
 """A client for any OpenAI-compatible chat-completions endpoint (a local vLLM or llama.cpp server, a hosted API),
 built on the ``openai`` package, for runs that last: importable without Django.
 
-- ``Endpoint``: where and how to ask (URL, model, key, temperature, max tokens, timeout, requests in flight). The
-  key never appears in its ``repr``, in an exception or in a log line.
+- ``Endpoint``: where and how to ask (URL, model, key, temperature, max tokens, timeout, requests in flight, whether
+  it may reach a non-global address, the most bytes of a reply read). The key never appears in its ``repr``, in an
+  exception or in a log line; with no key no ``Authorization`` header is sent.
 - ``ChatClient.complete(messages)`` → ``Completion(text, tokens_in, tokens_out, seconds, cached)``. It retries 429
   and 5xx answers and timeouts with exponential backoff, honouring ``Retry-After``; it never follows a redirect
   (the key stays with its host); at most ``in_flight`` requests are open at once (one client is shared by the
@@ -12,8 +13,11 @@ built on the ``openai`` package, for runs that last: importable without Django.
 - The answer cache: a dict-like object (``get`` and ``__setitem__``, e.g. a dict, ``DirectoryCache``, or the
   platform's rows) keyed by ``cache_key(model, messages, temperature, max_tokens)``; an answer found there is
   returned without asking the model (``cached=True``) and costs no budget, so a resumed run never asks again.
-- ``EndpointError(reason)``: the endpoint cannot be used (unreachable, an answer that is not JSON or not a chat
-  completion, a refused key, another refusal, still failing after the retries); the run stops with ``reason``.
+- ``EndpointError(reason)``: the endpoint cannot be used (unreachable, an address it may not reach, an answer that
+  is not JSON or not a chat completion, a reply larger than the cap, a refused key, another refusal, still failing
+  after the retries); the run stops with ``reason``. A reason says the status or the kind of failure and never
+  quotes what answered (its body, headers or bytes): a model endpoint's URL is chosen by its user, so what answers
+  there may be a page or a service they could not otherwise read (``agents.netguard``).
 
 See ``docs/agents.md`` ("The llm solver").
 """
@@ -24,6 +28,9 @@ import email.utils
 import hashlib
 import json
 import logging
+import os
+import socket
+import ssl
 import threading
 import time
 import urllib.parse
@@ -31,7 +38,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx2
 import openai
+
+from . import netguard
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +49,8 @@ MAX_TOKENS_LIMIT = 1_000_000
 MAX_TEMPERATURE = 2.0
 MAX_IN_FLIGHT = 64
 MAX_RETRY_AFTER = 120.0  # seconds: a longer Retry-After is waited for this long, then asked again
+MAX_REPLY_BYTES = 4 * 1024 * 1024  # the most of a reply read, unless the endpoint says otherwise
+MAX_REPLY_BYTES_LIMIT = 256 * 1024 * 1024
 
 
 class EndpointError(Exception):
@@ -62,6 +74,10 @@ def check_url(url) -> str | None:
         return "expected an http:// or https:// URL with a host"
     if parts.username or parts.password:
         return "put the key in the key setting, not in the URL"
+    try:
+        parts.port  # noqa: B018 - urllib checks the port when it is read
+    except ValueError:
+        return "the port must be a number from 0 to 65535"
     return None
 
 
@@ -77,6 +93,8 @@ class Endpoint:
     max_tokens: int = 1024
     timeout: float = 60.0
     in_flight: int = 1
+    allow_private: bool = True  # False: a loopback, private, link-local, ... address is refused when connecting
+    max_reply_bytes: int = MAX_REPLY_BYTES
 
     def __post_init__(self):
         problems = endpoint_problems(self)
@@ -101,6 +119,9 @@ def endpoint_problems(endpoint: Endpoint) -> dict[str, str]:
         problems["timeout"] = "expected seconds, more than 0 and at most 3600"
     if not isinstance(endpoint.in_flight, int) or not 1 <= endpoint.in_flight <= MAX_IN_FLIGHT:
         problems["in_flight"] = f"expected a whole number from 1 to {MAX_IN_FLIGHT}"
+    reply = getattr(endpoint, "max_reply_bytes", MAX_REPLY_BYTES)
+    if isinstance(reply, bool) or not isinstance(reply, int) or not 1 <= reply <= MAX_REPLY_BYTES_LIMIT:
+        problems["max_reply_bytes"] = f"expected a whole number of bytes from 1 to {MAX_REPLY_BYTES_LIMIT}"
     return problems
 
 
@@ -173,10 +194,6 @@ class Budget:
             self.tokens += tokens
 
 
-def _redacted(text: str, key: str) -> str:
-    return text.replace(key, "[key]") if key else text
-
-
 def retry_after(headers, now: float | None = None) -> float | None:
     """Seconds to wait from ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms``; None when absent."""
     if headers is None:
@@ -202,14 +219,92 @@ def retry_after(headers, now: float | None = None) -> float | None:
 
 
 class _Redirected(Exception):
-    def __init__(self, location: str):
-        super().__init__(f"redirected to {location}; not followed")
-        self.location = location
+    def __init__(self, status: int):
+        super().__init__(f"answered with a redirect (HTTP {status}), not followed: the key stays with its host")
+        self.status = status
 
 
 def _refuse_redirects(response) -> None:
     if 300 <= response.status_code < 400:
-        raise _Redirected(response.headers.get("location", "?"))
+        raise _Redirected(response.status_code)
+
+
+def _drop_authorization(request) -> None:
+    """An endpoint without a key gets no ``Authorization`` header at all (not even an empty or placeholder one)."""
+    request.headers.pop("Authorization", None)
+
+
+# Media types a reply is named by in an error; any other is "another media type" (the header is the other side's
+# text, which an error never quotes).
+KNOWN_MEDIA_TYPES = frozenset(
+    (
+        "application/json",
+        "application/problem+json",
+        "application/octet-stream",
+        "application/xml",
+        "application/xhtml+xml",
+        "application/x-ndjson",
+        "text/event-stream",
+        "text/html",
+        "text/plain",
+        "text/xml",
+    )
+)
+
+
+def _media_type(response) -> str:
+    """The reply's media type when it is a well-known one (``text/html``), never other text the header holds."""
+    given = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if not given:
+        return "no media type"
+    return given if given in KNOWN_MEDIA_TYPES else "another media type"
+
+
+def _redacted(text: str, key: str) -> str:
+    return text.replace(key, "[key]") if key else text
+
+
+def _causes(error: BaseException | None) -> list[BaseException]:
+    """``error`` and its causes (the openai client wraps httpx's errors, which wrap httpcore's and the socket's)."""
+    chain = []
+    while error is not None and len(chain) < 20:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    return chain
+
+
+def _request_failure(where: str, error: BaseException) -> str:
+    """Why a request got no usable HTTP answer, by kind (never what the other side sent)."""
+    chain = _causes(error)
+    for cause in chain:
+        if isinstance(cause, netguard.AddressRefused):
+            return (
+                f"the endpoint {where} was not contacted: its host is or resolves to {cause.kind}, which model "
+                "endpoints may not reach here"
+            )
+        if isinstance(cause, netguard.ReplyTooLarge):
+            return f"the endpoint {where} sent a reply larger than {cause.cap} bytes, the most read; reading stopped"
+        if isinstance(cause, netguard.ReplyRefused):
+            return f"the endpoint {where} answered, but {cause}"
+        if isinstance(cause, (netguard.Unresolvable, socket.gaierror)):
+            return f"cannot reach the endpoint {where}: its host name does not resolve"
+    return f"cannot reach the endpoint {where}: {_connection_kind(chain)}"
+
+
+def _connection_kind(chain: list[BaseException]) -> str:
+    for cause in chain:
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS failed ({cause.reason or type(cause).__name__})"
+        if isinstance(cause, (httpx2.RemoteProtocolError, httpx2.LocalProtocolError)):
+            return "what answered does not speak HTTP"
+        if isinstance(cause, OSError) and cause.errno and cause.errno > 0:
+            return os.strerror(cause.errno).lower()
+    for cause in chain:
+        if isinstance(cause, httpx2.ConnectError):
+            return "the connection failed"
+        if isinstance(cause, (httpx2.ReadError, httpx2.WriteError)):
+            return "the connection broke"
+    return f"the request failed ({type(chain[-1]).__name__})"
 
 
 class _Retry(Exception):
@@ -243,7 +338,13 @@ class ChatClient:
         self.requests = 0  # HTTP requests sent (retries included)
         self.answers = 0  # answers from the endpoint
         self.cache_hits = 0
-        self._http = openai.DefaultHttpxClient(event_hooks={"response": [_refuse_redirects]})
+        hooks = {"response": [_refuse_redirects], "request": [] if endpoint.key else [_drop_authorization]}
+        transport = netguard.GuardedTransport(
+            allow_private=endpoint.allow_private, max_reply_bytes=endpoint.max_reply_bytes
+        )
+        self._http = openai.DefaultHttpxClient(
+            transport=transport, event_hooks=hooks, headers={"Accept-Encoding": "identity"}
+        )
         self._client = openai.OpenAI(
             base_url=endpoint.url.rstrip("/"),
             api_key=endpoint.key or "none",
@@ -285,7 +386,10 @@ class ChatClient:
                 )
         self.budget.take_request()
         started = time.perf_counter()
-        completion = self._ask_with_retries(messages)
+        try:
+            completion = self._ask_with_retries(messages)
+        except EndpointError as error:  # the key masked in every reason, whatever the reason holds
+            raise EndpointError(_redacted(error.reason, self.endpoint.key)) from None
         completion.seconds = time.perf_counter() - started
         self.budget.spend(completion.tokens_in + completion.tokens_out)
         if self.cache is not None:
@@ -314,7 +418,7 @@ class ChatClient:
         return f"{parts.scheme}://{parts.netloc}{parts.path}"
 
     def _ask(self, messages: list[dict]) -> Completion:
-        e, key = self.endpoint, self.endpoint.key
+        e, where = self.endpoint, self._where()
         with self._lock:
             self.requests += 1
         try:
@@ -322,67 +426,56 @@ class ChatClient:
                 model=e.model, messages=messages, temperature=e.temperature, max_tokens=e.max_tokens
             )
         except _Redirected as redirected:
-            raise EndpointError(f"the endpoint {self._where()} {redirected}") from None
+            raise EndpointError(f"the endpoint {where} {redirected}") from None
         except openai.APITimeoutError:
             raise _Retry(f"no answer within {e.timeout:g} s") from None
         except openai.APIStatusError as error:
             status = error.status_code
-            detail = _redacted(_short(error.response), key)
             if status == 429:
                 raise _Retry("rate limited (HTTP 429)", retry_after(error.response.headers)) from None
             if status >= 500:
                 raise _Retry(f"server error (HTTP {status})", retry_after(error.response.headers)) from None
             if status in (401, 403):
-                raise EndpointError(f"the endpoint {self._where()} refused the key (HTTP {status}): {detail}") from None
-            raise EndpointError(f"the endpoint {self._where()} refused the request (HTTP {status}): {detail}") from None
+                raise EndpointError(f"the endpoint {where} refused the key (HTTP {status})") from None
+            raise EndpointError(f"the endpoint {where} refused the request (HTTP {status})") from None
         except openai.APIConnectionError as error:
-            cause = error.__cause__
-            while cause is not None and not isinstance(cause, _Redirected) and cause.__cause__ is not None:
-                cause = cause.__cause__
-            if isinstance(cause, _Redirected):
-                raise EndpointError(f"the endpoint {self._where()} {cause}") from None
-            reason = _redacted(str(cause or error), key)
-            raise EndpointError(f"cannot reach the endpoint {self._where()}: {reason}") from None
+            redirected = _in_chain(error, _Redirected)
+            if redirected is not None:
+                raise EndpointError(f"the endpoint {where} {redirected}") from None
+            raise EndpointError(_request_failure(where, error)) from None
         return self._parse(raw)
 
     def _parse(self, raw) -> Completion:
-        where, key = self._where(), self.endpoint.key
+        where = self._where()
         response = raw.http_response
         try:
             body = json.loads(response.content)
         except ValueError:
-            media = response.headers.get("content-type", "no content type")
-            excerpt = _redacted(response.text[:80], key)
             raise EndpointError(
-                f"the endpoint {where} answered something that is not JSON ({media}): {excerpt!r}"
+                f"the endpoint {where} answered something that is not JSON ({_media_type(response)}, "
+                f"{len(response.content)} bytes)"
             ) from None
         try:
             text = body["choices"][0]["message"]["content"]
             if text is None:
                 text = ""
             if not isinstance(text, str):
-                raise TypeError("content is not a string")
-        except (KeyError, IndexError, TypeError) as error:
-            excerpt = _redacted(json.dumps(body)[:120], key)
+                raise TypeError
+        except (KeyError, IndexError, TypeError):
             raise EndpointError(
-                f"the endpoint {where} answered JSON that is not a chat completion ({error}): {excerpt}"
+                f"the endpoint {where} answered JSON that is not a chat completion (no text at "
+                "choices[0].message.content)"
             ) from None
-        usage = body.get("usage") or {}
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
         with self._lock:
             self.answers += 1
         return Completion(text, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
 
 
+def _in_chain(error: BaseException, kind: type):
+    """The first exception of type ``kind`` among ``error``'s causes, or None."""
+    return next((cause for cause in _causes(error) if isinstance(cause, kind)), None)
+
+
 def _count(value) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
-
-
-def _short(response) -> str:
-    try:
-        body = response.json()
-        message = body.get("error", body) if isinstance(body, dict) else body
-        if isinstance(message, dict):
-            message = message.get("message", message)
-        return str(message)[:200]
-    except Exception:  # not JSON: its first characters
-        return response.text[:200]

@@ -327,6 +327,10 @@ FORM_TASK_ASSET_SOURCES = env_str("FORM_TASK_ASSET_SOURCES", "https:")
 TEMPLATE_SCRIPTS = env_str("TEMPLATE_SCRIPTS", "vendored")
 # `predict` (WebLINX / Mind2Web predictions from a model endpoint): requests in flight at once, unless a run says.
 PREDICT_IN_FLIGHT = env_int("PREDICT_IN_FLIGHT", 4)
+# Model endpoints (docs/agents.md) may point at loopback, private (RFC 1918, ULA), link-local and other non-global
+# addresses only when this is on (a model server on the same host or network): off, a URL whose host is or resolves to
+# one is refused when saved, and a run refuses to connect to one (the address actually connected to is checked).
+MODEL_ENDPOINTS_ALLOW_PRIVATE = env_bool("MODEL_ENDPOINTS_ALLOW_PRIVATE", False)
 # How long a signed preview URL (what agents and previews load) stays valid.
 FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS = env_int("FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS", 24 * 3600)
 # How often Celery beat marks assignments past their allotted time as expired.

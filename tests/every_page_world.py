@@ -177,16 +177,20 @@ def store_before_server() -> dict:
 def prediction_runs(project, rex, rita) -> None:
     """A model endpoint and two finished prediction runs (one with an unreadable answer) for the prediction pages:
     the endpoint is never asked here (``tests/test_agents_predictions_api.py`` runs the job against the stand-in)."""
-    from annotation.actions.agents import do_create_model_endpoint
-    from annotation.actions.predictions import do_create_prediction_run
+    from annotation.actions.endpoints import do_create_model_endpoint
     from annotation.models import JobStatus, PredictionRun
 
-    do_create_model_endpoint(
+    endpoint = do_create_model_endpoint(
         rex, project, "local", "http://127.0.0.1:9/v1", "stand-in", key=f"sk-{project.name}-secret"
     )
     settings = {"temperature": 0.0, "max_tokens": 64, "timeout": 5.0, "in_flight": 1, "candidates": 5}
     for owner, score in ((rex, 0.5), (rita, 0.25)):
-        run = do_create_prediction_run(owner, project, "mind2web", "train", "local", settings, send=False)
+        # as the worker leaves a finished run (made here directly: the world's demonstrations are validated later,
+        # over HTTP, and a run needs validated ones to be made)
+        run = PredictionRun.objects.create(
+            project=project, owner=owner, format="mind2web", split="train", endpoint=endpoint,
+            endpoint_name=endpoint.name, model=endpoint.model, **settings,
+        )  # fmt: skip
         PredictionRun.objects.filter(pk=run.pk).update(
             status=JobStatus.DONE,
             progress=1.0,

@@ -32,6 +32,13 @@ KEY = "sk-llm-run-TOP-SECRET-55aa77"
 REAL_TASKS = ("ANLI Generation", "Event effect", "Simplicity rating")
 
 
+@pytest.fixture(autouse=True)
+def private_endpoints(settings):
+    """The stand-in model is on loopback, which endpoints may reach only with ``MODEL_ENDPOINTS_ALLOW_PRIVATE``: on
+    here, for the API, in-process runs and (``worker_env``) the worker."""
+    settings.MODEL_ENDPOINTS_ALLOW_PRIVATE = True
+
+
 @pytest.fixture
 def worker_env(media_storage, tmp_path, settings):
     settings.EXPORT_TMP_DIR = tmp_path / "tmp"
@@ -39,6 +46,7 @@ def worker_env(media_storage, tmp_path, settings):
         "DATABASE_URL": database_url(connection.settings_dict),
         "MEDIA_ROOT": str(media_storage),
         "EXPORT_TMP_DIR": str(settings.EXPORT_TMP_DIR),
+        "MODEL_ENDPOINTS_ALLOW_PRIVATE": "1",
     }
 
 
@@ -232,7 +240,7 @@ def test_429_with_retry_after_a_500_and_a_hang_are_retried_and_the_run_succeeds(
     ("behaviour", "reason"),
     [
         ("401", "refused the key (HTTP 401)"),
-        ("non-json", "answered something that is not JSON (text/html)"),
+        ("non-json", "answered something that is not JSON (text/html, "),
         ("unreachable", "cannot reach the endpoint"),
     ],
 )

@@ -23,6 +23,12 @@ RUNS = "/api/prediction-runs/"
 KEY = "sk-prediction-key-777"
 
 
+@pytest.fixture(autouse=True)
+def private_endpoints(settings):
+    """The stand-in model is on loopback: allowed here (``MODEL_ENDPOINTS_ALLOW_PRIVATE``)."""
+    settings.MODEL_ENDPOINTS_ALLOW_PRIVATE = True
+
+
 @pytest.fixture
 def world(tmp_path):
     """The corpus project with two researchers, an annotator, an outsider; the split with the most steps."""

@@ -1,7 +1,10 @@
 """The agents pages' forms, as people use them in the browser's place (a session): a project's model endpoints
-(add, change, remove; the key is write-only and never on any page, not even after a refused form) and a new agent
-run from a form (the API's checks: a refusal is a 400 naming the field with what was typed kept). Researchers and
-admins of the project only: annotators and reviewers get a 403, people outside the project a 404."""
+(add, change, remove; the key is write-only and never on any page, not even after a refused form; only the one who
+added an endpoint or a project admin changes or removes it, others read it; a new URL removes the stored key and the
+page says so before and after) and a new agent run from a form (the split chosen among the project's splits that
+have batches; the API's checks: a refusal is a 400 naming the field with what was typed kept). Researchers and
+admins of the project only: annotators and reviewers get a 403, people outside the project a 404. The endpoints
+here are on loopback, allowed by ``MODEL_ENDPOINTS_ALLOW_PRIVATE`` (on in this module)."""
 
 import pytest
 from django.test import Client
@@ -15,6 +18,12 @@ pytestmark = pytest.mark.django_db
 KEY = "sk-web-SECRET-55501234"
 ENDPOINTS = "/projects/alpha/agents/endpoints/"
 NEW_RUN = "/projects/alpha/agents/new/"
+URL_NOTE = "Changing the URL removes the stored key unless a new key is given with it."
+
+
+@pytest.fixture(autouse=True)
+def private_endpoints(settings):
+    settings.MODEL_ENDPOINTS_ALLOW_PRIVATE = True
 
 
 @pytest.fixture
@@ -64,34 +73,79 @@ def test_researchers_and_admins_manage_endpoints_and_the_key_is_never_shown(peop
     endpoint = ModelEndpoint.objects.get(name="local")
     assert endpoint.owner == people[f"{role}1"]
     edit = f"{ENDPOINTS}{endpoint.pk}/"
-    shown = second.get(edit).content.decode()
+    shown = first.get(edit).content.decode()
     assert KEY not in shown
     assert 'type="password"' in shown
     assert "key stored" in shown
+    assert URL_NOTE in shown  # said before a change
 
-    # empty key: the stored one is kept; the others change
-    changed = second.post(edit, {"url": "http://127.0.0.1:8192/v1", "model": "llama", "vision": "on", "key": ""})
+    # empty key and the same URL: the stored key is kept; the others change
+    changed = first.post(edit, {"url": endpoint.url, "model": "llama", "vision": "on", "key": ""})
     assert changed.status_code == 302
-    page = second.get(ENDPOINTS).content.decode()
+    page = first.get(ENDPOINTS).content.decode()
+    assert "Model endpoint local saved." in page
     assert "llama" in page
-    assert "8192" in page
     assert "key stored" in page
     endpoint.refresh_from_db()
     assert (endpoint.key, endpoint.vision) == (KEY, True)
 
     # a new key replaces it (never shown), remove_key removes it
-    assert second.post(edit, {"url": endpoint.url, "model": "llama", "key": "sk-other-77"}).status_code == 302
-    assert "sk-other-77" not in second.get(edit).content.decode()
+    assert first.post(edit, {"url": endpoint.url, "model": "llama", "key": "sk-other-77"}).status_code == 302
+    assert "sk-other-77" not in first.get(edit).content.decode()
     assert ModelEndpoint.objects.get(pk=endpoint.pk).key == "sk-other-77"
-    assert first.post(edit, {"url": endpoint.url, "model": "llama", "remove_key": "on"}).status_code == 302
-    assert "no key" in first.get(ENDPOINTS).content.decode()
 
-    # a second endpoint by the other person, then removals
+    # a new URL without a key removes the stored one, and the next page says so
+    moved = first.post(edit, {"url": "http://127.0.0.1:8192/v1", "model": "llama", "key": ""}, follow=True)
+    page = moved.content.decode()
+    assert "Its URL changed, so its stored key was removed: give the key again" in page
+    assert "8192" in page
+    assert "no key" in page
+    assert ModelEndpoint.objects.get(pk=endpoint.pk).key == ""
+    with_key = {"url": "http://127.0.0.1:8193/v1", "model": "llama", "key": "sk-for-8193"}
+    assert "Model endpoint local saved." in first.post(edit, with_key, follow=True).content.decode()
+    assert ModelEndpoint.objects.get(pk=endpoint.pk).key == "sk-for-8193"
+    assert first.post(edit, {"url": endpoint.url, "model": "llama", "remove_key": "on"}).status_code == 302
+    assert ModelEndpoint.objects.get(pk=endpoint.pk).key == ""
+
+    # a second endpoint by the other person, then removals by their owners
     assert add_endpoint(second, name="hosted", key="").status_code == 302
     assert add_endpoint(first, name="hosted").status_code == 400  # the name is taken
     for endpoint in ModelEndpoint.objects.all():
-        assert first.post(f"{ENDPOINTS}{endpoint.pk}/delete").status_code == 302
+        owner = first if endpoint.owner == people[f"{role}1"] else second
+        assert owner.post(f"{ENDPOINTS}{endpoint.pk}/delete").status_code == 302
     assert "No model endpoints yet" in second.get(ENDPOINTS).content.decode()
+
+
+def test_another_researcher_reads_an_endpoint_but_its_page_refuses_a_change_or_removal(people):
+    """The review's finding, on the pages: a researcher who did not add an endpoint changed its URL (to their own
+    listener) or removed it. Now they read it; a change or a removal is a 403 and leaves it as it was; an admin may
+    do both."""
+    owner, other, admin = (browser(people[name]) for name in ("researcher1", "researcher2", "admin1"))
+    assert add_endpoint(owner).status_code == 302
+    endpoint = ModelEndpoint.objects.get()
+    edit = f"{ENDPOINTS}{endpoint.pk}/"
+    listed = other.get(ENDPOINTS).content.decode()
+    assert f'action="{edit}delete"' not in listed  # no Remove button for them
+    assert f'action="{edit}delete"' in owner.get(ENDPOINTS).content.decode()
+    shown = other.get(edit)
+    page = shown.content.decode()
+    assert shown.status_code == 200
+    assert 'id="endpoint-read-only"' in page
+    assert "Only researcher1, who added it, or an admin of alpha may change or remove it." in page
+    assert 'id="endpoint-form"' not in page
+    assert KEY not in page
+    listener = {"url": "http://127.0.0.1:9999/v1", "model": "qwen", "key": ""}
+    refused = other.post(edit, listener)
+    assert refused.status_code == 403
+    assert "only the one who added model endpoint" in refused.content.decode()
+    assert other.post(f"{edit}delete").status_code == 403
+    endpoint.refresh_from_db()
+    assert (endpoint.url, endpoint.key) == ("http://127.0.0.1:8191/v1", KEY)
+    assert 'id="endpoint-form"' in admin.get(edit).content.decode()
+    assert admin.post(edit, {**listener, "url": "http://127.0.0.1:8195/v1"}).status_code == 302
+    assert ModelEndpoint.objects.get().key == ""  # the admin moved it: the key stays behind
+    assert admin.post(f"{edit}delete").status_code == 302
+    assert not ModelEndpoint.objects.exists()
 
 
 @pytest.mark.parametrize(
@@ -221,8 +275,8 @@ def test_runs_start_from_the_form_queued_and_shown_on_their_page(
 @pytest.mark.parametrize(
     ("changes", "field", "message"),
     [
-        ({"split": "test_hard"}, "split", "unknown split &#x27;test_hard&#x27;"),
-        ({"split": "train"}, "split", "has no form batches in project"),
+        ({"split": "test_hard"}, "split", "Select a valid choice. test_hard is not one of the available choices."),
+        ({"split": "train"}, "split", "Select a valid choice. train is not one of the available choices."),
         ({"solver": "gpt"}, "solver", "unknown solver"),
         ({"solver": "python:os:System"}, "solver", "is not among the solver modules"),
         ({"solver": "python:agents.solvers:Nope"}, "solver", "cannot load solver"),
@@ -252,9 +306,60 @@ def test_a_refused_run_is_a_400_naming_the_field_keeping_what_was_typed(people, 
     errors = page.split(f'id="id_{field}"', 1)[1].split("</label>", 1)[0]
     assert 'class="errorlist' in errors, f"no error on {field}"
     for name, value in changes.items():
-        if name not in ("endpoint", "prompt_template"):
+        if name not in ("endpoint", "prompt_template", "split"):
             assert f'value="{value}"' in page
     if "prompt_template" in changes:
         assert changes["prompt_template"] in page
     assert KEY not in page
+    assert not AgentRun.objects.exists()
+
+
+def test_the_split_is_chosen_among_the_project_s_splits_that_have_batches(people, form_batch):
+    page = browser(people["researcher1"]).get(NEW_RUN).content.decode()
+    choices = page.split('id="id_split"', 1)[1].split("</select>", 1)[0]
+    assert '<option value="test_easy" selected>test_easy (1)</option>' in choices
+    assert '<option value="all">all (1)</option>' in choices
+    assert "train" not in choices  # every batch is in test_easy: train has none
+    assert 'id="no-splits"' not in page
+
+
+def test_a_batch_uploaded_from_the_web_runs_on_all_by_default_on_the_page_and_the_api(
+    people, alpha, api_for, django_capture_on_commit_callbacks
+):
+    """A batch uploaded from the web is in no split list: the form offers ``all`` and ``train`` and chooses
+    ``all`` (it offered ``test_easy`` as free text, a 400); the API's default is the same."""
+    make_batch(alpha, template=FORM, csv_text=csv_text(FORM_HEADER, FORM_ROWS), name="Uploaded")
+    client = browser(people["researcher1"])
+    page = client.get(NEW_RUN).content.decode()
+    choices = page.split('id="id_split"', 1)[1].split("</select>", 1)[0]
+    assert '<option value="all" selected>all (1)</option>' in choices
+    assert '<option value="train">train (1)</option>' in choices
+    assert "test_easy" not in choices
+    with django_capture_on_commit_callbacks(execute=False):
+        started = client.post(NEW_RUN, run_body(split="all"))
+        from_api = api_for(people["researcher2"]).post(
+            "/api/agent-runs/", {"project": "alpha", "solver": "oracle", "instances": 1}, format="json"
+        )
+    assert started.status_code == 302
+    assert from_api.status_code == 202, from_api.json()
+    assert from_api.json()["split"] == "all"
+    assert sorted(AgentRun.objects.values_list("split", flat=True)) == ["all", "all"]
+
+
+def test_a_project_without_form_batches_says_so_and_refuses_a_run_naming_the_split(people, api_for):
+    client = browser(people["admin1"])
+    page = client.get(NEW_RUN).content.decode()
+    assert 'id="no-splits"' in page
+    assert 'href="/work/batches/new/"' in page
+    refused = client.post(NEW_RUN, run_body(split=""))
+    assert refused.status_code == 400
+    errors = refused.content.decode().split('id="id_split"', 1)[1].split("</label>", 1)[0]
+    assert "This project has no form batches to run on yet: upload or import one first." in errors
+    from_api = api_for(people["admin1"]).post(
+        "/api/agent-runs/", {"project": "alpha", "solver": "oracle"}, format="json"
+    )
+    assert from_api.status_code == 400
+    assert from_api.json()["errors"] == [
+        {"field": "split", "message": "project 'alpha' has no form batches yet: upload or import one first"}
+    ]
     assert not AgentRun.objects.exists()

@@ -105,7 +105,11 @@ def world(django_db_setup, django_db_blocker, tmp_path_factory):
     media = folder / "media"
     storage = {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(media)}}
     with django_db_blocker.unblock(), contextlib.ExitStack() as stack:
-        stack.enter_context(override_settings(STORAGES={**settings.STORAGES, "default": storage}))
+        # the world's model endpoints are on loopback (the stand-in model): allowed in it, in-process and in its
+        # server and worker
+        stack.enter_context(
+            override_settings(STORAGES={**settings.STORAGES, "default": storage}, MODEL_ENDPOINTS_ALLOW_PRIVATE=True)
+        )
         stack.callback(call_command, "flush", verbosity=0, interactive=False)
         stored = store_before_server()
         env = {
@@ -113,6 +117,7 @@ def world(django_db_setup, django_db_blocker, tmp_path_factory):
             "MEDIA_ROOT": str(media),
             "EXPORT_TMP_DIR": str(folder / "exports-tmp"),
             "CELERY_QUEUE": f"every-page-{uuid.uuid4().hex[:8]}",
+            "MODEL_ENDPOINTS_ALLOW_PRIVATE": "1",
         }
         (url, _), _ = enter_together(
             stack, asgi_process(env, folder / "server.log", workers=2), celery_worker(env, folder / "worker.log")

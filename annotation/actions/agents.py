@@ -6,18 +6,18 @@ under ``settings.AGENT_SOLVER_MODULES`` (code the worker already has installed),
 """
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import Sum
+from django.db import transaction
+from django.db.models import Count, Sum
 
-from agents import llm
 from agents.solvers import SolverSpecError, solver_class, spec_parts
 
 from ..lib.schema import MAX_COUNT
-from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, JobStatus, ModelEndpoint, Project
+from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, BatchKind, JobStatus, Project, Task
 from . import queue
+from .endpoints import capped_default, chat_endpoint, check_endpoint_for_project, check_within_limit, model_limits
 from .errors import Conflict, NotFound, invalid
 from .exports.jobs import EXPORT_ROLES, check_job_cancellable, enqueue
-from .forms.splits import split_tasks
+from .forms.splits import split_names, split_tasks
 
 MAX_INSTANCES_PER_TASK = 100_000
 MAX_SEED = MAX_COUNT  # the run's seed column is a 32-bit integer: a larger seed would not be stored as given
@@ -59,6 +59,19 @@ def check_solver(solver, from_api: bool) -> None:
         raise invalid("solver", str(error)) from None
 
 
+def run_splits(project) -> list[tuple[str, int]]:
+    """The splits a run may take in ``project`` that have form batches: ``[(split, batches)]``, sorted by name."""
+    sizes = [(split, len(split_tasks(project, split))) for split in split_names(project)]
+    return [(split, size) for split, size in sizes if size]
+
+
+def default_split(project, splits: list[tuple[str, int]] | None = None) -> str:
+    """The split a run takes when none is given: ``test_easy`` (the benchmark's) when the project has it, else
+    ``all`` (batches uploaded from the web are in no split list)."""
+    names = [name for name, _ in (run_splits(project) if splits is None else splits)]
+    return "test_easy" if "test_easy" in names else "all"
+
+
 def check_agent_run(project, split, solver, instances_per_task, seed, metric, from_api=True) -> list[str]:
     """Validate a run request; returns the split's task names."""
     check_solver(solver, from_api)
@@ -72,6 +85,8 @@ def check_agent_run(project, split, solver, instances_per_task, seed, metric, fr
         raise invalid("seed", f"expected a whole number from 0 to {MAX_SEED}")
     tasks = split_tasks(project, split)
     if not tasks:
+        if not run_splits(project):
+            raise invalid("split", f"project {project.name!r} has no form batches yet: upload or import one first")
         raise invalid("split", f"split {split!r} has no form batches in project {project.name!r}")
     return tasks
 
@@ -81,9 +96,20 @@ def _whole(field, value, low, high) -> None:
         raise invalid(field, f"expected a whole number from {low} to {high}")
 
 
-def check_model_settings(project, solver, browsers=None, **model) -> dict:
-    """The llm settings of a run, checked (400 naming the setting) and with the endpoint row: ``{field: value}``
-    for ``AgentRun``. Other solvers take none of them (only ``browsers``)."""
+def run_instances_count(project, tasks: list[str], instances_per_task: int | None) -> int:
+    """How many instances a run opens: per task its instances, or ``instances_per_task`` of them when fewer."""
+    counts = (
+        Task.objects.filter(batch__project=project, batch__kind=BatchKind.FORM, batch__name__in=tasks)
+        .values("batch__name")
+        .annotate(n=Count("pk"))
+    )
+    return sum(min(row["n"], instances_per_task or row["n"]) for row in counts)
+
+
+def check_model_settings(project, solver, browsers=None, *, tasks=(), instances_per_task=None, **model) -> dict:
+    """The llm settings of a run, checked (400 naming the setting) against their ranges and the project's model
+    limits (``ModelLimits``; the run's instances too), and with the endpoint row: ``{field: value}`` for
+    ``AgentRun``. Other solvers take none of them (only ``browsers``)."""
     from agents.llm_solver import check_template
 
     _whole("browsers", browsers, 1, MAX_BROWSERS)
@@ -93,13 +119,14 @@ def check_model_settings(project, solver, browsers=None, **model) -> dict:
             raise invalid(next(iter(given)), "only the llm solver takes model settings")
         return {"browsers": browsers}
     endpoint = check_endpoint_for_project(project, model.get("endpoint"))
+    limits = model_limits(project)
     settings_ = {
         "browsers": browsers,
         "endpoint": endpoint,
         "temperature": model.get("temperature", 0.0) if model.get("temperature") is not None else 0.0,
-        "max_tokens": model.get("max_tokens") if model.get("max_tokens") is not None else 1024,
+        "max_tokens": given.get("max_tokens", capped_default(limits, "max_tokens", 1024)),
         "in_flight": model.get("in_flight"),
-        "timeout": model.get("timeout") if model.get("timeout") is not None else 60.0,
+        "timeout": given.get("timeout", capped_default(limits, "max_timeout", 60.0)),
         "prompt_template": model.get("prompt_template") or "",
         "budget_requests": model.get("budget_requests"),
         "budget_tokens": model.get("budget_tokens"),
@@ -115,6 +142,20 @@ def check_model_settings(project, solver, browsers=None, **model) -> dict:
     except ValueError as error:
         name, _, message = str(error).partition(": ")
         raise invalid("endpoint" if name in ("url", "model") else name, message) from None
+    for limit, value in (
+        ("max_tokens", settings_["max_tokens"]),
+        ("max_in_flight", settings_["in_flight"]),
+        ("max_browsers", browsers),
+        ("max_timeout", settings_["timeout"]),
+    ):
+        check_within_limit(limits, limit, value)
+    opened = run_instances_count(project, list(tasks), instances_per_task)
+    if opened > limits.max_instances:
+        raise invalid(
+            "instances",
+            f"this run would open {opened} instances; at most {limits.max_instances} per run in project "
+            f"{project.name!r} (its model limits): ask for fewer instances per task or a smaller split",
+        )
     if message := check_template(settings_["prompt_template"]):
         raise invalid("prompt_template", message)
     _whole("budget_requests", settings_["budget_requests"], 1, MAX_BUDGET)
@@ -136,9 +177,11 @@ def do_create_agent_run(
     **model,
 ) -> AgentRun:
     """Create a run; with ``send`` it is enqueued for a worker (``manage.py run_agent`` runs it in-process).
-    ``model``: the llm solver's settings (``RUN_MODEL_SETTINGS``; ``endpoint`` is the name of a project endpoint)."""
-    check_agent_run(project, split, solver, instances_per_task, seed, metric, from_api)
-    extra = check_model_settings(project, solver, browsers, **model)
+    ``split`` None or empty: ``default_split``. ``model``: the llm solver's settings (``RUN_MODEL_SETTINGS``;
+    ``endpoint`` is the name of a project endpoint)."""
+    split = split or default_split(project)
+    tasks = check_agent_run(project, split, solver, instances_per_task, seed, metric, from_api)
+    extra = check_model_settings(project, solver, browsers, tasks=tasks, instances_per_task=instances_per_task, **model)
     with transaction.atomic():
         run = AgentRun.objects.create(
             project=project,
@@ -182,81 +225,6 @@ def do_resume_agent_run(user, run: AgentRun, budget_requests=None, budget_tokens
         run.refresh_from_db()
         enqueue(queue.AGENT_RUN, run)
     return run
-
-
-# --- Model endpoints (the llm solver, predict) ----------------------------------------------------------
-
-ENDPOINT_FIELDS = ("url", "model", "key", "vision")
-MAX_KEY_LENGTH = 4096
-
-
-def check_endpoint_fields(url=None, model=None, key=None, vision=None, required=True) -> None:
-    """400 naming the field: an http(s) URL with a host, a model name, a key that is text, vision a boolean.
-    ``required=False`` (a change) checks only what is given (not None)."""
-    if url is not None or required:
-        if message := llm.check_url(url):
-            raise invalid("url", message)
-        if len(url) > 500:
-            raise invalid("url", "at most 500 characters")
-    if (model is not None or required) and (not isinstance(model, str) or not model.strip() or len(model) > 200):
-        raise invalid("model", "expected the model's name (at most 200 characters)")
-    if key is not None and (not isinstance(key, str) or len(key) > MAX_KEY_LENGTH or "\n" in key):
-        raise invalid("key", f"expected the key as one line of at most {MAX_KEY_LENGTH} characters")
-    if vision is not None and not isinstance(vision, bool):
-        raise invalid("vision", "expected true or false")
-
-
-def do_create_model_endpoint(user, project, name, url, model, key="", vision=False) -> ModelEndpoint:
-    """A project's model endpoint (409 when the name is taken). The key is stored, never shown back."""
-    check_endpoint_fields(url, model, key, vision)
-    try:
-        with transaction.atomic():
-            return ModelEndpoint.objects.create(
-                project=project, owner=user, name=name, url=url, model=model, key=key or "", vision=bool(vision)
-            )
-    except IntegrityError:
-        raise Conflict(f"project {project.name!r} already has a model endpoint {name!r}") from None
-
-
-def do_change_model_endpoint(endpoint: ModelEndpoint, **changes) -> ModelEndpoint:
-    """Change the given fields (a key given replaces the stored one; ``""`` removes it; absent keeps it)."""
-    changes = {name: value for name, value in changes.items() if name in ENDPOINT_FIELDS and value is not None}
-    check_endpoint_fields(**changes, required=False)
-    for name, value in changes.items():
-        setattr(endpoint, name, value)
-    endpoint.save(update_fields=list(changes) or None)
-    return endpoint
-
-
-def endpoints_readable_by(user):
-    """Endpoints of the projects where ``user`` is a researcher or admin (who may use them)."""
-    return ModelEndpoint.objects.filter(project__in=Project.objects.for_user(user, EXPORT_ROLES)).select_related(
-        "project", "owner"
-    )
-
-
-def check_endpoint_for_project(project, name) -> ModelEndpoint:
-    """The project's endpoint named ``name``; 400 naming ``endpoint`` otherwise."""
-    if not isinstance(name, str) or not name:
-        raise invalid("endpoint", "the llm solver needs a model endpoint of the project (its name)")
-    endpoint = ModelEndpoint.objects.filter(project=project, name=name).first()
-    if endpoint is None:
-        raise invalid("endpoint", f"project {project.name!r} has no model endpoint {name!r}")
-    return endpoint
-
-
-def chat_endpoint(endpoint: ModelEndpoint, temperature=0.0, max_tokens=1024, timeout=60.0, in_flight=1):
-    """The ``agents.llm.Endpoint`` of a stored endpoint with a run's sampling settings (``ValueError`` naming the
-    setting when one is out of range)."""
-    return llm.Endpoint(
-        endpoint.url,
-        endpoint.model,
-        endpoint.key,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        timeout=timeout,
-        in_flight=in_flight,
-    )
 
 
 # --- Reading results (the web app's pages) ---------------------------------------------------------------

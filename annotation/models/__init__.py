@@ -11,6 +11,7 @@ from .agents import (
     AgentRun,
     AgentRunInstance,
     ModelEndpoint,
+    ModelLimits,
     PredictionRun,
 )
 from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
@@ -97,6 +98,7 @@ __all__ = [
     "JobStatus",
     "Membership",
     "ModelEndpoint",
+    "ModelLimits",
     "PredictionRun",
     "Project",
     "ProjectInvitation",

@@ -46,6 +46,28 @@ class ModelEndpoint(models.Model):
         return bool(self.key)
 
 
+class ModelLimits(models.Model):
+    """A project's caps on the runs that ask its model endpoints (``llm`` agent runs, prediction runs): what a run
+    may ask for (a larger value is a 400 naming the setting) and the most bytes of a reply read. A project without
+    a row has the defaults; its admins change them (``annotation.actions.agents.do_change_model_limits``)."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="model_limits")
+    max_tokens = models.PositiveIntegerField(default=4096, help_text="Most tokens a run may ask per answer.")
+    max_in_flight = models.PositiveSmallIntegerField(default=8, help_text="Most model requests in flight at once.")
+    max_browsers = models.PositiveSmallIntegerField(default=4, help_text="Most browsers of an llm agent run.")
+    max_timeout = models.FloatField(default=300.0, help_text="Most seconds a run may wait for one answer.")
+    max_instances = models.PositiveIntegerField(default=1000, help_text="Most instances an llm agent run opens.")
+    max_reply_bytes = models.PositiveIntegerField(default=1024 * 1024, help_text="Most bytes of a reply read.")
+
+    def __str__(self):
+        return f"model limits of {self.project}"
+
+    @classmethod
+    def for_project(cls, project) -> "ModelLimits":
+        """The project's limits: its row, or the defaults (unsaved: reading never writes)."""
+        return cls.objects.filter(project=project).first() or cls(project=project)
+
+
 class AgentRun(Job):
     """One solver over a seeded sample of a split's tasks (form batches of the project)."""
 

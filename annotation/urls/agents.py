@@ -1,5 +1,5 @@
 """Agent runs on form tasks (TurkingBench): results, drill-down, comparison, cancelling; per project, a new run
-and the model endpoints."""
+the model endpoints and the model limits."""
 
 from django.urls import path
 
@@ -27,6 +27,7 @@ urlpatterns = [
     ),
     path("agents/predictions/compare/", predictions.compare, name="agents-predictions-compare"),
     path("projects/<slug:name>/agents/new/", agents.run_new, name="agents-new"),
+    path("projects/<slug:name>/agents/limits/", agents.limits, name="agents-limits"),
     path("projects/<slug:name>/agents/endpoints/", agents.endpoints, name="agents-endpoints"),
     path("projects/<slug:name>/agents/endpoints/<int:endpoint_id>/", agents.endpoint_edit, name="agents-endpoint"),
     path(

@@ -2,9 +2,11 @@
 type, ``all``, overall), one instance's fields with the page screenshot and the gold answers, and two runs side by
 side. Researchers and admins of the run's project only; anyone else gets a 404. A queued or running run is
 cancelled from its page by the one who started it or a project admin (403 for other researchers), and a failed,
-cancelled or budget-stopped run resumed by them the same way. A project's researchers and admins also manage its
-model endpoints (the key is write-only: never filled back) and start a run from a form (other roles 403, people
-outside the project 404). Thin: ``actions.agents``, ``actions.exports.jobs``."""
+cancelled or budget-stopped run resumed by them the same way. A project's researchers and admins also add model
+endpoints and use any of them (the key is write-only: never filled back); only an endpoint's owner or a project
+admin changes or removes it (others read it, 403 on a change). They read the project's model limits, which its
+admins change, and start a run from a form (other roles 403, people outside the project 404). Thin:
+``actions.agents``, ``actions.endpoints``, ``actions.exports.jobs``."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -14,11 +16,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from ..actions import ActionError, ValidationFailed
 from ..actions import agents as actions
+from ..actions import endpoints as endpoint_actions
 from ..actions.errors import Conflict
 from ..actions.exports import jobs
-from ..actions.forms.splits import split_names
 from ..actions.manage.access import check_project_role
-from ..models import ModelEndpoint, Project
+from ..models import ModelEndpoint, Project, Role
 from . import agents_forms as forms
 from .exports.pages import cancel_from_page
 from .page_errors import action_errors, form_error
@@ -133,13 +135,15 @@ def endpoints(request, name: str):
     form = forms.EndpointForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            endpoint = actions.do_create_model_endpoint(request.user, project, **form.cleaned_data)
+            endpoint = endpoint_actions.do_create_model_endpoint(request.user, project, **form.cleaned_data)
         except ActionError as error:
             form_error(form, error)
         else:
             messages.success(request, f"Model endpoint {endpoint.name} added.")
             return redirect("agents-endpoints", name=project.name)
-    listed = ModelEndpoint.objects.filter(project=project).select_related("owner")
+    listed = list(ModelEndpoint.objects.filter(project=project).select_related("owner", "project"))
+    for endpoint in listed:
+        endpoint.may_change = endpoint_actions.may_change_endpoint(request.user, endpoint)
     context = {"project": project, "project_role": role, "tab": "agents", "form": form, "endpoints": listed}
     return render(request, "agents/endpoints.html", context, status=400 if form.errors else 200)
 
@@ -148,21 +152,40 @@ def endpoints(request, name: str):
 @require_http_methods(["GET", "POST"])
 @action_errors
 def endpoint_edit(request, name: str, endpoint_id: int):
-    """Change an endpoint's URL, model, vision or key (an empty key keeps the stored one)."""
+    """An endpoint: its owner and the project's admins change its URL, model, vision or key (an empty key keeps the
+    stored one; a new URL without a key removes it, and the page says so); other researchers read it."""
     project, role = agents_project(request, name)
     endpoint = project_endpoint(project, endpoint_id)
+    if request.method == "POST":
+        endpoint_actions.check_endpoint_changeable(request.user, endpoint)
     initial = {"url": endpoint.url, "model": endpoint.model, "vision": endpoint.vision}
     form = forms.EndpointChangeForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            actions.do_change_model_endpoint(endpoint, **form.changes())
+            _, key_removed = endpoint_actions.do_change_model_endpoint(request.user, endpoint, **form.changes())
         except ActionError as error:
             form_error(form, error)
         else:
-            messages.success(request, f"Model endpoint {endpoint.name} saved.")
+            saved = f"Model endpoint {endpoint.name} saved."
+            if key_removed:
+                messages.warning(
+                    request,
+                    f"{saved} Its URL changed, so its stored key was removed: give the key "
+                    "again for the new URL if it needs one.",
+                )
+            else:
+                messages.success(request, saved)
             return redirect("agents-endpoints", name=project.name)
     endpoint.refresh_from_db()
-    context = {"project": project, "project_role": role, "tab": "agents", "form": form, "endpoint": endpoint}
+    context = {
+        "project": project,
+        "project_role": role,
+        "tab": "agents",
+        "form": form,
+        "endpoint": endpoint,
+        "may_change": endpoint_actions.may_change_endpoint(request.user, endpoint),
+        "url_change_note": endpoint_actions.URL_CHANGE_NOTE,
+    }
     return render(request, "agents/endpoint.html", context, status=400 if form.errors else 200)
 
 
@@ -170,12 +193,41 @@ def endpoint_edit(request, name: str, endpoint_id: int):
 @require_POST
 @action_errors
 def endpoint_delete(request, name: str, endpoint_id: int):
-    """Remove an endpoint (runs that used it keep their results)."""
+    """Remove an endpoint (its owner or a project admin; runs that used it keep their results)."""
     project, _ = agents_project(request, name)
     endpoint = project_endpoint(project, endpoint_id)
-    endpoint.delete()
+    endpoint_actions.do_delete_model_endpoint(request.user, endpoint)
     messages.success(request, f"Model endpoint {endpoint.name} removed.")
     return redirect("agents-endpoints", name=project.name)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@action_errors
+def limits(request, name: str):
+    """The project's model limits: its researchers read them, its admins change them."""
+    project, role = agents_project(request, name)
+    current = endpoint_actions.model_limits(project)
+    if request.method == "POST":
+        endpoint_actions.check_limits_changeable(request.user, project)
+    form = forms.ModelLimitsForm(request.POST or None, initial=forms.ModelLimitsForm.initial_from(current))
+    if request.method == "POST" and form.is_valid():
+        try:
+            endpoint_actions.do_change_model_limits(request.user, project, **form.cleaned_data)
+        except ActionError as error:
+            form_error(form, error)
+        else:
+            messages.success(request, "Model limits saved: runs started from now on are checked against them.")
+            return redirect("agents-limits", name=project.name)
+    context = {
+        "project": project,
+        "project_role": role,
+        "tab": "agents",
+        "form": form,
+        "limits": current,
+        "may_change": role == Role.ADMIN,
+    }
+    return render(request, "agents/limits.html", context, status=400 if form.errors else 200)
 
 
 @login_required
@@ -185,7 +237,10 @@ def run_new(request, name: str):
     """Start an agent run on the project's form tasks (the API's checks); then its page."""
     project, role = agents_project(request, name)
     names = list(ModelEndpoint.objects.filter(project=project).values_list("name", flat=True))
-    form = forms.AgentRunForm(request.POST or None, endpoints=names)
+    splits = actions.run_splits(project)
+    form = forms.AgentRunForm(
+        request.POST or None, endpoints=names, splits=splits, initial={"split": actions.default_split(project, splits)}
+    )
     if request.method == "POST" and form.is_valid():
         try:
             run = actions.do_create_agent_run(request.user, project, **form.as_action())
@@ -199,8 +254,9 @@ def run_new(request, name: str):
         "project_role": role,
         "tab": "agents",
         "form": form,
-        "splits": split_names(project),
+        "splits": splits,
         "solvers": forms.SOLVERS,
         "endpoints": names,
+        "limits": endpoint_actions.model_limits(project),
     }
     return render(request, "agents/new.html", context, status=400 if form.errors else 200)

@@ -1,11 +1,12 @@
-"""Forms of the agents pages: a model endpoint (new, changed) and a new agent run. They check types only; the
-rules (ranges, the solver allow-list, the endpoint, the prompt template) live in ``annotation.actions.agents``,
-which the views call, as the API does."""
+"""Forms of the agents pages: a model endpoint (new, changed), the project's model limits and a new agent run. They
+check types only; the rules (ranges, limits, the solver allow-list, the endpoint, the prompt template) live in
+``annotation.actions.agents`` and ``annotation.actions.endpoints``, which the views call, as the API does."""
 
 from django import forms
 
 from ..actions.agents import RUN_MODEL_SETTINGS
-from ..models import AgentMetric
+from ..actions.endpoints import LIMITS, URL_CHANGE_NOTE
+from ..models import AgentMetric, ModelLimits
 
 SOLVERS = ("oracle", "do-nothing", "llm")
 KEY_HELP = "Stored as a secret and never shown back."
@@ -22,7 +23,7 @@ class EndpointForm(forms.Form):
 
 
 class EndpointChangeForm(forms.Form):
-    url = forms.CharField(max_length=500)
+    url = forms.CharField(max_length=500, help_text=URL_CHANGE_NOTE)
     model = forms.CharField(max_length=200)
     key = forms.CharField(
         required=False,
@@ -45,8 +46,30 @@ def optional_int(help_text="") -> forms.IntegerField:
     return forms.IntegerField(required=False, help_text=help_text)
 
 
+class ModelLimitsForm(forms.Form):
+    """The project's model limits (every one required: the page shows them all)."""
+
+    max_tokens = forms.IntegerField(label="Tokens per answer", help_text="The most max_tokens a run may ask.")
+    max_in_flight = forms.IntegerField(label="Requests in flight", help_text="The most model requests at once.")
+    max_browsers = forms.IntegerField(label="Browsers", help_text="The most browsers of an llm agent run.")
+    max_timeout = forms.FloatField(label="Seconds per request", help_text="The most a run may wait for an answer.")
+    max_instances = forms.IntegerField(
+        label="Instances per run", help_text="The most instances an llm agent run opens (over all its tasks)."
+    )
+    max_reply_bytes = forms.IntegerField(
+        label="Bytes of a reply", help_text="A longer reply is cut there and fails its call."
+    )
+
+    @staticmethod
+    def initial_from(limits: ModelLimits) -> dict:
+        return {name: getattr(limits, name) for name in LIMITS}
+
+
 class AgentRunForm(forms.Form):
-    split = forms.CharField(initial="test_easy", max_length=64)
+    split = forms.ChoiceField(
+        error_messages={"required": "This project has no form batches to run on yet: upload or import one first."},
+        help_text="The project's splits that have form batches (how many in brackets).",
+    )
     solver = forms.CharField(
         initial="oracle", max_length=200, help_text="oracle, do-nothing, llm, or python:module:Class (allow-listed)."
     )
@@ -73,9 +96,10 @@ class AgentRunForm(forms.Form):
 
     MODEL = RUN_MODEL_SETTINGS  # the llm settings, as the action names them
 
-    def __init__(self, *args, endpoints=(), **kwargs):
+    def __init__(self, *args, endpoints=(), splits=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["endpoint"].choices = [("", "—")] + [(name, name) for name in endpoints]
+        self.fields["split"].choices = [(name, f"{name} ({size})") for name, size in splits]
 
     def as_action(self) -> dict:
         data = self.cleaned_data

@@ -1,7 +1,7 @@
 """Prediction runs in the web app (session; the agents area): the runs you may read with a form to start one,
 one run (its settings, usage, scores, the answers that could not be read, its predictions file), cancelling, and
 two runs' scores side by side. Researchers and admins of the project only; anyone else gets a 404. Thin:
-``actions.predictions``, ``actions.agents``, ``actions.exports.jobs``."""
+``actions.predictions``, ``actions.endpoints``, ``actions.exports.jobs``."""
 
 import json
 
@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ..actions import ValidationFailed
-from ..actions import agents as agent_actions
+from ..actions import endpoints as endpoint_actions
 from ..actions import predictions as actions
 from ..actions.exports import jobs
 from ..lib.splits import SPLITS
@@ -24,9 +24,9 @@ NUMBERS = {"temperature": float, "max_tokens": int, "in_flight": int, "timeout":
 
 
 def numbers_from(post) -> dict:
-    """The run's numeric settings from the form (a field that is not a number: 400 naming it)."""
-    values = {"in_flight": settings.PREDICT_IN_FLIGHT, "max_tokens": 256, "timeout": 60.0, "candidates": 10}
-    values["temperature"] = 0.0
+    """The run's numeric settings from the form, None for an empty one (the run's default; a field that is not a
+    number: 400 naming it)."""
+    values = dict.fromkeys(NUMBERS)
     for name, kind in NUMBERS.items():
         raw = (post.get(name) or "").strip()
         if raw:
@@ -57,7 +57,7 @@ def run_list(request):
             return redirect("agents-prediction", prediction_id=run.pk)
         return redirect("agents-predictions")
     runs = actions.runs_readable_by(request.user).order_by("-created_at")[:RUNS_SHOWN]
-    endpoints = agent_actions.endpoints_readable_by(request.user).order_by("project__name", "name")
+    endpoints = endpoint_actions.endpoints_readable_by(request.user).order_by("project__name", "name")
     context = {
         "runs": runs,
         "endpoints": endpoints,

@@ -5,7 +5,8 @@ from rest_framework import serializers
 from agents.llm import MAX_IN_FLIGHT, MAX_TEMPERATURE, MAX_TOKENS_LIMIT
 from agents.llm_solver import MAX_TEMPLATE_CHARS
 from annotation.actions.agents import MAX_BROWSERS, MAX_BUDGET, MAX_INSTANCES_PER_TASK, MAX_SEED
-from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint, PredictionRun
+from annotation.actions.endpoints import LIMITS, URL_CHANGE_NOTE
+from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint, ModelLimits, PredictionRun
 
 from ..exports.serializers import JobFieldsMixin
 
@@ -63,7 +64,11 @@ class AgentRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
 class AgentRunCreateSerializer(serializers.Serializer):
     project = serializers.SlugField(help_text="A project where you are a researcher or admin.")
     split = serializers.CharField(
-        default="test_easy", help_text="test_easy, test_hard, subjective_test, train, all, or a stored split list."
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="test_easy, test_hard, subjective_test, train, all, or a stored split list (default: test_easy "
+        "when the project has it, else all).",
     )
     solver = serializers.CharField(
         help_text="oracle, do-nothing, or python:module:Class under the platform's AGENT_SOLVER_MODULES."
@@ -99,7 +104,7 @@ class AgentRunCreateSerializer(serializers.Serializer):
         allow_null=True,
         min_value=1,
         max_value=MAX_TOKENS_LIMIT,
-        help_text="Per answer (default 1024).",
+        help_text="Per answer (default 1024), at most the project's limit.",
     )
     in_flight = serializers.IntegerField(
         required=False,
@@ -107,7 +112,7 @@ class AgentRunCreateSerializer(serializers.Serializer):
         allow_null=True,
         min_value=1,
         max_value=MAX_IN_FLIGHT,
-        help_text="Model requests at once (default: browsers).",
+        help_text="Model requests at once (default: browsers), at most the project's limit.",
     )
     timeout = serializers.FloatField(
         required=False,
@@ -115,7 +120,7 @@ class AgentRunCreateSerializer(serializers.Serializer):
         allow_null=True,
         min_value=0.1,
         max_value=3600,
-        help_text="Seconds per request (default 60).",
+        help_text="Seconds per request (default 60), at most the project's limit.",
     )
     prompt_template = serializers.CharField(
         required=False,
@@ -198,7 +203,7 @@ class ModelEndpointCreateSerializer(serializers.Serializer):
 
 
 class ModelEndpointChangeSerializer(serializers.Serializer):
-    url = serializers.CharField(max_length=500, required=False)
+    url = serializers.CharField(max_length=500, required=False, help_text=URL_CHANGE_NOTE)
     model = serializers.CharField(max_length=200, required=False)
     key = serializers.CharField(
         required=False,
@@ -208,6 +213,34 @@ class ModelEndpointChangeSerializer(serializers.Serializer):
         help_text='A new key ("" removes it; absent keeps it).',
     )
     vision = serializers.BooleanField(required=False)
+
+
+class ModelLimitsSerializer(serializers.ModelSerializer):
+    """A project's model limits (its defaults until an admin changes one)."""
+
+    project = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = ModelLimits
+        fields = ["project", *LIMITS]
+        read_only_fields = fields
+
+
+def _limit_field(name: str) -> serializers.Field:
+    setting, label, low, high, whole = LIMITS[name]
+    kind = serializers.IntegerField if whole else serializers.FloatField
+    return kind(required=False, min_value=low, max_value=high, help_text=f"The most {label}.")
+
+
+class ModelLimitsChangeSerializer(serializers.Serializer):
+    """The limits to change (absent ones stay as they are)."""
+
+    max_tokens = _limit_field("max_tokens")
+    max_in_flight = _limit_field("max_in_flight")
+    max_browsers = _limit_field("max_browsers")
+    max_timeout = _limit_field("max_timeout")
+    max_instances = _limit_field("max_instances")
+    max_reply_bytes = _limit_field("max_reply_bytes")
 
 
 class PredictionRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
@@ -261,9 +294,26 @@ class PredictionRunCreateSerializer(serializers.Serializer):
     format = serializers.CharField(help_text="weblinx or mind2web.")
     split = serializers.CharField(help_text="A split of the format (valid, test_iid, ...; train, test_task, ...).")
     endpoint = serializers.CharField(help_text="The name of one of the project's model endpoints.")
-    temperature = serializers.FloatField(required=False, default=0.0)
-    max_tokens = serializers.IntegerField(required=False, default=256)
-    in_flight = serializers.IntegerField(required=False, default=None, allow_null=True, help_text="PREDICT_IN_FLIGHT")
-    timeout = serializers.FloatField(required=False, default=60.0, help_text="Seconds per request.")
-    candidates = serializers.IntegerField(required=False, default=10, help_text="Mind2Web: choices shown (1 to 25).")
+    temperature = serializers.FloatField(required=False, default=None, allow_null=True, help_text="Default 0.")
+    max_tokens = serializers.IntegerField(
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="Per answer (default 256), at most the project's limit.",
+    )
+    in_flight = serializers.IntegerField(
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="Requests at once (default PREDICT_IN_FLIGHT), at most the project's limit.",
+    )
+    timeout = serializers.FloatField(
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="Seconds per request (default 60), at most the project's limit.",
+    )
+    candidates = serializers.IntegerField(
+        required=False, default=None, allow_null=True, help_text="Mind2Web: choices shown (1 to 25, default 10)."
+    )
     evaluate = serializers.BooleanField(required=False, default=True, help_text="Score the predictions at once.")

@@ -1,16 +1,18 @@
 """The agent-run API: start a run of a solver on a split of a project's form tasks, follow it, cancel it, read its
-scores and every field's result. Researchers and admins of the project only (as exports and evaluations)."""
+scores and every field's result; a project's model endpoints (its researchers add and use them; only an endpoint's
+owner or a project admin changes or removes it) and its model limits (its admins change them); prediction runs.
+Researchers and admins of the project only (as exports and evaluations)."""
 
-from django.conf import settings
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from annotation import actions
 from annotation.actions import agents as agent_actions
+from annotation.actions import endpoints as endpoint_actions
 from annotation.actions import predictions as prediction_actions
-from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint, PredictionRun
+from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint, ModelLimits, PredictionRun, Project
 
 from ..exports.views import JobViewSetMixin
 from ..serializers import error_responses
@@ -33,7 +35,9 @@ class AgentRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnl
 
     @extend_schema(request=a.AgentRunCreateSerializer, responses={202: a.AgentRunSerializer, **ERRORS})
     def create(self, request):
-        """Start a run; 202 with the run. Poll it for progress; its results fill in when it is done."""
+        """Start a run; 202 with the run. Poll it for progress; its results fill in when it is done. An llm run
+        asks within the project's model limits (``/api/model-limits/<project>/``): more is a 400 naming the
+        setting."""
         form = a.AgentRunCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
@@ -76,8 +80,11 @@ class AgentRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnl
 
 @extend_schema_view(retrieve=extend_schema(responses={200: a.ModelEndpointSerializer, 404: ERRORS[404]}))
 class ModelEndpointViewSet(viewsets.ReadOnlyModelViewSet):
-    """A project's OpenAI-compatible model endpoints (the llm solver). Researchers and admins of the project; the key
-    is write-only."""
+    """A project's OpenAI-compatible model endpoints (the llm solver, prediction runs). Researchers and admins of the
+    project add, read and use them; the key is write-only. Only the one who added an endpoint (``owner``) or an
+    admin of the project changes or removes it (403 for other researchers). Unless the platform allows it
+    (``MODEL_ENDPOINTS_ALLOW_PRIVATE``), a URL whose host is or resolves to a loopback, private, link-local or other
+    non-global address is a 400 naming ``url``."""
 
     serializer_class = a.ModelEndpointSerializer
     filterset_fields = {"project__name": ["exact"], "name": ["exact"]}
@@ -85,32 +92,81 @@ class ModelEndpointViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return ModelEndpoint.objects.none()
-        return agent_actions.endpoints_readable_by(self.request.user).order_by("pk")
+        return endpoint_actions.endpoints_readable_by(self.request.user).order_by("pk")
 
     @extend_schema(request=a.ModelEndpointCreateSerializer, responses={201: a.ModelEndpointSerializer, **ERRORS})
     def create(self, request):
-        """Add an endpoint to a project (409 when the name is taken)."""
+        """Add an endpoint to a project (409 when the name is taken); you are its owner."""
         form = a.ModelEndpointCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = dict(form.validated_data)
         project = actions.check_project_for_export(request.user, data.pop("project"))
-        endpoint = agent_actions.do_create_model_endpoint(request.user, project, **data)
+        endpoint = endpoint_actions.do_create_model_endpoint(request.user, project, **data)
         return Response(self.get_serializer(endpoint).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=a.ModelEndpointChangeSerializer, responses={200: a.ModelEndpointSerializer, **ERRORS})
     def partial_update(self, request, pk=None):
-        """Change the URL, model, key or vision (a key given replaces the stored one)."""
+        """Change the URL, model, key or vision (its owner or a project admin; 403 otherwise). A key given replaces
+        the stored one. **A new URL removes the stored key** unless a key is given in the same request, so a key is
+        only ever sent to the URL it was given with: ``has_key`` in the answer says whether one is stored."""
         endpoint = self.get_object()
+        endpoint_actions.check_endpoint_changeable(request.user, endpoint)
         form = a.ModelEndpointChangeSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        endpoint = agent_actions.do_change_model_endpoint(endpoint, **form.validated_data)
+        endpoint, _ = endpoint_actions.do_change_model_endpoint(request.user, endpoint, **form.validated_data)
         return Response(self.get_serializer(endpoint).data)
 
     @extend_schema(request=None, responses={204: None, **ERRORS})
     def destroy(self, request, pk=None):
-        """Remove the endpoint (runs that used it keep their results)."""
-        self.get_object().delete()
+        """Remove the endpoint (its owner or a project admin; 403 otherwise). Runs that used it keep their
+        results."""
+        endpoint_actions.do_delete_model_endpoint(request.user, self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+PROJECT = OpenApiParameter("project", str, OpenApiParameter.PATH, description="The project's name.")
+
+
+@extend_schema_view(
+    retrieve=extend_schema(parameters=[PROJECT], responses={200: a.ModelLimitsSerializer, **ERRORS}),
+    partial_update=extend_schema(
+        parameters=[PROJECT], request=a.ModelLimitsChangeSerializer, responses={200: a.ModelLimitsSerializer, **ERRORS}
+    ),
+)
+class ModelLimitsViewSet(viewsets.GenericViewSet):
+    """A project's model limits: the most an llm agent run or a prediction run may ask for (tokens per answer,
+    requests in flight, browsers, seconds per request, instances) and the most bytes of a reply read. Researchers
+    and admins of the project read them; its admins change them (403 for others)."""
+
+    serializer_class = a.ModelLimitsSerializer
+    lookup_field = "project"
+    lookup_value_regex = "[-a-zA-Z0-9_]+"
+
+    def get_queryset(self):
+        return ModelLimits.objects.none()  # a project without a row has the defaults: see list and retrieve
+
+    @extend_schema(responses={200: a.ModelLimitsSerializer(many=True), **ERRORS})
+    def list(self, request):
+        """The limits of every project where you are a researcher or admin, by project name. Paginated."""
+        projects = Project.objects.for_user(request.user, actions.EXPORT_ROLES).order_by("name")
+        stored = {limits.project_id: limits for limits in ModelLimits.objects.filter(project__in=projects)}
+        rows = [stored.get(project.pk) or ModelLimits(project=project) for project in projects]
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(a.ModelLimitsSerializer(page, many=True).data)
+
+    def retrieve(self, request, project=None):
+        """The project's limits (its defaults until an admin changes one)."""
+        found = actions.check_project_for_export(request.user, project)
+        return Response(a.ModelLimitsSerializer(endpoint_actions.model_limits(found)).data)
+
+    def partial_update(self, request, project=None):
+        """Change some limits (a project admin); each out of its range is a 400 naming it."""
+        found = actions.check_project_for_export(request.user, project)
+        endpoint_actions.check_limits_changeable(request.user, found)
+        form = a.ModelLimitsChangeSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        limits = endpoint_actions.do_change_model_limits(request.user, found, **form.validated_data)
+        return Response(a.ModelLimitsSerializer(limits).data)
 
 
 @extend_schema_view(retrieve=extend_schema(responses={200: a.PredictionRunSerializer, 404: ERRORS[404]}))
@@ -124,7 +180,9 @@ class PredictionRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.Re
 
     @extend_schema(request=a.PredictionRunCreateSerializer, responses={202: a.PredictionRunSerializer, **ERRORS})
     def create(self, request):
-        """Start a run; 202 with it. Poll it; its predictions, failures, usage and results fill in when done."""
+        """Start a run; 202 with it. Poll it; its predictions, failures, usage and results fill in when done. A
+        split with no validated demonstrations is a 400 naming ``split``; settings above the project's model limits
+        a 400 naming them."""
         form = a.PredictionRunCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = dict(form.validated_data)
@@ -135,8 +193,6 @@ class PredictionRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.Re
             data.pop("endpoint"),
             data.pop("evaluate"),
         )
-        if data["in_flight"] is None:
-            data["in_flight"] = settings.PREDICT_IN_FLIGHT
         run = prediction_actions.do_create_prediction_run(request.user, project, fmt, split, endpoint, data, evaluate)
         return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
 

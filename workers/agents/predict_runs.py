@@ -2,7 +2,8 @@
 export the run's split with the exporter researchers download, ask the project's model endpoint for every turn or
 step (``workers.agents.predict``, ``in_flight`` requests at once), keep the predictions, the answers it could not
 read and the usage, and with ``evaluate`` score the predictions on the same export. A cancel is noticed between
-answers; an endpoint that cannot be used fails the run with its reason (never the key)."""
+answers; an endpoint that cannot be used fails the run with its reason (never the key, never what answered); a
+split with nothing to predict fails it saying so."""
 
 import logging
 from pathlib import Path
@@ -24,9 +25,14 @@ def execute(run: PredictionRun, workdir: Path) -> None:
     out, statuses = workdir / "data", dataset.DEFAULT_STATUSES
     total = count_demos(run.project, run.format, statuses, [run.split])
     exporting = Progress(run, 0, 0.2)
-    demos = dataset.export_demos(run.project, run.format, statuses, [run.split])
+    exported = []
+    demos = counted(dataset.export_demos(run.project, run.format, statuses, [run.split]), exported)
     with dataset.storage_blobs(workdir / "blobs") as blobs:
         get_exporter(run.format).export(demos, out, blobs, lambda done: exporting(done / max(1, total)))
+    if not exported:
+        error = f"nothing to predict: split {run.split!r} has no validated demonstrations (any more)"
+        finish_clean(run, workdir, JobStatus.FAILED, error=error)
+        return
     asking = Progress(run, 0.2, 0.7)
     try:
         client = ChatClient(chat_endpoint(run))
@@ -47,6 +53,14 @@ def execute(run: PredictionRun, workdir: Path) -> None:
         return
     finally:
         client.close()
+    if not made["items"]:
+        what = "turns the navigator acts on" if run.format == "weblinx" else "steps"
+        error = (
+            f"nothing to predict: the {run.format} export of split {run.split!r} has no {what} (no validated "
+            "demonstration of the split has any)"
+        )
+        finish_clean(run, workdir, JobStatus.FAILED, error=error)
+        return
     results = {}
     if run.evaluate and made["predictions"]:
         Progress(run, 0.9, 0)(1, force=True)
@@ -63,6 +77,13 @@ def execute(run: PredictionRun, workdir: Path) -> None:
         stopped=made["stopped"] or "",
         data_version=tree_sha256(out),
     )
+
+
+def counted(demos, seen: list):
+    """``demos`` as they go by, each noted in ``seen``."""
+    for demo in demos:
+        seen.append(demo.name)
+        yield demo
 
 
 def run_prediction(run_id: int) -> None:

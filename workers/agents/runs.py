@@ -43,7 +43,7 @@ from agents.llm import Budget, ChatClient
 from agents.llm_solver import LLMSolver
 from agents.server import serve_pages
 from agents.solvers import load_solver
-from annotation.actions.agents import chat_endpoint
+from annotation.actions.endpoints import chat_endpoint, model_limits
 from annotation.actions.forms import split_tasks
 from annotation.actions.forms.frames import frame_headers
 from annotation.actions.forms.render import task_page
@@ -108,7 +108,11 @@ class RunAnswers:
 
 
 def browser_count(run: AgentRun) -> int:
-    return run.browsers or os.cpu_count() or 1
+    """The run's browsers; by default the worker's cores, for an llm run within the project's model limits."""
+    if run.browsers:
+        return run.browsers
+    cores = os.cpu_count() or 1
+    return min(cores, model_limits(run.project).max_browsers) if run.solver == LLM else cores
 
 
 def llm_client(run: AgentRun, stop: threading.Event) -> ChatClient:
@@ -120,7 +124,7 @@ def llm_client(run: AgentRun, stop: threading.Event) -> ChatClient:
         temperature=run.temperature,
         max_tokens=run.max_tokens,
         timeout=run.timeout,
-        in_flight=run.in_flight or browser_count(run),
+        in_flight=run.in_flight or min(browser_count(run), model_limits(run.project).max_in_flight),
     )
     answers = RunAnswers(run)
     requests, tokens = answers.spent()

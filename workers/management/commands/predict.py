@@ -22,7 +22,7 @@ from django.core.management import BaseCommand, CommandError
 
 from agents.llm import Budget, ChatClient, Endpoint, EndpointError, endpoint_problems
 from annotation.actions import ActionError
-from annotation.actions.agents import check_endpoint_for_project
+from annotation.actions.endpoints import check_endpoint_for_project, model_limits
 from annotation.models import Project
 from workers.agents.predict import FORMATS, PredictError, Settings, evaluate, predict
 from workers.exports.metrics import MetricsError
@@ -103,6 +103,10 @@ class Command(BaseCommand):
             except ActionError as error:
                 raise CommandError(error.detail) from error
             url, model, key = stored.url, stored.model, stored.key
+            # a stored endpoint keeps the site's address policy and its project's reply cap; a --url is the
+            # operator's own
+            sampling["allow_private"] = settings.MODEL_ENDPOINTS_ALLOW_PRIVATE
+            sampling["max_reply_bytes"] = model_limits(project).max_reply_bytes
         else:
             if not options["url"] or not options["model"]:
                 raise CommandError("give --url and --model, or --project and --endpoint")

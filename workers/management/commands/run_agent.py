@@ -29,7 +29,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--project", required=True)
-        parser.add_argument("--split", default="test_easy", help="test_easy, test_hard, subjective_test, train, all.")
+        parser.add_argument(
+            "--split",
+            help="test_easy, test_hard, subjective_test, train, all (default: test_easy if present, else all).",
+        )
         parser.add_argument("--solver", required=True, help="oracle, do-nothing or python:module:Class.")
         parser.add_argument("--instances", type=int, default=None, help="Instances per task (default: all).")
         parser.add_argument("--seed", type=int, default=0)
