@@ -199,7 +199,7 @@ def running_platform(var_dir: Path, *extra):
 
 
 @contextlib.contextmanager
-def celery_worker(env_overrides: dict, log: Path, timeout: float = 90):
+def celery_worker(env_overrides: dict, log: Path, timeout: float = 240):
     """A real Celery worker (solo pool, its own process group) with ``env_overrides``; stopped on exit.
 
     Yields the process; ``os.killpg(process.pid, SIGKILL)`` kills it the way a lost machine would.
@@ -232,7 +232,7 @@ def celery_worker(env_overrides: dict, log: Path, timeout: float = 90):
 
 
 @contextlib.contextmanager
-def asgi_server(env_overrides: dict, log: Path, timeout: float = 60):
+def asgi_server(env_overrides: dict, log: Path, timeout: float = 240):
     """The ASGI server exactly as `make run` starts it (uvicorn, ``config.asgi``) on a free port, with
     ``env_overrides``; yields its base URL. Stopped on exit."""
     with asgi_process(env_overrides, log, timeout) as (url, _):
@@ -240,7 +240,7 @@ def asgi_server(env_overrides: dict, log: Path, timeout: float = 60):
 
 
 @contextlib.contextmanager
-def asgi_process(env_overrides: dict, log: Path, timeout: float = 60, workers: int = 1):
+def asgi_process(env_overrides: dict, log: Path, timeout: float = 240, workers: int = 1):
     """``asgi_server`` yielding ``(url, process)``, for tests that kill a server the way a lost machine goes.
     ``workers`` > 1: that many server processes under ``config.serve`` (``process`` is their supervisor)."""
     from config.server import server_command
@@ -256,7 +256,7 @@ def asgi_process(env_overrides: dict, log: Path, timeout: float = 60, workers: i
 
 
 @contextlib.contextmanager
-def celery_beat(env_overrides: dict, log: Path, schedule: Path, timeout: float = 90):
+def celery_beat(env_overrides: dict, log: Path, schedule: Path, timeout: float = 240):
     """Celery beat (the periodic tasks of ``CELERY_BEAT_SCHEDULE``) with ``env_overrides``; stopped on exit."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONUNBUFFERED": "1", **env_overrides}
     command = [
