@@ -7,8 +7,10 @@ the project's researchers and admins. A superuser is both everywhere. Refusals t
 user cannot see are 404s.
 
 The ``check_*`` functions are the doors of the form-task pages (``/work/``) and the work API: they open form
-batches only. Mind2Web's proposal and demonstration batches use the same queue through their own actions
-(``annotation.actions.mind2web``), which keep their rules (a website's target, a round's proposals, a
+batches only. ``check_grant`` is the queue's own door, asked again at every accept and every submission whatever
+the path (page, API, task frame): access ends when the grant ends (the membership or its role, the account, a
+required qualification, a block). Mind2Web's proposal and demonstration batches use the same queue through their
+own actions (``annotation.actions.mind2web``), which keep their rules (a website's target, a round's proposals, a
 demonstration's recording); to the form pages and the work API they do not exist (404).
 """
 
@@ -77,6 +79,26 @@ def check_batch_for_work(user, batch_id) -> Batch:
     if not can_work_on(user, batch):
         raise Forbidden(f"you are not among the workers of batch {batch.name!r}")
     return batch
+
+
+def check_grant(user, batch: Batch) -> None:
+    """403 naming why ``user`` may not work on ``batch`` now: a deactivated account, not a member of its project,
+    a role that does not work (or not among the workers a batch names), blocked by its gold tasks, or a required
+    qualification missing. One query when they may."""
+    if not user.is_active:
+        raise Forbidden("your account is deactivated")
+    if can_work_on(user, batch):
+        return
+    membership = Membership.objects.filter(project_id=batch.project_id, user=user).first()
+    if membership is None:
+        raise Forbidden(f"you are not a member of project {batch.project.name!r}")
+    check_may_take(user, batch)
+    if batch.is_restricted:
+        raise Forbidden(f"you are not among the workers of batch {batch.name!r}")
+    raise Forbidden(
+        f"your role in {batch.project.name!r} ({membership.get_role_display().lower()}) does not work on batches "
+        "(needs annotator or admin)"
+    )
 
 
 def check_batch_manageable(user, batch_id) -> Batch:
