@@ -201,8 +201,31 @@ class AssignmentSerializer(serializers.ModelSerializer):
             "review",
             "feedback",
             "reviewed_at",
+            "ended_reason",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "ended_reason": {"help_text": "Why the platform took the assignment back (your access ended, a block)."}
+        }
+
+
+class AcceptSerializer(serializers.Serializer):
+    task = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_INT,
+        help_text="The task you previewed (its id). In a batch that serves gold tasks the queue chooses: you get "
+        "its next task instead.",
+    )
+
+
+class SubmitSerializer(serializers.Serializer):
+    answers = serializers.JSONField(help_text="{name: text} or {name: [texts]}, as the task's form sends them.")
+
+
+class SkippedSerializer(serializers.Serializer):
+    skipped = AssignmentSerializer(help_text="The assignment you skipped.")
+    next = AssignmentSerializer(allow_null=True, help_text="The batch's next task for you, or null when none is left.")
 
 
 class WorkerStatsSerializer(serializers.Serializer):

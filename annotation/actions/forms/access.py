@@ -123,8 +123,11 @@ def check_project_for_batches(user, project_name) -> Project:
 
 
 def check_task_previewable(user, task_id) -> Task:
-    """A task ``user`` may preview: one of a form batch they may work on or manage."""
+    """A task ``user`` may preview: one of a form batch they may work on, manage, or read (reviewers see the batch
+    page and its first task)."""
     task = Task.objects.select_related("batch__project").filter(pk=task_id, batch__kind=BatchKind.FORM).first()
-    if task is None or not (can_work_on(user, task.batch) or can_manage(user, task.batch)):
+    if task is None or not (
+        can_work_on(user, task.batch) or task.batch.project.has_role(user, (*MANAGE_ROLES, *STATS_ROLES))
+    ):
         raise NotFound(f"no task {task_id} among your batches")
     return task

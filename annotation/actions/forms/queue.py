@@ -223,6 +223,8 @@ def locked_assignment(assignment_id) -> Assignment:
 def check_active(assignment: Assignment, now) -> None:
     """Refuse changes to an assignment that has ended; an overdue one is expired first (committed), then refused."""
     if assignment.status != AssignmentStatus.ACTIVE:
+        if assignment.ended_reason:
+            raise Conflict(f"assignment {assignment.pk} was taken back ({assignment.ended_reason}); nothing was stored")
         raise Conflict(f"assignment {assignment.pk} is already {assignment.status}; nothing was stored")
     if now >= assignment.expires_at:
         raise AssignmentExpired(f"assignment {assignment.pk} expired at {assignment.expires_at:%Y-%m-%d %H:%M:%S} UTC")
@@ -260,6 +262,16 @@ def do_submit(assignment_id, answers: dict, now=None) -> Assignment:
     except AccessEnded as refusal:
         release(assignment_id, AssignmentStatus.RETURNED, now, check=False, reason=refusal.reason)
         raise
+
+
+def why_no_more(user, batch: Batch) -> str | None:
+    """Why ``user`` can take no more tasks of ``batch`` (blocked, or their access ended), or None: what the pages
+    say after a submission instead of handing out the next task."""
+    try:
+        check_grant(user, batch)
+    except Forbidden as refusal:
+        return refusal.detail
+    return None
 
 
 def do_end_without_access(assignment: Assignment, now=None) -> str | None:
