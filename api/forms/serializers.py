@@ -106,7 +106,12 @@ class BatchCreateSerializer(BatchSettingsMixin):
     template = serializers.FileField(help_text="The HTML template (UTF-8) with ${column} placeholders.")
     csv = serializers.FileField(help_text="The CSV (UTF-8): a header, one row per task; Answer.* columns = gold.")
     # Given defaults, a boolean left out of form data is true (DRF would read a missing checkbox as false).
-    published = serializers.BooleanField(default=True, help_text="Workers see the batch. Default: true.")
+    published = serializers.BooleanField(
+        default=True,
+        help_text="Workers see the batch and get its tasks at once. Default: true (a program that uploads sets gold "
+        "and qualifications afterwards should send false, then POST …/publish/; the web form always starts "
+        "unpublished).",
+    )
     active = serializers.BooleanField(default=True, help_text="The batch hands out work. Default: true.")
 
     def validate_name(self, name):

@@ -166,6 +166,22 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
 
     @extend_schema(request=None, responses={200: ws.BatchSerializer, **ERRORS})
     @action(detail=True, methods=["post"])
+    def publish(self, request, pk=None):
+        """Publish: workers see the batch and get its tasks (the batch page lists what to check first). 409 when it
+        is already published."""
+        batch = batches.do_publish(self.managed_batch(request))
+        return Response(self.get_serializer(self.annotated(batch)).data)
+
+    @extend_schema(request=None, responses={200: ws.BatchSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def unpublish(self, request, pk=None):
+        """Unpublish: off the workers' lists, no new assignments; those already out may still be submitted. 409
+        when it is not published."""
+        batch = batches.do_unpublish(self.managed_batch(request))
+        return Response(self.get_serializer(self.annotated(batch)).data)
+
+    @extend_schema(request=None, responses={200: ws.BatchSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
     def pause(self, request, pk=None):
         """Pause: no new assignments are handed out; the active ones may still be submitted. 409 when paused."""
         batch = batches.do_pause(self.managed_batch(request))

@@ -61,6 +61,7 @@ def index_context(user, page=None) -> dict:
         "batches": [(batch, counts[batch.pk]) for batch in workable.order_by("-created_at") if counts.get(batch.pk)],
         "history": Paginator(submitted, HISTORY_PAGE).get_page(page),
         "blocked": forms.blocks_of(user),
+        "unblocked": forms.unblocks_of(user),
         "managed": managed_batches(user),
         "can_upload": forms.managed_projects(user).exists(),
     }
@@ -298,7 +299,11 @@ def batch_new(request):
         except ActionError as error:
             form.add_action_error(error)
         else:
-            messages.success(request, f"Created batch {batch.name!r} with {batch.tasks_total} tasks.")
+            messages.success(
+                request,
+                f"Created batch {batch.name!r} with {batch.tasks_total} tasks. It is unpublished: check its settings "
+                "below, then publish it.",
+            )
             for note in notes:
                 messages.warning(request, note)
             return redirect("forms-batch", batch_id=batch.pk)
