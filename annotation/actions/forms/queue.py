@@ -283,8 +283,9 @@ def do_end_without_access(assignment: Assignment, now=None) -> str | None:
     try:
         check_still_granted(assignment)
     except AccessEnded as refusal:
-        release(assignment.pk, AssignmentStatus.RETURNED, now or timezone.now(), check=False, reason=refusal.reason)
-        return refusal.reason
+        now = now or timezone.now()
+        ended = release(assignment.pk, AssignmentStatus.RETURNED, now, check=False, reason=refusal.reason)
+        return None if ended is None else refusal.reason  # None: it ended meanwhile (submitted from another tab)
     return None
 
 
