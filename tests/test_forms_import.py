@@ -236,8 +236,8 @@ def test_a_template_with_crowd_elements_uploads_with_a_warning(manager, api_for)
 
 
 def test_an_upload_is_published_and_active_unless_it_says_otherwise(manager, owner, api_for):
-    """Multipart form data has no value for a boolean left out: it is the documented default (true), as on the web
-    form, never false; a multipart change of other settings leaves both as they are."""
+    """Multipart form data has no value for a boolean left out: it is the documented default (true; the web form
+    starts unpublished instead), never false; a multipart change of other settings leaves both as they are."""
     plain = upload(api_for(manager)).json()
     assert (plain["published"], plain["active"]) == (True, True)
     assert [b["id"] for b in api_for(owner).get(BATCHES).json()["results"]] == [plain["id"]]  # a worker sees it

@@ -218,12 +218,12 @@ def test_answers_that_are_not_utf8_are_refused_by_name_and_store_nothing(
     assert stored["answers"] == {}
 
 
-def test_utf8_answers_are_stored_exactly_as_sent(assignment, researcher, api_for):
+def test_utf8_answers_are_stored_exactly_as_sent(assignment, teammate, researcher, api_for):
     # A replacement character the worker really typed is an answer like any other.
     body = "short=caf%C3%A9&long=%F0%9F%98%80%EF%BF%BD"
     response = anonymous().post(forms.work_url(assignment), body, content_type="application/x-www-form-urlencoded")
     assert response.status_code == 200
-    multipart_assignment = forms.do_accept_next(researcher, assignment.task.batch)
+    multipart_assignment = forms.do_accept_next(teammate, assignment.task.batch)
     assert multipart_assignment is not None
     answer = anonymous().post(forms.work_url(multipart_assignment), multipart(b"short", "naïve".encode()), MULTIPART)
     assert answer.status_code == 200

@@ -7,7 +7,9 @@ import pytest
 from django.utils import timezone
 
 from agents import scoring
-from annotation.actions import forms
+from annotation.actions import Forbidden, forms
+from annotation.actions.forms import gold
+from annotation.lib import goldschedule
 from annotation.models import Role
 from tests.conftest import make_user, token_client
 from tests.forms_data import make_batch
@@ -51,11 +53,17 @@ def gold_batch(alpha, admin, name="questions", **settings):
 
 
 def work(worker, batch, answer) -> list:
-    """Accept and submit until the batch has nothing left for ``worker``; the assignments submitted."""
+    """Accept and submit until the batch has nothing left for ``worker`` (or blocks them); the assignments
+    submitted."""
     done = []
-    while (assignment := forms.do_accept_next(worker, batch)) is not None:
+    while True:
+        try:
+            assignment = forms.do_accept_next(worker, batch)
+        except Forbidden:
+            return done
+        if assignment is None:
+            return done
         done.append(forms.do_submit(assignment.pk, answer(assignment.task), timezone.now()))
-    return done
 
 
 def test_gold_tasks_come_at_the_rate_and_are_scored_with_the_turkingbench_metric(alpha, admin, workers):
@@ -65,8 +73,15 @@ def test_gold_tasks_come_at_the_rate_and_are_scored_with_the_turkingbench_metric
     for _ in range(6):
         assignment = forms.do_accept_next(owner, batch)
         order.append(assignment.task.is_gold)
-        forms.do_submit(assignment.pk, right(assignment.task) if len(order) != 3 else wrong(assignment.task))
-    assert order == [True, False, True, False, True, False]  # half gold while gold is left
+        forms.do_submit(assignment.pk, wrong(assignment.task) if assignment.task.index == 1 else right(assignment.task))
+    # the kind the worker's schedule says at each position, the other kind once that one is used up
+    key, left, expected = gold.schedule_key(batch, owner), {True: 3, False: 3}, []
+    for position in range(6):
+        due = goldschedule.is_gold_position(key, position, 0.5)
+        kind = due if left[due] else not due
+        left[kind] -= 1
+        expected.append(kind)
+    assert order == expected
     rows = token_client(admin).get("/api/reviews/", {"batch": batch.pk, "worker": "owner"}).json()["results"]
     scores = {row["task_index"]: row["gold_score"] for row in rows}
     assert {i: scores[i] for i in (3, 4, 5)} == {3: None, 4: None, 5: None}
@@ -100,12 +115,14 @@ def test_a_careless_worker_is_blocked_told_why_and_their_pending_work_flagged(al
     good, careless, third = workers
     work(good, batch, right)
     done = work(careless, batch, wrong)
-    assert len(done) == 3  # gold, regular, gold: blocked at the second gold answer
+    assert [a.task.is_gold for a in done].count(True) == 2  # blocked at the second gold answer
+    assert done[-1].task.is_gold
     refused = client.force_login(careless) or client.post(f"/work/batches/{batch.pk}/accept/")
     assert refused.status_code == 403
     assert "blocked" in refused.content.decode()
     assert "gold accuracy" in refused.content.decode()
-    assert forms.do_accept_next(careless, batch) is None
+    with pytest.raises(Forbidden, match="blocked"):
+        forms.do_accept_next(careless, batch)
     api_refusal = token_client(careless).post(f"/api/batches/{batch.pk}/accept/")
     assert api_refusal.status_code == 403
     assert "blocked" in api_refusal.json()["detail"]
@@ -117,7 +134,7 @@ def test_a_careless_worker_is_blocked_told_why_and_their_pending_work_flagged(al
     assert "blocked" in work_page
     flagged = token_client(admin).get("/api/reviews/", {"batch": batch.pk, "flagged": "true"}).json()["results"]
     assert {row["worker"] for row in flagged} == {"teammate"}
-    assert len(flagged) == 3
+    assert len(flagged) == len(done)
     low = token_client(admin).get("/api/reviews/", {"batch": batch.pk, "gold_below": "0.5"}).json()["results"]
     assert {row["worker"] for row in low} == {"teammate"}
     assert token_client(admin).get(f"/api/batch-quality/{batch.pk}/").json()["blocked"][0]["worker"] == "teammate"
@@ -192,7 +209,8 @@ def test_a_batch_that_needs_a_qualification_appears_once_granted(alpha, admin, r
     refused = client.post(f"/work/batches/{batch.pk}/accept/")
     assert refused.status_code == 403
     assert "english" in refused.content.decode()
-    assert forms.do_accept_next(owner, batch) is None
+    with pytest.raises(Forbidden, match="english"):
+        forms.do_accept_next(owner, batch)
     api_refusal = token_client(owner).post(f"/api/batches/{batch.pk}/accept/")
     assert api_refusal.status_code == 403
     assert "english ≥ 0.7" in api_refusal.json()["detail"]

@@ -172,7 +172,11 @@ class Task(models.Model):
     class Meta:
         ordering = ["batch", "index"]
         constraints = [models.UniqueConstraint(fields=["batch", "index"], name="task_index_unique_in_batch")]
-        indexes = [models.Index(fields=["batch", "completed", "index"], name="task_queue")]
+        indexes = [
+            models.Index(fields=["batch", "completed", "index"], name="task_queue"),
+            # the gold tasks of a batch, found without reading its other tasks (the queue serves them by schedule)
+            models.Index(fields=["batch", "completed"], condition=Q(is_gold=True), name="task_gold"),
+        ]
 
     def __str__(self):
         return f"{self.batch_id}#{self.index}"
@@ -234,6 +238,11 @@ class Assignment(models.Model):
     )
     gold_score = models.FloatField(null=True, blank=True, help_text="Score of the answers of a gold task (0–1).")
     flagged = models.CharField(max_length=200, blank=True, help_text="Why this work needs a human review.")
+    ended_reason = models.CharField(
+        max_length=400,
+        blank=True,
+        help_text="Why the platform took the assignment back (the worker's access ended, or they were blocked).",
+    )
 
     class Meta:
         ordering = ["-accepted_at", "-pk"]

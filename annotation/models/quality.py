@@ -70,17 +70,29 @@ class BatchRequirement(models.Model):
 
 
 class BatchBlock(models.Model):
-    """A worker blocked from a batch: their running gold accuracy fell below the batch's threshold."""
+    """A worker blocked from a batch: their running gold accuracy fell below the batch's threshold. A block in force
+    has no ``lifted_at``; a manager who unblocks the worker lifts it (who, when, why), and the row stays as the
+    record. A worker has at most one block in force per batch."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="blocks")
     worker = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="batch_blocks")
     reason = models.CharField(max_length=300)
     accuracy = models.FloatField()
     created_at = models.DateTimeField(auto_now_add=True)
+    lifted_at = models.DateTimeField(null=True, blank=True, help_text="When a manager unblocked the worker.")
+    lifted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    lift_reason = models.CharField(max_length=500, blank=True, help_text="Why, as the worker reads it.")
 
     class Meta:
-        ordering = ["batch", "worker"]
-        constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_block_per_worker")]
+        ordering = ["batch", "worker", "created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["batch", "worker"], condition=Q(lifted_at__isnull=True), name="one_block_in_force_per_worker"
+            )
+        ]
 
     def __str__(self):
-        return f"{self.worker_id} blocked from batch {self.batch_id}"
+        state = "unblocked" if self.lifted_at else "blocked"
+        return f"{self.worker_id} {state} from batch {self.batch_id}"

@@ -16,6 +16,7 @@ urlpatterns = [
     path("work/batches/<int:batch_id>/review/gold", pages.review_gold, name="quality-review-gold"),
     path("work/batches/<int:batch_id>/review/settings", pages.review_settings, name="quality-review-settings"),
     path("work/batches/<int:batch_id>/review/upload", pages.review_upload, name="quality-review-upload"),
+    path("work/batches/<int:batch_id>/review/unblock", pages.review_unblock, name="quality-review-unblock"),
     path("projects/<slug:name>/qualifications/", pages.qualifications_page, name="quality-qualifications"),
     path(
         "projects/<slug:name>/qualifications/new",

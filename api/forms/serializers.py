@@ -106,7 +106,12 @@ class BatchCreateSerializer(BatchSettingsMixin):
     template = serializers.FileField(help_text="The HTML template (UTF-8) with ${column} placeholders.")
     csv = serializers.FileField(help_text="The CSV (UTF-8): a header, one row per task; Answer.* columns = gold.")
     # Given defaults, a boolean left out of form data is true (DRF would read a missing checkbox as false).
-    published = serializers.BooleanField(default=True, help_text="Workers see the batch. Default: true.")
+    published = serializers.BooleanField(
+        default=True,
+        help_text="Workers see the batch and get its tasks at once. Default: true (a program that uploads sets gold "
+        "and qualifications afterwards should send false, then POST …/publish/; the web form always starts "
+        "unpublished).",
+    )
     active = serializers.BooleanField(default=True, help_text="The batch hands out work. Default: true.")
 
     def validate_name(self, name):
@@ -201,8 +206,31 @@ class AssignmentSerializer(serializers.ModelSerializer):
             "review",
             "feedback",
             "reviewed_at",
+            "ended_reason",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "ended_reason": {"help_text": "Why the platform took the assignment back (your access ended, a block)."}
+        }
+
+
+class AcceptSerializer(serializers.Serializer):
+    task = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_INT,
+        help_text="The task you previewed (its id). In a batch that serves gold tasks the queue chooses: you get "
+        "its next task instead.",
+    )
+
+
+class SubmitSerializer(serializers.Serializer):
+    answers = serializers.JSONField(help_text="{name: text} or {name: [texts]}, as the task's form sends them.")
+
+
+class SkippedSerializer(serializers.Serializer):
+    skipped = AssignmentSerializer(help_text="The assignment you skipped.")
+    next = AssignmentSerializer(allow_null=True, help_text="The batch's next task for you, or null when none is left.")
 
 
 class WorkerStatsSerializer(serializers.Serializer):

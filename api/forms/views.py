@@ -12,15 +12,16 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from annotation.actions import forms
-from annotation.actions.errors import NotFound
+from annotation.actions.errors import NotFound, invalid
 from annotation.actions.forms import batches
-from annotation.models import Assignment, Batch, BatchKind, Project
+from annotation.models import Assignment, Batch, BatchKind, Project, Task
 
 from ..parsers import LimitedJSONParser
 from ..serializers import ErrorSerializer, error_responses
 from . import serializers as ws
 
 ERRORS = error_responses(400, 403, 404, 409, 413)
+SUBMIT_ERRORS = error_responses(400, 403, 404, 409, 410, 413)
 
 
 class CSVRenderer(renderers.BaseRenderer):
@@ -122,16 +123,23 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
         batch = forms.check_batch_manageable(request.user, self.get_object().pk)
         return forms.results_response(batch)
 
-    @extend_schema(request=None, responses={201: ws.AssignmentSerializer, 204: None, **ERRORS})
+    @extend_schema(request=ws.AcceptSerializer, responses={201: ws.AssignmentSerializer, 204: None, **ERRORS})
     @action(detail=True, methods=["post"])
     def accept(self, request, pk=None):
         """Accept the batch's next task for you (or resume the one you hold): 201 with the assignment, 204 when none
-        is left for you. A batch you may not work on is a 403 saying why (not among its workers, blocked by its gold
-        tasks, a required qualification missing); a closed one 409."""
+        is left for you. With ``task`` (a task of the batch you previewed), that task, 409 when it has no slot for
+        you; in a batch that serves gold tasks the queue chooses, so you get its next task instead (the answer's
+        ``task`` says which). A batch you may not work on is a 403 saying why (not among its workers, blocked by its
+        gold tasks, a required qualification missing); a closed one 409."""
         if not str(pk).isdigit():
             raise NotFound(f"no form batch {str(pk)[:40]!r} among your projects")
         batch = forms.check_batch_accept(request.user, int(pk))
-        assignment = forms.do_accept_next(request.user, batch)
+        form = ws.AcceptSerializer(data=request.data if isinstance(request.data, dict) else {})
+        form.is_valid(raise_exception=True)
+        if "task" in form.validated_data:
+            assignment = forms.do_accept_task(request.user, task_of(batch, form.validated_data["task"]))
+        else:
+            assignment = forms.do_accept_next(request.user, batch)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(ws.AssignmentSerializer(assignment).data, status=status.HTTP_201_CREATED)
@@ -155,6 +163,22 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
     def managed_batch(self, request):
         """The batch of the URL, for its managers: 404 outside your projects, 403 for another role."""
         return forms.check_batch_manageable(request.user, self.get_object().pk)
+
+    @extend_schema(request=None, responses={200: ws.BatchSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def publish(self, request, pk=None):
+        """Publish: workers see the batch and get its tasks (the batch page lists what to check first). 409 when it
+        is already published."""
+        batch = batches.do_publish(self.managed_batch(request))
+        return Response(self.get_serializer(self.annotated(batch)).data)
+
+    @extend_schema(request=None, responses={200: ws.BatchSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def unpublish(self, request, pk=None):
+        """Unpublish: off the workers' lists, no new assignments; those already out may still be submitted. 409
+        when it is not published."""
+        batch = batches.do_unpublish(self.managed_batch(request))
+        return Response(self.get_serializer(self.annotated(batch)).data)
 
     @extend_schema(request=None, responses={200: ws.BatchSerializer, **ERRORS})
     @action(detail=True, methods=["post"])
@@ -204,6 +228,13 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
         return Response(self.get_serializer(self.annotated(batch)).data)
 
 
+def task_of(batch, task_id) -> Task:
+    task = batch.tasks.filter(pk=task_id).select_related("batch").first()
+    if task is None:
+        raise invalid("task", f"batch {batch.name!r} has no task {task_id}")
+    return task
+
+
 def settings_of(data: dict) -> dict:
     keys = ("assignments_per_task", "allotted_seconds", "published", "active", "description", "workers")
     values = {key: data[key] for key in keys if key in data}
@@ -214,10 +245,12 @@ def settings_of(data: dict) -> dict:
 
 class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     """Assignments of form batches: your own, and every assignment of the batches you manage (researchers, admins).
-    Mind2Web's proposal rounds and demonstration tasks are under ``/api/proposal-rounds/`` and
-    ``/api/demonstration-tasks/``."""
+    Your own active ones you submit, skip or return here as through the task frame and the assignment page (the
+    same actions, the same refusals). Mind2Web's proposal rounds and demonstration tasks are under
+    ``/api/proposal-rounds/`` and ``/api/demonstration-tasks/``."""
 
     serializer_class = ws.AssignmentSerializer
+    parser_classes = [LimitedJSONParser]
     filterset_fields = {"task__batch": ["exact"], "status": ["exact"], "worker__username": ["exact"]}
 
     def get_queryset(self):
@@ -231,3 +264,40 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
             .select_related("task", "worker")
             .order_by("-accepted_at", "-pk")
         )
+
+    @extend_schema(request=ws.SubmitSerializer, responses={200: ws.AssignmentSerializer, **SUBMIT_ERRORS})
+    @action(detail=True, methods=["post"])
+    def submit(self, request, pk=None):
+        """Submit the answers of your active assignment, once. 409 when it already ended (a second submission), 410
+        when it expired; 403 (``access_ended``) when you may no longer work on its batch (no longer a member or
+        in a role that works, account deactivated, a required qualification revoked, blocked): nothing is stored
+        and the assignment is returned, its reason in ``ended_reason``."""
+        assignment = forms.check_assignment_of(request.user, pk)
+        form = ws.SubmitSerializer(data=request.data if isinstance(request.data, dict) else {})
+        form.is_valid(raise_exception=True)
+        answers = forms.answers_from_json(form.validated_data["answers"])
+        forms.check_answers(answers)
+        forms.do_submit(assignment.pk, answers)
+        return Response(ws.AssignmentSerializer(self.get_queryset().get(pk=assignment.pk)).data)
+
+    @extend_schema(request=None, responses={200: ws.SkippedSerializer, **SUBMIT_ERRORS})
+    @action(detail=True, methods=["post"])
+    def skip(self, request, pk=None):
+        """Skip your active assignment and take the batch's next task (the skipped one comes last for you):
+        ``{"skipped", "next"}``, ``next`` null when none is left. Refusals as for ``submit``."""
+        assignment = forms.check_assignment_of(request.user, pk)
+        following = forms.do_skip(assignment)
+        skipped = self.get_queryset().get(pk=assignment.pk)
+        body = {"skipped": ws.AssignmentSerializer(skipped).data, "next": None}
+        if following is not None:
+            body["next"] = ws.AssignmentSerializer(following).data
+        return Response(body)
+
+    @extend_schema(request=None, responses={200: ws.AssignmentSerializer, **SUBMIT_ERRORS})
+    @action(detail=True, methods=["post"], url_path="return")
+    def give_back(self, request, pk=None):
+        """Return your active assignment unanswered: its slot goes back to the queue. 409 when it already ended,
+        410 when it expired."""
+        assignment = forms.check_assignment_of(request.user, pk)
+        forms.do_return(assignment)
+        return Response(ws.AssignmentSerializer(self.get_queryset().get(pk=assignment.pk)).data)

@@ -142,6 +142,16 @@ class QualitySettingsSerializer(serializers.Serializer):
     gold_tasks = serializers.ListField(child=serializers.IntegerField(), read_only=True, help_text="Indices.")
     counts = serializers.DictField(child=serializers.IntegerField(), read_only=True, help_text="Work by review state.")
     blocked = serializers.ListField(child=serializers.DictField(), read_only=True)
+    unblocked = serializers.ListField(
+        child=serializers.DictField(),
+        read_only=True,
+        help_text="Blocks a manager lifted: worker, accuracy, reason, at, lifted_at, lifted_by, lift_reason.",
+    )
+
+
+class UnblockSerializer(serializers.Serializer):
+    worker = serializers.CharField(help_text="The username of a worker blocked from the batch.")
+    reason = serializers.CharField(max_length=500, help_text="Why; the worker reads it on their work page.")
 
 
 class GoldSerializer(serializers.Serializer):

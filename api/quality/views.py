@@ -208,6 +208,18 @@ class BatchQualityViewSet(viewsets.GenericViewSet):
         batch = quality.do_update_quality_settings(batch, values)
         return Response(quality.quality_settings(Batch.objects.get(pk=batch.pk)))
 
+    @extend_schema(request=qs.UnblockSerializer, responses={200: qs.QualitySettingsSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def unblock(self, request, pk=None):
+        """Unblock a worker the batch's gold blocked: ``{"worker": username, "reason"}`` (the worker reads the
+        reason on their work page). 409 when they are not blocked from the batch. The lift is kept with who, when
+        and why (``unblocked``)."""
+        batch = forms.check_batch_manageable(request.user, int(pk))
+        data = request.data if isinstance(request.data, dict) else {}
+        worker, reason = quality.check_unblock(batch, data.get("worker"), data.get("reason"))
+        quality.do_unblock(request.user, batch, worker, reason)
+        return Response(quality.quality_settings(Batch.objects.get(pk=batch.pk)))
+
     @extend_schema(request=qs.GoldSerializer, responses={200: qs.GoldMarkedSerializer, **ERRORS})
     @action(detail=True, methods=["post"])
     def gold(self, request, pk=None):

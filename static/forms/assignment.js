@@ -39,6 +39,8 @@
   function leave(state) {
     done = true;
     root.dataset.status = state.status;
+    // batch_open is false when the worker can take no more of its tasks (closed, or this submission blocked
+    // them): the submitted work's page then confirms the submission and says why
     if (state.status === "submitted" && autoAccept && autoAccept.checked && state.batch_open) {
       // Submit & next: accept the batch's next task; its page confirms this submission
       const submitted = document.createElement("input");

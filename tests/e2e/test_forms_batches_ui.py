@@ -205,7 +205,6 @@ def test_a_failed_upload_keeps_what_was_typed_and_chosen(team, browser, live_ser
         form.find_element(By.NAME, name).clear()
         form.find_element(By.NAME, name).send_keys(value)
     form.find_element(By.NAME, "description").send_keys("Read the sentence twice.")
-    form.find_element(By.NAME, "published").click()  # unchecked
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
 
     wait_for(browser, lambda d: d.find_elements(By.ID, "upload-not-stored"))
@@ -215,7 +214,6 @@ def test_a_failed_upload_keeps_what_was_typed_and_chosen(team, browser, live_ser
     assert form.find_element(By.NAME, "assignments_per_task").get_attribute("value") == "3"
     assert form.find_element(By.NAME, "allotted_minutes").get_attribute("value") == "45"
     assert form.find_element(By.NAME, "description").get_attribute("value") == "Read the sentence twice."
-    assert not form.find_element(By.NAME, "published").is_selected()
     notes = [n.get_attribute("data-field") for n in form.find_elements(By.CSS_SELECTOR, ".file-again")]
     assert notes == ["template", "csv"]
     assert form.find_elements(By.CSS_SELECTOR, ".field-error, #upload-errors")

@@ -20,6 +20,7 @@ from .access import (
     check_batch_for_work,
     check_batch_manageable,
     check_batch_stats,
+    check_grant,
     check_project_for_batches,
     check_task_previewable,
     managed_projects,
@@ -49,15 +50,17 @@ from .frames import (
     work_frame_url,
     work_url,
 )
-from .gold import blocks_of, check_may_take
+from .gold import block_reason, blocks_of, check_may_take, serves_gold, unblocks_of
 from .parse import ParsedBatch, TemplateInfo, analyse_template, check_batch_name, parse_batch, parse_upload, read_upload
 from .queue import (
+    AccessEnded,
     AssignmentExpired,
     available_counts,
     check_assignment_of,
     check_batch_accept,
     do_accept_next,
     do_accept_task,
+    do_end_without_access,
     do_expire,
     do_expire_due,
     do_return,
@@ -65,8 +68,10 @@ from .queue import (
     do_submit,
     do_submit_recording,
     do_update_batch_settings,
+    next_task,
+    why_no_more,
 )
-from .render import answers_from_request, check_answers, fill_template, result_page, task_page
+from .render import answers_from_json, answers_from_request, check_answers, fill_template, result_page, task_page
 from .results import results_csv, results_csv_lines, results_filename, results_response
 from .splits import check_turkingbench_predictions, split_names, split_tasks
 from .stats import batch_stats

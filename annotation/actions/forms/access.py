@@ -7,8 +7,10 @@ the project's researchers and admins. A superuser is both everywhere. Refusals t
 user cannot see are 404s.
 
 The ``check_*`` functions are the doors of the form-task pages (``/work/``) and the work API: they open form
-batches only. Mind2Web's proposal and demonstration batches use the same queue through their own actions
-(``annotation.actions.mind2web``), which keep their rules (a website's target, a round's proposals, a
+batches only. ``check_grant`` is the queue's own door, asked again at every accept and every submission whatever
+the path (page, API, task frame): access ends when the grant ends (the membership or its role, the account, a
+required qualification, a block). Mind2Web's proposal and demonstration batches use the same queue through their
+own actions (``annotation.actions.mind2web``), which keep their rules (a website's target, a round's proposals, a
 demonstration's recording); to the form pages and the work API they do not exist (404).
 """
 
@@ -79,6 +81,26 @@ def check_batch_for_work(user, batch_id) -> Batch:
     return batch
 
 
+def check_grant(user, batch: Batch) -> None:
+    """403 naming why ``user`` may not work on ``batch`` now: a deactivated account, not a member of its project,
+    a role that does not work (or not among the workers a batch names), blocked by its gold tasks, or a required
+    qualification missing. One query when they may."""
+    if not user.is_active:
+        raise Forbidden("your account is deactivated")
+    if can_work_on(user, batch):
+        return
+    membership = Membership.objects.filter(project_id=batch.project_id, user=user).first()
+    if membership is None:
+        raise Forbidden(f"you are not a member of project {batch.project.name!r}")
+    check_may_take(user, batch)
+    if batch.is_restricted:
+        raise Forbidden(f"you are not among the workers of batch {batch.name!r}")
+    raise Forbidden(
+        f"your role in {batch.project.name!r} ({membership.get_role_display().lower()}) does not work on batches "
+        "(needs annotator or admin)"
+    )
+
+
 def check_batch_manageable(user, batch_id) -> Batch:
     """A batch whose results and gold ``user`` may read and whose settings they may change (researcher, admin)."""
     batch = visible_batch(user, batch_id)
@@ -101,8 +123,11 @@ def check_project_for_batches(user, project_name) -> Project:
 
 
 def check_task_previewable(user, task_id) -> Task:
-    """A task ``user`` may preview: one of a form batch they may work on or manage."""
+    """A task ``user`` may preview: one of a form batch they may work on, manage, or read (reviewers see the batch
+    page and its first task)."""
     task = Task.objects.select_related("batch__project").filter(pk=task_id, batch__kind=BatchKind.FORM).first()
-    if task is None or not (can_work_on(user, task.batch) or can_manage(user, task.batch)):
+    if task is None or not (
+        can_work_on(user, task.batch) or task.batch.project.has_role(user, (*MANAGE_ROLES, *STATS_ROLES))
+    ):
         raise NotFound(f"no task {task_id} among your batches")
     return task

@@ -1,10 +1,16 @@
-"""Managing a running batch (MTurk's and Turkle's requester pages): pause and resume, extend its time, add
-assignments per task, edit its instructions; and reading it task by task (each task with its assignments).
+"""Managing a batch (MTurk's and Turkle's requester pages): publish it after a checklist of its settings, unpublish,
+pause and resume, extend its time, add assignments per task, edit its instructions; and reading it task by task
+(each task with its assignments).
 
 Who may: the researchers and admins of the batch's project (``access.check_batch_manageable``, called by the pages
 and the API first). Pausing uses the batch's ``active`` flag: a paused batch hands out no new assignment (accept,
 preview's Accept, Skip's next task), while the assignments already handed out may still be submitted, returned or
 skipped until they expire.
+
+Publishing (``published``) is what makes the batch exist for workers: an unpublished batch is on no worker's list
+and hands out nothing; unpublishing it later stops handing out work like a pause, and the assignments already out
+may still be submitted. A batch uploaded from the web starts unpublished, so its gold, blocking threshold and
+qualifications are set before any work goes out (``publish_checklist`` lists what to check).
 
 Every change locks the batch row; the assignments and tasks it changes are updated in the same transaction.
 """
@@ -49,6 +55,82 @@ def do_resume(batch: Batch) -> Batch:
         batch.active = True
         batch.save(update_fields=["active"])
     return batch
+
+
+def do_publish(batch: Batch) -> Batch:
+    """Workers see the batch and get its tasks; 409 when it is already published."""
+    with transaction.atomic():
+        batch = locked(batch)
+        if batch.published:
+            raise Conflict(f"batch {batch.name!r} is already published")
+        batch.published = True
+        batch.save(update_fields=["published"])
+    return batch
+
+
+def do_unpublish(batch: Batch) -> Batch:
+    """Stop handing out work and take the batch off the workers' lists; the assignments already out may still be
+    submitted. 409 when it is not published."""
+    with transaction.atomic():
+        batch = locked(batch)
+        if not batch.published:
+            raise Conflict(f"batch {batch.name!r} is not published")
+        batch.published = False
+        batch.save(update_fields=["published"])
+    return batch
+
+
+def minutes_text(seconds: int) -> str:
+    minutes = seconds / 60
+    text = f"{minutes:g} min" if minutes < 120 else f"{minutes / 60:g} h"
+    return text if minutes < 2880 else f"{text} ({minutes / 1440:g} days)"
+
+
+def publish_checklist(batch: Batch) -> list[dict]:
+    """What to check before publishing, each ``{"item", "label", "value", "warning"}``: gold tasks and rate, the
+    blocking threshold, required qualifications, assignments per task, time per assignment, auto-approval. A
+    warning says when a setting has no effect as it stands (a rate with no gold task, a threshold with no gold
+    served)."""
+    gold_tasks = batch.tasks.filter(is_gold=True).count()
+    requirements = [
+        f"{r.qualification.name} ≥ {r.min_score:g}" for r in batch.requirements.select_related("qualification")
+    ]
+    auto = batch.auto_approve_seconds
+    return [
+        {"item": "gold", "label": "Gold tasks and gold rate", **gold_item(batch, gold_tasks)},
+        {"item": "threshold", "label": "Blocking threshold", **threshold_item(batch, gold_tasks)},
+        {
+            "item": "requirements",
+            "label": "Required qualifications",
+            "value": ", ".join(requirements) or "none: every worker of the project may take its tasks",
+            "warning": "",
+        },
+        {"item": "assignments", "label": "Assignments per task", "value": str(batch.assignments_per_task)},
+        {"item": "time", "label": "Time per assignment", "value": minutes_text(batch.allotted_seconds)},
+        {
+            "item": "auto_approval",
+            "label": "Auto-approval",
+            "value": "never" if auto is None else f"work not reviewed within {minutes_text(auto)} is approved",
+        },
+    ]
+
+
+def gold_item(batch: Batch, gold_tasks: int) -> dict:
+    value = f"{gold_tasks} gold task{'s' * (gold_tasks != 1)}, rate {batch.gold_rate:.0%}"
+    warning = ""
+    if batch.gold_rate > 0 and not gold_tasks:
+        warning = "the rate is set but no task is marked gold: no gold is served"
+    elif gold_tasks and not batch.gold_rate:
+        warning = "gold tasks are marked but the rate is 0: none is served"
+    return {"value": value, "warning": warning}
+
+
+def threshold_item(batch: Batch, gold_tasks: int) -> dict:
+    if batch.gold_threshold is None:
+        return {"value": "never block", "warning": ""}
+    value = f"block below {batch.gold_threshold:.0%} gold accuracy after {batch.gold_min_answers} gold answers"
+    serves = batch.gold_rate > 0 and gold_tasks > 0
+    return {"value": value, "warning": "" if serves else "no gold is served, so nobody is blocked"}
 
 
 def check_seconds(field: str, value, allow_zero=False):

@@ -8,6 +8,12 @@ submitting, skipping, returning and expiring assignments.
   at once never fill a slot twice and never wait on each other; on SQLite (``make run``) the transaction's
   write lock serialises them. Other changes lock the assignment, then its task: the same order everywhere.
 - Tasks a worker skipped, returned or let expire come after the others in their queue (Turkle's skip order).
+- Tasks come in index order, except in a batch that serves gold (``gold``): there the gold schedule says which kind
+  comes next (the other kind when none of that kind is left), each kind in a keyed order per worker, and accepting a
+  previewed task takes the queue's next one instead (workers cannot pick).
+- Access ends when the grant ends: every accept, submission and skip asks ``access.check_grant`` again, whatever the
+  path (page, API, task frame). A submission or skip refused there stores nothing and ends the assignment
+  (returned, the reason kept in ``Assignment.ended_reason``, its slot back to the queue).
 """
 
 import contextlib
@@ -19,15 +25,26 @@ from django.db.models import Exists, F, IntegerField, OuterRef, Subquery
 from django.utils import timezone
 
 from ...models import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
-from ..errors import Conflict, NotFound
-from .access import check_batch_for_work, open_for_work, workable_batches
-from .gold import after_submission, gold_first, may_take
+from ..errors import Conflict, Forbidden, NotFound
+from .access import check_batch_for_work, check_grant, open_for_work, workable_batches
+from .gold import after_submission, gold_due, keyed_order, may_take, serves_gold
 
 
 class AssignmentExpired(Conflict):
     """The assignment ran out of time; it was marked expired and nothing was stored."""
 
     status, code = 410, "expired"
+
+
+class AccessEnded(Forbidden):
+    """The worker may no longer work on the batch (``access.check_grant``); the assignment was returned and nothing
+    was stored. ``reason`` is why, as the worker reads it."""
+
+    code = "access_ended"
+
+    def __init__(self, reason: str):
+        super().__init__(f"Not accepted: {reason}. Nothing was stored, and the task went back to the queue.")
+        self.reason = reason
 
 
 def held_by(user):
@@ -79,19 +96,57 @@ def available_counts(user, batches) -> dict:
     return {pk: (AtLeast(AVAILABLE_CAP) if n > AVAILABLE_CAP else n) for pk, n in rows if n}
 
 
-def lock_next_task(batch: Batch, user, among=None):
-    """The next task for ``user`` (of the tasks ``among`` selects, a ``Q``, when given), locked; tasks they tried
-    before come last. None when there is none."""
-    candidates = open_tasks(batch, user).select_for_update(skip_locked=True, of=("self",))
+PROBE = 256  # places of a keyed order read per query
+PROBE_ROUNDS = 4  # chunks read before the whole (by then small) pool is read and sorted
+
+
+def next_task(batch: Batch, user, among=None, lock=True):
+    """The next task for ``user`` (of the tasks ``among`` selects, a ``Q``, when given), locked unless ``lock`` is
+    false (a preview of what they would get); tasks they tried before come last. None when there is none."""
+    candidates = open_tasks(batch, user)
     if among is not None:
         candidates = candidates.filter(among)
-    gold = gold_first(batch, user)
-    kinds = [candidates] if gold is None else [candidates.filter(is_gold=gold), candidates.filter(is_gold=not gold)]
-    for kind in kinds:
-        task = kind.exclude(tried_by(user)).order_by("index").first() or kind.order_by("index").first()
+    due = gold_due(batch, user)
+    if due is None:
+        return first_in_index_order(candidates, user, lock)
+    order = keyed_order(batch, user)
+    for kind in (due, not due):  # the kind the schedule says, else the other one
+        task = first_in_keyed_order(candidates.filter(is_gold=kind), user, order, probe=not kind, lock=lock)
         if task is not None:
             return task
     return None
+
+
+def first_in_index_order(candidates, user, lock: bool):
+    if lock:
+        candidates = candidates.select_for_update(skip_locked=True, of=("self",))
+    return candidates.exclude(tried_by(user)).order_by("index").first() or candidates.order_by("index").first()
+
+
+def first_in_keyed_order(candidates, user, order, probe: bool, lock: bool):
+    """The first of ``candidates`` in ``order`` (tried ones last), locked; a row another accept holds is skipped."""
+    for pool, big in ((candidates.exclude(tried_by(user)), probe), (candidates.filter(tried_by(user)), False)):
+        for pk in in_keyed_order(pool, order, big):
+            chosen = pool.filter(pk=pk)
+            task = (chosen.select_for_update(skip_locked=True, of=("self",)) if lock else chosen).first()
+            if task is not None:
+                return task
+    return None
+
+
+def in_keyed_order(pool, order, big: bool):
+    """The pks of ``pool`` in ``order``. A ``big`` pool (the regular tasks) is read from the order's first places a
+    chunk at a time, so a fresh batch of a million tasks costs one query; when those places hold none of the pool,
+    the pool is read whole (it is small by then) and sorted."""
+    pool = pool.order_by()
+    if big:
+        for start in range(0, min(order.n, PROBE * PROBE_ROUNDS), PROBE):
+            places = {order.at(place): place for place in range(start, min(start + PROBE, order.n))}
+            found = pool.filter(index__in=list(places)).values_list("pk", "index")
+            yield from (pk for pk, _ in sorted(found, key=lambda row: places[row[1]]))
+        if order.n <= PROBE * PROBE_ROUNDS:
+            return
+    yield from (pk for pk, _ in sorted(pool.values_list("pk", "index"), key=lambda row: order.place(row[1])))
 
 
 def active_assignment_in(batch: Batch, user, now):
@@ -115,23 +170,31 @@ def create_assignment(task: Task, user, now) -> Assignment:
 
 def do_accept_next(user, batch: Batch, now=None, among=None) -> Assignment | None:
     """Accept the batch's next task for ``user`` (or resume their active one); None when none is left. ``among`` (a
-    ``Q`` on tasks) narrows which tasks may be handed out."""
+    ``Q`` on tasks) narrows which tasks may be handed out. 403 saying why when ``user`` may not work on it."""
     now = now or timezone.now()
     check_open(batch)
+    check_grant(user, batch)
     with transaction.atomic():
         # One accept at a time per worker (two tabs at once): the second one then resumes the first's assignment.
         get_user_model().objects.select_for_update().filter(pk=user.pk).first()
         current = active_assignment_in(batch, user, now)
         if current is not None:
             return current
-        task = lock_next_task(batch, user, among)
+        task = next_task(batch, user, among)
         return None if task is None else create_assignment(task, user, now)
 
 
 def do_accept_task(user, task: Task, now=None) -> Assignment:
-    """Accept this task (from its preview); 409 when it has no free slot for ``user`` any more."""
+    """Accept this task (from its preview); 409 when it has no free slot for ``user`` any more. In a batch that
+    serves gold, workers do not pick: this accepts the queue's next task, whichever one was previewed."""
     now = now or timezone.now()
     check_open(task.batch)
+    if serves_gold(task.batch):
+        assignment = do_accept_next(user, task.batch, now)
+        if assignment is None:
+            raise Conflict(f"no task of {task.batch.name!r} is left for you")
+        return assignment
+    check_grant(user, task.batch)
     try:
         with transaction.atomic():
             locked = open_tasks(task.batch, user).select_for_update(of=("self",)).filter(pk=task.pk).first()
@@ -149,7 +212,9 @@ def check_open(batch: Batch) -> None:
 
 
 def locked_assignment(assignment_id) -> Assignment:
-    assignment = Assignment.objects.select_for_update().filter(pk=assignment_id).first()
+    """The assignment, locked (its row only), with its worker, task, batch and project."""
+    found = Assignment.objects.select_related("worker", "task__batch__project").select_for_update(of=("self",))
+    assignment = found.filter(pk=assignment_id).first()
     if assignment is None:
         raise NotFound(f"no assignment {assignment_id}")
     return assignment
@@ -158,21 +223,33 @@ def locked_assignment(assignment_id) -> Assignment:
 def check_active(assignment: Assignment, now) -> None:
     """Refuse changes to an assignment that has ended; an overdue one is expired first (committed), then refused."""
     if assignment.status != AssignmentStatus.ACTIVE:
+        if assignment.ended_reason:
+            raise Conflict(f"assignment {assignment.pk} was taken back ({assignment.ended_reason}); nothing was stored")
         raise Conflict(f"assignment {assignment.pk} is already {assignment.status}; nothing was stored")
     if now >= assignment.expires_at:
         raise AssignmentExpired(f"assignment {assignment.pk} expired at {assignment.expires_at:%Y-%m-%d %H:%M:%S} UTC")
+
+
+def check_still_granted(assignment: Assignment) -> None:
+    """``AccessEnded`` when the assignment's worker may no longer work on its batch (``access.check_grant``)."""
+    try:
+        check_grant(assignment.worker, assignment.task.batch)
+    except Forbidden as refusal:
+        raise AccessEnded(refusal.detail) from None
 
 
 def do_submit(assignment_id, answers: dict, now=None) -> Assignment:
     """Store the answers of an active assignment, once; completes its task (and batch) when it is the last one.
 
     A second submission (a replayed form) is a 409 and changes nothing; an overdue one is marked expired and
-    refused (410)."""
+    refused (410); one whose worker may no longer work on the batch is returned and refused (403, ``AccessEnded``).
+    """
     now = now or timezone.now()
     try:
         with transaction.atomic():
             assignment = locked_assignment(assignment_id)
             check_active(assignment, now)
+            check_still_granted(assignment)
             assignment.status, assignment.answers = AssignmentStatus.SUBMITTED, answers
             assignment.submitted_at = assignment.ended_at = now
             assignment.work_seconds = max(0.0, (now - assignment.accepted_at).total_seconds())
@@ -182,17 +259,46 @@ def do_submit(assignment_id, answers: dict, now=None) -> Assignment:
     except AssignmentExpired:
         do_expire(assignment_id, now)
         raise
+    except AccessEnded as refusal:
+        release(assignment_id, AssignmentStatus.RETURNED, now, check=False, reason=refusal.reason)
+        raise
+
+
+def why_no_more(user, batch: Batch) -> str | None:
+    """Why ``user`` can take no more tasks of ``batch`` (blocked, or their access ended), or None: what the pages
+    say after a submission instead of handing out the next task."""
+    try:
+        check_grant(user, batch)
+    except Forbidden as refusal:
+        return refusal.detail
+    return None
+
+
+def do_end_without_access(assignment: Assignment, now=None) -> str | None:
+    """End an active assignment whose worker may no longer work on its batch (returned, the reason kept): why, or
+    None when they still may (or it had already ended). The task frame and the assignment page ask this on
+    opening, so nobody fills in a task they can no longer submit."""
+    if assignment.status != AssignmentStatus.ACTIVE:
+        return None
+    try:
+        check_still_granted(assignment)
+    except AccessEnded as refusal:
+        now = now or timezone.now()
+        ended = release(assignment.pk, AssignmentStatus.RETURNED, now, check=False, reason=refusal.reason)
+        return None if ended is None else refusal.reason  # None: it ended meanwhile (submitted from another tab)
+    return None
 
 
 def do_submit_recording(assignment: Assignment | None, recording: str) -> None:
     """A finished recording submits the demonstration task it was made for (its ``recording`` is the answer), so the
     recordings actions need not know Mind2Web. An assignment that already ended, or of another kind of batch, is left
-    as it is; too late (expired), the task goes back to the queue and the recording is kept."""
+    as it is; too late (expired), or by someone who may no longer work on the batch, the task goes back to the queue
+    and the recording is kept."""
     if assignment is None or assignment.status != AssignmentStatus.ACTIVE:
         return
     if assignment.task.batch.kind != BatchKind.DEMONSTRATION:
         return
-    with contextlib.suppress(AssignmentExpired):
+    with contextlib.suppress(AssignmentExpired, AccessEnded):
         do_submit(assignment.pk, {"recording": recording})
 
 
@@ -214,16 +320,20 @@ def refresh_batch_completion(batch: Batch) -> None:
         batch.completed = completed
 
 
-def release(assignment_id, status: str, now, check=True) -> Assignment | None:
-    """End an active assignment without answers (returned, skipped or expired); frees its task's slot."""
+def release(assignment_id, status: str, now, check=True, granted=False, reason="") -> Assignment | None:
+    """End an active assignment without answers (returned, skipped or expired); frees its task's slot. ``check``:
+    refuse one that has ended (else leave it); ``granted``: refuse (``AccessEnded``) when its worker may no longer
+    work on the batch; ``reason``: why the platform ended it, kept for the worker."""
     with transaction.atomic():
         assignment = locked_assignment(assignment_id)
         if check:
             check_active(assignment, now)
         elif assignment.status != AssignmentStatus.ACTIVE:
             return None
-        assignment.status, assignment.ended_at = status, now
-        assignment.save(update_fields=["status", "ended_at"])
+        if granted:
+            check_still_granted(assignment)
+        assignment.status, assignment.ended_at, assignment.ended_reason = status, now, reason[:400]
+        assignment.save(update_fields=["status", "ended_at", "ended_reason"])
         Task.objects.filter(pk=assignment.task_id).update(taken=F("taken") - 1)
         return assignment
 
@@ -241,12 +351,16 @@ def do_return(assignment: Assignment, now=None) -> Assignment:
 def do_skip(assignment: Assignment, now=None) -> Assignment | None:
     """Skip this task and accept the batch's next one (the skipped task comes last in this worker's queue).
 
-    Returns the next assignment, or None when no other task is left."""
+    Returns the next assignment, or None when no other task is left. A worker who may no longer work on the batch
+    gets ``AccessEnded`` (the assignment is returned, with the reason)."""
     now = now or timezone.now()
     try:
-        release(assignment.pk, AssignmentStatus.SKIPPED, now)
+        release(assignment.pk, AssignmentStatus.SKIPPED, now, granted=True)
     except AssignmentExpired:
         do_expire(assignment.pk, now)
+        raise
+    except AccessEnded as refusal:
+        release(assignment.pk, AssignmentStatus.RETURNED, now, check=False, reason=refusal.reason)
         raise
     batch = assignment.task.batch
     return do_accept_next(assignment.worker, batch, now) if batch.is_open else None

@@ -178,6 +178,22 @@ def shown(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def answers_from_json(value) -> dict:
+    """Answers sent as JSON (the API's submission): ``{name: text}`` or ``{name: [texts]}``, as the task frame
+    stores them; anything else is a 400 naming the field. Checked further by ``check_answers``."""
+    if not isinstance(value, dict):
+        message = "expected an object {name: text or [texts]}"
+        raise ValidationFailed(f"answers: {message}", [{"field": "answers", "message": message}])
+    for name, item in value.items():
+        texts = item if isinstance(item, list) else [item]
+        if not all(isinstance(text, str) for text in texts):
+            raise ValidationFailed(
+                f"answers.{name}: expected text or a list of texts",
+                [{"field": f"answers.{name}", "message": "expected text or a list of texts"}],
+            )
+    return value
+
+
 def check_answers(answers: dict) -> None:
     """Refuse what would not be stored as sent (bytes that are not UTF-8) or at all (a NUL character), with the
     field's name, before anything is stored."""

@@ -162,7 +162,8 @@ def do_mark_gold(batch: Batch, request: dict) -> int:
 
 
 def quality_settings(batch: Batch) -> dict:
-    """A batch's quality settings, gold tasks, review counts and blocked workers (the API's and the page's view)."""
+    """A batch's quality settings, gold tasks, review counts, blocked workers and the blocks managers lifted (the
+    API's and the page's view)."""
     return {
         "batch": batch.pk,
         "gold_rate": batch.gold_rate,
@@ -179,6 +180,18 @@ def quality_settings(batch: Batch) -> dict:
         "counts": review_counts(batch),
         "blocked": [
             {"worker": b.worker.username, "accuracy": b.accuracy, "reason": b.reason, "at": b.created_at.isoformat()}
-            for b in batch.blocks.select_related("worker")
+            for b in batch.blocks.filter(lifted_at__isnull=True).select_related("worker")
+        ],
+        "unblocked": [
+            {
+                "worker": b.worker.username,
+                "accuracy": b.accuracy,
+                "reason": b.reason,
+                "at": b.created_at.isoformat(),
+                "lifted_at": b.lifted_at.isoformat(),
+                "lifted_by": b.lifted_by.username if b.lifted_by_id else None,
+                "lift_reason": b.lift_reason,
+            }
+            for b in batch.blocks.filter(lifted_at__isnull=False).select_related("worker", "lifted_by")
         ],
     }

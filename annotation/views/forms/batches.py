@@ -1,6 +1,6 @@
 """The batch manager's pages (researchers and admins of the batch's project): the batch page's task table, one
-assignment's page, and the batch's controls (pause, resume, extend, add assignments, instructions). Thin: each
-checks with ``annotation.actions.forms`` and calls one action.
+assignment's page, and the batch's controls (publish after its checklist, unpublish, pause, resume, extend, add
+assignments, instructions). Thin: each checks with ``annotation.actions.forms`` and calls one action.
 
 A refusal for the role or the batch's state is the styled 403/404/409 page (``action_errors``); a bad value shows
 the batch page again with the field's error next to its form (status 400), what was typed kept.
@@ -40,6 +40,10 @@ def batch_context(user, batch, page=None) -> dict:
         "errors": {},
         "typed": {},
     }
+    if can_manage and not batch.published:
+        context["checklist"] = [
+            {**item, "href": checklist_link(batch, item["item"])} for item in batches.publish_checklist(batch)
+        ]
     if can_manage:
         # the batch's task count is already in its statistics: counting 100,000 tasks once is enough
         paginator = Paginator(batches.batch_tasks(batch), batches.TASKS_PAGE)
@@ -49,6 +53,22 @@ def batch_context(user, batch, page=None) -> dict:
         rows = batches.task_rows(batch, batches.tasks_page(batch, tasks.start_index(), tasks.end_index()))
         context["table"] = task_table(batch, rows)
     return context
+
+
+# Where each item of the publish checklist is set: the batch's review page (quality settings, gold) or this page.
+CHECKLIST_LINKS = {
+    "gold": ("quality-review", "gold-form"),
+    "threshold": ("quality-review", "settings-form"),
+    "requirements": ("quality-review", "settings-form"),
+    "assignments": ("forms-batch", "add-form"),
+    "time": ("forms-batch", "extend-form"),
+    "auto_approval": ("quality-review", "settings-form"),
+}
+
+
+def checklist_link(batch, item: str) -> str:
+    name, anchor = CHECKLIST_LINKS[item]
+    return f"{reverse(name, args=[batch.pk])}#{anchor}"
 
 
 def when(value) -> str:
@@ -149,6 +169,22 @@ def managed(view):
     wrapped.__name__ = wrapped.__qualname__ = view.__name__
     wrapped.__doc__ = view.__doc__
     return wrapped
+
+
+@managed
+def batch_publish(request, batch):
+    """Publish: workers see the batch and get its tasks."""
+    batches.do_publish(batch)
+    messages.success(request, f"Published {batch.name!r}: workers of the project get its tasks.")
+
+
+@managed
+def batch_unpublish(request, batch):
+    """Unpublish: workers no longer see the batch; assignments already out may still be submitted."""
+    batches.do_unpublish(batch)
+    messages.success(
+        request, f"Unpublished {batch.name!r}: no new assignments; those already out may still be submitted."
+    )
 
 
 @managed

@@ -2,8 +2,10 @@
 URL's token, never by the session; each response carries the sandboxing CSP (``forms.forms.frames``).
 
 Thin: each checks its token, calls one action and renders ``forms.forms.render``. Refusals are small pages with
-the right status (404 wrong token, 409 already ended, 410 expired, 400/413 bad body) that also tell the
-assignment page around them, so nothing is ever stored from a refused request.
+the right status (404 wrong token, 409 already ended, 410 expired, 403 when the worker may no longer work on the
+batch, 400/413 bad body) that also tell the assignment page around them, so nothing is ever stored from a refused
+request. The frame is authorised by its URL, so what the worker may do is asked again at every opening and
+submission (``forms.do_end_without_access``, ``forms.do_submit``).
 """
 
 import logging
@@ -53,10 +55,15 @@ def work_frame(request, assignment_id: int, token: str):
     if request.method == "POST":
         return submit(request, assignment)
     if assignment.status != AssignmentStatus.ACTIVE:
+        if assignment.ended_reason:
+            return refused(409, assignment.status, f"This task was taken back: {assignment.ended_reason}.")
         return refused(409, assignment.status, f"This assignment is {assignment.status}.")
     if timezone.now() >= assignment.expires_at:
         forms.do_expire(assignment.pk)
         return refused(410, "expired", "This assignment has expired.")
+    reason = forms.do_end_without_access(assignment)
+    if reason is not None:
+        return refused(403, "refused", f"This task was taken back: {reason}. Nothing was stored.")
     action = forms.work_url(assignment)
     page = forms.task_page(assignment.task.batch, assignment.task, action=action, mode="work", sized=True)
     return frame_response(page, form_action=request.build_absolute_uri(action))
@@ -77,7 +84,11 @@ def submit(request, assignment) -> HttpResponse:
     except ActionError as error:
         return refused(error.status, "refused", f"{error.detail}")
     log.info("assignment %s of task %s submitted", assignment.pk, assignment.task_id)
-    return frame_response(forms.result_page("submitted", "Your answers were submitted."))
+    stop = forms.why_no_more(assignment.worker, assignment.task.batch)
+    message = "Your answers were submitted."
+    if stop is not None:  # e.g. this very submission blocked them: say so instead of a bare refusal of the next
+        message = f"Your answers were submitted, but you can take no more tasks of this batch: {stop}."
+    return frame_response(forms.result_page("submitted", message))
 
 
 @xframe_options_exempt

@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.db.models import F
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -60,6 +61,7 @@ def index_context(user, page=None) -> dict:
         "batches": [(batch, counts[batch.pk]) for batch in workable.order_by("-created_at") if counts.get(batch.pk)],
         "history": Paginator(submitted, HISTORY_PAGE).get_page(page),
         "blocked": forms.blocks_of(user),
+        "unblocked": forms.unblocks_of(user),
         "managed": managed_batches(user),
         "can_upload": forms.managed_projects(user).exists(),
     }
@@ -81,9 +83,17 @@ def managed_batches(user) -> list:
 @action_errors
 def batch_accept(request, batch_id: int):
     """Accept the batch's next task (or resume yours); back to the work page when none is left. Another project's
-    batch is the 404 page and one you may not work on the 403 page; a closed batch is a message on the work page."""
-    batch = forms.check_batch_for_work(request.user, batch_id)
-    confirm_submission(request, request.POST.get("submitted"))
+    batch is the 404 page and one you may not work on the 403 page; a closed batch is a message on the work page.
+    After a submission (Submit & next) that left you unable to take more (it blocked you), the submitted work's
+    page confirms the submission and says why, instead of the 403 page."""
+    submitted = own_submitted(request, request.POST.get("submitted"))
+    try:
+        batch = forms.check_batch_for_work(request.user, batch_id)
+    except Forbidden:
+        if submitted is None:
+            raise
+        return redirect(reverse("forms-assignment", args=[submitted.pk]) + "?submitted=1")
+    confirm_submission(request, submitted)
     try:
         forms.queue.check_open(batch)
         assignment = forms.do_accept_next(request.user, batch)
@@ -96,16 +106,20 @@ def batch_accept(request, batch_id: int):
     return redirect("forms-assignment", assignment_id=assignment.pk)
 
 
-def confirm_submission(request, assignment_id) -> None:
-    """The confirmation of a submission, shown on the page that follows it (Submit & next's next task, or the
-    submitted work): only for the person's own submitted assignment."""
+def own_submitted(request, assignment_id) -> Assignment | None:
+    """The person's own submitted assignment of that id, or None."""
     if not (assignment_id or "").isdigit():
-        return
-    assignment = (
+        return None
+    return (
         Assignment.objects.filter(pk=int(assignment_id), worker=request.user, status=AssignmentStatus.SUBMITTED)
         .select_related("task__batch")
         .first()
     )
+
+
+def confirm_submission(request, assignment: Assignment | None) -> None:
+    """The confirmation of a submission, shown on the page that follows it (Submit & next's next task, or the
+    submitted work): only for the person's own submitted assignment."""
     if assignment is not None:
         task = assignment.task
         messages.success(request, f"Submitted task {task.index + 1} of {task.batch.name!r}. Thank you!")
@@ -117,7 +131,7 @@ def confirm_submission(request, assignment_id) -> None:
 def batch_preview(request, batch_id: int):
     """Preview the next task you would get (Turkle's preview of the next task)."""
     batch = forms.check_batch_for_work(request.user, batch_id)
-    task = forms.queue.open_tasks(batch, request.user).order_by("index").first()
+    task = forms.next_task(batch, request.user, lock=False)
     if task is None:
         messages.info(request, f"No more tasks for you in {batch.name!r}.")
         return redirect("forms-index")
@@ -137,6 +151,7 @@ def task_preview(request, task_id: int):
         "task": task,
         "frame_url": forms.preview_url(task),
         "can_accept": batch.is_open and forms.can_work_on(request.user, batch),
+        "queue_picks": forms.serves_gold(batch),
     }
     return render(request, "forms/preview.html", context)
 
@@ -145,7 +160,7 @@ def task_preview(request, task_id: int):
 @require_POST
 @action_errors
 def task_accept(request, task_id: int):
-    """Accept the previewed task."""
+    """Accept the previewed task (in a batch that serves gold, the queue's next task: workers do not pick)."""
     task = forms.check_task_previewable(request.user, task_id)
     try:
         forms.check_batch_accept(request.user, task.batch_id)
@@ -153,6 +168,12 @@ def task_accept(request, task_id: int):
     except ActionError as error:
         messages.error(request, error.detail)
         return redirect("forms-index")
+    if assignment.task_id != task.pk:
+        messages.info(
+            request,
+            f"In {task.batch.name!r} the queue chooses each task: you got task {assignment.task.index + 1}, "
+            "not the one you previewed.",
+        )
     return redirect("forms-assignment", assignment_id=assignment.pk)
 
 
@@ -167,9 +188,12 @@ def assignment_page(request, assignment_id: int):
     if assignment.is_active and timezone.now() >= assignment.expires_at:
         forms.do_expire(assignment.pk)
         assignment.refresh_from_db()
+    if forms.do_end_without_access(assignment) is not None:
+        assignment.refresh_from_db()
     batch = assignment.task.batch
     if request.GET.get("submitted"):
-        confirm_submission(request, str(assignment.pk))
+        confirm_submission(request, own_submitted(request, str(assignment.pk)))
+    stop = None if assignment.is_active else forms.why_no_more(request.user, batch)
     frame_url = ""
     if assignment.is_active:
         frame_url = forms.work_frame_url(assignment)
@@ -182,19 +206,26 @@ def assignment_page(request, assignment_id: int):
         "frame_url": frame_url,
         "auto_accept": auto_accept(request),
         "answers": sorted(assignment.answers.items()),
-        "can_accept": batch.is_open and forms.can_work_on(request.user, batch),
+        "can_accept": batch.is_open and not stop,
+        "stop_reason": stop,
     }
     return render(request, "forms/assignment.html", context)
 
 
 def state_of(assignment: Assignment) -> dict:
+    """The assignment's state; once it ended, whether its worker may take the batch's next task (``batch_open``
+    false, and ``stop_reason`` saying why, when this submission blocked them or their access ended)."""
     seconds_left = max(0, int((assignment.expires_at - timezone.now()).total_seconds()))
+    batch = assignment.task.batch
+    stop = None if assignment.is_active else forms.why_no_more(assignment.worker, batch)
     return {
         "id": assignment.pk,
         "status": assignment.status,
         "expires_at": assignment.expires_at.isoformat(),
         "seconds_left": seconds_left if assignment.is_active else 0,
-        "batch_open": assignment.task.batch.is_open,
+        "batch_open": batch.is_open and stop is None,
+        "stop_reason": stop,
+        "ended_reason": assignment.ended_reason,
     }
 
 
@@ -268,7 +299,11 @@ def batch_new(request):
         except ActionError as error:
             form.add_action_error(error)
         else:
-            messages.success(request, f"Created batch {batch.name!r} with {batch.tasks_total} tasks.")
+            messages.success(
+                request,
+                f"Created batch {batch.name!r} with {batch.tasks_total} tasks. It is unpublished: check its settings "
+                "below, then publish it.",
+            )
             for note in notes:
                 messages.warning(request, note)
             return redirect("forms-batch", batch_id=batch.pk)

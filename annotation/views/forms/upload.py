@@ -1,5 +1,6 @@
 """The batch upload form of the web app (Turkle/MTurk style) and the one call it makes; the REST API
-(``POST /api/batches/``) goes through the same ``parse_upload`` and action."""
+(``POST /api/batches/``) goes through the same ``parse_upload`` and action. A batch uploaded here starts unpublished:
+its page lists what to check (gold, qualifications, ...) beside the Publish button."""
 
 from django import forms
 
@@ -24,7 +25,6 @@ class BatchUploadForm(forms.Form):
         min_value=1, max_value=525600, initial=60, label="Time per assignment (minutes)"
     )
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, label="Instructions")
-    published = forms.BooleanField(required=False, initial=True, help_text="Hand out work right away.")
 
     def __init__(self, user, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -50,7 +50,7 @@ def create_batch(user, form: BatchUploadForm):
     settings_ = BatchSettings(
         assignments_per_task=data["assignments_per_task"],
         allotted_seconds=data["allotted_minutes"] * 60,
-        published=data["published"],
+        published=False,
         description=data["description"],
     )
     batch = do_create_form_batch(user, project, name, parsed, settings_)

@@ -152,6 +152,19 @@ def review_settings(request, batch_id: int):
 @login_required
 @require_POST
 @action_errors
+def review_unblock(request, batch_id: int):
+    """Unblock a worker the batch's gold blocked, with the reason they read on their work page."""
+    batch = forms.check_batch_manageable(request.user, batch_id)
+    with refusals_as_messages(request):
+        worker, reason = quality.check_unblock(batch, request.POST.get("worker"), request.POST.get("reason"))
+        quality.do_unblock(request.user, batch, worker, reason)
+        messages.success(request, f"Unblocked {worker.username}: they get tasks of {batch.name!r} again.")
+    return redirect(reverse("quality-review", args=[batch.pk]) + "#blocked-workers")
+
+
+@login_required
+@require_POST
+@action_errors
 def review_upload(request, batch_id: int):
     """Apply the Approve / Reject columns of the results CSV uploaded back: all the decisions, or none."""
     batch = forms.check_batch_manageable(request.user, batch_id)
