@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0020_export'),
+        ('annotation', '0021_model_limits'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
