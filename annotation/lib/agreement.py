@@ -195,8 +195,9 @@ def majority(labels: Iterable[str]) -> tuple[str, int]:
 
 def dawid_skene(rows: list[tuple], iterations: int = DS_ITERATIONS, tolerance: float = DS_TOLERANCE) -> dict:
     """``(task, worker, label)`` rows → Dawid–Skene's label per task (crowd-kit's ``DawidSkene``, fed integer codes
-    for workers and labels: pandas joins and groups them faster than strings)."""
-    if not rows:
+    for workers and labels: pandas joins and groups them faster than strings). ``iterations=0``: not computed (an
+    empty dict; every task's Dawid–Skene answer is then None)."""
+    if not rows or iterations <= 0:
         return {}
     tasks, workers, labels = zip(*rows, strict=True)
     names = sorted(set(labels))
