@@ -55,7 +55,7 @@ def after_submission(assignment: Assignment, task) -> None:
 
 def block(batch: Batch, worker, accuracy: float, count: int) -> None:
     figure, threshold = lib.gold_text(accuracy, count), lib.percent(batch.gold_threshold)
-    reason = f"your {figure} on batch {batch.name!r} is below the batch's threshold of {threshold}"
+    reason = f"your {figure} is below the batch's threshold of {threshold}"
     BatchBlock.objects.get_or_create(batch=batch, worker=worker, defaults={"reason": reason, "accuracy": accuracy})
     Assignment.objects.filter(
         task__batch=batch, worker=worker, status=AssignmentStatus.SUBMITTED, review=ReviewState.PENDING
