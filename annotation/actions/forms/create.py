@@ -12,6 +12,7 @@ from agents import vendor
 from ...lib.agreement import known_answers
 from ...models import Batch, BatchKind, SplitConfig, Task
 from ..errors import ActionError, Conflict, ValidationFailed, invalid
+from .figures import figures_changed
 from .parse import ParsedBatch, check_batch_name, parse_batch
 
 BULK = 2000
@@ -200,6 +201,7 @@ def do_create_form_batches(user, project, items: list) -> list[Batch]:
                 if settings.worker_groups:
                     batch.worker_groups.set(settings.worker_groups)
             insert_tasks([(batch, parsed.tasks) for batch, (_, parsed, _) in zip(batches, items, strict=True)])
+            figures_changed(*[batch.pk for batch in batches])  # their figures' first version: reads need not write
     except IntegrityError:  # the same name raced in from another upload
         raise Conflict(f"project {project.name!r} already has a batch of one of these names") from None
     return batches
