@@ -152,9 +152,16 @@ class QualitySettingsSerializer(serializers.Serializer):
 
 
 class GoldSerializer(serializers.Serializer):
-    tasks = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="Task indices.")
+    tasks = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="Task indices (from 0), each with a non-blank Answer.* value in the CSV; its non-blank values become "
+        "the known answers.",
+    )
     gold = serializers.BooleanField(required=False, default=True, help_text="false: unmark.")
-    assignment = serializers.IntegerField(required=False, help_text="Take the known answers from this assignment.")
+    assignment = serializers.IntegerField(
+        required=False, help_text="Take the known answers from this assignment's non-blank answers."
+    )
 
 
 class GoldMarkedSerializer(serializers.Serializer):
