@@ -175,12 +175,14 @@ def test_the_api_gives_the_hand_computed_figures(worked, researcher, api_for):
     workers = {worker["worker"]: worker for worker in body["workers"]}
     # ann3 against the majority: polarity ✗✓, score ✗✓, tags ✗✓✓, short ✗✓ → 5 of 9
     assert workers["ann3"]["majority_agreement"] == pytest.approx(5 / 9)
-    # gold, official metric: radio exact match, range 1 − |gold − answer| / max(|gold|, |answer|); nothing sent = ""
-    # ann1: polarity 1, 0, 1; score 1 − 3/4, 1, 1
-    assert workers["ann1"]["gold_accuracy"] == pytest.approx(float(Fraction(17, 4) / 6))
-    # ann3: polarity 0, 0, 0 (blank); score 1 − 1/4, 1, 0 (blank)
-    assert workers["ann3"]["gold_accuracy"] == pytest.approx(1.75 / 6)
-    assert workers["ann3"]["gold_fields"] == 6
+    # gold (every task: the CSV's Answer.* values), official metric: radio exact match, range
+    # 1 − |gold − answer| / max(|gold|, |answer|); nothing sent = "". An answer's score is the mean over its task's
+    # two known fields; the worker's accuracy the mean over their three gold answers.
+    # ann1: (1 + 1/4) / 2, (0 + 1) / 2, (1 + 1) / 2
+    assert workers["ann1"]["gold_accuracy"] == pytest.approx(float((Fraction(5, 8) + Fraction(1, 2) + 1) / 3))
+    # ann3: (0 + 3/4) / 2, (0 + 1) / 2, (0 + 0) / 2 (blank)
+    assert workers["ann3"]["gold_accuracy"] == pytest.approx((0.375 + 0.5 + 0) / 3)
+    assert workers["ann3"]["gold_answers"] == 3
     assert body["totals"] == {"assignments": 9, "tasks": 3, "workers": 3, "answers": 32}
 
 
@@ -306,7 +308,8 @@ def test_the_turkingbench_export_holds_quality_json_naming_each_task(worked, res
     assert first["fields"]["polarity"]["aggregated_majority"] == "pos"
     assert first["fields"]["polarity"]["aggregated_dawid_skene"] == "pos"
     assert first["fields"]["polarity"]["agreement"] == pytest.approx(2 / 3)
-    assert first["gold_accuracy_of_workers"]["ann3"] == pytest.approx(1.75 / 6)
+    assert first["gold_accuracy_of_workers"]["ann3"] == pytest.approx((0.375 + 0.5 + 0) / 3)
+    assert first["gold_answers_of_workers"]["ann3"] == 3
     by_batch = report["totals"]["agreement_by_batch"][worked.name]
     assert by_batch["fields"]["polarity"]["alpha"] == pytest.approx(NOMINAL_ALPHA)
     assert by_batch["fields"]["level"]["alpha"] is None

@@ -14,9 +14,11 @@ from annotation.models import Role
 from tests.conftest import make_user, token_client
 from tests.forms_data import make_batch
 
-# Six tasks; the CSV's Answer.* columns hold known answers (polarity, level) for every one.
+# Six tasks; the CSV's Answer.* columns hold known answers (polarity, level) for the first three, blank cells for the
+# other three (which are therefore not gold).
 GOLD_CSV = "topic,sentence,Answer.polarity,Answer.level\n" + "".join(
-    f"t{i},s{i},{'pos' if i % 2 else 'neg'},{'high' if i % 3 else 'low'}\n" for i in range(6)
+    f"t{i},s{i},{'pos' if i % 2 else 'neg'},{'high' if i % 3 else 'low'}\n" if i < 3 else f"t{i},s{i}, ,\n"
+    for i in range(6)
 )
 
 

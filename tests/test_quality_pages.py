@@ -80,9 +80,9 @@ def test_reopen_gold_settings_and_upload_on_the_page(client, worked, researcher,
     assert (task.taken, task.submitted, task.completed) == (2, 2, False)
     used = client.post(f"{base}/gold", {"assignment": ids_of(batch, "owner")[1]}, follow=True)
     assert "Changed 1 gold task" in text(used)
-    assert "Gold: task 2." in text(used)
-    no_gold = client.post(f"{base}/gold", {"tasks": "1"}, follow=True)
-    assert "has no Answer.* values" in text(no_gold)
+    assert "Gold: task 1." in text(used)  # the owner's second task: index 1, as every page numbers tasks
+    no_gold = client.post(f"{base}/gold", {"tasks": "0"}, follow=True)
+    assert "task 0 has no non-blank Answer.* value" in text(no_gold)
     out_of_range = client.post(f"{base}/settings", {"gold_rate": "1.5", "gold_threshold": ""}, follow=True)
     assert "gold_rate" in text(out_of_range)
     saved = client.post(

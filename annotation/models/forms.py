@@ -153,8 +153,10 @@ class Task(models.Model):
     """One instance of a batch: its input values and, when imported with them, its gold answers.
 
     ``index`` is the 0-based order of the distinct instance in the uploaded CSV (TurkingBench predictions name
-    instances by it). ``gold`` holds one entry per annotator row of the CSV, in file order:
-    ``{"row": <0-based data row>, "answers": {field: value or [values]}}``.
+    instances by it; every page, file and API numbers tasks by it). ``gold`` holds one entry per annotator row of the
+    CSV, in file order: ``{"row": <0-based data row>, "answers": {field: value or [values]}}`` (the TurkingBench
+    export's gold rows). The task is gold (``is_gold``) when it has known answers (``gold_answers``): the non-blank
+    values of those rows, or of one assignment's answers (``annotation.lib.agreement.known_answers``).
     """
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="tasks")
@@ -164,9 +166,11 @@ class Task(models.Model):
     taken = models.PositiveIntegerField(default=0, help_text="Active + submitted assignments.")
     submitted = models.PositiveIntegerField(default=0, help_text="Submitted assignments.")
     completed = models.BooleanField(default=False)
-    is_gold = models.BooleanField(default=False, help_text="A gold task: its known answers score its workers.")
+    is_gold = models.BooleanField(
+        default=False, help_text="A gold task: it has at least one non-blank known answer, which scores its workers."
+    )
     gold_answers = models.JSONField(
-        default=dict, blank=True, help_text="A gold task's known answers: {field: [accepted values]}."
+        default=dict, blank=True, help_text="A gold task's known answers: {field: [non-blank accepted values]}."
     )
 
     class Meta:

@@ -96,3 +96,17 @@ class BatchBlock(models.Model):
     def __str__(self):
         state = "unblocked" if self.lifted_at else "blocked"
         return f"{self.worker_id} {state} from batch {self.batch_id}"
+
+
+class FiguresVersion(models.Model):
+    """The version of a form batch's quality figures (agreement, aggregation, gold accuracy): a new random token,
+    written in the transaction of every action that changes one of their inputs (answers, review decisions, gold
+    marks and values, batch settings, the template). Cached figures are kept under the token they were computed at,
+    so a change is seen by the next read, in every process, and a token never comes back (a database reset or a
+    reused batch id cannot meet an old cache entry)."""
+
+    batch = models.OneToOneField(Batch, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    token = models.CharField(max_length=32)
+
+    def __str__(self):
+        return f"figures of batch {self.batch_id}: {self.token}"

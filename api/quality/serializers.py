@@ -10,13 +10,19 @@ class ReviewSerializer(serializers.ModelSerializer):
 
     batch = serializers.IntegerField(source="task.batch_id", read_only=True)
     batch_name = serializers.CharField(source="task.batch.name", read_only=True)
-    task_index = serializers.IntegerField(source="task.index", read_only=True)
     is_gold = serializers.BooleanField(source="task.is_gold", read_only=True)
     worker = serializers.SlugRelatedField(slug_field="username", read_only=True)
     reviewed_by = serializers.CharField(source="reviewed_by.username", read_only=True, allow_null=True, default=None)
     answers = serializers.JSONField(read_only=True)
+    task_index = serializers.IntegerField(source="task.index", read_only=True, help_text="The task's index, from 0.")
     worker_gold = serializers.FloatField(
-        read_only=True, allow_null=True, help_text="The worker's mean gold score in this batch (null: no gold yet)."
+        read_only=True,
+        allow_null=True,
+        help_text="The worker's gold accuracy in this batch: the mean gold score of every answer they submitted to a "
+        "gold task of it, pending, approved and rejected alike (null: no gold answer yet).",
+    )
+    worker_gold_answers = serializers.IntegerField(
+        read_only=True, help_text="How many gold answers worker_gold is the mean of."
     )
 
     class Meta:
@@ -39,6 +45,7 @@ class ReviewSerializer(serializers.ModelSerializer):
             "reopened_at",
             "gold_score",
             "worker_gold",
+            "worker_gold_answers",
             "flagged",
         ]
         read_only_fields = fields
@@ -155,9 +162,16 @@ class UnblockSerializer(serializers.Serializer):
 
 
 class GoldSerializer(serializers.Serializer):
-    tasks = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="Task indices.")
+    tasks = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="Task indices (from 0), each with a non-blank Answer.* value in the CSV; its non-blank values become "
+        "the known answers.",
+    )
     gold = serializers.BooleanField(required=False, default=True, help_text="false: unmark.")
-    assignment = serializers.IntegerField(required=False, help_text="Take the known answers from this assignment.")
+    assignment = serializers.IntegerField(
+        required=False, help_text="Take the known answers from this assignment's non-blank answers."
+    )
 
 
 class GoldMarkedSerializer(serializers.Serializer):

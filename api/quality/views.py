@@ -39,14 +39,26 @@ class ReviewViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
             rows = rows.filter(task__batch=forms.check_batch_manageable(self.request.user, int(params["batch"])))
         return quality.filtered(rows, **{key: params.get(key) for key in FILTERS})
 
+    def paginate_queryset(self, queryset):
+        """The page's rows with their workers' gold accuracy (one query for the page)."""
+        page = super().paginate_queryset(queryset)
+        return None if page is None else quality.with_worker_gold(page)
+
+    def shown(self, pk) -> Response:
+        """One submitted assignment as the reviewer reads it, its worker's gold accuracy included."""
+        (assignment,) = quality.with_worker_gold([quality.review_queryset().get(pk=pk)])
+        return Response(self.get_serializer(assignment).data)
+
     @extend_schema(
         parameters=[
             OpenApiParameter("batch", int, description="One batch (403 when you cannot manage it)."),
             OpenApiParameter("worker", str, description="A worker's username."),
             OpenApiParameter("review", str, enum=["pending", "approved", "rejected"]),
             OpenApiParameter("flagged", bool, description="Flagged for review (their worker was blocked) or not."),
-            OpenApiParameter("gold_below", float, description="Workers whose gold accuracy in the batch is below."),
-            OpenApiParameter("gold_at_least", float, description="Workers whose gold accuracy is at least."),
+            OpenApiParameter(
+                "gold_below", float, description="Workers whose gold accuracy in the batch (0–1) is below this."
+            ),
+            OpenApiParameter("gold_at_least", float, description="Workers whose gold accuracy is at least this."),
         ],
         responses={200: qs.ReviewSerializer(many=True), **ERRORS},
     )
@@ -58,14 +70,14 @@ class ReviewViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
     def retrieve(self, request, pk=None):
         """One submitted assignment."""
         (assignment,) = quality.check_reviewable(request.user, [int(pk)])
-        return Response(self.get_serializer(quality.review_queryset().get(pk=assignment.pk)).data)
+        return self.shown(assignment.pk)
 
     def decided(self, request, pk, decision):
         form = qs.FeedbackSerializer(data=request.data if isinstance(request.data, dict) else {})
         form.is_valid(raise_exception=True)
         assignments = quality.check_reviewable(request.user, [int(pk)])
         quality.do_decide(request.user, assignments, decision, form.validated_data.get("feedback", ""))
-        return Response(self.get_serializer(quality.review_queryset().get(pk=int(pk))).data)
+        return self.shown(int(pk))
 
     @extend_schema(request=qs.FeedbackSerializer, responses={200: qs.ReviewSerializer, **ERRORS})
     @action(detail=True, methods=["post"])
@@ -85,7 +97,7 @@ class ReviewViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
         """Give a rejected assignment's slot back to the queue, for another worker."""
         (assignment,) = quality.check_reviewable(request.user, [int(pk)])
         quality.do_reopen(request.user, assignment)
-        return Response(self.get_serializer(quality.review_queryset().get(pk=assignment.pk)).data)
+        return self.shown(assignment.pk)
 
     @extend_schema(request=qs.DecideSerializer, responses={200: qs.DecidedSerializer, **ERRORS})
     @action(detail=False, methods=["post"])

@@ -89,7 +89,7 @@ def test_three_workers_pause_resume_add_and_extend(team, browser, live_server):
     for name in ("ann", "abe"):
         accept(browser, live_server, people[name], batch)
         fill_and_submit(browser, f"answer of {name}")
-        wait_for(browser, lambda d: "Submitted task 1" in (text_of(d, "messages") or ""))
+        wait_for(browser, lambda d: "Submitted task 0 " in (text_of(d, "messages") or ""))
     # the batch is complete: the third worker has nothing
     as_user(browser, live_server, people["amy"], "/work/")
     assert not available(browser, batch)
@@ -114,12 +114,12 @@ def test_three_workers_pause_resume_add_and_extend(team, browser, live_server):
     as_user(browser, live_server, people["amy"], f"/work/assignments/{third}/")
     wait_for(browser, lambda d: re.fullmatch(r"1:\d\d:\d\d", text_of(d, "countdown") or ""))
     fill_and_submit(browser, "answer of amy")
-    wait_for(browser, lambda d: "Submitted task 1" in (text_of(d, "messages") or ""), timeout=30)
+    wait_for(browser, lambda d: "Submitted task 0 " in (text_of(d, "messages") or ""), timeout=30)
 
     # the per-task table shows the three workers' assignments, each opening its own page
     as_user(browser, live_server, people["rex"], f"/work/batches/{batch.pk}/")
     rows = table_rows(browser)
-    assert sorted(rows) == [("1", "abe", "submitted"), ("1", "amy", "submitted"), ("1", "ann", "submitted")]
+    assert sorted(rows) == [("0", "abe", "submitted"), ("0", "amy", "submitted"), ("0", "ann", "submitted")]
     browser.find_element(By.CSS_SELECTOR, '#task-table tr[data-worker="amy"] a').click()
     wait_for(browser, lambda d: (text_of(d, "assignment-worker") or "") == "amy")
     assert "answer of amy" in browser.find_element(By.ID, "assignment-answers").text

@@ -184,7 +184,7 @@ def test_a_worker_fills_every_kind_of_field_submits_and_next_skips_and_returns(r
     browser.find_element(By.ID, "return").click()
     wait_for(browser, lambda d: d.current_url.endswith("/work/"))
     assert stored(third).status == AssignmentStatus.RETURNED
-    assert "Returned task 3" in browser.find_element(By.ID, "messages").text
+    assert "Returned task 2 " in browser.find_element(By.ID, "messages").text
 
     range_first = accept(browser, style)
     in_frame(browser)

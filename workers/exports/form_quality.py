@@ -1,6 +1,7 @@
 """The TurkingBench export's ``quality.json`` (docs/quality.md): one item per exported task with its workers, the
 answer of each field aggregated by majority vote and by Dawid–Skene, the task's agreement per field and the gold
-accuracy of its workers; the totals add, per batch, each field's Krippendorff α and agreement.
+accuracy of its workers (the one figure, ``forms.figures.worker_gold``, and how many gold answers it is over); the
+totals add, per batch, each field's Krippendorff α and agreement.
 
 The figures are ``annotation.actions.quality.agreement``'s (the agreement page's, one code path). They go into
 ``quality.json`` only: TurkingBench's ``batch.csv`` has no room for them (every non-``Answer.`` column is part of
@@ -22,6 +23,7 @@ def task_items(batch: Batch, result: dict, include_gold: bool) -> list[dict]:
     """One item per task the export holds rows of: its submitted answers, and its gold rows when they are exported."""
     figures = {task["task"]: task for task in result["tasks"]}
     accuracy = {worker["worker"]: worker["gold_accuracy"] for worker in result["workers"]}
+    answers = {worker["worker"]: worker["gold_answers"] for worker in result["workers"]}
     items = []
     for index, completed, gold in batch.tasks.order_by("index").values_list("index", "completed", "gold"):
         gold_rows = len(gold) if include_gold else 0
@@ -40,6 +42,7 @@ def task_items(batch: Batch, result: dict, include_gold: bool) -> list[dict]:
                 "workers": workers,
                 "fields": task["fields"] if task else {},
                 "gold_accuracy_of_workers": {worker: accuracy.get(worker) for worker in workers},
+                "gold_answers_of_workers": {worker: answers.get(worker, 0) for worker in workers},
             }
         )
     return items

@@ -7,7 +7,8 @@ Form batches (MTurk/Turkle HTML templates, TurkingBench tasks): ``parse`` (check
 within its limits), ``create`` (storing a batch, TurkingBench directories and split lists), ``render`` (the task
 page), ``frames`` (the capability URLs and CSP of task frames), ``results`` (the Turkle results CSV), ``splits``
 (the splits of a project's form tasks, and predictions checked against them), ``gold`` (gold tasks scored on
-submission, blocking, qualifications the queue checks).
+submission, blocking, qualifications the queue checks), ``figures`` (the inputs of a batch's quality figures: the
+version every change bumps, the one reader of a worker's gold accuracy, gold scores computed again).
 """
 
 from .access import (
@@ -37,6 +38,7 @@ from .create import (
     read_task_dir,
     warnings_for,
 )
+from .figures import figures_changed, rescore_batch, rescore_tasks, worker_gold
 from .frames import (
     app_page_csp,
     check_preview_token,

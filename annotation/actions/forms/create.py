@@ -9,8 +9,10 @@ from django.db import IntegrityError, connection, transaction
 
 from agents import vendor
 
+from ...lib.agreement import known_answers
 from ...models import Batch, BatchKind, SplitConfig, Task
 from ..errors import ActionError, Conflict, ValidationFailed, invalid
+from .figures import figures_changed
 from .parse import ParsedBatch, check_batch_name, parse_batch
 
 BULK = 2000
@@ -106,9 +108,10 @@ def script_warnings(template: str) -> list[str]:
 
 def insert_tasks(pairs: list) -> None:
     """``[(batch, parsed tasks), ...]`` in one ``COPY`` on PostgreSQL (a bulk INSERT quotes large JSON values
-    slowly), else in bulk."""
+    slowly), else in bulk. A task whose CSV rows hold a non-blank ``Answer.*`` value is gold, with those values as
+    its known answers (``annotation.lib.agreement.known_answers``)."""
     if connection.vendor != "postgresql":
-        rows = (Task(batch=b, index=t.index, inputs=t.inputs, gold=t.gold) for b, tasks in pairs for t in tasks)
+        rows = (new_task(batch, task) for batch, tasks in pairs for task in tasks)
         Task.objects.bulk_create(rows, batch_size=BULK)
         return
     columns = ["batch_id", "index", "inputs", "gold", "taken", "submitted", "completed", "is_gold", "gold_answers"]
@@ -120,15 +123,24 @@ def insert_tasks(pairs: list) -> None:
                 copy.write(b"".join(copy_line(batch.pk, task) for task in tasks[start : start + COPY_ROWS]))
 
 
+def new_task(batch: Batch, task) -> Task:
+    known = known_answers(task.gold)
+    fields = {"inputs": task.inputs, "gold": task.gold, "is_gold": bool(known), "gold_answers": known}
+    return Task(batch=batch, index=task.index, **fields)
+
+
 def copy_line(batch_id: int, task) -> bytes:
     """One task as a line of COPY's text format. orjson's JSON has no raw tab, newline or carriage return (it
     escapes them), so only its backslashes need COPY's escaping."""
     inputs, gold = orjson.dumps(task.inputs), orjson.dumps(task.gold)
-    return b"%d\t%d\t%s\t%s\t0\t0\tf\tf\t{}\n" % (  # not taken, submitted or completed; not gold
+    known = known_answers(task.gold) if task.gold else {}
+    return b"%d\t%d\t%s\t%s\t0\t0\tf\t%s\t%s\n" % (  # not taken, submitted or completed
         batch_id,
         task.index,
         inputs.replace(b"\\", b"\\\\"),
         gold.replace(b"\\", b"\\\\"),
+        b"t" if known else b"f",
+        orjson.dumps(known).replace(b"\\", b"\\\\"),
     )
 
 
@@ -189,6 +201,7 @@ def do_create_form_batches(user, project, items: list) -> list[Batch]:
                 if settings.worker_groups:
                     batch.worker_groups.set(settings.worker_groups)
             insert_tasks([(batch, parsed.tasks) for batch, (_, parsed, _) in zip(batches, items, strict=True)])
+            figures_changed(*[batch.pk for batch in batches])  # their figures' first version: reads need not write
     except IntegrityError:  # the same name raced in from another upload
         raise Conflict(f"project {project.name!r} already has a batch of one of these names") from None
     return batches

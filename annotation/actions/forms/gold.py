@@ -1,20 +1,21 @@
 """Gold tasks, qualifications and blocking: what the queue asks before it hands out work, and what it does after a
 submission (docs/quality.md, "Gold and qualifications").
 
-- A gold task (``Task.is_gold``) has known answers (``Task.gold_answers``, ``{field: [accepted values]}``). A batch
-  *serves gold* when its ``Batch.gold_rate`` is above 0 and it has a gold task (``serves_gold``). There, which of a
-  worker's tasks are gold follows a keyed schedule (``gold_due``, ``annotation.lib.goldschedule``): their position
-  counts the assignments they submitted or hold, so skipping, returning or letting a gold task expire does not move
-  them past it; each kind of task comes in a keyed order per worker (``keyed_order``), never in index order, and
-  workers cannot choose their tasks (the queue's ``do_accept_task`` takes its next one).
-- A submitted gold task is scored with the TurkingBench scorer's per-field metric (``agents.scoring.field_score``,
-  ``official``), field types read from the batch's template; the assignment's score is the mean over its counted
-  fields (``Assignment.gold_score``).
-- A worker's running gold accuracy on a batch is the mean of their gold scores there. Below ``Batch.gold_threshold``
-  after at least ``Batch.gold_min_answers`` gold answers, they are blocked from the batch (``BatchBlock``), their
-  submitted work not yet reviewed there is flagged (``Assignment.flagged``) and any task they hold in it goes back
-  to the queue. A manager may lift a block (``annotation.actions.quality.blocks``); the rule then applies again once
-  the worker has given ``gold_min_answers`` more gold answers. In an onboarding batch
+- A gold task (``Task.is_gold``) has known answers (``Task.gold_answers``, ``{field: [non-blank accepted values]}``).
+  A batch *serves gold* when its ``Batch.gold_rate`` is above 0 and it has a gold task (``serves_gold``). There,
+  which of a worker's tasks are gold follows a keyed schedule (``gold_due``, ``annotation.lib.goldschedule``): their
+  position counts the assignments they submitted or hold, so skipping, returning or letting a gold task expire does
+  not move them past it; each kind of task comes in a keyed order per worker (``keyed_order``), never in index
+  order, and workers cannot choose their tasks (the queue's ``do_accept_task`` takes its next one).
+- A submitted gold task is scored with ``annotation.lib.agreement.gold_score`` (the TurkingBench scorer's official
+  per-field metric, field types read from the batch's template, over the known fields with a non-blank value):
+  ``Assignment.gold_score``.
+- A worker's gold accuracy on a batch is the one figure of ``figures.gold_accuracy`` (the mean of their gold scores
+  there, pending, approved and rejected alike). Below ``Batch.gold_threshold`` after at least
+  ``Batch.gold_min_answers`` gold answers, they are blocked from the batch (``BatchBlock``, the reason naming the
+  figure), their submitted work not yet reviewed there is flagged (``Assignment.flagged``) and any task they hold in
+  it goes back to the queue. A manager may lift a block (``annotation.actions.quality.blocks``); the rule then
+  applies again once the worker has given ``gold_min_answers`` more gold answers. In an onboarding batch
   (``Batch.grants_qualification``) reaching ``Batch.grant_threshold`` earns the qualification, with the accuracy as
   its score.
 - A batch's requirements (``BatchRequirement``): a worker without each qualification at its minimum score does not
@@ -22,16 +23,11 @@ submission (docs/quality.md, "Gold and qualifications").
   (``check_may_take``).
 """
 
-import math
-from functools import lru_cache
-
-import lxml.html
-from django.db.models import Avg, Count, Exists, F, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
-from agents import scoring
-
+from ...lib import agreement as lib
 from ...lib import goldschedule
 from ...models import (
     HOLDING_STATUSES,
@@ -45,74 +41,7 @@ from ...models import (
     Task,
 )
 from ..errors import Forbidden
-
-TEXT_LIKE = ("email", "number", "url", "tel", "search", "date", "time", "datetime-local", "month", "week", "color")
-
-
-@lru_cache(maxsize=256)
-def field_types(template: str) -> dict[str, str]:
-    """Name → the scorer's field type of the first control with that name in the template."""
-    try:
-        root = lxml.html.fragment_fromstring(template, create_parent="div")
-    except (lxml.etree.ParserError, ValueError):
-        return {}
-    types: dict[str, str] = {}
-    for element in root.iter("input", "select", "textarea"):
-        name = element.get("name")
-        if not name or name in types:
-            continue
-        kind = (element.get("type") or "text").strip().lower() if element.tag == "input" else element.tag
-        types[name] = "text" if kind in TEXT_LIKE else kind
-    return types
-
-
-def raw_value(value):
-    """A stored answer as a known answer: several values ``|``-joined (the CSV's form), a blank one None."""
-    if isinstance(value, list):
-        value = "|".join(str(v) for v in value)
-    return None if value is None or value == "" else value
-
-
-def gold_from_csv(task) -> dict:
-    """The known answers of ``task`` from its CSV ``Answer.*`` columns (``Task.gold``), every annotator's."""
-    known: dict[str, list] = {}
-    for entry in task.gold:
-        for name, value in entry.get("answers", {}).items():
-            known.setdefault(name, []).append(raw_value(value))
-    return known
-
-
-def gold_from_answers(answers: dict) -> dict:
-    """Known answers taken from one assignment's answers."""
-    return {name: [raw_value(value)] for name, value in answers.items()}
-
-
-def score_answers(template: str, known: dict, answers: dict) -> float | None:
-    """The mean per-field score of ``answers`` against ``known`` (None when no field counts)."""
-    types = field_types(template)
-    scores = []
-    for name, raw in known.items():
-        kind = types.get(name, "text")
-        if kind not in scoring.SCORED_TYPES or name in scoring.EXCLUDED_NAMES:
-            continue
-        value = answers.get(name)
-        values = value if isinstance(value, list) else ([] if value is None else [value])
-        try:
-            gold = [math.nan if value is None else value for value in raw]  # a blank cell, as pandas reads it
-            score = scoring.field_score(scoring.OFFICIAL, kind, gold, scoring.prediction_string(kind, values))
-        except (scoring.UnsupportedFieldType, ValueError):
-            continue
-        if score is not None and not math.isnan(score):
-            scores.append(score)
-    return sum(scores) / len(scores) if scores else None
-
-
-def gold_accuracy(batch: Batch, worker) -> tuple[float | None, int]:
-    """``(mean gold score, gold answers)`` of ``worker`` in ``batch``."""
-    row = Assignment.objects.filter(
-        task__batch=batch, worker=worker, status=AssignmentStatus.SUBMITTED, gold_score__isnull=False
-    ).aggregate(mean=Avg("gold_score"), n=Count("pk"))
-    return row["mean"], row["n"]
+from .figures import gold_accuracy
 
 
 def after_submission(assignment: Assignment, task) -> None:
@@ -121,7 +50,7 @@ def after_submission(assignment: Assignment, task) -> None:
     batch = task.batch
     if not task.is_gold:
         return
-    score = score_answers(batch.html_template, task.gold_answers, assignment.answers)
+    score = lib.gold_score(lib.template_controls(batch.html_template), task.gold_answers, assignment.answers)
     if score is None:
         return
     Assignment.objects.filter(pk=assignment.pk).update(gold_score=score)
@@ -135,16 +64,14 @@ def after_submission(assignment: Assignment, task) -> None:
 def block(batch: Batch, worker, accuracy: float, count: int) -> None:
     if not judged_since_unblock(batch, worker):
         return
-    reason = (
-        f"your gold accuracy on batch {batch.name!r} is {accuracy:.0%} over {count} gold answers, below the "
-        f"batch's threshold of {batch.gold_threshold:.0%}"
-    )
+    figure, threshold = lib.gold_text(accuracy, count), lib.percent(batch.gold_threshold)
+    reason = f"your {figure} is below the batch's threshold of {threshold}"
     BatchBlock.objects.get_or_create(
         batch=batch, worker=worker, lifted_at=None, defaults={"reason": reason, "accuracy": accuracy}
     )
     Assignment.objects.filter(
         task__batch=batch, worker=worker, status=AssignmentStatus.SUBMITTED, review=ReviewState.PENDING
-    ).update(flagged=f"worker blocked: gold accuracy {accuracy:.0%} < {batch.gold_threshold:.0%}")
+    ).update(flagged=f"worker blocked: {figure} < {threshold}"[:200])
     # Work in progress goes back to the queue (the worker gets nothing more of this batch).
     for held in Assignment.objects.filter(task__batch=batch, worker=worker, status=AssignmentStatus.ACTIVE):
         Assignment.objects.filter(pk=held.pk).update(

@@ -27,6 +27,7 @@ from django.utils import timezone
 from ...models import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, Task
 from ..errors import Conflict, Forbidden, NotFound
 from .access import check_batch_for_work, check_grant, open_for_work, workable_batches
+from .figures import figures_changed, rescore_batch
 from .gold import after_submission, gold_due, keyed_order, may_take, serves_gold
 
 
@@ -254,7 +255,9 @@ def do_submit(assignment_id, answers: dict, now=None) -> Assignment:
             assignment.submitted_at = assignment.ended_at = now
             assignment.work_seconds = max(0.0, (now - assignment.accepted_at).total_seconds())
             assignment.save(update_fields=["status", "answers", "submitted_at", "ended_at", "work_seconds"])
-            after_submission(assignment, count_submission(assignment.task_id))
+            task = count_submission(assignment.task_id)
+            after_submission(assignment, task)
+            figures_changed(task.batch_id)
             return assignment
     except AssignmentExpired:
         do_expire(assignment_id, now)
@@ -384,7 +387,8 @@ def do_expire_due(now=None, limit=10_000) -> int:
 
 
 def do_update_batch_settings(batch: Batch, **fields) -> Batch:
-    """Change a batch's settings; a new number of assignments per task re-decides which tasks are complete."""
+    """Change a batch's settings; a new number of assignments per task re-decides which tasks are complete, a new
+    template scores the gold answers again."""
     with transaction.atomic():
         batch = Batch.objects.select_for_update().get(pk=batch.pk)
         for name, value in fields.items():
@@ -397,6 +401,9 @@ def do_update_batch_settings(batch: Batch, **fields) -> Batch:
             Batch.objects.filter(pk=batch.pk).update(tasks_done=done)
             batch.tasks_done = done
             refresh_batch_completion(batch)
+        if "html_template" in fields:  # field types decide how gold answers are scored
+            rescore_batch(batch)
+        figures_changed(batch.pk)
     return batch
 
 

@@ -17,7 +17,9 @@ from .decisions import (
     filtered,
     review_counts,
     review_queryset,
+    review_rows,
     reviewable_by,
+    with_worker_gold,
 )
 from .gold import (
     check_gold_request,

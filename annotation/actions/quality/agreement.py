@@ -1,12 +1,12 @@
 """Agreement and aggregation of a form batch (docs/quality.md, "Agreement and aggregation"): the submitted answers
-read in one query, computed by the pure ``annotation.lib.agreement``, cached per batch.
+and the gold scores read in two queries, computed by the pure ``annotation.lib.agreement``, cached per batch.
 
 Who: the batch's statistics readers (reviewers, researchers, admins of its project); annotators 403, anyone outside
 the project 404 (``forms.check_batch_stats``).
 
-The cache key carries the batch's answer state (number, last id and last submission time of its submitted
-assignments, the number of its gold tasks and its template), so a submission, a new gold task or an edited
-template makes the next read compute afresh; nothing has to remember to invalidate it.
+The cache key is the batch's figures version (``forms.figures.figures_token``: a new token written in the
+transaction of every action that changes an input: a submission, a review decision, a gold mark, a batch's
+settings or template), read before the inputs; so the next read after any change computes afresh, in every process.
 """
 
 import csv
@@ -15,13 +15,14 @@ import hashlib
 import io
 
 from django.core.cache import cache
-from django.db.models import Count, Max, Q
 
 from ...lib import agreement as lib
 from ...models import Assignment, AssignmentStatus, Batch, Project, ReviewState
 from ..forms.access import STATS_ROLES, check_batch_stats
+from ..forms.figures import figures_token, gold_rows
 
 CACHE_SECONDS = 24 * 3600
+CACHE_FORMAT = 2  # the result's shape: a new one never reads entries of the old
 TABLES = ("fields", "workers", "tasks")
 FIELD_COLUMNS = [
     "name",
@@ -34,7 +35,7 @@ FIELD_COLUMNS = [
     "alpha",
     "dawid_skene_differs",
 ]
-WORKER_COLUMNS = ["worker", "assignments", "answers_compared", "majority_agreement", "gold_fields", "gold_accuracy"]
+WORKER_COLUMNS = ["worker", "assignments", "answers_compared", "majority_agreement", "gold_answers", "gold_accuracy"]
 
 
 def check_batch_agreement(user, batch_id) -> Batch:
@@ -57,35 +58,28 @@ def submitted_of(batch_ids):
     )
 
 
-def batch_inputs(batch: Batch) -> tuple[dict, list, dict]:
-    """``(field types, [(task index, worker, answers)], {task index: gold entries})``: two queries."""
-    types = lib.field_types(batch.html_template)
+def batch_inputs(batch: Batch) -> tuple[dict, list, list]:
+    """``(template controls, [(task index, worker, answers)], [(task index, worker, gold score)])``: two queries.
+    The gold scores are every answer to a gold task, rejected ones included (``forms.figures.gold_rows``: the
+    figure measures the worker)."""
+    controls = lib.template_controls(batch.html_template)
     assignments = list(
         submitted_of([batch.pk])
         .order_by("task__index", "submitted_at", "pk")
         .values_list("task__index", "worker__username", "answers")
     )
-    gold = dict(batch.tasks.exclude(gold=[]).order_by().values_list("index", "gold"))
-    # tasks marked gold (from the CSV or from an assignment's answers: forms.gold) use their known answers, the same
-    # ones the queue scores workers on for blocking
-    marked = batch.tasks.filter(is_gold=True).order_by().values_list("index", "gold_answers")
-    for index, known in marked:
-        gold[index] = [{"answers": {name: value}} for name, values in known.items() for value in values]
-    return types, assignments, gold
+    gold = list(gold_rows([batch.pk]).values_list("task__index", "worker__username", "gold_score"))
+    return controls, assignments, gold
 
 
 def cache_key(batch: Batch) -> str:
-    state = submitted_of([batch.pk]).aggregate(n=Count("pk"), last=Max("pk"), at=Max("submitted_at"))
-    gold = batch.tasks.aggregate(n=Count("pk", filter=~Q(gold=[])), marked=Count("pk", filter=Q(is_gold=True)))
-    gold = f"{gold['n']}-{gold['marked']}"
     template = hashlib.sha256(batch.html_template.encode()).hexdigest()[:16]
-    at = state["at"].isoformat() if state["at"] else ""
-    return f"quality-agreement:{batch.pk}:{state['n']}:{state['last']}:{at}:{gold}:{template}"
+    return f"quality-agreement:{CACHE_FORMAT}:{batch.pk}:{figures_token(batch.pk)}:{template}"
 
 
 def compute(batch: Batch) -> dict:
-    types, assignments, gold = batch_inputs(batch)
-    result = lib.batch_agreement(types, assignments, gold)
+    controls, assignments, gold = batch_inputs(batch)
+    result = lib.batch_agreement(controls, assignments, gold)
     result["batch"] = {"id": batch.pk, "name": batch.name, "project": batch.project.name}
     result["totals"] = {
         "assignments": len(assignments),
@@ -99,7 +93,7 @@ def compute(batch: Batch) -> dict:
 
 def batch_agreement(batch: Batch, cached: bool = True, tasks: bool = True) -> dict:
     """The batch's agreement and aggregation (``annotation.lib.agreement.batch_agreement`` plus ``batch``,
-    ``totals`` and ``computed_at``), from the cache when its answers have not changed. ``tasks=False``: without
+    ``totals`` and ``computed_at``), from the cache when none of its inputs changed since. ``tasks=False``: without
     the per-task answers (the page: a small entry of the cache instead of one with every task)."""
     if not cached:
         return compute(batch)

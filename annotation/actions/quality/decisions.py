@@ -17,35 +17,54 @@ import io
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Avg, Count, F, OuterRef, Q, Subquery
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from ...lib import agreement as lib
 from ...models import Assignment, AssignmentStatus, Batch, BatchKind, Project, ReviewState, Task
 from ..errors import Conflict, Forbidden, NotFound, TooLarge, ValidationFailed, invalid
 from ..forms.access import MANAGE_ROLES
+from ..forms.figures import figures_changed, pairs_filter, worker_gold
 from ..forms.queue import refresh_batch_completion
 
 DECISIONS = {"approve": ReviewState.APPROVED, "reject": ReviewState.REJECTED}
 FEEDBACK_MAX = 2000
 
 
-def worker_gold():
-    """A subquery: the outer assignment's worker's mean gold score in its batch (None without gold answers)."""
-    scored = Assignment.objects.filter(
-        task__batch=OuterRef("task__batch"),
-        worker=OuterRef("worker"),
-        status=AssignmentStatus.SUBMITTED,
-        gold_score__isnull=False,
-    )
-    return Subquery(scored.values("worker").annotate(mean=Avg("gold_score")).values("mean")[:1])
-
-
 def review_queryset():
-    return (
-        Assignment.objects.filter(task__batch__kind=BatchKind.FORM, status=AssignmentStatus.SUBMITTED)
-        .select_related("task__batch__project", "worker", "reviewed_by")
-        .annotate(worker_gold=worker_gold())
-    )
+    submitted = Assignment.objects.filter(task__batch__kind=BatchKind.FORM, status=AssignmentStatus.SUBMITTED)
+    return submitted.select_related("task__batch__project", "worker", "reviewed_by")
+
+
+def with_worker_gold(assignments: list[Assignment]) -> list[Assignment]:
+    """The assignments, each with its worker's gold accuracy in its batch (``worker_gold``, None before their first
+    gold answer) and how many gold answers it is over (``worker_gold_answers``): the one figure
+    (``forms.figures.worker_gold``), one query for them all."""
+    assignments = list(assignments)
+    batches = {a.task.batch_id for a in assignments}
+    figures = worker_gold(sorted(batches), sorted({a.worker_id for a in assignments})) if assignments else {}
+    for a in assignments:
+        a.worker_gold, a.worker_gold_answers = figures.get((a.task.batch_id, a.worker_id), (None, 0))
+    return assignments
+
+
+def review_rows(batch: Batch, assignments) -> list[Assignment]:
+    """The review page's rows of ``batch``: each with its worker's gold accuracy (``with_worker_gold``, and
+    ``worker_gold_shown``, as every page writes it), its own gold score so written (``gold_score_shown``) and the
+    answers worth showing (``shown_answers``: answer fields only, hidden inputs, MTurk's parameters and blanks left
+    out; the results CSV keeps every column)."""
+    controls = lib.template_controls(batch.html_template)
+    rows = with_worker_gold(assignments)
+    for a in rows:
+        a.shown_answers = lib.shown_answers(controls, a.answers)
+        a.worker_gold_shown = None if a.worker_gold is None else lib.percent(a.worker_gold)
+        a.gold_score_shown = None if a.gold_score is None else lib.percent(a.gold_score)
+    return rows
+
+
+def changed_batches(assignment_ids) -> list[int]:
+    """The batches of these assignments (their figures change with a decision)."""
+    return list(Assignment.objects.filter(pk__in=assignment_ids).values_list("task__batch_id", flat=True).distinct())
 
 
 def check_reviewable(user, assignment_ids) -> list[Assignment]:
@@ -120,7 +139,9 @@ def do_decide(user, assignments: list[Assignment], decision: str, feedback: str 
     now = now or timezone.now()
     with transaction.atomic():
         locked = Assignment.objects.select_for_update().filter(pk__in=[a.pk for a in assignments]).order_by("pk")
-        return sum(decide(a, state, feedback, user, now) for a in locked)
+        changed = sum(decide(a, state, feedback, user, now) for a in locked)
+        figures_changed(*changed_batches([a.pk for a in assignments]))
+    return changed
 
 
 def reviewable_by(user):
@@ -143,12 +164,23 @@ def filtered(rows, worker=None, review=None, flagged=None, gold_below=None, gold
         on = str(flagged).lower() in ("true", "1")
         rows = rows.exclude(flagged="") if on else rows.filter(flagged="")
     below = check_unit_ratio("gold_below", gold_below, allow_none=True)
-    if below is not None:
-        rows = rows.filter(worker_gold__lt=below)
     at_least = check_unit_ratio("gold_at_least", gold_at_least, allow_none=True)
-    if at_least is not None:
-        rows = rows.filter(worker_gold__gte=at_least)
+    if below is not None or at_least is not None:
+        rows = by_gold_accuracy(rows, below, at_least)
     return rows.order_by("task__index", "pk")
+
+
+def by_gold_accuracy(rows, below: float | None, at_least: float | None):
+    """``rows`` of the workers whose gold accuracy in the row's batch (the one figure) is below / at least these
+    values; a worker with no gold answer yet has no accuracy, so neither filter selects them."""
+    figures = worker_gold(rows.values("task__batch_id"))
+    chosen = [
+        pair
+        for pair, (accuracy, _) in figures.items()
+        if accuracy is not None and (below is None or accuracy < below) and (at_least is None or accuracy >= at_least)
+    ]
+    found = pairs_filter(chosen)
+    return rows.none() if found is None else rows.filter(found)
 
 
 def do_decide_filtered(user, rows, decision: str, feedback: str = "", now=None) -> int:
@@ -156,10 +188,11 @@ def do_decide_filtered(user, rows, decision: str, feedback: str = "", now=None) 
     state, feedback = check_decision(decision, feedback)
     now = now or timezone.now()
     with transaction.atomic():
-        pending = Assignment.objects.select_for_update().filter(
-            pk__in=list(rows.filter(review=ReviewState.PENDING).values_list("pk", flat=True))
-        )
-        return sum(decide(a, state, feedback, user, now) for a in pending.order_by("pk"))
+        ids = list(rows.filter(review=ReviewState.PENDING).values_list("pk", flat=True))
+        pending = Assignment.objects.select_for_update().filter(pk__in=ids)
+        changed = sum(decide(a, state, feedback, user, now) for a in pending.order_by("pk"))
+        figures_changed(*changed_batches(ids))
+    return changed
 
 
 def do_reopen(user, assignment: Assignment, now=None) -> Assignment:
@@ -181,6 +214,7 @@ def do_reopen(user, assignment: Assignment, now=None) -> Assignment:
             Batch.objects.filter(pk=task.batch_id).update(tasks_done=F("tasks_done") - 1)
             task.batch.refresh_from_db(fields=["tasks_done"])
         refresh_batch_completion(task.batch)
+        figures_changed(task.batch_id)
     return assignment
 
 
@@ -197,7 +231,11 @@ def do_auto_approve_due(now=None) -> int:
             flagged="",
             submitted_at__lte=now - dt.timedelta(seconds=delay),
         )
-        approved += due.update(review=ReviewState.APPROVED, reviewed_at=now, reviewed_by=None)
+        with transaction.atomic():
+            done = due.update(review=ReviewState.APPROVED, reviewed_at=now, reviewed_by=None)
+            if done:
+                figures_changed(batch_id)
+        approved += done
     return approved
 
 
@@ -284,6 +322,7 @@ def do_apply_decisions_csv(user, batch: Batch, data: bytes, now=None) -> dict:
         for pk, state, feedback in plan:
             changed = decide(locked[pk], state, feedback, user, now)
             counts[state if changed else "unchanged"] += 1
+        figures_changed(batch.pk)
     return counts
 
 

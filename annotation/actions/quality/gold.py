@@ -1,12 +1,14 @@
 """A batch's quality settings (gold rate, blocking threshold, onboarding, required qualifications, auto-approval
-delay) and its gold tasks: marked from the CSV's ``Answer.*`` values or from one assignment's answers. Scoring,
-blocking and qualifying on submission are the queue's (``annotation.actions.forms.gold``)."""
+delay) and its gold tasks: marked from the CSV's non-blank ``Answer.*`` values or from one assignment's non-blank
+answers (a task with no known value is not gold). A change of known answers scores the task's submitted answers
+again. Scoring, blocking and qualifying on submission are the queue's (``annotation.actions.forms.gold``)."""
 
 from django.db import transaction
 
+from ...lib import agreement as lib
 from ...models import Assignment, AssignmentStatus, Batch, BatchRequirement, Qualification
 from ..errors import invalid
-from ..forms.gold import gold_from_answers, gold_from_csv
+from ..forms.figures import figures_changed, rescore_tasks
 from .decisions import check_unit_ratio, review_counts
 
 MAX_AUTO_APPROVE_SECONDS = 365 * 24 * 3600
@@ -105,60 +107,76 @@ def do_update_quality_settings(batch: Batch, values: dict) -> Batch:
             BatchRequirement.objects.bulk_create(
                 BatchRequirement(batch=batch, qualification=q, min_score=score) for q, score in requirements
             )
+        figures_changed(batch.pk)
     return batch
 
 
 def check_gold_request(batch: Batch, data: dict) -> dict:
-    """``{"tasks": [indices], "gold": bool}`` (known answers from the CSV) or ``{"assignment": id}`` (from its
-    answers). 1-based task numbers as the pages show them are ``task_numbers``."""
+    """``{"tasks": [indices], "gold": bool}`` (known answers: the CSV's non-blank ``Answer.*`` values) or
+    ``{"assignment": id}`` (its non-blank answers). Task indices count from 0, as every page and file shows them."""
     if not isinstance(data, dict):
         raise invalid("body", "expected an object")
     gold = data.get("gold", True)
     if not isinstance(gold, bool):
         raise invalid("gold", "expected true or false")
     if "assignment" in data:
-        pk = data["assignment"]
-        assignment = (
-            Assignment.objects.filter(pk=pk, task__batch=batch, status=AssignmentStatus.SUBMITTED)
-            .select_related("task")
-            .first()
-            if isinstance(pk, int) and not isinstance(pk, bool)
-            else None
-        )
-        if assignment is None:
-            raise invalid("assignment", f"no submitted assignment {str(pk)[:40]} in batch {batch.name!r}")
-        return {"assignment": assignment}
+        return {"assignment": check_gold_assignment(batch, data["assignment"])}
     indices = data.get("tasks")
     if (
         not isinstance(indices, list)
         or not indices
         or not all(isinstance(i, int) and not isinstance(i, bool) for i in indices)
     ):
-        raise invalid("tasks", "expected a non-empty list of task indices (0-based), or give assignment")
+        raise invalid("tasks", "expected a non-empty list of task indices (from 0), or give assignment")
     tasks = {t.index: t for t in batch.tasks.filter(index__in=indices)}
     missing = [i for i in indices if i not in tasks]
     if missing:
         raise invalid("tasks", f"batch {batch.name!r} has no task {missing[0]}")
     if gold:
-        empty = [i for i in indices if not gold_from_csv(tasks[i])]
+        empty = [i for i in indices if not lib.known_answers(tasks[i].gold)]
         if empty:
-            raise invalid("tasks", f"task {empty[0]} has no Answer.* values in the CSV; mark it from an assignment")
+            raise invalid(
+                "tasks", f"task {empty[0]} has no non-blank Answer.* value in the CSV; mark it from an assignment"
+            )
     return {"tasks": [tasks[i] for i in dict.fromkeys(indices)], "gold": gold}
 
 
+def check_gold_assignment(batch: Batch, pk) -> Assignment:
+    """A submitted assignment of ``batch`` with at least one non-blank answer (its answers become the known ones)."""
+    assignment = (
+        Assignment.objects.filter(pk=pk, task__batch=batch, status=AssignmentStatus.SUBMITTED)
+        .select_related("task")
+        .first()
+        if isinstance(pk, int) and not isinstance(pk, bool)
+        else None
+    )
+    if assignment is None:
+        raise invalid("assignment", f"no submitted assignment {str(pk)[:40]} in batch {batch.name!r}")
+    if not lib.known_from_answers(lib.template_controls(batch.html_template), assignment.answers):
+        raise invalid("assignment", f"assignment {assignment.pk} has no non-blank answer to use as gold")
+    return assignment
+
+
 def do_mark_gold(batch: Batch, request: dict) -> int:
-    """Mark (or unmark) gold tasks; returns how many tasks changed."""
+    """Mark (or unmark) gold tasks, score their submitted answers again and make a new version of the batch's
+    figures; returns how many tasks were named."""
     with transaction.atomic():
         if "assignment" in request:
-            task = request["assignment"].task
-            task.is_gold, task.gold_answers = True, gold_from_answers(request["assignment"].answers)
+            assignment = request["assignment"]
+            task = assignment.task
+            controls = lib.template_controls(batch.html_template)
+            task.is_gold, task.gold_answers = True, lib.known_from_answers(controls, assignment.answers)
             task.save(update_fields=["is_gold", "gold_answers"])
-            return 1
-        for task in request["tasks"]:
-            task.is_gold = request["gold"]
-            task.gold_answers = gold_from_csv(task) if request["gold"] else {}
-            task.save(update_fields=["is_gold", "gold_answers"])
-        return len(request["tasks"])
+            tasks = [task]
+        else:
+            tasks = request["tasks"]
+            for task in tasks:
+                task.gold_answers = lib.known_answers(task.gold) if request["gold"] else {}
+                task.is_gold = bool(task.gold_answers)
+                task.save(update_fields=["is_gold", "gold_answers"])
+        rescore_tasks([task.pk for task in tasks])
+        figures_changed(batch.pk)
+    return len(tasks)
 
 
 def quality_settings(batch: Batch) -> dict:

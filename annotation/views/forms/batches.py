@@ -84,7 +84,7 @@ def task_table(batch, rows) -> str:
     lines = []
     for row in rows:
         task, assignments = row["task"], row["assignments"]
-        number = task.index + 1
+        number = task.index  # from 0, as the CSVs, the JSON and the API number tasks
         head = format_html(
             '<td rowspan="{}">{}</td><td rowspan="{}">{} / {}</td>',
             max(1, len(assignments)),

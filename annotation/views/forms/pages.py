@@ -122,7 +122,7 @@ def confirm_submission(request, assignment: Assignment | None) -> None:
     submitted work): only for the person's own submitted assignment."""
     if assignment is not None:
         task = assignment.task
-        messages.success(request, f"Submitted task {task.index + 1} of {task.batch.name!r}. Thank you!")
+        messages.success(request, f"Submitted task {task.index} of {task.batch.name!r}. Thank you!")
 
 
 @login_required
@@ -271,7 +271,7 @@ def assignment_return(request, assignment_id: int):
     except ActionError as error:
         messages.error(request, error.detail)
         return redirect("forms-assignment", assignment_id=assignment.pk)
-    messages.info(request, f"Returned task {assignment.task.index + 1} of {assignment.task.batch.name!r}.")
+    messages.info(request, f"Returned task {assignment.task.index} of {assignment.task.batch.name!r}.")
     return redirect("forms-index")
 
 

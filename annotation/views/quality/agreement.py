@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 
 from ...actions.quality import agreement
 from ...lib import charts
+from ...lib.agreement import GOLD_NOTE, percent
 from ..page_errors import action_errors
 
 
@@ -24,9 +25,15 @@ def percent_chart(rows, label: str, value: str):
 def agreement_page(request, batch_id: int):
     batch = agreement.check_batch_agreement(request.user, batch_id)
     result = agreement.batch_agreement(batch, tasks=False)
+    workers = [
+        {**worker, "gold_shown": None if worker["gold_accuracy"] is None else percent(worker["gold_accuracy"])}
+        for worker in result["workers"]
+    ]
     context = {
         "batch": batch,
         "result": result,
+        "workers": workers,
+        "gold_note": GOLD_NOTE,
         "field_chart": percent_chart(result["fields"], "name", "majority_share"),
         "worker_chart": percent_chart(result["workers"], "worker", "majority_agreement"),
     }

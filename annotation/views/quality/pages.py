@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from ...actions import forms, quality
 from ...actions.errors import NotFound, invalid
+from ...lib.agreement import GOLD_NOTE, percent
 from ...models import Qualification, ReviewState, Role
 from ..page_errors import action_errors, refusals_as_messages
 
@@ -37,11 +38,16 @@ def review_page(request, batch_id: int):
     batch = forms.check_batch_manageable(request.user, batch_id)
     filters = chosen_filters(request.GET)
     rows = quality.filtered(quality.review_queryset().filter(task__batch=batch), **filters)
+    page = Paginator(rows, PAGE).get_page(request.GET.get("page"))
+    page.object_list = quality.review_rows(batch, page.object_list)
+    settings = quality.quality_settings(batch)
     context = {
         "batch": batch,
-        "page": Paginator(rows, PAGE).get_page(request.GET.get("page")),
+        "page": page,
         "filters": filters,
-        "settings": quality.quality_settings(batch),
+        "settings": settings,
+        "blocked": [{**b, "shown": percent(b["accuracy"])} for b in settings["blocked"]],
+        "gold_note": GOLD_NOTE,
         "states": ReviewState.choices,
         "qualifications": list(Qualification.objects.filter(project=batch.project).order_by("name")),
         "workers": sorted(set(rows.values_list("worker__username", flat=True))),
@@ -98,7 +104,8 @@ def review_reopen(request, batch_id: int, assignment_id: int):
 @require_POST
 @action_errors
 def review_gold(request, batch_id: int):
-    """Mark gold tasks: task numbers (as shown, from 1) with their CSV answers, or one assignment's answers."""
+    """Mark gold tasks: task indices (from 0, as every page shows them) with their CSV answers, or one assignment's
+    answers."""
     batch = forms.check_batch_manageable(request.user, batch_id)
     with refusals_as_messages(request):
         if request.POST.get("assignment"):
@@ -106,9 +113,9 @@ def review_gold(request, batch_id: int):
             body = {"assignment": int(raw) if raw.isdigit() else raw}
         else:
             numbers = [part.strip() for part in request.POST.get("tasks", "").split(",") if part.strip()]
-            if not numbers or not all(n.isdigit() and int(n) >= 1 for n in numbers):
-                raise invalid("tasks", "expected task numbers from 1, separated by commas")
-            body = {"tasks": [int(n) - 1 for n in numbers], "gold": request.POST.get("gold", "1") == "1"}
+            if not numbers or not all(n.isdigit() for n in numbers):
+                raise invalid("tasks", "expected task indices (from 0), separated by commas")
+            body = {"tasks": [int(n) for n in numbers], "gold": request.POST.get("gold", "1") == "1"}
         changed = quality.do_mark_gold(batch, quality.check_gold_request(batch, body))
         messages.success(request, f"Changed {changed} gold task{'s' if changed != 1 else ''}.")
     return back_to(batch.pk, {})
