@@ -4,21 +4,37 @@ window ends. Counted in the cache (Redis when ``REDIS_URL`` is set, so every ser
 
 The ways to guess a password (``/accounts/login/``, ``/admin/login/``, ``POST /api/auth/token/``) check
 ``check_sign_in_allowed`` before authenticating; every failed ``authenticate()`` is counted through Django's
-``user_login_failed`` signal (``annotation/apps.py``).
+``user_login_failed`` signal (``annotation/apps.py``). The check sees the name as typed, the count the name the
+sign-in looked the account up by (the sign-in form's NFKC form): both are keyed by ``sign_in_name``, so every
+spelling that reaches one account (fullwidth ``ｏｗｎｅｒ``, mathematical ``𝐨𝐰𝐧𝐞𝐫``, ``OWNER``) shares one count.
 """
 
 import hashlib
 import time
+import unicodedata
 
 from django.conf import settings
 from django.core.cache import cache
 
 from ..errors import TooManyRequests
 
+# Names longer than any account's (150) are cut before normalising: NFKC of a huge body is slow, and such names
+# sharing a count only throttles junk together.
+NAME_CHARS = 1024
+
+
+def sign_in_name(username: str) -> str:
+    """The account a typed name can reach, as one string: stripped, NFKC (what Django's sign-in forms do before
+    the account is looked up), case-folded (accounts differ by more than case: sign-up refuses ``Owner`` beside
+    ``owner``), and NFKC again (case folding can leave a string that NFKC changes)."""
+    name = str(username or "").strip()[:NAME_CHARS]
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+
 
 def failure_key(username: str, address: str) -> str:
-    """One cache key per (username, address); hashed, so no username or address sits in the cache in clear."""
-    digest = hashlib.sha256(f"{(username or '').strip().lower()}\n{address or ''}".encode()).hexdigest()
+    """One cache key per (account name, address) (``sign_in_name``); hashed, so no username or address sits in the
+    cache in clear."""
+    digest = hashlib.sha256(f"{sign_in_name(username)}\n{address or ''}".encode()).hexdigest()
     return f"sign-in-failures:{digest}"
 
 
