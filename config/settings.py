@@ -440,14 +440,24 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# Every record goes out with capability tokens redacted, and an ordinary refusal (a 4xx) as one line without its
+# traceback (config/logs.py; uvicorn's own request lines are redacted by config/asgi.py).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "filters": {
-        "blob_probes": {"()": "django.utils.log.CallbackFilter", "callback": "ext://api.log_filters.not_a_blob_probe"}
+        "blob_probes": {"()": "django.utils.log.CallbackFilter", "callback": "ext://api.log_filters.not_a_blob_probe"},
+        "one_line_refusals": {"()": "config.logs.OneLineRefusals"},
+        "redact_tokens": {"()": "config.logs.RedactTokens"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["one_line_refusals", "redact_tokens"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}, "django.request": {"filters": ["blob_probes"]}},
 }

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -33,6 +34,15 @@ def media_storage(settings, tmp_path):
         },
     }
     return tmp_path / "media"
+
+
+def server_password(user, password: str):
+    """Give ``user`` a password a server process started by a test can check: the test process hashes with MD5
+    (``fast_password_hashing``), which the server's settings do not accept. PBKDF2 with few iterations, to be quick."""
+    hasher = PBKDF2PasswordHasher()
+    user.password = hasher.encode(password, hasher.salt(), iterations=1000)
+    user.save(update_fields=["password"])
+    return user
 
 
 def make_user(username, project=None, role=None):

@@ -10,13 +10,13 @@ import urllib.error
 import urllib.request
 
 import pytest
-from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
 from annotation.actions.manage.signin import do_forget_sign_in_failures, failure_key, sign_in_name
 from devtools.processes import asgi_server, database_url
+from tests.conftest import server_password
 from tests.site_client import Client as SiteClient
 
 ATTACKER, FRIEND, LOOPBACK = "203.0.113.7", "198.51.100.20", "127.0.0.1"
@@ -161,12 +161,7 @@ FULLWIDTH, BOLD, SCRIPT, UPPER = "ｏｗｎｅｒ", "𝐨𝐰𝐧𝐞𝐫", "�
 
 @pytest.fixture
 def server_owner(owner):
-    """``owner`` with a password the server process can check (the test process hashes with MD5, which the server
-    does not accept); few iterations, to be quick."""
-    hasher = PBKDF2PasswordHasher()
-    owner.password = hasher.encode(PASSWORD, hasher.salt(), iterations=1000)
-    owner.save(update_fields=["password"])
-    return owner
+    return server_password(owner, PASSWORD)
 
 
 def page_over_http(url: str, username: str, password: str) -> int:
