@@ -319,9 +319,10 @@ FORM_TEMPLATE_MAX_BYTES = env_int("FORM_TEMPLATE_MAX_BYTES", 512 * 1024)  # klxu
 FORM_CSV_MAX_BYTES = env_int("FORM_CSV_MAX_BYTES", 50 * 1024 * 1024)
 # CSV rows of one form batch upload on SQLite, whose one write lock a batch's import holds (docs/limits.md)
 FORM_SQLITE_MAX_ROWS = env_int("FORM_SQLITE_MAX_ROWS", 100_000)
-# Where templates may load scripts, styles, images and fonts from (they use CDNs, as on MTurk); space-separated
-# CSP sources, empty = nothing outside the page itself.
-FORM_TASK_ASSET_SOURCES = env_str("FORM_TASK_ASSET_SOURCES", "https:")
+# Where task frames may load scripts, styles, images, fonts, media and frames from besides their own server ('self':
+# the vendored template libraries under /static/vendor/); space-separated CSP sources. Empty (the default): nothing
+# else, so no request of a task page leaves for another server. Each source widens it (docs/security.md: the risk).
+FORM_TASK_ASSET_SOURCES = env_str("FORM_TASK_ASSET_SOURCES", "")
 # Templates' CDN scripts and styles (jQuery, Bootstrap, ...): "vendored" serves the mapped ones from the pinned
 # copies in static/vendor/ (agents/vendor.py), "original" leaves the CDN URLs (a deployment with Internet access).
 TEMPLATE_SCRIPTS = env_str("TEMPLATE_SCRIPTS", "vendored")
