@@ -9,7 +9,6 @@ assignments, the number of its gold tasks and its template), so a submission, a 
 template makes the next read compute afresh; nothing has to remember to invalidate it.
 """
 
-import csv
 import datetime as dt
 import hashlib
 import io
@@ -18,6 +17,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
 from ...lib import agreement as lib
+from ...lib import spreadsheet
 from ...models import Assignment, AssignmentStatus, Batch, Project, ReviewState
 from ..forms.access import STATS_ROLES, check_batch_stats
 
@@ -146,7 +146,7 @@ def table_rows(result: dict, table: str) -> tuple[list, list]:
 def table_csv(result: dict, table: str) -> str:
     columns, rows = table_rows(result, table)
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = spreadsheet.writer(buffer, lineterminator="\n")
     writer.writerow(columns)
     writer.writerows([cell(value) for value in row] for row in rows)
     return buffer.getvalue()
