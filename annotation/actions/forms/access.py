@@ -100,9 +100,15 @@ def check_project_for_batches(user, project_name) -> Project:
     return check_project_role(user, project_name, MANAGE_ROLES, "create batches (needs researcher or admin)")
 
 
+def can_preview(user, batch: Batch) -> bool:
+    """Whether ``user`` may preview the batch's tasks: they may work on it or manage it (a reviewer reads its
+    progress and agreement, not its tasks)."""
+    return can_work_on(user, batch) or can_manage(user, batch)
+
+
 def check_task_previewable(user, task_id) -> Task:
     """A task ``user`` may preview: one of a form batch they may work on or manage."""
     task = Task.objects.select_related("batch__project").filter(pk=task_id, batch__kind=BatchKind.FORM).first()
-    if task is None or not (can_work_on(user, task.batch) or can_manage(user, task.batch)):
+    if task is None or not can_preview(user, task.batch):
         raise NotFound(f"no task {task_id} among your batches")
     return task
