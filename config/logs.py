@@ -16,11 +16,13 @@ access and error loggers (the request lines and the WebSocket lines), which uvic
 application loads: ``config/asgi.py`` calls ``redact_server_logs`` on load, in every server process
 (``config.server``'s command and each process of ``config.serve``).
 
-Pure: no Django import (the servers' logging is set up before the apps).
+No import of the domain: logging is configured before the apps load.
 """
 
 import logging
 import re
+
+from django.utils.functional import empty
 
 REDACTED = "[redacted]"
 # A URL may sit inside another one's query, percent-encoded (a sign-in redirect's ``?next=/join/<token>/`` or
@@ -73,8 +75,8 @@ def user_of(request) -> str:
     """The request's user id as the view left it: ``anonymous``, or ``-`` when nothing looked the user up (reading
     it now would query the database from the logging call)."""
     user = getattr(request, "user", None)
-    wrapped = getattr(user, "_wrapped", user)  # a lazy user (AuthenticationMiddleware) not looked up yet
-    if wrapped is None or type(wrapped).__name__ == "object":
+    wrapped = getattr(user, "_wrapped", user)  # AuthenticationMiddleware's lazy user: ``empty`` until looked up
+    if wrapped is None or wrapped is empty:
         return "-"
     if not getattr(wrapped, "is_authenticated", False):
         return "anonymous"
