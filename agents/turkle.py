@@ -7,7 +7,8 @@ serves it. See ``docs/agents.md`` and the TurkingBench spec §1–2.
 
 - **Reading** (``TaskDir.load``): ``pandas.read_csv`` with default dtype inference, as ``retrieve_gold_labels``
   does, so gold values are the same Python objects the official scorer compares (``4.0`` for a numeric column,
-  ``nan`` for an empty cell). An instance is a distinct tuple of all non-``Answer.`` columns, numbered in
+  ``nan`` for an empty cell); a cell the platform's export escaped for spreadsheets reads as it was
+  (``agents.cells``). An instance is a distinct tuple of all non-``Answer.`` columns, numbered in
   ``drop_duplicates`` order; its gold for a field is the column's values over the instance's rows, in file order.
 - **Rendering** (``render_page``): each CSV value as pandas writes ``input.csv`` (``3.0`` stays ``3.0``, an empty
   cell is empty) replaces ``${column}`` in header order, raw, with no escaping (Turkle's ``str.replace``). The
@@ -29,7 +30,7 @@ from pathlib import Path
 import lxml.html
 import pandas as pd
 
-from . import vendor
+from . import cells, vendor
 
 ANSWER_PREFIX = "Answer."
 PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
@@ -89,8 +90,21 @@ def wrap_page(fragment: str, *, preview: bool = True, submit_button: bool | None
 
 
 def read_batch(path: Path) -> pd.DataFrame:
-    """``batch.csv`` exactly as the official evaluator reads it (default dtype inference)."""
-    return pd.read_csv(path)
+    """``batch.csv`` as the official evaluator reads it (default dtype inference), with the platform export's
+    formula escaping undone (``agents.cells``: a cell ``'=x`` reads ``=x``; TurkingBench's own files have no such
+    cell, so they read exactly as the evaluator reads them)."""
+    frame = pd.read_csv(path)
+    if not cells.may_hold_escaped(path.read_text(encoding="utf-8-sig")):
+        return frame
+    frame.columns = [cells.unescape_cell(name) if isinstance(name, str) else name for name in frame.columns]
+    for column in frame.columns:
+        if not pd.api.types.is_numeric_dtype(frame[column]):  # text columns: numbers are never escaped
+            frame[column] = frame[column].map(unescaped)
+    return frame
+
+
+def unescaped(value):
+    return cells.unescape_cell(value) if isinstance(value, str) else value
 
 
 @dataclass

@@ -1,4 +1,13 @@
 from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
+
+
+class AdminConfig(admin_apps.AdminConfig):
+    """Django's admin with the platform's site: staff only, the app's 403 page for anyone else signed in
+    (``INSTALLED_APPS`` names it instead of ``django.contrib.admin``)."""
+
+    default = False  # the annotation app's own configuration stays AnnotationConfig
+    default_site = "annotation.admin_site.StaffAdminSite"
 
 
 class AnnotationConfig(AppConfig):

@@ -12,6 +12,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("DB_POOL_SIZE", "10")
 django.setup(set_prefix=False)
 
+from config.logs import redact_server_logs  # noqa: E402
+
+redact_server_logs()  # uvicorn's request lines carry the URL: no capability token in them (config/logs.py)
+
 from django.conf import settings  # noqa: E402
 from django.core.handlers.asgi import ASGIHandler  # noqa: E402
 

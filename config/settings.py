@@ -58,7 +58,7 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "annotation.apps.AdminConfig",  # django.contrib.admin, staff only (annotation/admin_site.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -319,9 +319,10 @@ FORM_TEMPLATE_MAX_BYTES = env_int("FORM_TEMPLATE_MAX_BYTES", 512 * 1024)  # klxu
 FORM_CSV_MAX_BYTES = env_int("FORM_CSV_MAX_BYTES", 50 * 1024 * 1024)
 # CSV rows of one form batch upload on SQLite, whose one write lock a batch's import holds (docs/limits.md)
 FORM_SQLITE_MAX_ROWS = env_int("FORM_SQLITE_MAX_ROWS", 100_000)
-# Where templates may load scripts, styles, images and fonts from (they use CDNs, as on MTurk); space-separated
-# CSP sources, empty = nothing outside the page itself.
-FORM_TASK_ASSET_SOURCES = env_str("FORM_TASK_ASSET_SOURCES", "https:")
+# Where task frames may load scripts, styles, images, fonts, media and frames from besides their own server ('self':
+# the vendored template libraries under /static/vendor/); space-separated CSP sources. Empty (the default): nothing
+# else, so no request of a task page leaves for another server. Each source widens it (docs/security.md: the risk).
+FORM_TASK_ASSET_SOURCES = env_str("FORM_TASK_ASSET_SOURCES", "")
 # Templates' CDN scripts and styles (jQuery, Bootstrap, ...): "vendored" serves the mapped ones from the pinned
 # copies in static/vendor/ (agents/vendor.py), "original" leaves the CDN URLs (a deployment with Internet access).
 TEMPLATE_SCRIPTS = env_str("TEMPLATE_SCRIPTS", "vendored")
@@ -444,14 +445,24 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# Every record goes out with capability tokens redacted, and an ordinary refusal (a 4xx) as one line without its
+# traceback (config/logs.py; uvicorn's own request lines are redacted by config/asgi.py).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "filters": {
-        "blob_probes": {"()": "django.utils.log.CallbackFilter", "callback": "ext://api.log_filters.not_a_blob_probe"}
+        "blob_probes": {"()": "django.utils.log.CallbackFilter", "callback": "ext://api.log_filters.not_a_blob_probe"},
+        "one_line_refusals": {"()": "config.logs.OneLineRefusals"},
+        "redact_tokens": {"()": "config.logs.RedactTokens"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["one_line_refusals", "redact_tokens"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}, "django.request": {"filters": ["blob_probes"]}},
 }

@@ -9,10 +9,13 @@ import uuid
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.actions import do_start_recording
+from annotation.actions.manage.invitations import join_address_key
+from annotation.actions.manage.throttle import do_forget_failures
 from annotation.models import Demonstration, DemoStatus, Membership, Project, Role
 
 
@@ -20,6 +23,14 @@ from annotation.models import Demonstration, DemoStatus, Membership, Project, Ro
 def fast_password_hashing(settings):
     """PBKDF2 costs ~0.5 s per user; tests only need passwords to check, not to resist cracking."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def forget_join_failures():
+    """Refused sign-ups by invitation link are counted per address in the cache, which outlives a test (Redis):
+    the test client's address starts every test with none (``annotation.actions.manage.invitations``)."""
+    yield
+    do_forget_failures(join_address_key("127.0.0.1"))
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +44,15 @@ def media_storage(settings, tmp_path):
         },
     }
     return tmp_path / "media"
+
+
+def server_password(user, password: str):
+    """Give ``user`` a password a server process started by a test can check: the test process hashes with MD5
+    (``fast_password_hashing``), which the server's settings do not accept. PBKDF2 with few iterations, to be quick."""
+    hasher = PBKDF2PasswordHasher()
+    user.password = hasher.encode(password, hasher.salt(), iterations=1000)
+    user.save(update_fields=["password"])
+    return user
 
 
 def make_user(username, project=None, role=None):

@@ -12,7 +12,7 @@ The world (``tests/every_page_world.py``): two projects in all three modes with 
   JSON, and someone of the project opens each;
 - the same patterns filled with the other project's objects, or one of them among one's own, as each alpha role and
   the outsider, GET and POST: 404 or 403 (405 for a method a pattern does not take), never the object, never a 5xx;
-  the admin's, its sign-in page for non-staff;
+  the admin's, the app's 403 page for everyone signed in who is not staff;
 - every API list with each role's token, and the browsable API's own links.
 
 Failures are collected and reported all at once: status, method, URL, who, and where a link was shown.
@@ -25,6 +25,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+import lxml.html
 import pytest
 from django.conf import settings
 from django.contrib import admin
@@ -236,6 +237,40 @@ def test_every_link_from_the_home_page_works_for_every_role(world):
     assert not failures, report(failures, "links answered with an error or changed what is stored")
     reached = {name: len(answers) for name, answers in results.items()}
     assert all(20 < reached[name] < CRAWL_CAP for name in CRAWLED), reached  # the cap never cut a crawl short
+
+
+# The header each role is shown (every project of the world collects Mind2Web tasks: it has websites).
+SIGNED_IN = {"Work", "Projects", "API token", "API docs", "Mind2Web"}
+HEADER = {
+    "annotator": SIGNED_IN,
+    "outsider": SIGNED_IN,
+    "reviewer": SIGNED_IN | {"Review"},
+    "researcher": SIGNED_IN | {"Review", "Agent runs"},
+    "admin": SIGNED_IN | {"Review", "Agent runs"},
+    "superuser": SIGNED_IN | {"Review", "Agent runs", "People", "Admin"},
+}
+
+
+def test_the_header_shows_each_role_what_it_can_use_and_the_admin_only_to_staff(world):
+    """As everyone: the header's links are those of the person's roles (no Review for annotators), each opens;
+    ``/admin/`` is the app's 403 page for everyone signed in but the superuser."""
+    failures = []
+    for username, role in CRAWLED.items():
+        client = world.client(username)
+        tree = lxml.html.document_fromstring(client.get("/").body)
+        links = {a.text_content().strip(): a.get("href") for a in tree.xpath("//header[@class='top']/nav/a")}
+        links.pop(username, None)  # the account page
+        if set(links) != HEADER[role]:
+            failures.append(f"{username} ({role}) is shown {sorted(links)}, expected {sorted(HEADER[role])}")
+        failures += [
+            f"{answer.status} GET {href} as {username} ({role}), a header link"
+            for href in links.values()
+            if (answer := client.get(href)).status not in (200, 302)
+        ]
+        admin = client.get("/admin/")
+        if admin.status != (200 if role == "superuser" else 403):
+            failures.append(f"{admin.status} GET /admin/ as {username} ({role})")
+    assert not failures, report(failures, "header links or admin answers that do not fit the role")
 
 
 # --- Every URL pattern with an object in it -----------------------------------------------------------------------
@@ -551,11 +586,11 @@ def test_every_page_of_ones_own_project_answers_every_role_without_an_error(worl
 
 
 def refused(response, admin: bool, outside: bool) -> bool:
-    """The admin answers non-staff with its sign-in page, whatever the object. Elsewhere what lies wholly outside
-    one's projects is a 404, never a 403 (its existence does not leak: docs/security.md); with one's own project in
-    the URL, one's role there may be refused first (403)."""
+    """The admin answers everyone signed in who is not staff with the app's 403 page, whatever the object. Elsewhere
+    what lies wholly outside one's projects is a 404, never a 403 (its existence does not leak: docs/security.md);
+    with one's own project in the URL, one's role there may be refused first (403)."""
     if admin:
-        return response.status == 302 and response.location.startswith("/admin/login/")
+        return response.status == 403 and 'data-status="403"' in response.text
     return response.status in ((404,) if outside else (403, 404))
 
 

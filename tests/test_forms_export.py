@@ -1,14 +1,16 @@
 """The TurkingBench export of form batches: the 28 real tasks round-trip (import → export gives back each
-batch.csv's instances and answers, equal as pandas reads them), submitted work as answer rows, the split lists,
-and the same export as an export job."""
+batch.csv's instances and answers, equal as the platform reads them; cells a spreadsheet would run written with a
+leading '), submitted work as answer rows, the split lists, and the same export as an export job."""
 
 import io
+import re
 import tarfile
 
 import pandas as pd
 import pytest
 from django.core.management import call_command
 
+from agents.turkle import read_batch
 from annotation.actions import forms
 from annotation.models import ExportJob, JobStatus
 from tests.forms_data import make_batch, task_dir, task_dirs, turkingbench_root
@@ -22,20 +24,37 @@ def export(tmp_path, project="tb", *, gold=True):
     return out
 
 
+NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+# The real tasks with cells a spreadsheet would run: hashes beginning with +, "--NO SUBJECT--", "-3_Very_Informal".
+WITH_FORMULA_CELLS = {"ATOMIC - Object Rationale", "Annotation subj_obj", "Word Formality Annotation"}
+
+
+def spreadsheet_safe(value):
+    """A cell as the export writes it (an independent statement of docs/security.md's rule, for pandas' values)."""
+    runs = isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") and not NUMBER.fullmatch(value)
+    return "'" + value if runs else value
+
+
 def test_import_then_export_gives_back_the_28_real_tasks(db, tmp_path):
+    """Each batch.csv comes back as the platform's readers read it (``agents.turkle``, as the official evaluator
+    reads the original); byte for byte, but for a leading ' on the cells a spreadsheet would run (3 tasks)."""
     root = turkingbench_root()
     call_command(
         "import_turkingbench", *[str(d) for d in task_dirs()], project="tb", splits=str(root / "splits"),
         stdout=io.StringIO(),
     )  # fmt: skip
     out = export(tmp_path)
+    escaped = set()
     for path in task_dirs():
         exported = out / "tasks" / path.name
         original = pd.read_csv(path / "batch.csv", low_memory=False)
-        again = pd.read_csv(exported / "batch.csv", low_memory=False)
-        pd.testing.assert_frame_equal(original, again, obj=path.name)
-        assert (exported / "batch.csv").read_bytes() == (path / "batch.csv").read_bytes()  # even byte for byte
+        pd.testing.assert_frame_equal(original, read_batch(exported / "batch.csv"), obj=path.name)
+        raw = pd.read_csv(exported / "batch.csv", low_memory=False)  # as a spreadsheet or TurkingBench's tools see it
+        pd.testing.assert_frame_equal(original.map(spreadsheet_safe), raw, obj=path.name)
+        if (exported / "batch.csv").read_bytes() != (path / "batch.csv").read_bytes():
+            escaped.add(path.name)
         assert (exported / "template.html").read_bytes() == (path / "template.html").read_bytes()
+    assert escaped == WITH_FORMULA_CELLS  # every other batch.csv even byte for byte
     for split in (root / "splits").glob("*.txt"):
         assert (out / "splits" / split.name).read_text().split() == split.read_text().split()
 

@@ -1,19 +1,23 @@
 """Serving form tasks: the template filled Turkle's way inside ``mturk_form`` (every ``${var}`` of the 28 real
-tasks), the task frames' tokens and CSP (wrong, expired and replayed tokens store nothing), the read-only view of
-submitted work, and who may open which page."""
+tasks), the task frames' tokens and CSP (wrong, expired and replayed tokens store nothing; from the real server, assets
+only from the page's own server unless ``FORM_TASK_ASSET_SOURCES`` adds some), the read-only view of submitted work,
+and who may open which page."""
 
 import datetime as dt
 import html
 import re
+import urllib.request
 
 import lxml.html
 import pytest
 from django.core import signing
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
 from annotation.actions import forms
 from annotation.models import Assignment, AssignmentStatus, Batch, Task
+from devtools.processes import asgi_server, database_url
 from tests.forms_data import make_batch, task_dirs
 
 FIELD = re.compile(r"\$\{(\w+)\}")
@@ -385,3 +389,56 @@ def test_the_batch_page_shows_progress_to_reviewers_and_results_to_managers(batc
     assert download.status_code == 200
     assert download["Content-Disposition"].startswith("attachment;")
     assert b'"Answer.short"' in b"".join(download.streaming_content)
+
+
+# --- The frames' policy from the real server ------------------------------------------------------------------------
+
+ASSET_DIRECTIVES = ("script-src", "style-src", "img-src", "font-src", "media-src", "frame-src")
+
+
+def directives(csp: str) -> dict:
+    return {part.split()[0]: part.split()[1:] for part in csp.split("; ")}
+
+
+def frame_policies(url: str, assignment, submitted) -> dict:
+    """The CSP of the work, preview and read-only frames, asked over HTTP without a session."""
+    paths = {
+        "work": forms.work_frame_url(assignment),
+        "preview": forms.preview_url(assignment.task),
+        "view": forms.view_url(submitted),
+    }
+    policies = {}
+    for name, path in paths.items():
+        with urllib.request.urlopen(url + path, timeout=60) as response:
+            assert response.status == 200, name
+            policies[name] = directives(response.headers["Content-Security-Policy"])
+    return policies
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_by_default_a_frame_loads_assets_only_from_its_own_server(alpha, owner, teammate, tmp_path, monkeypatch):
+    """The server as `make run` starts it, without ``FORM_TASK_ASSET_SOURCES``: every asset directive of every kind
+    of frame is inline or ``'self'`` (the vendored libraries) and nothing else; set, the sources are added to each."""
+    batch = make_batch(alpha, assignments_per_task=2)
+    assignment = forms.do_accept_next(owner, batch)
+    submitted = forms.do_submit(forms.do_accept_next(teammate, batch).pk, {"short": "x"})
+    monkeypatch.delenv("FORM_TASK_ASSET_SOURCES", raising=False)  # the server inherits this process's environment
+    base = {"DATABASE_URL": database_url(connection.settings_dict)}
+    with asgi_server(base, tmp_path / "default.log") as url:
+        policies = frame_policies(url, assignment, submitted)
+    for name, policy in policies.items():
+        for directive in ASSET_DIRECTIVES:
+            assert "'self'" in policy[directive], (name, directive)
+            others = set(policy[directive]) - {"'self'", "'unsafe-inline'", "'unsafe-eval'", "data:", "blob:"}
+            assert not others, (name, directive, others)
+        assert policy["connect-src"] == ["'none'"]
+        assert policy["default-src"] == ["'none'"]
+
+    widened = {**base, "FORM_TASK_ASSET_SOURCES": "https://cdn.example.org https://fonts.example.org"}
+    with asgi_server(widened, tmp_path / "widened.log") as url:
+        policies = frame_policies(url, assignment, submitted)
+    for name, policy in policies.items():
+        for directive in ASSET_DIRECTIVES:
+            assert policy[directive][-3:] == ["'self'", "https://cdn.example.org", "https://fonts.example.org"], name
+        assert policy["connect-src"] == ["'none'"]

@@ -1,19 +1,27 @@
 """Invitation links to a project (``ProjectInvitation``), through the pages and the API: a project admin makes one
 with a role; each link is used once by one person (a new account or a signed-in one); refused links (unknown 404,
 used / revoked / expired 410, already a member 409) create nothing; only project admins and site admins invite
-(non-members 404, other roles 403)."""
+(non-members 404, other roles 403); the sign-up form, which says when a username is taken, is throttled per address
+and per link (ten refused sign-ups, then 429 whatever the name)."""
 
 import re
+import time
 from datetime import timedelta
+from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from annotation.models import Membership, ProjectInvitation, Role
+from annotation.actions.manage.invitations import do_create_invitation, join_address_key
+from annotation.actions.manage.throttle import do_forget_failures
+from annotation.models import Membership, ProjectInvitation, Role, token_digest
+from devtools.processes import asgi_server, database_url
 from tests.conftest import make_user, token_client
+from tests.site_client import Client as SiteClient
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "Fresh-Passw0rd-42"
@@ -233,3 +241,105 @@ def test_revoking_another_projects_or_a_used_link_on_the_page_is_refused(admin, 
     answer = client_for(admin).post(f"/projects/alpha/invitations/{used.pk}/revoke", follow=True)
     assert "used already: remove the member instead" in answer.content.decode()
     assert {row.state for row in ProjectInvitation.objects.all()} == {"open", "used"}
+
+
+# --- Asking about usernames: refused sign-ups are throttled per address and per link ------------------------------
+
+PROBER, NEIGHBOUR = "203.0.113.7", "198.51.100.20"
+
+
+@pytest.fixture(autouse=True)
+def forget_addresses():
+    """The counts outlive a test (Redis): these addresses start every test with none."""
+    yield
+    for address in (PROBER, NEIGHBOUR):
+        do_forget_failures(join_address_key(address))
+
+
+def sign_up_from(address, link, username, password=PASSWORD):
+    fields = {"username": username, "password1": password, "password2": password}
+    return Client(REMOTE_ADDR=address).post(link, fields)
+
+
+def test_ten_refused_sign_ups_stop_the_address_on_every_link_and_the_link_for_every_address(admin, owner, teammate):
+    boss = client_for(admin)
+    probed, other, third = make_link(boss), make_link(boss), make_link(boss)
+    names = ["owner", "teammate", "boss", "nobody", "OWNER"]
+    for attempt in range(10):  # taken names, and free ones with a password the validators refuse
+        name = names[attempt % len(names)]
+        answer = sign_up_from(PROBER, probed, name, PASSWORD if name != "nobody" else "12345678")
+        assert answer.status_code == 400, attempt
+
+    for link, address in ((probed, PROBER), (other, PROBER), (probed, NEIGHBOUR)):
+        for name in ("owner", "free-name"):  # a taken and a free name get the same answer: no answer at all
+            refused = sign_up_from(address, link, name)
+            assert refused.status_code == 429, (link, address, name)
+            assert 1 <= int(refused["Retry-After"]) <= 300
+            assert "too many refused sign-ups" in refused.content.decode()
+            assert "already exists" not in refused.content.decode()
+    assert not get_user_model().objects.filter(username="free-name").exists()
+    assert ProjectInvitation.objects.filter(used_at=None).count() == 3  # nothing was used up
+    assert sign_up_from(NEIGHBOUR, third, "free-name").status_code == 302  # another link, another address
+
+
+def test_the_refusal_ends_with_the_window(admin, owner, settings):
+    settings.LOGIN_FAILURE_WINDOW_SECONDS = 5
+    link = make_link(client_for(admin))
+    for _ in range(10):
+        assert sign_up_from(PROBER, link, "owner").status_code == 400
+    assert sign_up_from(PROBER, link, "late").status_code == 429
+
+    deadline = time.monotonic() + 20
+    while (answer := sign_up_from(PROBER, link, "late")).status_code == 429 and time.monotonic() < deadline:
+        time.sleep(0.1)  # the counts expire on their own
+
+    assert answer.status_code == 302
+
+
+def test_a_signed_in_person_joins_with_one_click_however_often_others_failed(admin, owner, outsider):
+    link = make_link(client_for(admin))
+    for _ in range(10):
+        assert join_new(link, "owner")[1].status_code == 400  # from the test client's address
+    assert client_for(outsider).post(link).status_code == 302
+    assert Membership.objects.filter(user=outsider, project__name="alpha").exists()
+
+
+def sign_up_over_http(url: str, link: str, username: str, address: str, password=PASSWORD):
+    """The link's sign-up form on the real server, as a browser behind the trusted proxy fills it (the proxy's
+    ``X-Forwarded-For`` names the client)."""
+    person = SiteClient(url)
+    assert person.get(link).status == 200  # the form, and its CSRF cookie
+    token = person.cookies["csrftoken"]
+    fields = {"username": username, "password1": password, "password2": password, "csrfmiddlewaretoken": token}
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "X-Forwarded-For": address}
+    return person.request("POST", link, urlencode(fields).encode(), headers)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_probing_usernames_through_the_real_server_stops_after_ten_refusals(admin, alpha, owner, tmp_path):
+    """Through the server (behind ``TRUSTED_PROXIES=127.0.0.1``, so each request names its client): ten sign-ups
+    refused for a taken name or a weak password, then the eleventh is 429 for a taken and a free name alike, from
+    that address on the link, and from another address on the same link; another link from another address still
+    signs a person up."""
+    probed = "/join/" + do_create_invitation(alpha, admin, Role.ANNOTATOR)[1] + "/"
+    other = "/join/" + do_create_invitation(alpha, admin, Role.ANNOTATOR)[1] + "/"
+    env = {"DATABASE_URL": database_url(connection.settings_dict), "TRUSTED_PROXIES": "127.0.0.1"}
+    with asgi_server(env, tmp_path / "server.log") as url:
+        answers = [
+            sign_up_over_http(url, probed, "owner" if attempt % 2 else f"ghost{attempt}", PROBER, "1234")
+            for attempt in range(10)
+        ]
+        assert [answer.status for answer in answers] == [400] * 10
+        assert "already exists" in answers[1].text
+        refused = [
+            sign_up_over_http(url, probed, "owner", PROBER),
+            sign_up_over_http(url, probed, "free-name", PROBER),
+            sign_up_over_http(url, probed, "free-name", NEIGHBOUR),
+        ]
+        joined = sign_up_over_http(url, other, "free-name", NEIGHBOUR)
+    assert [answer.status for answer in refused] == [429, 429, 429]
+    assert all("already exists" not in answer.text and answer.headers["retry-after"] for answer in refused)
+    assert joined.status == 302
+    assert Membership.objects.get(user__username="free-name").project == alpha
+    assert ProjectInvitation.objects.get(token_sha256=token_digest(probed.split("/")[2])).state == "open"

@@ -1,13 +1,19 @@
 """Pages fit the role: the review list offers assign and return only to reviewers and admins, "Export selection"
-only to researchers and admins, and an annotator no bulk action (nor selection boxes); the header links to agent
-runs only for researchers and admins, to People only for site admins; an empty review list says what comes first."""
+only to researchers and admins, and an annotator no bulk action (nor selection boxes), nor "Review next"; the header
+links each role only to the pages it can use (Review not for annotators, Mind2Web only where a project collects or
+may start collecting, agent runs for researchers and admins, People for site admins) and each link opens; reviewers
+find the batches and agreement they read on the work page; the admin is the app's 403 page for everyone signed in
+who is not staff; an empty review list says what comes first."""
 
+import lxml.html
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
 from annotation.models import Membership, Role
 from tests.conftest import make_user, start_demo
+from tests.forms_data import make_batch
+from tests.mind2web_data import website
 
 pytestmark = pytest.mark.django_db
 
@@ -236,3 +242,96 @@ def test_empty_activity_and_invitation_lists_say_what_comes_first(team):
         )
     for user in team["annotator"] + team["reviewer"] + team["researcher"]:
         assert "No work of yours yet: it shows here once you" in page(user, "/projects/alpha/activity/")
+
+
+# --- The header, the work page and the admin, as each role: only what the role can use, and all of it opens ---------
+
+
+def header_links(user) -> dict:
+    """``{label: href}`` of the header's navigation on the home page."""
+    tree = lxml.html.document_fromstring(page(user, "/"))
+    return {link.text_content().strip(): link.get("href") for link in tree.xpath("//header[@class='top']/nav/a")}
+
+
+EVERYONE_SIGNED_IN = {"Work", "Projects", "API token", "API docs"}
+
+
+def test_the_header_shows_each_role_only_the_pages_it_can_use_and_each_opens(team, alpha, beta):
+    collector = make_user("collector", beta, Role.ANNOTATOR)  # an annotator of a project that collects Mind2Web tasks
+    website(beta)
+    root = get_user_model().objects.create_superuser("root", password="Root-Passw0rd!")
+    expected = {
+        "annotator": EVERYONE_SIGNED_IN,
+        "reviewer": EVERYONE_SIGNED_IN | {"Review"},
+        "researcher": EVERYONE_SIGNED_IN | {"Review", "Agent runs", "Mind2Web"},
+        "admin": EVERYONE_SIGNED_IN | {"Review", "Agent runs", "Mind2Web"},
+    }
+    people = [(role, user) for role, users in team.items() for user in users]
+    people += [("collector", collector), ("root", root)]
+    expected["collector"] = EVERYONE_SIGNED_IN | {"Mind2Web"}
+    expected["root"] = EVERYONE_SIGNED_IN | {"Review", "Agent runs", "Mind2Web", "People", "Admin"}
+    for role, user in people:
+        links = header_links(user)
+        assert set(links) - {user.username} == expected[role], user.username
+        for label, href in links.items():
+            assert status(user, href) in (200, 302), (user.username, label, href)
+    assert "Mind2Web" not in header_links(team["reviewer"][0])  # alpha has no website: nothing to review there
+    website(alpha, "alphasite")
+    assert "Mind2Web" in header_links(team["reviewer"][0])  # now it has proposals to review
+
+
+def test_the_mind2web_index_lists_the_projects_that_collect_or_may_start_collecting(team, alpha, beta):
+    Membership.objects.create(project=beta, user=team["annotator"][0], role=Role.ANNOTATOR)
+    website(beta)
+    for user in team["annotator"]:
+        listed = page(user, "/mind2web/")
+        assert ('href="/mind2web/projects/beta/"' in listed) == (user == team["annotator"][0])
+        assert 'href="/mind2web/projects/alpha/"' not in listed
+    assert "None of your projects collects Mind2Web tasks yet" in page(team["annotator"][1], "/mind2web/")
+    for user in team["researcher"] + team["admin"]:  # they may add websites to alpha
+        assert 'href="/mind2web/projects/alpha/"' in page(user, "/mind2web/")
+
+
+def test_review_next_is_offered_only_to_those_who_curate(team):
+    offered = shown(team, "/review/", ['id="btn-review-next"'])
+    assert {role for role, found in offered.items() if found} == {"reviewer", "admin"}
+
+
+def test_reviewers_find_the_batches_and_agreement_they_read_on_the_work_page(team, alpha):
+    batch = make_batch(alpha, name="sentiment")
+    links = [f'href="/work/batches/{batch.pk}/"', f'href="/work/batches/{batch.pk}/agreement/"']
+    found = shown(team, "/work/", [*links, 'id="readable-batches"', 'id="managed-batches"'])
+    assert found == {
+        "annotator": set(),
+        "reviewer": {*links, 'id="readable-batches"'},
+        "researcher": {links[0], 'id="managed-batches"'},
+        "admin": {links[0], 'id="managed-batches"'},
+    }
+    for user in team["reviewer"]:  # both open, and so does every link of the batch page (no task preview: not theirs)
+        assert status(user, f"/work/batches/{batch.pk}/agreement/") == 200
+        batch_page = lxml.html.document_fromstring(page(user, f"/work/batches/{batch.pk}/"))
+        hrefs = {link.get("href") for link in batch_page.xpath("//main//a[@href]")}
+        assert f"/work/batches/{batch.pk}/agreement/" in hrefs
+        assert not [href for href in hrefs if "/preview/" in href]
+        assert [href for href in hrefs if status(user, href) not in (200, 302)] == []
+    assert f'href="/work/tasks/{batch.tasks.get(index=0).pk}/preview/"' in page(
+        team["researcher"][0], f"/work/batches/{batch.pk}/"
+    )
+    for user in team["annotator"]:  # not linked, and not theirs to read
+        assert status(user, f"/work/batches/{batch.pk}/agreement/") == 403
+
+
+def test_the_admin_is_the_apps_403_page_for_everyone_signed_in_who_is_not_staff(team):
+    for user in [user for users in team.values() for user in users]:
+        client = Client()
+        client.force_login(user)
+        for path in ("/admin/", "/admin/login/", "/admin/annotation/project/", "/admin/auth/user/1/change/"):
+            answer = client.get(path)
+            assert answer.status_code == 403, (user.username, path)
+            assert 'data-status="403"' in answer.content.decode()
+            assert "for staff accounts" in answer.content.decode()
+    anonymous = Client().get("/admin/")
+    assert (anonymous.status_code, anonymous["Location"]) == (302, "/admin/login/?next=/admin/")
+    assert Client().get("/admin/login/").status_code == 200  # the sign-in form, for anyone not signed in
+    root = get_user_model().objects.create_superuser("root", password="Root-Passw0rd!")
+    assert status(root, "/admin/") == 200

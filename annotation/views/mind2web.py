@@ -5,6 +5,7 @@ refused change as a message (a refused request stores nothing); what the user ma
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -28,7 +29,8 @@ def member_project(user, name) -> Project:
 @require_GET
 def index(request):
     """The projects with Mind2Web websites (or where you may add them)."""
-    projects = Project.objects.for_user(request.user).order_by("name")
+    collecting = Q(websites__isnull=False) | Q(pk__in=Project.objects.for_user(request.user, MANAGE))
+    projects = Project.objects.for_user(request.user).filter(collecting).distinct().order_by("name")
     return render(request, "mind2web/index.html", {"projects": projects})
 
 

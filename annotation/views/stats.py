@@ -1,7 +1,6 @@
 """Statistics, activity and pay pages of a project (docs/stats.md). Thin: access check, then
 ``annotation.actions.stats`` (``tables``, ``activity``) and a template or a download."""
 
-import csv
 import datetime as dt
 import functools
 import io
@@ -18,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from ..actions.manage.access import check_project_role
 from ..actions.stats import activity
 from ..actions.stats.tables import project_stats
-from ..lib import charts
+from ..lib import charts, spreadsheet
 from ..models import READ_ROLES, PayRates, Role
 from .page_errors import action_errors
 
@@ -30,9 +29,10 @@ def project_for(request, name: str, roles=READ_ROLES, cannot="read its statistic
 
 
 def download(filename: str, columns, rows) -> HttpResponse:
-    """A CSV attachment: a header row then ``rows`` (lists, or dicts keyed by the columns)."""
+    """A CSV attachment: a header row then ``rows`` (lists, or dicts keyed by the columns); formula-like cells (a
+    username ``@x``, a label ``=…``) escaped for spreadsheets."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = spreadsheet.writer(buffer)
     writer.writerow(columns)
     for row in rows:
         writer.writerow([row[column] for column in columns] if isinstance(row, dict) else row)

@@ -26,7 +26,7 @@ ONE_TASK = "topic,sentence\nweather,It rains.\n"
 
 @pytest.fixture
 def team(transactional_db, settings):
-    settings.FORM_TASK_ASSET_SOURCES = ""
+    assert settings.FORM_TASK_ASSET_SOURCES == ""  # the default: the frames load nothing from elsewhere
     project = Project.objects.create(name="team")
     people = {name: make_user(name, project, Role.ANNOTATOR) for name in ("ann", "abe", "amy")}
     people["rex"] = make_user("rex", project, Role.RESEARCHER)

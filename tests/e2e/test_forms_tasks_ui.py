@@ -6,8 +6,8 @@ hostile template can neither read the app's cookies nor call the API as the work
 
 Templates load scripts and styles from CDNs; the mapped ones are served from the vendored copies (``agents/vendor.py``),
 so a template's jQuery runs here as on MTurk (Text Game Eval shows and requires a rating per category chosen). These
-tests set ``FORM_TASK_ASSET_SOURCES`` to nothing, so the frames' CSP blocks every other outside request (the tests never
-touch the network).
+tests run with ``FORM_TASK_ASSET_SOURCES`` empty, its default, so the frames' CSP blocks every other outside request
+(the tests never touch the network).
 """
 
 import io
@@ -48,7 +48,7 @@ NOT_CONTROLS = {
 
 @pytest.fixture
 def no_outside_assets(settings):
-    settings.FORM_TASK_ASSET_SOURCES = ""
+    assert settings.FORM_TASK_ASSET_SOURCES == ""  # the default
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 real TurkingBench task (Bootstrap 4, jQuery 3.2.1 slim, Popper from CDNs) previewed by a worker in the app's
 sandboxed iframe runs the vendored jQuery and Bootstrap and gets Bootstrap's styles; the vendored files are served
 with a JavaScript / CSS content type (the frames send ``nosniff``); with ``TEMPLATE_SCRIPTS = "original"`` the CDN
-URLs stay. No request leaves loopback: ``FORM_TASK_ASSET_SOURCES`` is empty, so only the page's own server is
-allowed by the frame's CSP.
+URLs stay. No request leaves loopback: ``FORM_TASK_ASSET_SOURCES`` is empty (the default), so only the page's own
+server is allowed by the frame's CSP.
 """
 
 import io
@@ -38,7 +38,7 @@ LIBRARIES = """return [
 
 @pytest.fixture
 def batches(transactional_db, settings):
-    settings.FORM_TASK_ASSET_SOURCES = ""  # nothing outside the page's own server
+    assert settings.FORM_TASK_ASSET_SOURCES == ""  # the default: nothing outside the page's own server
     settings.TEMPLATE_SCRIPTS = "vendored"
     project = Project.objects.create(name="tb")
     out = io.StringIO()

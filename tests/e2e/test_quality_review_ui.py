@@ -24,7 +24,7 @@ READY = "const e = document.querySelector(\"#assignment[data-ready='true']\"); r
 
 @pytest.fixture
 def team(transactional_db, settings):
-    settings.FORM_TASK_ASSET_SOURCES = ""
+    assert settings.FORM_TASK_ASSET_SOURCES == ""  # the default: the frames load nothing from elsewhere
     project = Project.objects.create(name="qa")
     people = {name: make_user(name, project, Role.ANNOTATOR) for name in ("alice", "bob", "carol")}
     people["rhea"] = make_user("rhea", project, Role.RESEARCHER)

@@ -16,6 +16,7 @@ from .access import (
     STATS_ROLES,
     WORK_ROLES,
     can_manage,
+    can_preview,
     can_see_stats,
     can_work_on,
     check_batch_for_work,

@@ -122,12 +122,16 @@ def check_project_for_batches(user, project_name) -> Project:
     return check_project_role(user, project_name, MANAGE_ROLES, "create batches (needs researcher or admin)")
 
 
+def can_preview(user, batch: Batch) -> bool:
+    """Whether ``user`` may preview the batch's tasks: they may work on it, manage it, or read it (reviewers see the
+    batch page and its tasks' previews)."""
+    return can_work_on(user, batch) or batch.project.has_role(user, (*MANAGE_ROLES, *STATS_ROLES))
+
+
 def check_task_previewable(user, task_id) -> Task:
     """A task ``user`` may preview: one of a form batch they may work on, manage, or read (reviewers see the batch
     page and its first task)."""
     task = Task.objects.select_related("batch__project").filter(pk=task_id, batch__kind=BatchKind.FORM).first()
-    if task is None or not (
-        can_work_on(user, task.batch) or task.batch.project.has_role(user, (*MANAGE_ROLES, *STATS_ROLES))
-    ):
+    if task is None or not can_preview(user, task.batch):
         raise NotFound(f"no task {task_id} among your batches")
     return task

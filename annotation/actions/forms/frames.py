@@ -102,9 +102,10 @@ def check_view_token(assignment_id: int, token: str) -> Assignment:
 
 
 def frame_csp(form_action: str | None) -> str:
-    """The frame's policy: sandboxed (opaque origin), scripts and styles inline, from the page's own server (the
-    vendored template libraries under ``/static/vendor/``) or from the configured asset sources, no network access
-    from scripts, posting only to ``form_action`` (an absolute URL; None: nowhere)."""
+    """The frame's policy: sandboxed (opaque origin), scripts and styles inline or from the page's own server (the
+    vendored template libraries under ``/static/vendor/``: every URL of ``agents.vendor.URL_MAP`` is served there),
+    plus ``FORM_TASK_ASSET_SOURCES`` when set (nothing by default), no network access from scripts, posting only to
+    ``form_action`` (an absolute URL; None: nowhere)."""
     assets = ["'self'", *settings.FORM_TASK_ASSET_SOURCES.split()]
 
     def sources(*base):

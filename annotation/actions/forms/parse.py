@@ -26,6 +26,7 @@ from lxml.etree import ParserError
 
 from agents.turkle import PLACEHOLDER as FIELD  # Turkle's Project.process_template: one regex for both
 
+from ...lib import spreadsheet
 from ..errors import TooLarge, ValidationFailed, invalid
 
 CONTROLS = ("input", "select", "textarea")
@@ -176,10 +177,13 @@ def too_many_rows(limit: int) -> TooLarge:
     return TooLarge(f"csv: {message}", [{"field": "csv", "message": message}])
 
 
-def group_instances(header: list, reader, limit: int | None = None) -> tuple[list[ParsedTask], int]:
+def group_instances(
+    header: list, reader, limit: int | None = None, unescape: bool = False
+) -> tuple[list[ParsedTask], int]:
     """The rows after the header, in one pass: one task per distinct tuple of input values, in file order; each
     row's answers are a gold entry. Returns the tasks and the number of (non-blank) rows; more than ``limit`` rows
-    is a 413 as soon as the row after the limit is read."""
+    is a 413 as soon as the row after the limit is read. ``unescape``: undo the platform's formula escaping of
+    each cell (``annotation.lib.spreadsheet``)."""
     width, inputs = len(header), [i for i, name in enumerate(header) if not name.startswith(ANSWER)]
     answers = [(i, name[len(ANSWER) :]) for i, name in enumerate(header) if name.startswith(ANSWER)]
     names = [header[i] for i in inputs]
@@ -193,6 +197,8 @@ def group_instances(header: list, reader, limit: int | None = None) -> tuple[lis
                     raise too_many_rows(limit)
                 if len(row) != width:
                     raise invalid("csv", f"line {line} has {len(row)} fields; the header has {width}")
+                if unescape:
+                    row = spreadsheet.unescape_row(row)
                 key = key_of(row)
                 task = tasks.get(key)
                 if task is None:
@@ -221,18 +227,24 @@ def check_fields(info: TemplateInfo, header: list) -> None:
 
 
 def parse_csv(data: bytes, info: TemplateInfo) -> tuple[list, list[ParsedTask], int]:
+    """The CSV's header and tasks, its cells as written before the platform's formula escaping (an exported
+    ``batch.csv`` or results CSV imports back as it was; a file with no escaped cell is read as it is, at full
+    speed)."""
     check_size("csv", data, settings.FORM_CSV_MAX_BYTES, "FORM_CSV_MAX_BYTES")
-    reader = csv_reader(decode("csv", data))
+    text = decode("csv", data)
+    unescape = spreadsheet.may_hold_escaped(text)
+    reader = csv_reader(text)
     try:
         header = next(reader, None)
     except csv.Error as error:
         raise invalid("csv", f"line 1: {error}") from None
     if not header:
         raise invalid("csv", "is empty: expected a header row")
+    header = spreadsheet.unescape_row(header) if unescape else header
     check_header(header)
     check_fields(info, header)
     with no_cyclic_gc():
-        tasks, rows = group_instances(header, reader, row_limit())
+        tasks, rows = group_instances(header, reader, row_limit(), unescape)
     if not rows:
         raise invalid("csv", "has a header but no rows: a batch needs at least one task")
     return header, tasks, rows

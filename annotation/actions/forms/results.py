@@ -6,7 +6,8 @@ the sorted union of keys, then ``Turkle.Username``. Every value quoted, CRLF lin
 Values as Turkle writes them: HITId = task id, HITTypeId = project id, Title = project name, times as
 ``%a %b %d %H:%M:%S %Z %Y`` (UTC), WorkerId = user id. One deliberate difference: a name submitted several times
 (a checkbox group) is written ``a|b`` (the MTurk and TurkingBench convention) where Turkle 3.1 writes the Python
-list ``['a', 'b']``.
+list ``['a', 'b']``. A cell a spreadsheet would run as a formula (``=…``, ``+…``, ``-…``, ``@…``) is written
+with a leading ``'`` (``annotation.lib.spreadsheet``; the decisions uploaded back are read without it).
 
 Review columns, as MTurk's batch results carry them: ``AssignmentStatus`` (``Submitted``, ``Approved``,
 ``Rejected``), ``ApprovalTime``, ``RejectionTime`` and ``RequesterFeedback`` after ``WorkTimeInSeconds``, and the
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from django.http import StreamingHttpResponse
 from django.utils.http import content_disposition_header
 
+from ...lib import spreadsheet
 from ...models import Assignment, AssignmentStatus, Batch, ReviewState
 
 FIXED = [
@@ -111,7 +113,7 @@ def results_csv_lines(batch: Batch) -> Iterator[str]:
     assignments = list(submitted_assignments(batch))
     header = results_header(assignments)
     buffer = io.StringIO()
-    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+    writer = spreadsheet.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
     rows = [header, *(result_row(batch, a, header) for a in assignments)]
     for row in rows:
         writer.writerow(row)

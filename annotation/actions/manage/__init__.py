@@ -5,12 +5,14 @@ make: ``check_project_role``), ``projects`` (create, settings, members), ``token
 from .access import check_project_role
 from .invitations import (
     check_invitation,
+    check_join_allowed,
     check_not_member,
     check_project_invitation,
     do_accept_invitation,
     do_create_invitation,
     do_join_with_new_account,
     do_mail_invitation,
+    do_note_join_failure,
     do_revoke_invitation,
     mail_configured,
     open_invitations,

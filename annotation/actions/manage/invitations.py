@@ -2,8 +2,14 @@
 role; the person who opens it joins with a new account or the one they are signed in with. A link is used once, and
 refused when expired (410), used (410), revoked (410), unknown (404) or when the person is already a member (409);
 a refused link creates nothing. Only the token's sha256 is stored: the link is shown (and mailed, when mail is
-configured) once, when it is made. Not the live session's invitations (``actions/live.py``)."""
+configured) once, when it is made. Not the live session's invitations (``actions/live.py``).
 
+The sign-up form of a link says when a username is taken (as any sign-up does), so it is throttled like sign-in:
+after ``LOGIN_FAILURE_LIMIT`` refused sign-ups from one address, or with one link, within
+``LOGIN_FAILURE_WINDOW_SECONDS``, the next is a 429 (``check_join_allowed``, ``do_note_join_failure``): nobody
+holding a link can ask about usernames at will."""
+
+import hashlib
 import secrets
 from datetime import timedelta
 
@@ -16,6 +22,7 @@ from django.utils import timezone
 from ...models import Membership, ProjectInvitation, token_digest
 from ..errors import Conflict, Gone, NotFound, invalid
 from .projects import check_role
+from .throttle import check_failures, do_note_failure
 
 MAX_DAYS = 30
 DEFAULT_DAYS = 7
@@ -117,6 +124,28 @@ def do_join_with_new_account(token: str, username: str, password: str, email: st
         except IntegrityError:
             raise Conflict(f"the username {username!r} is taken", [{"field": "username", "message": "taken"}]) from None
         return accept(invitation, user)
+
+
+def join_address_key(address: str) -> str:
+    return "join-failures:address:" + hashlib.sha256(f"join\n{address or ''}".encode()).hexdigest()
+
+
+def join_failure_keys(invitation, address: str) -> list[str]:
+    """The counts a refused sign-up adds to: its address's (whatever the link) and its link's (whatever the address)."""
+    return [join_address_key(address), f"join-failures:invitation:{invitation.pk}"]
+
+
+def check_join_allowed(invitation, address: str) -> None:
+    """Refuse (429) a sign-up with ``invitation``'s link after too many refused ones from ``address`` or with it."""
+    check_failures(
+        join_failure_keys(invitation, address), "too many refused sign-ups from your address or with this link"
+    )
+
+
+def do_note_join_failure(invitation, address: str) -> None:
+    """Count a refused sign-up (a username taken, a password refused) for its address and its link."""
+    for key in join_failure_keys(invitation, address):
+        do_note_failure(key)
 
 
 def check_project_invitation(project, invitation_id) -> ProjectInvitation:

@@ -9,7 +9,6 @@ transaction of every action that changes an input: a submission, a review decisi
 settings or template), read before the inputs; so the next read after any change computes afresh, in every process.
 """
 
-import csv
 import datetime as dt
 import hashlib
 import io
@@ -17,6 +16,7 @@ import io
 from django.core.cache import cache
 
 from ...lib import agreement as lib
+from ...lib import spreadsheet
 from ...models import Assignment, AssignmentStatus, Batch, Project, ReviewState
 from ..forms.access import STATS_ROLES, check_batch_stats
 from ..forms.figures import figures_token, gold_rows
@@ -140,7 +140,7 @@ def table_rows(result: dict, table: str) -> tuple[list, list]:
 def table_csv(result: dict, table: str) -> str:
     columns, rows = table_rows(result, table)
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = spreadsheet.writer(buffer, lineterminator="\n")
     writer.writerow(columns)
     writer.writerows([cell(value) for value in row] for row in rows)
     return buffer.getvalue()

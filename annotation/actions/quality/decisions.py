@@ -21,6 +21,7 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from ...lib import agreement as lib
+from ...lib import spreadsheet
 from ...models import Assignment, AssignmentStatus, Batch, BatchKind, Project, ReviewState, Task
 from ..errors import Conflict, Forbidden, NotFound, TooLarge, ValidationFailed, invalid
 from ..forms.access import MANAGE_ROLES
@@ -243,7 +244,8 @@ def do_auto_approve_due(now=None) -> int:
 
 
 def read_decisions(data: bytes) -> list[tuple[int, dict]]:
-    """``[(row number, row)]`` of an uploaded results CSV (row 1 is the first after the header)."""
+    """``[(row number, row)]`` of an uploaded results CSV (row 1 is the first after the header), its cells as the
+    results CSV had them before their formula escaping (``annotation.lib.spreadsheet``: ``'=x`` reads ``=x``)."""
     limit = settings.FORM_CSV_MAX_BYTES
     if len(data) > limit:
         raise TooLarge(
@@ -258,13 +260,18 @@ def read_decisions(data: bytes) -> list[tuple[int, dict]]:
         raise invalid("csv", "contains a NUL character")
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
-        header = reader.fieldnames or []
+        header = reader.fieldnames = spreadsheet.unescape_row(reader.fieldnames or [])
         missing = [c for c in ("AssignmentId", "Approve", "Reject") if c not in header]
         if missing:
             raise invalid("csv", f"the header has no {', '.join(missing)} column (upload the results CSV back)")
-        return [(number, row) for number, row in enumerate(reader, start=1)]
+        return [(number, unescaped(row)) for number, row in enumerate(reader, start=1)]
     except csv.Error as error:
         raise invalid("csv", f"is not a readable CSV: {error}") from None
+
+
+def unescaped(row: dict) -> dict:
+    """A row of ``csv.DictReader`` with its cells unescaped (a short row's missing cells are None)."""
+    return {key: spreadsheet.unescape_cell(value) if isinstance(value, str) else value for key, value in row.items()}
 
 
 def planned_decisions(batch: Batch, rows: list[tuple[int, dict]]) -> tuple[list, list]:

@@ -27,8 +27,9 @@ MAX_MINUTES = 525_600  # a year
 
 
 def batch_context(user, batch, page=None) -> dict:
-    """What the batch page shows: progress, workers, and for its managers the controls and the task table."""
-    first = batch.tasks.order_by("index").first()
+    """What the batch page shows: progress, workers, the first task's preview to those who may preview it, and for
+    its managers the controls and the task table."""
+    first = batch.tasks.order_by("index").first() if forms.can_preview(user, batch) else None
     can_manage = forms.can_manage(user, batch)
     context = {
         "batch": batch,

@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ...actions import ActionError, Forbidden, forms
-from ...models import Assignment, AssignmentStatus, Batch, BatchKind
+from ...models import Assignment, AssignmentStatus, Batch, BatchKind, Project
 from ..page_errors import action_errors
 from . import upload
 
@@ -43,8 +43,8 @@ def auto_accept(request) -> bool:
 @require_GET
 @action_errors
 def work_index(request):
-    """Your assignments in progress, the batches with work for you (and how much), your submitted work, and the
-    batches you manage."""
+    """Your assignments in progress, the batches with work for you (and how much), your submitted work, the
+    batches you manage, and those whose progress and agreement you read (reviewers)."""
     return render(request, "forms/index.html", index_context(request.user, request.GET.get("page")))
 
 
@@ -64,11 +64,11 @@ def index_context(user, page=None) -> dict:
         "unblocked": forms.unblocks_of(user),
         "managed": managed_batches(user),
         "can_upload": forms.managed_projects(user).exists(),
+        "readable": read_batches(user),
     }
 
 
-def managed_batches(user) -> list:
-    projects = forms.managed_projects(user)
+def batch_rows(projects) -> list:
     return list(
         Batch.objects.forms()
         .filter(project__in=projects)
@@ -76,6 +76,15 @@ def managed_batches(user) -> list:
         .annotate(task_count=F("tasks_total"), done=F("tasks_done"))
         .order_by("-created_at")[:100]
     )
+
+
+def managed_batches(user) -> list:
+    return batch_rows(forms.managed_projects(user))
+
+
+def read_batches(user) -> list:
+    """Batches of the projects where ``user`` reads batches' progress and agreement without managing them."""
+    return batch_rows(Project.objects.for_user(user, forms.STATS_ROLES).exclude(pk__in=forms.managed_projects(user)))
 
 
 @login_required

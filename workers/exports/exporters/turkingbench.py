@@ -4,13 +4,16 @@
 ``batch.csv`` is written like TurkingBench's: UTF-8 with a BOM, ``\\n`` line ends, the bare input columns and the
 ``Answer.<field>`` columns in the order of the uploaded file (new answer fields after them, sorted), one row per
 answer row: the imported gold rows (when asked for, in their file order) and every submitted assignment, a name
-submitted several times joined with ``|``. Nothing here reads the database: ``workers.exports.form_dataset`` does.
+submitted several times joined with ``|``. A cell a spreadsheet would run as a formula is written with a leading ``'``
+(``annotation.lib.spreadsheet``; ``agents.turkle`` and the import read it back without). Nothing here reads the
+database: ``workers.exports.form_dataset`` does.
 """
 
-import csv
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from annotation.lib import spreadsheet
 
 FORMAT = "turkingbench"
 
@@ -33,7 +36,7 @@ def write_batch(out: Path, batch: ExportBatch) -> int:
         handle.write(batch.template)
     written = 0
     with (folder / "batch.csv").open("w", encoding="utf-8-sig", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
+        writer = spreadsheet.writer(handle, lineterminator="\n")
         writer.writerow(batch.columns)
         for row in batch.rows:
             writer.writerow([row.get(column, "") for column in batch.columns])
