@@ -29,6 +29,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import socket
 import ssl
 import threading
@@ -261,7 +262,11 @@ def _media_type(response) -> str:
 
 
 def _redacted(text: str, key: str) -> str:
-    return text.replace(key, "[key]") if key else text
+    """``text`` with every whole-token occurrence of ``key`` masked (a short key is not masked inside other words:
+    the key ``k`` leaves "refused the key" readable, and still masks ``/v1/k/`` or ``?api_key=k``)."""
+    if not key:
+        return text
+    return re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", "[key]", text)
 
 
 def _causes(error: BaseException | None) -> list[BaseException]:

@@ -25,6 +25,7 @@ from agents.llm import (
     cache_key,
     endpoint_problems,
 )
+from agents import llm
 from devtools.standin_model import standin_model
 from tests.loopback import loopback_server
 
@@ -123,6 +124,25 @@ def test_an_endpoint_that_cannot_be_used_is_an_error_with_its_reason_and_never_t
     assert KEY not in repr(raised.value)
     assert KEY not in caplog.text
     assert "Incorrect API key" not in str(raised.value)  # never what answered
+
+
+@pytest.mark.parametrize(
+    ("key", "reason", "masked"),
+    [
+        ("k", "the endpoint http://h/v1 refused the key (HTTP 401)", "the endpoint http://h/v1 refused the key (HTTP 401)"),
+        ("k", "the endpoint http://h/k/v1 refused the key", "the endpoint http://h/[key]/v1 refused the key"),
+        ("sk-abc", "http://h/v1?api_key=sk-abc failed", "http://h/v1?api_key=[key] failed"),
+        ("sk-abc", "http://h/sk-abcd/v1", "http://h/sk-abcd/v1"),  # another token that merely starts with it
+    ],
+)
+def test_the_key_is_masked_as_a_whole_token_so_a_short_key_leaves_words_whole(key, reason, masked):
+    with standin_model() as stand_in:
+        client = ChatClient(Endpoint(stand_in.url, "m", key), retries=0)
+        stand_in.script = ["401"]
+        with pytest.raises(EndpointError) as raised:
+            client.complete(HELLO)
+    assert "refused the key (HTTP 401)" in str(raised.value)
+    assert llm._redacted(reason, key) == masked
 
 
 def test_an_unreachable_endpoint_is_an_error(model):

@@ -203,6 +203,8 @@ def test_the_api_submission_names_bad_answers_and_someone_elses_assignment_is_40
     other = token_client(teammate)
     assert other.post(f"/api/assignments/{mine.pk}/submit/", {"answers": {}}, format="json").status_code == 404
     assert token_client(teammate).post(f"/api/assignments/{mine.pk}/return/").status_code == 404
+    for action in ("submit", "skip", "return"):  # an id that is not a number is a 404 as well, never a 500
+        assert api.post(f"/api/assignments/null%2Cnull/{action}/").status_code == 404
     mine.refresh_from_db()
     assert mine.status == AssignmentStatus.ACTIVE
     returned = api.post(f"/api/assignments/{mine.pk}/return/")

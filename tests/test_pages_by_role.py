@@ -307,16 +307,15 @@ def test_reviewers_find_the_batches_and_agreement_they_read_on_the_work_page(tea
         "researcher": {links[0], 'id="managed-batches"'},
         "admin": {links[0], 'id="managed-batches"'},
     }
-    for user in team["reviewer"]:  # both open, and so does every link of the batch page (no task preview: not theirs)
+    preview = f"/work/tasks/{batch.tasks.get(index=0).pk}/preview/"
+    for user in team["reviewer"]:  # both open, and so does every link of the batch page, its first task's preview too
         assert status(user, f"/work/batches/{batch.pk}/agreement/") == 200
         batch_page = lxml.html.document_fromstring(page(user, f"/work/batches/{batch.pk}/"))
         hrefs = {link.get("href") for link in batch_page.xpath("//main//a[@href]")}
         assert f"/work/batches/{batch.pk}/agreement/" in hrefs
-        assert not [href for href in hrefs if "/preview/" in href]
+        assert preview in hrefs
         assert [href for href in hrefs if status(user, href) not in (200, 302)] == []
-    assert f'href="/work/tasks/{batch.tasks.get(index=0).pk}/preview/"' in page(
-        team["researcher"][0], f"/work/batches/{batch.pk}/"
-    )
+    assert f'href="{preview}"' in page(team["researcher"][0], f"/work/batches/{batch.pk}/")
     for user in team["annotator"]:  # not linked, and not theirs to read
         assert status(user, f"/work/batches/{batch.pk}/agreement/") == 403
 

@@ -410,9 +410,11 @@ def do_update_batch_settings(batch: Batch, **fields) -> Batch:
 def check_assignment_of(user, assignment_id) -> Assignment:
     """One of ``user``'s own assignments of a form batch (anyone else's is a 404, and so are Mind2Web's: a
     proposal round or a demonstration task ends through its own actions)."""
+    if not str(assignment_id).isdigit():
+        raise NotFound(f"no assignment {assignment_id} of yours")
     assignment = (
         Assignment.objects.select_related("task__batch__project", "worker")
-        .filter(pk=assignment_id, worker=user, task__batch__kind=BatchKind.FORM)
+        .filter(pk=int(assignment_id), worker=user, task__batch__kind=BatchKind.FORM)
         .first()
     )
     if assignment is None:
