@@ -14,6 +14,7 @@ import threading
 
 import pytest
 
+from agents import llm
 from agents.llm import (
     MAX_REPLY_BYTES,
     Budget,
@@ -25,7 +26,6 @@ from agents.llm import (
     cache_key,
     endpoint_problems,
 )
-from agents import llm
 from devtools.standin_model import standin_model
 from tests.loopback import loopback_server
 
@@ -129,7 +129,7 @@ def test_an_endpoint_that_cannot_be_used_is_an_error_with_its_reason_and_never_t
 @pytest.mark.parametrize(
     ("key", "reason", "masked"),
     [
-        ("k", "the endpoint http://h/v1 refused the key (HTTP 401)", "the endpoint http://h/v1 refused the key (HTTP 401)"),
+        ("k", "http://h/v1 refused the key (HTTP 401)", "http://h/v1 refused the key (HTTP 401)"),
         ("k", "the endpoint http://h/k/v1 refused the key", "the endpoint http://h/[key]/v1 refused the key"),
         ("sk-abc", "http://h/v1?api_key=sk-abc failed", "http://h/v1?api_key=[key] failed"),
         ("sk-abc", "http://h/sk-abcd/v1", "http://h/sk-abcd/v1"),  # another token that merely starts with it
