@@ -111,17 +111,17 @@ def build(project, owner, instructor, reviewer, teammate) -> dict:
         edit(b, reviewer, EditKind.COMMENT, at(2, 13, minute))
     batch = Batch.objects.create(project=project, name="b1", html_template=TEMPLATE)
     tasks = [Task.objects.create(batch=batch, index=index, inputs={"question": str(index)}) for index in range(3)]
-    for task, status, seconds in (
-        (tasks[0], AssignmentStatus.SUBMITTED, 1800),
-        (tasks[1], AssignmentStatus.SUBMITTED, 900),
-        (tasks[2], AssignmentStatus.RETURNED, None),
+    for task, status, seconds, accepted in (  # one after the other: 14:00–14:30, then 14:45–15:00
+        (tasks[0], AssignmentStatus.SUBMITTED, 1800, at(4, 14)),
+        (tasks[1], AssignmentStatus.SUBMITTED, 900, at(4, 14, 45)),
+        (tasks[2], AssignmentStatus.RETURNED, None, at(4, 14)),
     ):
-        submitted = at(4, 15) if seconds else None
+        submitted = accepted + dt.timedelta(seconds=seconds) if seconds else None
         Assignment.objects.create(
             task=task,
             worker=teammate,
             status=status,
-            accepted_at=at(4, 14),
+            accepted_at=accepted,
             expires_at=at(5, 14),
             submitted_at=submitted,
             work_seconds=seconds,

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.actions.stats import activity
-from annotation.models import PayRates, Role
+from annotation.models import Assignment, AssignmentStatus, Batch, PayRates, ReviewState, Role, Task
 from annotation.synth.bulk import bulk_corpus
 from tests import stats_data
 from tests.conftest import make_user
@@ -162,3 +162,31 @@ def test_a_pay_period_keeps_only_its_days_and_a_bad_date_names_its_field(client,
     assert "to: not a date" in response.content.decode()
     page = client.get("/projects/alpha/activity/?from=2026-03-04").content.decode()
     assert 'href="/projects/alpha/pay.csv?from=2026-03-04"' in page
+
+
+def test_tasks_held_at_once_are_paid_for_their_time_once(client, project, admin, teammate):
+    """Four tasks held together 10:00–10:30 (one in a second batch), then one alone 11:00–11:10: 40 minutes of
+    work, not 2 h 10 min; the overlap goes to the task accepted first, pending work the same way."""
+    template = stats_data.TEMPLATE
+    batches = [Batch.objects.create(project=project, name=f"held{n}", html_template=template) for n in (1, 2)]
+    spans = [(0, 10, 0, 10, 30, "approved"), (0, 10, 1, 10, 30, "approved"), (0, 10, 5, 10, 30, "pending")]
+    spans += [(1, 10, 2, 10, 25, "approved"), (0, 11, 0, 11, 10, "approved")]
+    for index, (batch, hour, minute, end_hour, end_minute, review) in enumerate(spans):
+        task = Task.objects.create(batch=batches[batch], index=index, inputs={"question": str(index)})
+        accepted, submitted = stats_data.at(6, hour, minute), stats_data.at(6, end_hour, end_minute)
+        Assignment.objects.create(
+            task=task,
+            worker=teammate,
+            status=AssignmentStatus.SUBMITTED,
+            accepted_at=accepted,
+            expires_at=stats_data.at(7, 0),
+            submitted_at=submitted,
+            work_seconds=(submitted - accepted).total_seconds(),
+            review=ReviewState(review),
+        )
+    day = activity.activity(project, teammate.pk, PayRates.for_project(project))["teammate"][dt.date(2026, 3, 6)]
+    assert day.seconds["form_task"] == 40 * 60  # 10:00–10:30 once, 11:00–11:10
+    assert (day.approved_assignments, day.pending_assignments, day.pending_seconds) == (4, 1, 0.0)
+    client.force_login(admin)
+    pay = {row["person"]: row for row in read_csv(client.get("/projects/alpha/pay.csv?from=2026-03-06&to=2026-03-06"))}
+    assert pay["teammate"]["form_task_hours"] == str(round(40 / 60, 2))

@@ -6,8 +6,9 @@ and working on form tasks, and the pay those earn under the project's ``PayRates
 - Review: the gaps between one person's consecutive review edits (``Edit.created_at``, in any demo of the
   project), each counted when it is at most the rates' idle gap; a longer pause ends a session. A gap counts on
   the day of the edit that ends it. One query reads the edits' (author, time) in order.
-- Form tasks: approved assignments' ``work_seconds`` (accepted → submitted) on the day of submission; summed in
-  the database. Submitted work not reviewed yet is counted apart (``pending_*``) and earns nothing until it is
+- Form tasks: approved assignments' ``work_seconds`` (accepted → submitted) on the day of submission, a person's
+  time counted once when they held several tasks at once (overlaps go to the task accepted first; one query, a
+  sweep in Python). Submitted work not reviewed yet is counted apart (``pending_*``) and earns nothing until it is
   approved; rejected work earns nothing. Mind2Web's proposal and demonstration assignments have their own review
   and count once submitted.
 
@@ -21,8 +22,9 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
+from django.db.models import Case, Count, DurationField, ExpressionWrapper, F, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
+from django.utils import timezone
 
 from ...models import Assignment, AssignmentStatus, BatchKind, Demonstration, DemoStatus, Edit, PayRates, ReviewState
 
@@ -86,26 +88,36 @@ def review_days(project, only, idle_gap: float, period):
 
 def form_days(project, only, period):
     """``(person, day, seconds, approved, pending seconds, pending)`` of submitted assignments: approved ones (and
-    Mind2Web's, reviewed elsewhere) and those not reviewed yet."""
+    Mind2Web's, reviewed elsewhere) and those not reviewed yet. A person's time counts once however many tasks they
+    held at once: each assignment's ``work_seconds`` (its interval ``[submitted − work_seconds, submitted]``) counts
+    only where no assignment of theirs accepted earlier already covers it (a sweep over one query's rows)."""
     submitted = Assignment.objects.filter(task__batch__project=project, status=AssignmentStatus.SUBMITTED)
     approved = Q(review=ReviewState.APPROVED) | ~Q(task__batch__kind=BatchKind.FORM)
     pending = Q(review=ReviewState.PENDING, task__batch__kind=BatchKind.FORM)
-    grouped = (
+    rows = (
         mine(submitted, "worker", only, "submitted_at", period)
+        .filter(approved | pending)
+        .annotate(counted=Case(When(approved, then=Value(True)), default=Value(False)))
         .order_by()
-        .values("worker", day=TruncDate("submitted_at"))
-        .annotate(
-            spent=Sum("work_seconds", filter=approved),
-            approved=Count("pk", filter=approved),
-            waiting=Sum("work_seconds", filter=pending),
-            pending=Count("pk", filter=pending),
-        )
+        .values_list("worker", "submitted_at", "work_seconds", "counted")
     )
-    return [
-        (row["worker"], row["day"], row["spent"] or 0.0, row["approved"], row["waiting"] or 0.0, row["pending"])
-        for row in grouped
-        if row["approved"] or row["pending"]
-    ]
+    intervals = sorted(
+        (worker, at - dt.timedelta(seconds=seconds or 0.0), at, counted) for worker, at, seconds, counted in rows
+    )
+    days = defaultdict(lambda: [0.0, 0, 0.0, 0])
+    covered_until = {}
+    for worker, start, end, counted in intervals:
+        reach = covered_until.get(worker, start)
+        seconds = max(0.0, (end - max(start, reach)).total_seconds())
+        covered_until[worker] = max(reach, end)
+        day = days[worker, timezone.localtime(end).date()]
+        if counted:
+            day[0] += seconds
+            day[1] += 1
+        else:
+            day[2] += seconds
+            day[3] += 1
+    return [(worker, day, *figures) for (worker, day), figures in days.items()]
 
 
 def activity(project, only, rates: PayRates, period=(None, None)) -> dict:
