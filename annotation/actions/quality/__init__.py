@@ -8,6 +8,7 @@ from .blocks import check_unblock, do_unblock
 from .decisions import (
     check_decision,
     check_reviewable,
+    check_selection,
     check_unit_ratio,
     do_apply_decisions_csv,
     do_auto_approve_due,
@@ -15,6 +16,7 @@ from .decisions import (
     do_decide_filtered,
     do_reopen,
     filtered,
+    pending_selection,
     review_counts,
     review_queryset,
     review_rows,
@@ -37,3 +39,4 @@ from .qualifications import (
     do_grant,
     do_revoke,
 )
+from .trail import check_reason, check_undo_target, do_undo, trail_of, trail_rows, undo_window
