@@ -1,5 +1,6 @@
 """Quality control of form work: ``decisions`` (requester review: approve, reject, reopen, by filter, by the
-results CSV uploaded back, automatic approval), ``gold`` (a batch's quality settings and its gold tasks),
+results CSV uploaded back, automatic approval), ``trail`` (every decision recorded, and undone within a window),
+``gold`` (a batch's quality settings and its gold tasks),
 ``blocks`` (unblocking a worker a batch's gold blocked),
 ``qualifications`` (named scores per worker, granted and revoked). Scoring gold answers, blocking and onboarding
 happen in the queue on submission (``annotation.actions.forms.gold``)."""

@@ -6,6 +6,8 @@ the queue for another worker.
 The review is a state beside the assignment's status (``Assignment.review``: pending → approved | rejected), so the
 queue's status machine is untouched. A reopened assignment keeps its status ``submitted`` (and its answers) but no
 longer holds its task's slot: ``Task.taken`` and ``Task.submitted`` go down by one and the task is open again.
+Every change is recorded in the assignment's trail (``trail.record``) and can be undone for a while (``trail``).
+A decision by filter can be pinned to the rows a confirmation counted (``pending_selection``: their digest).
 
 Refusals: another project's work is 404, a worker's role 403, work that is not submitted 409, a decision against one
 already taken (approve what was rejected) 409; the uploaded CSV is all-or-nothing, its problems a 400 naming rows.
