@@ -338,6 +338,8 @@ FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS = env_int("FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS
 FORM_EXPIRY_SWEEP_SECONDS = env_int("FORM_EXPIRY_SWEEP_SECONDS", 60)
 # How often beat approves submitted form work left unreviewed past its batch's delay (docs/quality.md).
 FORM_AUTO_APPROVE_SWEEP_SECONDS = env_int("FORM_AUTO_APPROVE_SWEEP_SECONDS", 300)
+# How long a decision on form work (approve, reject, reopen, automatic approval) can be undone (docs/quality.md).
+FORM_DECISION_UNDO_MINUTES = env_int("FORM_DECISION_UNDO_MINUTES", 1440)
 REVIEW_CLAIM_SECONDS = env_int("REVIEW_CLAIM_SECONDS", 30 * 60)  # how long "Review next" holds a demo for its reviewer
 # Submit & next (accept the batch's next task after a submission) is on unless the worker switches it off.
 FORM_AUTO_ACCEPT_DEFAULT = env_bool("FORM_AUTO_ACCEPT_DEFAULT", True)
@@ -431,6 +433,8 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "annotation.models.exports.JobStatus",
         "AssignmentStatusEnum": "annotation.models.forms.AssignmentStatus",
         "ProposalStatusEnum": "annotation.models.mind2web.ProposalStatus",
+        "DecisionKindEnum": "annotation.models.quality.DecisionKind",
+        "KindEnum": "annotation.models.forms.BatchKind",  # the name it had before the trail's kind came
     },
 }
 

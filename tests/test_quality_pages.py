@@ -53,7 +53,12 @@ def test_the_review_page_decides_on_selected_rows_and_by_filter(client, worked, 
     no_reason = client.post(decide, {"decision": "reject", "assignment": ids_of(batch, "owner")[2:]}, follow=True)
     assert "feedback" in text(no_reason)
     assert "a rejection needs a reason" in text(no_reason)
-    by_filter = client.post(decide, {"decision": "approve", "scope": "filter", "worker": "teammate"}, follow=True)
+    asked = client.post(decide, {"decision": "approve", "scope": "filter", "worker": "teammate"})
+    assert 'data-count="3"' in text(asked)  # a confirmation counting the rows, nothing decided yet
+    selection = asked.context["selection"]
+    by_filter = client.post(
+        decide, {"decision": "approve", "scope": "filter", "worker": "teammate", "selection": selection}, follow=True
+    )
     assert "Approved 3 assignments" in text(by_filter)
     filtered = client.get(f"/work/batches/{batch.pk}/review/", {"review": "rejected"})
     assert text(filtered).count('class="row-select"') == 2
@@ -75,7 +80,8 @@ def test_reopen_gold_settings_and_upload_on_the_page(client, worked, researcher,
     base = f"/work/batches/{batch.pk}/review"
     first = ids_of(batch, "instructor")[0]
     client.post(f"{base}/decide", {"decision": "reject", "feedback": "no", "assignment": [first]})
-    assert client.post(f"{base}/{first}/reopen").status_code == 302
+    assert 'data-count="1"' in text(client.post(f"{base}/{first}/reopen"))  # the confirmation
+    assert client.post(f"{base}/{first}/reopen", {"confirm": "1"}).status_code == 302
     task = Assignment.objects.get(pk=first).task
     assert (task.taken, task.submitted, task.completed) == (2, 2, False)
     used = client.post(f"{base}/gold", {"assignment": ids_of(batch, "owner")[1]}, follow=True)

@@ -19,7 +19,7 @@ from .forms import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchK
 from .live import Invitation, code_digest
 from .manage import READ_ROLES, RECORDING_ROLES, Membership, Project, ProjectInvitation, Role, token_digest
 from .mind2web import ProposalRound, ProposalStatus, ProposedTask, SeedSource, SeedTask, Website
-from .quality import BatchBlock, BatchRequirement, FiguresVersion, Qualification, QualificationScore
+from .quality import BatchBlock, BatchRequirement, Decision, FiguresVersion, Qualification, QualificationScore
 from .recordings import (
     EXPORTABLE_STATUSES,
     TASK_METADATA,
@@ -49,6 +49,7 @@ from .review import (
 from .stats import PayRates
 
 __all__ = [
+    "Decision",
     "BatchBlock",
     "BatchRequirement",
     "FiguresVersion",

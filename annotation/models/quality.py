@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from .forms import Batch
+from .forms import Assignment, Batch, ReviewState
 from .manage import Project
 
 
@@ -110,3 +110,48 @@ class FiguresVersion(models.Model):
 
     def __str__(self):
         return f"figures of batch {self.batch_id}: {self.token}"
+
+
+class DecisionKind(models.TextChoices):
+    """What made a trail entry (``Decision``)."""
+
+    MANUAL = "manual", "Decided"
+    BULK = "bulk", "Decided in bulk"
+    CSV = "csv", "Decided in the results CSV"
+    AUTO = "auto", "Approved automatically"
+    REOPEN = "reopen", "Reopened"
+    UNDO = "undo", "Undone"
+
+
+class Decision(models.Model):
+    """One entry of an assignment's decision trail: every change of its review (approved or rejected by a person,
+    one by one, in bulk, by the results CSV uploaded back or automatically; reopened) and every undo of one, with
+    who, when, the review state before and after and the feedback (or the undo's reason). An undo points at the
+    decision it undid (``undoes``); a decision is undone at most once."""
+
+    Kind = DecisionKind
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="decisions")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    from_state = models.CharField(max_length=16, choices=ReviewState.choices)
+    to_state = models.CharField(max_length=16, choices=ReviewState.choices)
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Who decided; empty for the automatic approval.",
+    )
+    at = models.DateTimeField()
+    feedback = models.TextField(blank=True, help_text="The feedback the decision gave, or why it was undone.")
+    undoes = models.OneToOneField(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="undone_by", help_text="An undo's target."
+    )
+
+    class Meta:
+        ordering = ["assignment", "at", "pk"]
+        indexes = [models.Index(fields=["assignment", "at"], name="decision_trail")]
+
+    def __str__(self):
+        return f"{self.kind} of assignment {self.assignment_id}: {self.from_state} → {self.to_state}"

@@ -13,6 +13,16 @@ urlpatterns = [
         pages.review_reopen,
         name="quality-review-reopen",
     ),
+    path(
+        "work/batches/<int:batch_id>/review/<int:assignment_id>/",
+        pages.review_assignment,
+        name="quality-review-assignment",
+    ),
+    path(
+        "work/batches/<int:batch_id>/review/<int:assignment_id>/undo",
+        pages.review_undo,
+        name="quality-review-undo",
+    ),
     path("work/batches/<int:batch_id>/review/gold", pages.review_gold, name="quality-review-gold"),
     path("work/batches/<int:batch_id>/review/settings", pages.review_settings, name="quality-review-settings"),
     path("work/batches/<int:batch_id>/review/upload", pages.review_upload, name="quality-review-upload"),

@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from annotation.models import Assignment, Qualification, QualificationScore, ReviewState
+from annotation.models import Assignment, Decision, Qualification, QualificationScore, ReviewState
 
 
 class ReviewSerializer(serializers.ModelSerializer):
@@ -51,6 +51,45 @@ class ReviewSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class DecisionSerializer(serializers.Serializer):
+    """One entry of an assignment's decision trail."""
+
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(
+        choices=Decision.Kind.choices,
+        help_text="manual (one assignment), bulk (several, or by filter), csv (the results CSV uploaded back), auto "
+        "(approved after the batch's delay), reopen, undo.",
+    )
+    kind_label = serializers.CharField()
+    from_state = serializers.CharField(help_text="The review before: pending, approved or rejected.")
+    to_state = serializers.CharField(help_text="The review after: pending, approved or rejected.")
+    by = serializers.CharField(allow_null=True, help_text="Who; null for the automatic approval.")
+    at = serializers.DateTimeField()
+    feedback = serializers.CharField(help_text="The feedback the decision gave, or the undo's reason.")
+    undoes = serializers.IntegerField(allow_null=True, help_text="An undo: the decision it undid.")
+    undone = serializers.BooleanField(help_text="This decision was undone.")
+    undoable = serializers.BooleanField(
+        help_text="An undo of it would be accepted now (within FORM_DECISION_UNDO_MINUTES, no later decision stands)."
+    )
+
+
+class ReviewDetailSerializer(ReviewSerializer):
+    """A submitted assignment with its decision trail, oldest first."""
+
+    trail = DecisionSerializer(many=True, read_only=True)
+
+    class Meta(ReviewSerializer.Meta):
+        fields = [*ReviewSerializer.Meta.fields, "trail"]
+        read_only_fields = fields
+
+
+class UndoSerializer(serializers.Serializer):
+    decision = serializers.IntegerField(
+        required=False, help_text="The trail entry to undo (default: the latest decision that stands)."
+    )
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, help_text="Why, for the trail.")
+
+
 class FeedbackSerializer(serializers.Serializer):
     feedback = serializers.CharField(required=False, allow_blank=True, help_text="The reason the worker sees.")
 
@@ -71,17 +110,33 @@ class DecideSerializer(serializers.Serializer):
     feedback = serializers.CharField(required=False, allow_blank=True, max_length=2000)
     assignments = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=10_000)
     filter = ReviewFilterSerializer(required=False)
+    dry_run = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="With filter: change nothing, answer how many pending rows it selects and their selection digest.",
+    )
+    selection = serializers.CharField(
+        required=False,
+        help_text="With filter: the digest a dry run answered; when the pending rows it selects changed since, "
+        "nothing is decided (409 with the count now).",
+    )
 
     def validate(self, data):
         if ("assignments" in data) == ("filter" in data):
             raise serializers.ValidationError({"assignments": "give assignments (ids) or filter, not both"})
         if "assignments" in data and not data["assignments"]:
             raise serializers.ValidationError({"assignments": "name at least one assignment"})
+        if "assignments" in data and (data.get("dry_run") or "selection" in data):
+            raise serializers.ValidationError({"dry_run": "dry_run and selection go with filter"})
         return data
 
 
 class DecidedSerializer(serializers.Serializer):
     changed = serializers.IntegerField(help_text="Assignments whose decision changed (already so: not counted).")
+    selected = serializers.IntegerField(
+        required=False, help_text="A dry run: the pending rows the filter selects (what it would change)."
+    )
+    selection = serializers.CharField(required=False, help_text="A dry run: the digest of those rows.")
 
 
 class DecisionsUploadSerializer(serializers.Serializer):
@@ -142,7 +197,17 @@ class QualitySettingsSerializer(serializers.Serializer):
     gold_rate = serializers.FloatField(help_text="Share (0–1) of each worker's tasks that are gold.")
     gold_threshold = serializers.FloatField(allow_null=True, help_text="Block below this gold accuracy (0–1).")
     gold_min_answers = serializers.IntegerField(help_text="Gold answers before the threshold applies (≥ 1).")
-    auto_approve_seconds = serializers.IntegerField(allow_null=True, help_text="Null: never auto-approve.")
+    auto_approve_seconds = serializers.IntegerField(
+        allow_null=True,
+        required=False,
+        help_text="The auto-approval delay in seconds (null: never auto-approve); the pages show it in minutes.",
+    )
+    auto_approve_minutes = serializers.FloatField(
+        allow_null=True,
+        required=False,
+        help_text="The same delay in minutes (null: never); a PATCH gives a whole number of minutes or seconds, "
+        "not both.",
+    )
     grants_qualification = serializers.CharField(allow_null=True, help_text="Onboarding: the qualification earned.")
     grant_threshold = serializers.FloatField(help_text="Gold accuracy (0–1) that earns it.")
     requirements = RequirementSerializer(many=True)

@@ -45,9 +45,10 @@ class ReviewViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
         return None if page is None else quality.with_worker_gold(page)
 
     def shown(self, pk) -> Response:
-        """One submitted assignment as the reviewer reads it, its worker's gold accuracy included."""
+        """One submitted assignment as the reviewer reads it, its worker's gold accuracy and its trail included."""
         (assignment,) = quality.with_worker_gold([quality.review_queryset().get(pk=pk)])
-        return Response(self.get_serializer(assignment).data)
+        assignment.trail = quality.trail_rows(assignment.pk)
+        return Response(qs.ReviewDetailSerializer(assignment).data)
 
     @extend_schema(
         parameters=[
@@ -66,9 +67,9 @@ class ReviewViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
         """Submitted work, oldest task first, narrowed by the filters (a bad value is a 400 naming it)."""
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(responses={200: qs.ReviewSerializer, **ERRORS})
+    @extend_schema(responses={200: qs.ReviewDetailSerializer, **ERRORS})
     def retrieve(self, request, pk=None):
-        """One submitted assignment."""
+        """One submitted assignment, with its decision trail."""
         (assignment,) = quality.check_reviewable(request.user, [int(pk)])
         return self.shown(assignment.pk)
 
@@ -79,19 +80,19 @@ class ReviewViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
         quality.do_decide(request.user, assignments, decision, form.validated_data.get("feedback", ""))
         return self.shown(int(pk))
 
-    @extend_schema(request=qs.FeedbackSerializer, responses={200: qs.ReviewSerializer, **ERRORS})
+    @extend_schema(request=qs.FeedbackSerializer, responses={200: qs.ReviewDetailSerializer, **ERRORS})
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None):
         """Approve this work (feedback optional)."""
         return self.decided(request, pk, "approve")
 
-    @extend_schema(request=qs.FeedbackSerializer, responses={200: qs.ReviewSerializer, **ERRORS})
+    @extend_schema(request=qs.FeedbackSerializer, responses={200: qs.ReviewDetailSerializer, **ERRORS})
     @action(detail=True, methods=["post"])
     def reject(self, request, pk=None):
         """Reject this work; ``feedback`` (required) is the reason the worker sees in their history."""
         return self.decided(request, pk, "reject")
 
-    @extend_schema(request=None, responses={200: qs.ReviewSerializer, **ERRORS})
+    @extend_schema(request=None, responses={200: qs.ReviewDetailSerializer, **ERRORS})
     @action(detail=True, methods=["post"])
     def reopen(self, request, pk=None):
         """Give a rejected assignment's slot back to the queue, for another worker."""
@@ -99,11 +100,27 @@ class ReviewViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
         quality.do_reopen(request.user, assignment)
         return self.shown(assignment.pk)
 
+    @extend_schema(request=qs.UndoSerializer, responses={200: qs.ReviewDetailSerializer, **ERRORS})
+    @action(detail=True, methods=["post"])
+    def undo(self, request, pk=None):
+        """Undo a decision (``decision``: a trail entry's id; default the latest that stands) within
+        ``FORM_DECISION_UNDO_MINUTES`` of it: an approval or rejection goes back to pending, a reopen takes its slot
+        back. 409 past the window, for a decision already undone or superseded by a later one, or a reopened slot
+        another worker took."""
+        (assignment,) = quality.check_reviewable(request.user, [int(pk)])
+        form = qs.UndoSerializer(data=request.data if isinstance(request.data, dict) else {})
+        form.is_valid(raise_exception=True)
+        target = quality.check_undo_target(assignment, form.validated_data.get("decision"))
+        quality.do_undo(request.user, assignment, target, quality.check_reason(form.validated_data.get("reason")))
+        return self.shown(assignment.pk)
+
     @extend_schema(request=qs.DecideSerializer, responses={200: qs.DecidedSerializer, **ERRORS})
     @action(detail=False, methods=["post"])
     def decide(self, request):
         """Approve or reject in bulk: ``assignments`` (all or none: any refused one refuses them all), or the
-        pending work a ``filter`` selects in one batch (work already decided is left as it is)."""
+        pending work a ``filter`` selects in one batch (work already decided is left as it is). Answers how many
+        changed. With a filter, ``dry_run`` answers how many pending rows it selects and their ``selection`` digest;
+        give that ``selection`` back to act on exactly those rows (409, nothing decided, when they changed)."""
         form = qs.DecideSerializer(data=request.data if isinstance(request.data, dict) else {})
         form.is_valid(raise_exception=True)
         data = form.validated_data
@@ -114,7 +131,14 @@ class ReviewViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
         chosen = dict(data["filter"])
         batch = forms.check_batch_manageable(request.user, chosen.pop("batch"))
         rows = quality.filtered(quality.review_queryset().filter(task__batch=batch), **chosen)
-        return Response({"changed": quality.do_decide_filtered(request.user, rows, decision, feedback)})
+        if data["dry_run"]:
+            quality.check_decision(decision, feedback)
+            ids, selection = quality.pending_selection(rows)
+            return Response({"changed": 0, "selected": len(ids), "selection": selection})
+        selection = quality.check_selection(data.get("selection"))
+        return Response(
+            {"changed": quality.do_decide_filtered(request.user, rows, decision, feedback, selection=selection)}
+        )
 
     @extend_schema(
         request={"multipart/form-data": qs.DecisionsUploadSerializer},

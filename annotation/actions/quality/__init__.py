@@ -1,5 +1,6 @@
 """Quality control of form work: ``decisions`` (requester review: approve, reject, reopen, by filter, by the
-results CSV uploaded back, automatic approval), ``gold`` (a batch's quality settings and its gold tasks),
+results CSV uploaded back, automatic approval), ``trail`` (every decision recorded, and undone within a window),
+``gold`` (a batch's quality settings and its gold tasks),
 ``blocks`` (unblocking a worker a batch's gold blocked),
 ``qualifications`` (named scores per worker, granted and revoked). Scoring gold answers, blocking and onboarding
 happen in the queue on submission (``annotation.actions.forms.gold``)."""
@@ -8,6 +9,7 @@ from .blocks import check_unblock, do_unblock
 from .decisions import (
     check_decision,
     check_reviewable,
+    check_selection,
     check_unit_ratio,
     do_apply_decisions_csv,
     do_auto_approve_due,
@@ -15,6 +17,7 @@ from .decisions import (
     do_decide_filtered,
     do_reopen,
     filtered,
+    pending_selection,
     review_counts,
     review_queryset,
     review_rows,
@@ -37,3 +40,4 @@ from .qualifications import (
     do_grant,
     do_revoke,
 )
+from .trail import check_reason, check_undo_target, do_undo, trail_of, trail_rows, undo_window

@@ -6,6 +6,8 @@ the queue for another worker.
 The review is a state beside the assignment's status (``Assignment.review``: pending → approved | rejected), so the
 queue's status machine is untouched. A reopened assignment keeps its status ``submitted`` (and its answers) but no
 longer holds its task's slot: ``Task.taken`` and ``Task.submitted`` go down by one and the task is open again.
+Every change is recorded in the assignment's trail (``trail.record``) and can be undone for a while (``trail``).
+A decision by filter can be pinned to the rows a confirmation counted (``pending_selection``: their digest).
 
 Refusals: another project's work is 404, a worker's role 403, work that is not submitted 409, a decision against one
 already taken (approve what was rejected) 409; the uploaded CSV is all-or-nothing, its problems a 400 naming rows.
@@ -13,20 +15,22 @@ already taken (approve what was rejected) 409; the uploaded CSV is all-or-nothin
 
 import csv
 import datetime as dt
+import hashlib
 import io
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from ...lib import agreement as lib
 from ...lib import spreadsheet
-from ...models import Assignment, AssignmentStatus, Batch, BatchKind, Project, ReviewState, Task
+from ...models import Assignment, AssignmentStatus, Batch, BatchKind, Decision, Project, ReviewState, Task
 from ..errors import Conflict, Forbidden, NotFound, TooLarge, ValidationFailed, invalid
 from ..forms.access import MANAGE_ROLES
 from ..forms.figures import figures_changed, pairs_filter, worker_gold
 from ..forms.queue import refresh_batch_completion
+from .trail import record
 
 DECISIONS = {"approve": ReviewState.APPROVED, "reject": ReviewState.REJECTED}
 FEEDBACK_MAX = 2000
@@ -122,8 +126,9 @@ def check_unit_ratio(field: str, value, allow_none=False) -> float | None:
     return number
 
 
-def decide(assignment: Assignment, state: str, feedback: str, user, now) -> bool:
-    """Apply one decision to a locked assignment; False when it was already so, 409 when decided otherwise."""
+def decide(assignment: Assignment, state: str, feedback: str, user, now, kind=Decision.Kind.MANUAL) -> bool:
+    """Apply one decision to a locked assignment and record it in its trail; False when it was already so, 409 when
+    decided otherwise."""
     if assignment.review == state:
         return False
     if assignment.review != ReviewState.PENDING:
@@ -131,16 +136,19 @@ def decide(assignment: Assignment, state: str, feedback: str, user, now) -> bool
     assignment.review, assignment.feedback = state, feedback
     assignment.reviewed_at, assignment.reviewed_by = now, user
     assignment.save(update_fields=["review", "feedback", "reviewed_at", "reviewed_by"])
+    record(assignment, kind, ReviewState.PENDING, state, user, now, feedback)
     return True
 
 
 def do_decide(user, assignments: list[Assignment], decision: str, feedback: str = "", now=None) -> int:
-    """Approve or reject ``assignments`` (checked by ``check_reviewable``), all or none; returns how many changed."""
+    """Approve or reject ``assignments`` (checked by ``check_reviewable``), all or none; returns how many changed.
+    One assignment is a ``manual`` decision in the trail, several a ``bulk`` one."""
     state, feedback = check_decision(decision, feedback)
     now = now or timezone.now()
+    kind = Decision.Kind.MANUAL if len(assignments) == 1 else Decision.Kind.BULK
     with transaction.atomic():
         locked = Assignment.objects.select_for_update().filter(pk__in=[a.pk for a in assignments]).order_by("pk")
-        changed = sum(decide(a, state, feedback, user, now) for a in locked)
+        changed = sum(decide(a, state, feedback, user, now, kind) for a in locked)
         figures_changed(*changed_batches([a.pk for a in assignments]))
     return changed
 
@@ -184,14 +192,46 @@ def by_gold_accuracy(rows, below: float | None, at_least: float | None):
     return rows.none() if found is None else rows.filter(found)
 
 
-def do_decide_filtered(user, rows, decision: str, feedback: str = "", now=None) -> int:
-    """Decide on the pending work among ``rows`` (a ``filtered`` queryset); work already decided is left alone."""
+def digest(ids) -> str:
+    """A short fingerprint of a set of assignment ids: what a confirmation counted."""
+    text = ",".join(map(str, sorted(ids)))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def pending_selection(rows) -> tuple[list[int], str]:
+    """``(ids, digest)`` of the pending work among ``rows`` (a ``filtered`` queryset): what a bulk decision by
+    filter would change, to count in its confirmation and to check when confirmed."""
+    ids = sorted(rows.filter(review=ReviewState.PENDING).values_list("pk", flat=True))
+    return ids, digest(ids)
+
+
+def check_selection(selection) -> str | None:
+    """A digest a confirmation carried (None: no confirmation asked), or a 400 naming ``selection``."""
+    if selection in (None, ""):
+        return None
+    if not isinstance(selection, str) or len(selection) != 24 or not all(c in "0123456789abcdef" for c in selection):
+        raise invalid("selection", "expected the selection digest the confirmation gave")
+    return selection
+
+
+def do_decide_filtered(user, rows, decision: str, feedback: str = "", now=None, selection=None) -> int:
+    """Decide on the pending work among ``rows`` (a ``filtered`` queryset); work already decided is left alone.
+    ``selection``: the digest the confirmation counted (``pending_selection``); when the pending rows are no longer
+    those, nothing changes and it is a 409 saying how many the filter selects now."""
     state, feedback = check_decision(decision, feedback)
     now = now or timezone.now()
     with transaction.atomic():
-        ids = list(rows.filter(review=ReviewState.PENDING).values_list("pk", flat=True))
-        pending = Assignment.objects.select_for_update().filter(pk__in=ids)
-        changed = sum(decide(a, state, feedback, user, now) for a in pending.order_by("pk"))
+        candidates = rows.filter(review=ReviewState.PENDING).values_list("pk", flat=True)
+        pending = list(Assignment.objects.select_for_update().filter(pk__in=list(candidates)).order_by("pk"))
+        pending = [a for a in pending if a.review == ReviewState.PENDING]
+        ids = [a.pk for a in pending]
+        if selection is not None and digest(ids) != selection:
+            raise Conflict(
+                f"the selection changed since it was confirmed: the filter now selects {len(ids)} pending "
+                f"row{'s' if len(ids) != 1 else ''}; nothing was decided, confirm again",
+                [{"field": "selection", "message": f"now {len(ids)} rows ({digest(ids)})"}],
+            )
+        changed = sum(decide(a, state, feedback, user, now, Decision.Kind.BULK) for a in pending)
         figures_changed(*changed_batches(ids))
     return changed
 
@@ -207,6 +247,7 @@ def do_reopen(user, assignment: Assignment, now=None) -> Assignment:
             raise Conflict(f"assignment {assignment.pk} was already reopened")
         assignment.reopened_at = now
         assignment.save(update_fields=["reopened_at"])
+        record(assignment, Decision.Kind.REOPEN, assignment.review, assignment.review, user, now)
         task = Task.objects.select_for_update().select_related("batch").get(pk=assignment.task_id)
         task.taken, task.submitted = task.taken - 1, task.submitted - 1
         was_completed, task.completed = task.completed, task.submitted >= task.batch.assignments_per_task
@@ -220,10 +261,12 @@ def do_reopen(user, assignment: Assignment, now=None) -> Assignment:
 
 
 def do_auto_approve_due(now=None) -> int:
-    """Approve submitted work not reviewed within its batch's delay (Celery beat); flagged work waits for a person."""
+    """Approve submitted work not reviewed within its batch's delay (Celery beat), each an ``auto`` entry in its
+    trail; flagged work, and work whose decision a person undid, waits for a person."""
     now = now or timezone.now()
     approved = 0
     batches = Batch.objects.filter(kind=BatchKind.FORM, auto_approve_seconds__isnull=False)
+    undone = Decision.objects.filter(assignment=OuterRef("pk"), kind=Decision.Kind.UNDO)
     for batch_id, delay in batches.values_list("pk", "auto_approve_seconds"):
         due = Assignment.objects.filter(
             task__batch=batch_id,
@@ -231,9 +274,22 @@ def do_auto_approve_due(now=None) -> int:
             review=ReviewState.PENDING,
             flagged="",
             submitted_at__lte=now - dt.timedelta(seconds=delay),
-        )
+        ).exclude(Exists(undone))
         with transaction.atomic():
-            done = due.update(review=ReviewState.APPROVED, reviewed_at=now, reviewed_by=None)
+            ids = list(due.select_for_update(skip_locked=True, of=("self",)).values_list("pk", flat=True))
+            done = Assignment.objects.filter(pk__in=ids, review=ReviewState.PENDING).update(
+                review=ReviewState.APPROVED, reviewed_at=now, reviewed_by=None
+            )
+            Decision.objects.bulk_create(
+                Decision(
+                    assignment_id=pk,
+                    kind=Decision.Kind.AUTO,
+                    from_state=ReviewState.PENDING,
+                    to_state=ReviewState.APPROVED,
+                    at=now,
+                )
+                for pk in ids
+            )
             if done:
                 figures_changed(batch_id)
         approved += done
@@ -327,7 +383,7 @@ def do_apply_decisions_csv(user, batch: Batch, data: bytes, now=None) -> dict:
     with transaction.atomic():
         locked = {a.pk: a for a in Assignment.objects.select_for_update().filter(pk__in=[p[0] for p in plan])}
         for pk, state, feedback in plan:
-            changed = decide(locked[pk], state, feedback, user, now)
+            changed = decide(locked[pk], state, feedback, user, now, Decision.Kind.CSV)
             counts[state if changed else "unchanged"] += 1
         figures_changed(batch.pk)
     return counts

@@ -12,6 +12,7 @@ from ..forms.figures import figures_changed, rescore_tasks
 from .decisions import check_unit_ratio, review_counts
 
 MAX_AUTO_APPROVE_SECONDS = 365 * 24 * 3600
+MAX_AUTO_APPROVE_MINUTES = MAX_AUTO_APPROVE_SECONDS // 60
 
 
 def check_count(field: str, value, low: int, high: int, allow_none=False) -> int | None:
@@ -46,6 +47,7 @@ def check_quality_settings(batch: Batch, data: dict) -> dict:
         "gold_threshold",
         "gold_min_answers",
         "auto_approve_seconds",
+        "auto_approve_minutes",
         "grants_qualification",
         "grant_threshold",
         "requirements",
@@ -66,6 +68,13 @@ def check_quality_settings(batch: Batch, data: dict) -> dict:
         values["auto_approve_seconds"] = check_count(
             "auto_approve_seconds", data["auto_approve_seconds"], 0, MAX_AUTO_APPROVE_SECONDS, allow_none=True
         )
+    if "auto_approve_minutes" in data:  # what the pages ask; stored in seconds
+        if "auto_approve_seconds" in data:
+            raise invalid("auto_approve_minutes", "give the delay in minutes or in seconds, not both")
+        minutes = check_count(
+            "auto_approve_minutes", data["auto_approve_minutes"], 0, MAX_AUTO_APPROVE_MINUTES, allow_none=True
+        )
+        values["auto_approve_seconds"] = None if minutes is None else minutes * 60
     if "grants_qualification" in data:
         name = data["grants_qualification"]
         values["grants_qualification"] = (
@@ -188,6 +197,7 @@ def quality_settings(batch: Batch) -> dict:
         "gold_threshold": batch.gold_threshold,
         "gold_min_answers": batch.gold_min_answers,
         "auto_approve_seconds": batch.auto_approve_seconds,
+        "auto_approve_minutes": None if batch.auto_approve_seconds is None else batch.auto_approve_seconds / 60,
         "grants_qualification": batch.grants_qualification.name if batch.grants_qualification_id else None,
         "grant_threshold": batch.grant_threshold,
         "requirements": [

@@ -64,14 +64,20 @@ def decision_of(request) -> str:
 @action_errors
 def review_decide(request, batch_id: int):
     """Approve or reject the selected rows (``assignment``, repeated), or every pending row the filter selects
-    (``scope=filter``)."""
+    (``scope=filter``): the latter first answers a confirmation counting the rows (and carrying their digest,
+    ``selection``); confirmed, it acts on those rows only, or asks again when the selection changed meanwhile."""
     batch = forms.check_batch_manageable(request.user, batch_id)
     filters = chosen_filters(request.POST)
     with refusals_as_messages(request):
         decision, feedback = decision_of(request), request.POST.get("feedback", "")
         if request.POST.get("scope") == "filter":
+            quality.check_decision(decision, feedback)
             rows = quality.filtered(quality.review_queryset().filter(task__batch=batch), **filters)
-            changed = quality.do_decide_filtered(request.user, rows, decision, feedback)
+            selection = quality.check_selection(request.POST.get("selection"))
+            ids, now_selected = quality.pending_selection(rows)
+            if selection != now_selected:
+                return confirm_filtered(request, batch, filters, ids, now_selected, changed=selection is not None)
+            changed = quality.do_decide_filtered(request.user, rows, decision, feedback, selection=selection)
         else:
             ids = request.POST.getlist("assignment")
             if not ids or not all(i.isdigit() for i in ids):
@@ -85,19 +91,86 @@ def review_decide(request, batch_id: int):
     return back_to(batch.pk, filters)
 
 
-@login_required
-@require_POST
-@action_errors
-def review_reopen(request, batch_id: int, assignment_id: int):
-    """Reopen a rejected assignment: its slot goes back to the queue for another worker."""
+CONFIRM_SHOWN = 50
+
+
+def confirm_filtered(request, batch, filters: dict, ids: list[int], selection: str, changed: bool):
+    """The confirmation of a decision by filter: how many pending rows of which batch it changes (the first
+    ``CONFIRM_SHOWN`` listed) and the digest of exactly those rows; 409 when asked again because they changed."""
+    shown = quality.review_queryset().filter(pk__in=ids[:CONFIRM_SHOWN]).order_by("task__index", "pk")
+    context = {
+        "batch": batch,
+        "filters": filters,
+        "decision": decision_of(request),
+        "feedback": request.POST.get("feedback", "").strip(),
+        "count": len(ids),
+        "selection": selection,
+        "rows": shown,
+        "more": max(0, len(ids) - CONFIRM_SHOWN),
+        "changed": changed,
+    }
+    return render(request, "quality/confirm_decide.html", context, status=409 if changed else 200)
+
+
+def reviewed_in(request, batch_id: int, assignment_id: int):
+    """``(batch, assignment)``: a submitted assignment of a batch ``request.user`` manages, else 404 / 403."""
     batch = forms.check_batch_manageable(request.user, batch_id)
     (assignment,) = quality.check_reviewable(request.user, [assignment_id])
     if assignment.task.batch_id != batch.pk:
         raise NotFound(f"no assignment {assignment_id} in batch {batch.name!r}")
+    return batch, assignment
+
+
+@login_required
+@require_POST
+@action_errors
+def review_reopen(request, batch_id: int, assignment_id: int):
+    """Reopen a rejected assignment: its slot goes back to the queue for another worker. Without ``confirm`` it
+    answers the confirmation (which assignment, of which batch, what changes)."""
+    batch, assignment = reviewed_in(request, batch_id, assignment_id)
+    filters = chosen_filters(request.POST)
+    if request.POST.get("confirm") != "1":
+        context = {"batch": batch, "a": assignment, "filters": filters, "back": request.POST.get("back", "")}
+        return render(request, "quality/confirm_reopen.html", context)
     with refusals_as_messages(request):
         quality.do_reopen(request.user, assignment)
         messages.success(request, f"Reopened assignment {assignment.pk}: another worker can take its slot.")
-    return back_to(batch.pk, chosen_filters(request.POST))
+    if request.POST.get("back") == "assignment":
+        return redirect("quality-review-assignment", batch_id=batch.pk, assignment_id=assignment.pk)
+    return back_to(batch.pk, filters)
+
+
+@login_required
+@require_GET
+@action_errors
+def review_assignment(request, batch_id: int, assignment_id: int):
+    """One submitted assignment as its reviewer reads it: its answers, its review and its decision trail (with
+    Undo while a decision can be undone)."""
+    batch, assignment = reviewed_in(request, batch_id, assignment_id)
+    (row,) = quality.review_rows(batch, [quality.review_queryset().get(pk=assignment.pk)])
+    context = {
+        "batch": batch,
+        "a": row,
+        "trail": quality.trail_rows(assignment.pk),
+        "undo_minutes": int(quality.undo_window().total_seconds() // 60),
+        "gold_note": GOLD_NOTE,
+    }
+    return render(request, "quality/assignment.html", context)
+
+
+@login_required
+@require_POST
+@action_errors
+def review_undo(request, batch_id: int, assignment_id: int):
+    """Undo a decision of the assignment's trail (``decision``, default its latest standing one), with a reason."""
+    batch, assignment = reviewed_in(request, batch_id, assignment_id)
+    with refusals_as_messages(request):
+        target = quality.check_undo_target(assignment, request.POST.get("decision"))
+        reason = quality.check_reason(request.POST.get("reason"))
+        undo = quality.do_undo(request.user, assignment, target, reason)
+        state = undo.get_to_state_display().lower()
+        messages.success(request, f"Undone: assignment {assignment.pk} is {state} again.")
+    return redirect("quality-review-assignment", batch_id=batch.pk, assignment_id=assignment.pk)
 
 
 @login_required
@@ -142,7 +215,7 @@ def review_settings(request, batch_id: int):
         post = request.POST
         data = {
             key: post.get(key, "").strip() or None
-            for key in ("gold_rate", "gold_threshold", "gold_min_answers", "auto_approve_seconds")
+            for key in ("gold_rate", "gold_threshold", "gold_min_answers", "auto_approve_minutes")
             if key in post
         }
         if "grant_threshold" in post:
