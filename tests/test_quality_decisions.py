@@ -341,3 +341,40 @@ def test_the_auto_approval_delay_is_given_in_minutes_on_the_page(client, worked,
     )
     assert both.status_code == 400
     assert both.json()["errors"][0]["field"] == "auto_approve_minutes"
+
+
+def test_nobody_decides_on_their_own_work_on_any_path(client, alpha, boss, rhea, teammate):
+    """An admin and a researcher who also work on a batch: each one's work is decided by the other, never by
+    themselves (one by one, in bulk, by filter, by CSV, reopen, undo); a filter leaves their own rows out."""
+    batch = make_batch(alpha, assignments_per_task=3, workers=(boss, rhea, teammate))
+    for worker in (boss, rhea, teammate):
+        assignment = forms.do_accept_next(worker, batch)
+        forms.do_submit(assignment.pk, {"polarity": "pos", "short": worker.username}, timezone.now())
+    (own,), (other,) = work_of(batch, "boss"), work_of(batch, "rhea")
+    api = token_client(boss)
+    for path, body in (
+        (f"/api/reviews/{own}/approve/", {}),
+        ("/api/reviews/decide/", {"decision": "approve", "assignments": [own, other]}),
+    ):
+        refused = api.post(path, body, format="json")
+        assert refused.status_code == 403
+        assert "your own work" in refused.json()["detail"]
+    dry = api.post(
+        "/api/reviews/decide/", {"decision": "approve", "filter": {"batch": batch.pk}, "dry_run": True}, format="json"
+    )
+    assert dry.json()["selected"] == 2  # rhea's and teammate's, not boss's own
+    csv = f'"AssignmentId","Approve","Reject"\r\n"{own}","x",""\r\n'.encode()
+    uploaded = api.post("/api/reviews/upload/", {"batch": batch.pk, "csv": SimpleUploadedFile("r.csv", csv)})
+    assert uploaded.status_code == 400
+    assert "your own work" in uploaded.content.decode()
+    decided = api.post("/api/reviews/decide/", {"decision": "approve", "filter": {"batch": batch.pk}}, format="json")
+    assert decided.json() == {"changed": 2}
+    assert history(boss)[own] == ("pending", "")
+    rejected = token_client(rhea).post(f"/api/reviews/{own}/reject/", {"feedback": "Too short"}, format="json")
+    assert rejected.status_code == 200
+    assert api.post(f"/api/reviews/{own}/reopen/").status_code == 403
+    assert api.post(f"/api/reviews/{own}/undo/", {}, format="json").status_code == 403
+    client.force_login(boss)
+    page = client.post(f"/work/batches/{batch.pk}/review/{own}/undo", {}, follow=True)
+    assert "your own work" in text(page)
+    assert history(boss)[own] == ("rejected", "Too short")

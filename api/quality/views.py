@@ -133,7 +133,7 @@ class ReviewViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
         rows = quality.filtered(quality.review_queryset().filter(task__batch=batch), **chosen)
         if data["dry_run"]:
             quality.check_decision(decision, feedback)
-            ids, selection = quality.pending_selection(rows)
+            ids, selection = quality.pending_selection(rows, request.user)
             return Response({"changed": 0, "selected": len(ids), "selection": selection})
         selection = quality.check_selection(data.get("selection"))
         return Response(

@@ -30,7 +30,7 @@ from ..errors import Conflict, Forbidden, NotFound, TooLarge, ValidationFailed, 
 from ..forms.access import MANAGE_ROLES
 from ..forms.figures import figures_changed, pairs_filter, worker_gold
 from ..forms.queue import refresh_batch_completion
-from .trail import record
+from .trail import check_not_own, record
 
 DECISIONS = {"approve": ReviewState.APPROVED, "reject": ReviewState.REJECTED}
 FEEDBACK_MAX = 2000
@@ -97,6 +97,11 @@ def check_reviewable(user, assignment_ids) -> list[Assignment]:
     return [found[pk] for pk in ids]
 
 
+def decidable(rows, user):
+    """``rows`` without ``user``'s own work (``check_not_own``)."""
+    return rows if user.is_superuser else rows.exclude(worker_id=user.pk)
+
+
 def check_decision(decision, feedback) -> tuple[str, str]:
     """``(review state, feedback)``; a rejection needs a reason (the worker sees it)."""
     if decision not in DECISIONS:
@@ -144,6 +149,7 @@ def do_decide(user, assignments: list[Assignment], decision: str, feedback: str 
     """Approve or reject ``assignments`` (checked by ``check_reviewable``), all or none; returns how many changed.
     One assignment is a ``manual`` decision in the trail, several a ``bulk`` one."""
     state, feedback = check_decision(decision, feedback)
+    check_not_own(user, assignments)
     now = now or timezone.now()
     kind = Decision.Kind.MANUAL if len(assignments) == 1 else Decision.Kind.BULK
     with transaction.atomic():
@@ -198,10 +204,11 @@ def digest(ids) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def pending_selection(rows) -> tuple[list[int], str]:
-    """``(ids, digest)`` of the pending work among ``rows`` (a ``filtered`` queryset): what a bulk decision by
-    filter would change, to count in its confirmation and to check when confirmed."""
-    ids = sorted(rows.filter(review=ReviewState.PENDING).values_list("pk", flat=True))
+def pending_selection(rows, user) -> tuple[list[int], str]:
+    """``(ids, digest)`` of the pending work among ``rows`` (a ``filtered`` queryset) that ``user`` may decide on
+    (not their own): what a bulk decision by filter would change, to count in its confirmation and to check when
+    confirmed."""
+    ids = sorted(decidable(rows, user).filter(review=ReviewState.PENDING).values_list("pk", flat=True))
     return ids, digest(ids)
 
 
@@ -215,13 +222,14 @@ def check_selection(selection) -> str | None:
 
 
 def do_decide_filtered(user, rows, decision: str, feedback: str = "", now=None, selection=None) -> int:
-    """Decide on the pending work among ``rows`` (a ``filtered`` queryset); work already decided is left alone.
+    """Decide on the pending work among ``rows`` (a ``filtered`` queryset) but ``user``'s own; work already decided
+    is left alone.
     ``selection``: the digest the confirmation counted (``pending_selection``); when the pending rows are no longer
     those, nothing changes and it is a 409 saying how many the filter selects now."""
     state, feedback = check_decision(decision, feedback)
     now = now or timezone.now()
     with transaction.atomic():
-        candidates = rows.filter(review=ReviewState.PENDING).values_list("pk", flat=True)
+        candidates = decidable(rows, user).filter(review=ReviewState.PENDING).values_list("pk", flat=True)
         pending = list(Assignment.objects.select_for_update().filter(pk__in=list(candidates)).order_by("pk"))
         pending = [a for a in pending if a.review == ReviewState.PENDING]
         ids = [a.pk for a in pending]
@@ -238,6 +246,7 @@ def do_decide_filtered(user, rows, decision: str, feedback: str = "", now=None, 
 
 def do_reopen(user, assignment: Assignment, now=None) -> Assignment:
     """Give a rejected assignment's slot back to the queue: another worker takes it (the rejected worker cannot)."""
+    check_not_own(user, [assignment])
     now = now or timezone.now()
     with transaction.atomic():
         assignment = Assignment.objects.select_for_update().get(pk=assignment.pk)
@@ -330,11 +339,12 @@ def unescaped(row: dict) -> dict:
     return {key: spreadsheet.unescape_cell(value) if isinstance(value, str) else value for key, value in row.items()}
 
 
-def planned_decisions(batch: Batch, rows: list[tuple[int, dict]]) -> tuple[list, list]:
-    """``(plan, errors)``: plan is ``[(assignment id, state, feedback)]`` for the rows with a decision."""
-    known = dict(
-        Assignment.objects.filter(task__batch=batch, status=AssignmentStatus.SUBMITTED).values_list("pk", "review")
-    )
+def planned_decisions(batch: Batch, rows: list[tuple[int, dict]], user) -> tuple[list, list]:
+    """``(plan, errors)``: plan is ``[(assignment id, state, feedback)]`` for the rows with a decision; a decision
+    on ``user``'s own work is an error (``check_not_own``)."""
+    submitted = Assignment.objects.filter(task__batch=batch, status=AssignmentStatus.SUBMITTED)
+    known = dict(submitted.values_list("pk", "review"))
+    own = set() if user.is_superuser else set(submitted.filter(worker_id=user.pk).values_list("pk", flat=True))
     plan, errors, seen = [], [], {}
 
     def error(number, message):
@@ -358,6 +368,9 @@ def planned_decisions(batch: Batch, rows: list[tuple[int, dict]]) -> tuple[list,
         if pk not in known:
             error(number, f"unknown assignment {raw_id[:40]!r}: not a submitted assignment of batch {batch.name!r}")
             continue
+        if pk in own:
+            error(number, f"assignment {pk} is your own work: another researcher or admin decides on it")
+            continue
         state = ReviewState.APPROVED if approve else ReviewState.REJECTED
         if known[pk] not in (ReviewState.PENDING, state):
             error(number, f"assignment {pk} is already {known[pk]}; it cannot be {state} now")
@@ -373,7 +386,7 @@ def planned_decisions(batch: Batch, rows: list[tuple[int, dict]]) -> tuple[list,
 def do_apply_decisions_csv(user, batch: Batch, data: bytes, now=None) -> dict:
     """Apply the ``Approve`` (``x``) and ``Reject`` (a reason) columns of an uploaded results CSV: all the decisions,
     or none with a 400 naming every bad row. Returns ``{"approved", "rejected", "unchanged"}``."""
-    plan, errors = planned_decisions(batch, read_decisions(data))
+    plan, errors = planned_decisions(batch, read_decisions(data), user)
     if errors:
         shown = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
         more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""

@@ -24,7 +24,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from ...models import Assignment, Batch, Decision, Task
-from ..errors import Conflict, NotFound, invalid
+from ..errors import Conflict, Forbidden, NotFound, invalid
 from ..forms.figures import figures_changed
 from ..forms.queue import refresh_batch_completion
 
@@ -110,8 +110,21 @@ def check_reason(reason) -> str:
     return reason
 
 
+def check_not_own(user, assignments) -> None:
+    """403 for a decision on one's own work: a researcher or admin who also works on a batch is reviewed by another
+    (a site superuser excepted); bulk decisions by filter leave one's own rows out (``decidable``)."""
+    own = [a.pk for a in assignments if a.worker_id == user.pk]
+    if own and not user.is_superuser:
+        raise Forbidden(
+            f"assignment {', '.join(map(str, own))} is your own work: another researcher or admin of the project "
+            "decides on it"
+        )
+
+
 def do_undo(user, assignment: Assignment, target: Decision, reason: str = "", now=None) -> Decision:
-    """Undo ``target`` (``check_undo_target``) on ``assignment`` (``check_reviewable``); returns the undo's entry."""
+    """Undo ``target`` (``check_undo_target``) on ``assignment`` (``check_reviewable``); returns the undo's entry.
+    Not on one's own work (``check_not_own``)."""
+    check_not_own(user, [assignment])
     now = now or timezone.now()
     with transaction.atomic():
         assignment = Assignment.objects.select_for_update().get(pk=assignment.pk)

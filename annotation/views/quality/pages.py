@@ -74,7 +74,7 @@ def review_decide(request, batch_id: int):
             quality.check_decision(decision, feedback)
             rows = quality.filtered(quality.review_queryset().filter(task__batch=batch), **filters)
             selection = quality.check_selection(request.POST.get("selection"))
-            ids, now_selected = quality.pending_selection(rows)
+            ids, now_selected = quality.pending_selection(rows, request.user)
             if selection != now_selected:
                 return confirm_filtered(request, batch, filters, ids, now_selected, changed=selection is not None)
             changed = quality.do_decide_filtered(request.user, rows, decision, feedback, selection=selection)
