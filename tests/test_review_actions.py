@@ -190,6 +190,19 @@ def test_annotator_cannot_validate_and_navigator_cannot_validate_own_demo(demo, 
     actions.do_transition(demo.navigator, demo, 0, "reject")  # may reject, not validate
 
 
+def test_the_instructor_of_a_chat_demo_cannot_validate_it_either(demo, alpha):
+    from tests.conftest import make_user
+
+    rita = make_user("rita", alpha, Role.REVIEWER)
+    demo.instructor = rita
+    demo.save(update_fields=["instructor"])
+    with pytest.raises(Forbidden) as error:
+        actions.do_transition(rita, demo, 0, "validate")
+    assert "you instructed this demo" in error.value.detail
+    actions.do_transition(make_user("second", alpha, Role.REVIEWER), demo, 0, "validate")
+    assert demo.status == DemoStatus.VALIDATED
+
+
 def test_unsure_mark_needs_a_second_reviewer(demo, reviewer, alpha):
     from tests.conftest import make_user
 

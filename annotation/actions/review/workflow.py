@@ -42,8 +42,9 @@ def check_transition(user, demo, review, action) -> str:
         raise Forbidden("only the project's reviewers and admins can change a demo's review status")
     if demo.status not in sources:
         raise Conflict(f"cannot {action.replace('_', ' ')} a demo that is {demo.get_status_display().lower()}")
-    if action == "validate" and user.pk == demo.navigator_id:
-        raise Forbidden("you navigated this demo: another reviewer must validate it")
+    if action == "validate" and user.pk in (demo.navigator_id, demo.instructor_id):
+        took_part = "navigated" if user.pk == demo.navigator_id else "instructed"
+        raise Forbidden(f"you {took_part} this demo: another reviewer must validate it")
     if action in ("validate", "reject") and review.unsure_by_id == user.pk:
         raise Forbidden("you marked this demo unsure: a second reviewer must decide it")
     return target
