@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ...models import Batch, BatchKind, ExportFormat, ReviewState
 from ..errors import ValidationFailed
 
-REVIEW_STATES = tuple(ReviewState.values)  # pending, approved, rejected
+REVIEW_STATES = (ReviewState.APPROVED.value, ReviewState.PENDING.value, ReviewState.REJECTED.value)
 DEFAULT_REVIEW_STATES = (ReviewState.APPROVED.value, ReviewState.PENDING.value)
 DEFAULT_INCLUDE_GOLD = True  # a batch imported with its answers keeps them (import → export gives the task back)
 
