@@ -11,11 +11,14 @@ import time
 import pytest
 from django.db import connection
 
-from annotation.models import ExportJob, JobStatus
+from annotation.actions import forms
+from annotation.actions.quality.decisions import check_reviewable, do_decide
+from annotation.models import ExportJob, JobStatus, Role
 from devtools.processes import celery_beat, celery_worker, database_url
 from tests.conftest import job_ended as ended
-from tests.conftest import poll_job
+from tests.conftest import make_user, poll_job
 from tests.corpus import ingest_corpus
+from tests.forms_data import make_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 EXPORTS = "/api/exports/"
@@ -238,3 +241,27 @@ def test_an_evaluation_records_the_data_version_it_scored(client, worker, alpha)
 
 def poll_evaluation(client, evaluation_id, timeout=120):
     return poll_job(client, f"/api/evaluations/{evaluation_id}/", ended, timeout)[-1]
+
+
+def test_a_turkingbench_export_with_filters_runs_on_the_worker(client, worker, alpha, owner, teammate):
+    """The form batches' export on the real worker: only the chosen batch, only approved work, no gold rows, cells
+    verbatim (a worker's answer beginning with - stays as typed)."""
+    admin = make_user("boss", alpha, Role.ADMIN)
+    template, text = '<p>${word}</p><input type="text" name="label">', "word,Answer.label\nred,gold\n"
+    chosen, other = (make_batch(alpha, admin, template, text, name, assignments_per_task=2) for name in "ab")
+    for worker, label in ((owner, "-3_Very_Informal"), (teammate, "=rejected")):
+        for batch in (chosen, other):
+            forms.do_submit(forms.do_accept_next(worker, batch).pk, {"label": label})
+    do_decide(admin, check_reviewable(admin, list(owner.assignments.values_list("pk", flat=True))), "approve")
+    do_decide(admin, check_reviewable(admin, list(teammate.assignments.values_list("pk", flat=True))), "reject", "no")
+    body = {"project": "alpha", "format": "turkingbench", "batches": [chosen.pk], "review_states": ["approved"]}
+    created = client.post(EXPORTS, {**body, "include_gold": False, "exact_cells": True}, format="json")
+    assert created.status_code == 202, created.json()
+    final = poll(client, created.json()["id"], ended)[-1]
+    assert final["status"] == "done", final["error"]
+    assert final["counts"]["rows"] == 1
+    data = b"".join(client.get(final["download_url"]).streaming_content)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        files = {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    assert "tasks/b/batch.csv" not in files
+    assert files["tasks/a/batch.csv"].decode("utf-8-sig") == "word,Answer.label\nred,-3_Very_Informal\n"

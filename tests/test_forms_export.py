@@ -17,9 +17,10 @@ from tests.forms_data import make_batch, task_dir, task_dirs, turkingbench_root
 from workers.exports.jobs import run_export
 
 
-def export(tmp_path, project="tb", *, gold=True):
+def export(tmp_path, project="tb", *, gold=True, exact=False):
     out = tmp_path / "export"
     args = ["--format", "turkingbench", "--project", project, "--out", str(out), *(["--gold"] if gold else [])]
+    args += ["--exact-cells"] if exact else []
     call_command("export_dataset", *args, stdout=io.StringIO())
     return out
 
@@ -57,6 +58,14 @@ def test_import_then_export_gives_back_the_28_real_tasks(db, tmp_path):
     assert escaped == WITH_FORMULA_CELLS  # every other batch.csv even byte for byte
     for split in (root / "splits").glob("*.txt"):
         assert (out / "splits" / split.name).read_text().split() == split.read_text().split()
+
+
+def test_with_exact_cells_every_real_task_comes_back_byte_for_byte(db, tmp_path):
+    """For TurkingBench's own tools: no cell escaped, so the 3 tasks with cells beginning with + or - too."""
+    call_command("import_turkingbench", *[str(d) for d in task_dirs()], project="tb", stdout=io.StringIO())
+    out = export(tmp_path, exact=True)
+    for path in task_dirs():
+        assert (out / "tasks" / path.name / "batch.csv").read_bytes() == (path / "batch.csv").read_bytes(), path.name
 
 
 def test_without_gold_only_submitted_work_is_exported_with_multi_values_joined(alpha, owner, teammate, tmp_path):

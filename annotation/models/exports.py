@@ -127,7 +127,28 @@ class ExportJob(Job):
         default=list, blank=True, help_text="Names of the demonstrations to export (a selection); empty = all."
     )
     archive_format = models.CharField(max_length=8, default="tar.gz", choices=[("tar.gz", "tar.gz"), ("zip", "zip")])
-    include_gold = models.BooleanField(default=False, help_text="TurkingBench: also write the imported gold rows.")
+    # TurkingBench (form batches): which work goes into each batch.csv, and how its cells are written.
+    batches = models.ManyToManyField(
+        "annotation.Batch",
+        blank=True,
+        related_name="+",
+        help_text="TurkingBench: the form batches exported, fixed when the job is created (empty: every form batch of "
+        "the project, for jobs made before the choice existed).",
+    )
+    review_states = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="TurkingBench: review states of the submitted work written as answer rows, e.g. "
+        "['approved', 'pending'].",
+    )
+    include_gold = models.BooleanField(
+        default=False, help_text="TurkingBench: also write the gold rows (the known answers imported with a batch)."
+    )
+    exact_cells = models.BooleanField(
+        default=False,
+        help_text="TurkingBench: batch.csv cells written verbatim, as TurkingBench's tools read them (not escaped "
+        "for spreadsheets).",
+    )
     counts = models.JSONField(default=dict, blank=True, help_text="Demos, turns and files per split.")
     file = models.FileField(max_length=300, blank=True)
     sha256 = models.CharField(max_length=64, blank=True)

@@ -64,6 +64,12 @@ class JobFieldsMixin(serializers.Serializer):
 
 class ExportJobSerializer(JobFieldsMixin, serializers.ModelSerializer):
     download_url = serializers.SerializerMethodField()
+    batches = serializers.SerializerMethodField(
+        help_text="turkingbench: the form batches exported, {id, name} (empty for the other formats)."
+    )
+
+    def get_batches(self, job) -> list[dict]:
+        return [{"id": batch.pk, "name": batch.name} for batch in sorted(job.batches.all(), key=lambda b: b.name)]
 
     class Meta:
         model = ExportJob
@@ -75,7 +81,10 @@ class ExportJobSerializer(JobFieldsMixin, serializers.ModelSerializer):
             "statuses",
             "demos",
             "archive_format",
+            "batches",
+            "review_states",
             "include_gold",
+            "exact_cells",
             "status",
             "progress",
             "counts",
@@ -108,8 +117,8 @@ class ExportCreateSerializer(serializers.Serializer):
     statuses = serializers.ListField(
         child=serializers.CharField(),
         required=False,
-        default=["validated"],
-        help_text="Demo statuses to include (default validated).",
+        default=None,
+        help_text="weblinx, mind2web: demo statuses to include (default validated). Not for turkingbench (400).",
     )
     demos = serializers.ListField(
         child=serializers.CharField(max_length=200),
@@ -119,8 +128,33 @@ class ExportCreateSerializer(serializers.Serializer):
         help_text="Only these demonstrations (names); each must match statuses and splits. Empty or absent = all.",
     )
     archive_format = serializers.CharField(required=False, default="tar.gz", help_text="tar.gz or zip.")
+    batches = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        default=None,
+        max_length=MAX_SELECTED,
+        help_text="turkingbench: ids of the project's form batches to export; empty or absent = all of them.",
+    )
+    review_states = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        default=None,
+        help_text="turkingbench: review states of the submitted work written as answer rows: approved, pending "
+        "(submitted, not yet reviewed), rejected. Absent = approved and pending.",
+    )
     include_gold = serializers.BooleanField(
-        required=False, default=False, help_text="turkingbench: also write the imported gold rows of each batch.csv."
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="turkingbench: also write each batch's gold rows (the known answers imported with it), before the "
+        "workers' rows. Absent = true.",
+    )
+    exact_cells = serializers.BooleanField(
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="turkingbench: write batch.csv cells verbatim, as TurkingBench's tools read them; absent = false: "
+        "a cell beginning with = + - @ is written with a leading ' (safe to open in a spreadsheet).",
     )
 
 

@@ -111,6 +111,9 @@ class ExportJobViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOn
     serializer_class = s.ExportJobSerializer
     filterset_class = ExportJobFilter
 
+    def get_queryset(self):
+        return super().get_queryset().prefetch_related("batches")
+
     @extend_schema(request=s.ExportCreateSerializer, responses={202: s.ExportJobSerializer, **ERRORS})
     def create(self, request):
         """Start an export; it runs on a worker. 202 with the job; poll it for progress."""

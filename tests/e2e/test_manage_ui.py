@@ -167,6 +167,23 @@ def test_an_export_started_from_the_page_shows_progress_to_done_and_downloads(se
     no_csp_violation(driver)
 
 
+SHOWN = """
+const shown = (id) => { const e = document.getElementById(id); return !!e && !!e.offsetParent; };
+return {statuses: shown("export-statuses"), forms: shown("export-form-filters")};
+"""
+
+
+def test_the_export_form_shows_only_the_chosen_formats_filters(server, driver):
+    sign_in_form(driver, server.url, "mgadmin", PASSWORDS["mgadmin"])
+    driver.get(server.url + "/projects/mgmt/exports/")
+    assert driver.execute_script(SHOWN) == {"statuses": True, "forms": False}  # WebLINX comes first
+    Select(driver.find_element(By.NAME, "format")).select_by_value("turkingbench")
+    assert driver.execute_script(SHOWN) == {"statuses": False, "forms": True}
+    Select(driver.find_element(By.NAME, "format")).select_by_value("mind2web")
+    assert driver.execute_script(SHOWN) == {"statuses": True, "forms": False}
+    no_csp_violation(driver)
+
+
 def test_a_selection_from_the_review_list_is_exported_alone(server, driver):
     chosen, left = recorded_demo(server, "manage-e2e-pick"), recorded_demo(server, "manage-e2e-leave")
     sign_in_form(driver, server.url, "mgadmin", PASSWORDS["mgadmin"])

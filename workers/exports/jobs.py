@@ -124,15 +124,18 @@ def export_with_quality(exporter, demos, out: Path, blobs, progress, project: st
 
 
 def export_form_batches(job: ExportJob, out: Path, workdir: Path) -> None:
-    """A TurkingBench export of the project's form batches (``workers.exports.exporters.turkingbench``)."""
+    """A TurkingBench export of the project's form batches (``workers.exports.exporters.turkingbench``) with the
+    job's filters: its batches (none stored: every form batch, jobs made before the choice), the review states of
+    the work written, gold rows, exact cells."""
     lists = form_dataset.split_lists(job.project)
-    total = max(1, form_dataset.selected_batches(job.project, lists, job.splits).count())
+    batch_ids = list(job.batches.values_list("pk", flat=True))
+    exported = form_dataset.selected_batches(job.project, lists, job.splits, batch_ids)
+    total = max(1, exported.count())
     exporting = Progress(job, 0.0, EXPORT_SHARE)
-    batches = form_dataset.export_batches(job.project, job.include_gold, job.splits)
+    batches = form_dataset.export_batches(job.project, job.include_gold, job.splits, batch_ids, job.review_states)
     selected = {name: lists[name] for name in job.splits if name in lists} if job.splits else lists
-    counts = turkingbench.export(batches, out, selected, lambda done: exporting(done / total))
+    counts = turkingbench.export(batches, out, selected, lambda done: exporting(done / total), job.exact_cells)
     # quality.json: agreement and aggregated answers per exported task (docs/quality.md)
-    exported = form_dataset.selected_batches(job.project, lists, job.splits)
     counts["quality"] = form_quality.write_form_quality(job.project, exported, out, job.include_gold)
     archive_and_publish(job, out, workdir, counts)
 

@@ -19,6 +19,7 @@ from ..errors import Conflict, Forbidden, ValidationFailed
 from ..forms.splits import check_turkingbench_predictions
 from ..manage.access import check_project_role
 from .splits import split_of
+from .turkingbench import FormFilters, check_form_filters, check_no_form_filters
 
 EXPORT_ROLES = (Role.RESEARCHER, Role.ADMIN)
 STATUS_CHOICES = tuple(status.value for status in EXPORTABLE_STATUSES)
@@ -49,7 +50,7 @@ def check_export_request(project, export_format, splits, statuses, archive_forma
     allowed = split_choices(project, export_format)
     for index, split in enumerate(splits):
         check_choice(f"splits[{index}]", split, allowed)
-    if not statuses:
+    if not statuses and export_format != ExportFormat.TURKINGBENCH:
         raise ValidationFailed(
             "statuses must not be empty", [{"field": "statuses", "message": "expected at least one"}]
         )
@@ -97,13 +98,27 @@ def do_create_export(
     project,
     export_format,
     splits=(),
-    statuses=("validated",),
+    statuses=None,
     archive_format="tar.gz",
-    include_gold=False,
+    include_gold=None,
     demos=(),
+    batches=None,
+    review_states=None,
+    exact_cells=None,
 ):
-    """Create an export job and enqueue it. ``include_gold``: TurkingBench, also the imported gold rows;
-    ``demos``: only these demonstrations (names; each must match ``statuses`` and ``splits``)."""
+    """Create an export job and enqueue it. WebLINX and Mind2Web: ``statuses`` (default validated) and ``demos``
+    (only these demonstrations, by name; each must match ``statuses`` and ``splits``). TurkingBench: ``batches``
+    (ids; default every form batch of the project), ``review_states`` of the submitted work (default approved and
+    pending), ``include_gold`` (the gold rows; default yes) and ``exact_cells`` (verbatim cells; default no), see
+    ``turkingbench.check_form_filters``. ``None``: not given."""
+    check_choice("format", export_format, ExportFormat.values)
+    if export_format == ExportFormat.TURKINGBENCH:
+        form = check_form_filters(project, batches, review_states, include_gold, exact_cells, statuses)
+        statuses = []
+    else:
+        check_no_form_filters(export_format, batches, review_states, include_gold, exact_cells)
+        form = FormFilters(review_states=[], include_gold=False)
+        statuses = ["validated"] if statuses is None else statuses
     check_export_request(project, export_format, list(splits), list(statuses), archive_format)
     demos = list(dict.fromkeys(demos))
     check_selection(project, export_format, demos, list(splits), list(statuses))
@@ -115,9 +130,12 @@ def do_create_export(
             splits=list(splits),
             statuses=list(statuses),
             archive_format=archive_format,
-            include_gold=bool(include_gold),
+            include_gold=form.include_gold,
+            review_states=form.review_states,
+            exact_cells=form.exact_cells,
             demos=demos,
         )
+        job.batches.set(form.batches)
         enqueue(queue.EXPORT, job)
     return job
 

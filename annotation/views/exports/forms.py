@@ -3,6 +3,7 @@ rules live in ``annotation.actions.exports`` and the API's serializers, which th
 
 from django import forms
 
+from ...actions.exports.turkingbench import DEFAULT_INCLUDE_GOLD, DEFAULT_REVIEW_STATES
 from ...lib.splits import SPLITS
 from ...models import EXPORTABLE_STATUSES, ExportFormat
 from ..manage.forms import lines
@@ -40,7 +41,17 @@ class SplitConfigForm(forms.Form):
 STATUS_CHOICES = [(status.value, status.label) for status in EXPORTABLE_STATUSES]
 
 
+REVIEW_STATE_CHOICES = [
+    ("approved", "Approved"),
+    ("pending", "Pending (submitted, not yet reviewed)"),
+    ("rejected", "Rejected"),
+]
+
+
 class ExportForm(forms.Form):
+    """An export: the format, then the filters of that format (demo statuses for WebLINX and Mind2Web; batches,
+    review states, gold rows and exact cells for TurkingBench). The page shows only the chosen format's filters."""
+
     format = forms.ChoiceField(choices=ExportFormat.choices)
     splits = forms.CharField(
         required=False,
@@ -48,15 +59,68 @@ class ExportForm(forms.Form):
         + ", ".join(SPLITS["weblinx"])
         + "; Mind2Web: "
         + ", ".join(SPLITS["mind2web"])
-        + ".",
+        + "; TurkingBench: the names of the project's split lists (e.g. evaluation_tasks_easy).",
     )
     statuses = forms.MultipleChoiceField(
-        choices=STATUS_CHOICES, initial=["validated"], widget=forms.CheckboxSelectMultiple
+        choices=STATUS_CHOICES, initial=["validated"], widget=forms.CheckboxSelectMultiple, required=False
+    )
+    batches = forms.TypedMultipleChoiceField(
+        coerce=int,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="The form batches whose batch.csv the export writes (all of them to start with).",
+    )
+    review_states = forms.MultipleChoiceField(
+        choices=REVIEW_STATE_CHOICES,
+        initial=list(DEFAULT_REVIEW_STATES),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Which workers' submitted answers become rows of batch.csv, by the requester's review: approved "
+        "and pending (not yet reviewed) by default; rejected work only when you tick it.",
+    )
+    include_gold = forms.BooleanField(
+        required=False,
+        initial=DEFAULT_INCLUDE_GOLD,
+        label="Include gold rows",
+        help_text="Also write each batch's gold rows (the known answers imported with the batch, one row per "
+        "annotator of the file) before the workers' rows; on by default, so an imported TurkingBench task exports "
+        "back with its answers. Workers' answers to gold tasks are rows like any other (the review states choose "
+        "them).",
+    )
+    exact_cells = forms.BooleanField(
+        required=False,
+        initial=False,
+        label="Exact cells (for TurkingBench's own tools)",
+        help_text="Off (the default): a cell beginning with = + - or @ is written with a leading ' so that a "
+        "spreadsheet shows it as text instead of running it; the platform's own readers take the ' off, but "
+        "TurkingBench's scripts and pandas see it (e.g. -3_Very_Informal becomes '-3_Very_Informal). On: every cell "
+        "exactly as stored, as TurkingBench's tools expect; do not open that batch.csv in a spreadsheet, a worker's "
+        "answer could run there as a formula.",
     )
     archive_format = forms.ChoiceField(choices=[("tar.gz", "tar.gz"), ("zip", "zip")])
 
+    def __init__(self, *args, batches=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["batches"].choices = [(batch.pk, batch.name) for batch in batches]
+        self.fields["batches"].initial = [batch.pk for batch in batches]
+
     def split_list(self) -> list[str]:
         return [split.strip() for split in self.cleaned_data["splits"].split(",") if split.strip()]
+
+    def clean(self):
+        data = super().clean()
+        chosen_tb = data.get("format") == ExportFormat.TURKINGBENCH
+        if chosen_tb and self.fields["batches"].choices and not data.get("batches"):
+            self.add_error("batches", "Choose at least one batch.")
+        return data
+
+    def export_options(self) -> dict:
+        """The chosen format's filters, as ``do_create_export`` takes them (the other format's are not sent)."""
+        data = self.cleaned_data
+        if data["format"] == ExportFormat.TURKINGBENCH:
+            names = ("batches", "review_states", "include_gold", "exact_cells")
+            return {name: data[name] for name in names}
+        return {"statuses": data["statuses"]}
 
 
 class EvaluationForm(forms.Form):

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from ...actions import ActionError, check_choice, parse_json
 from ...actions.exports import jobs, splits
+from ...actions.exports.turkingbench import form_batches
 from ...actions.manage.access import check_project_role
 from ...lib import readable
 from ...models import READ_ROLES, Evaluation, ExportJob, SplitConfig
@@ -75,19 +76,24 @@ def export_page(request, name: str):
 def exports(request, name: str):
     """Start an export (format, splits, statuses, archive) and list the project's exports."""
     project, role = export_page(request, name)
-    form = forms.ExportForm(request.POST or None)
+    form = forms.ExportForm(request.POST or None, batches=form_batches(project))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             job = jobs.do_create_export(
-                request.user, project, data["format"], form.split_list(), data["statuses"], data["archive_format"]
+                request.user,
+                project,
+                data["format"],
+                form.split_list(),
+                archive_format=data["archive_format"],
+                **form.export_options(),
             )
         except ActionError as error:
             form_error(form, error)
         else:
             return redirect("exports-export", name=project.name, job_id=job.pk)
     jobs.reap_stale_jobs(ExportJob)
-    listed = ExportJob.objects.filter(project=project).select_related("owner")[:PAGE_JOBS]
+    listed = ExportJob.objects.filter(project=project).select_related("owner").prefetch_related("batches")[:PAGE_JOBS]
     context = {"project": project, "project_role": role, "tab": "exports", "form": form, "jobs": listed}
     return render(request, "exports/exports.html", context, status=400 if form.errors else 200)
 
@@ -100,6 +106,7 @@ def export_detail(request, name: str, job_id: int):
     jobs.reap_stale_jobs(ExportJob)
     job = get_object_or_404(ExportJob.objects.select_related("owner"), project=project, pk=job_id)
     context = {"project": project, "project_role": role, "tab": "exports", "job": job}
+    context["batches"] = job.batches.order_by("name")
     # the quality summary (counts["quality"]) has its own block on the page
     context["count_tables"] = readable.count_tables({k: v for k, v in (job.counts or {}).items() if k != "quality"})
     return render(request, "exports/export.html", {**context, "may_cancel": jobs.may_cancel(request.user, job)})

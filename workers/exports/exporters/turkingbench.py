@@ -5,8 +5,9 @@
 ``Answer.<field>`` columns in the order of the uploaded file (new answer fields after them, sorted), one row per
 answer row: the imported gold rows (when asked for, in their file order) and every submitted assignment, a name
 submitted several times joined with ``|``. A cell a spreadsheet would run as a formula is written with a leading ``'``
-(``annotation.lib.spreadsheet``; ``agents.turkle`` and the import read it back without). Nothing here reads the
-database: ``workers.exports.form_dataset`` does.
+(``annotation.lib.spreadsheet``; ``agents.turkle`` and the import read it back without), unless the export asks for
+*exact cells* (``exact=True``): then every cell is written verbatim, as TurkingBench's own tools read it, and the file
+is not safe to open in a spreadsheet. Nothing here reads the database: ``workers.exports.form_dataset`` does.
 """
 
 from collections.abc import Callable, Iterable
@@ -28,15 +29,15 @@ class ExportBatch:
     rows: Iterable = field(default_factory=list)
 
 
-def write_batch(out: Path, batch: ExportBatch) -> int:
-    """Write one task directory; returns the number of CSV rows written."""
+def write_batch(out: Path, batch: ExportBatch, exact: bool = False) -> int:
+    """Write one task directory; returns the number of CSV rows written. ``exact``: cells verbatim (not escaped)."""
     folder = out / "tasks" / batch.name
     folder.mkdir(parents=True, exist_ok=False)
     with (folder / "template.html").open("w", encoding="utf-8", newline="") as handle:
         handle.write(batch.template)
     written = 0
     with (folder / "batch.csv").open("w", encoding="utf-8-sig", newline="") as handle:
-        writer = spreadsheet.writer(handle, lineterminator="\n")
+        writer = spreadsheet.writer(handle, escape=not exact, lineterminator="\n")
         writer.writerow(batch.columns)
         for row in batch.rows:
             writer.writerow([row.get(column, "") for column in batch.columns])
@@ -59,12 +60,14 @@ def export(
     out: Path,
     split_lists: dict,
     progress: Callable[[int], None] = lambda done: None,
+    exact: bool = False,
 ) -> dict:
-    """Write every batch and the split lists under ``out``; returns ``{"batches", "rows", "per_batch"}``."""
+    """Write every batch and the split lists under ``out``; returns ``{"batches", "rows", "per_batch"}``.
+    ``exact``: ``batch.csv`` cells verbatim (``write_batch``)."""
     out.mkdir(parents=True, exist_ok=True)
     counts = {"batches": 0, "rows": 0, "per_batch": {}}
     for batch in batches:
-        rows = write_batch(out, batch)
+        rows = write_batch(out, batch, exact)
         counts["batches"] += 1
         counts["rows"] += rows
         counts["per_batch"][batch.name] = rows

@@ -40,6 +40,12 @@ class Command(BaseCommand):
             action="store_true",
             help="turkingbench: also write the imported gold rows (Answer.* of batch.csv).",
         )
+        parser.add_argument(
+            "--exact-cells",
+            action="store_true",
+            help="turkingbench: write batch.csv cells verbatim, as TurkingBench's tools read them (default: a cell "
+            "beginning with = + - @ gets a leading ', safe in a spreadsheet).",
+        )
 
     def handle(self, *args, **options):
         out, export_format = options["out"], options["format"]
@@ -72,7 +78,8 @@ class Command(BaseCommand):
         self.prepare(options["out"], options["overwrite"])
         started = time.monotonic()
         batches = form_dataset.export_batches(project, include_gold=options["gold"])
-        counts = turkingbench.export(batches, options["out"], form_dataset.split_lists(project))
+        lists = form_dataset.split_lists(project)
+        counts = turkingbench.export(batches, options["out"], lists, exact=options["exact_cells"])
         exported = form_dataset.selected_batches(project)
         form_quality.write_form_quality(project, exported, options["out"], options["gold"])  # quality.json
         self.stdout.write(
