@@ -6,6 +6,7 @@ Each test body is one coroutine run with ``async_to_sync``; database work inside
 """
 
 import asyncio
+import json
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -13,13 +14,15 @@ from channels import DEFAULT_CHANNEL_LAYER
 from channels.db import database_sync_to_async
 from channels.layers import channel_layers, get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotation.actions import Conflict, do_ingest_turns, do_store_blob_bytes
 from annotation.actions.events import session_group
-from annotation.models import Demonstration, DemoStatus, Project, Role, Turn
+from annotation.models import Demonstration, DemoStatus, Membership, Project, Role, Turn
 from config.asgi import application
 from tests import payloads
 from tests.conftest import make_user, start_demo
@@ -63,20 +66,23 @@ def session_cookie(user) -> bytes:
     return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
-async def opened(demo_name: str, user=None, origin: bytes = SITE) -> WebsocketCommunicator:
-    """A connected socket, signed in with ``user``'s session cookie when given (not joined yet)."""
+async def opened(demo_name: str, user=None, origin: bytes = SITE, cookie: bytes | None = None) -> WebsocketCommunicator:
+    """A connected socket, signed in with ``user``'s session cookie (a new sign-in) or ``cookie`` when given (not
+    joined yet)."""
     headers = [(b"origin", origin), (b"host", b"testserver")]
     if user is not None:
-        headers.append((b"cookie", await database_sync_to_async(session_cookie)(user)))
+        cookie = await database_sync_to_async(session_cookie)(user)
+    if cookie is not None:
+        headers.append((b"cookie", cookie))
     socket = WebsocketCommunicator(application, f"/ws/sessions/{demo_name}/", headers=headers)
     connected, _ = await socket.connect()
     assert connected
     return socket
 
 
-async def joined(demo_name: str, user=None, after_seq=-1, token=None, origin: bytes = SITE, clock=None):
+async def joined(demo_name: str, user=None, after_seq=-1, token=None, origin: bytes = SITE, clock=None, cookie=None):
     """Join the session; returns ``(socket, welcome, caught-up turns)`` after ``synced``."""
-    socket = await opened(demo_name, user, origin)
+    socket = await opened(demo_name, user, origin, cookie)
     message = {"type": "join", "after_seq": after_seq}
     if token is not None:
         message["token"] = token
@@ -737,3 +743,210 @@ def join_page_status(user, code: str, post: bool = False) -> int:
     client.force_login(user)
     url = f"/sessions/join/{code}"
     return (client.post(url) if post else client.get(url)).status_code
+
+
+# --- Access ends when a grant ends --------------------------------------------------------------------------------
+#
+# Each change is made the way people make it (the members, people, token and account pages), through the real
+# channel layer; the socket that lost its place is closed with a code and a reason, the others go on.
+
+NO_ACCESS = (4403, "you no longer have access to this session")
+ROLE_CHANGED = (4403, "your place in this session changed: join again")
+SIGNED_OUT = (4401, "your sign-in ended (password changed or signed out): sign in again to join")
+DEACTIVATED = (4401, "your account was deactivated")
+TOKEN_GONE = (4401, "your API token was revoked or replaced: make a new one on the token page")
+
+
+@pytest.fixture
+def lead(alpha):
+    """A second project admin, who manages the members (a project keeps one admin)."""
+    return make_user("lead", alpha, Role.ADMIN)
+
+
+@pytest.fixture
+def root(db):
+    return get_user_model().objects.create_superuser("root", password="Root-Passw0rd!")
+
+
+def signed_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def cookie_of(client: Client) -> bytes:
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+async def post(client: Client, path: str, data: dict | None = None) -> int:
+    """A form posted on a page (a redirect when it worked); the page's transaction commits before it answers."""
+    return await database_sync_to_async(lambda: client.post(path, data or {}).status_code)()
+
+
+async def post_as(user, path: str, data: dict | None = None) -> int:
+    return await post(await database_sync_to_async(signed_in)(user), path, data)
+
+
+def membership_path(user, change: str) -> str:
+    return f"/projects/alpha/members/{Membership.objects.get(user=user, project__name='alpha').pk}/{change}"
+
+
+async def members_page(admin, user, change: str, data: dict | None = None) -> int:
+    return await post_as(admin, await database_sync_to_async(membership_path)(user, change), data)
+
+
+async def closed_with(socket) -> tuple[tuple[int, str], list[dict]]:
+    """Read up to the socket's close: ``((code, reason), the messages that came before it)``."""
+    before = socket.__dict__.setdefault("inbox", [])
+    while (output := await socket.receive_output(timeout=10))["type"] != "websocket.close":
+        before.append(json.loads(output["text"]))
+    return (output["code"], output.get("reason")), before
+
+
+def stored_utterances(demo) -> list[str]:
+    return list(Turn.objects.filter(demonstration=demo).order_by("seq").values_list("utterance", flat=True))
+
+
+def test_a_removed_observer_is_closed_and_the_others_keep_talking(demo, owner, instructor, admin, lead):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        teacher, _, _ = await joined(demo.name, instructor)
+        watcher, welcome, _ = await joined(demo.name, admin)
+        assert welcome["role"] == "observer"
+        assert await members_page(lead, admin, "remove") == 302
+        closed, before = await closed_with(watcher)
+        assert closed == NO_ACCESS
+        assert not [message for message in before if message["type"] == "turn"]
+        await say(teacher, "t0", "open the weather site")
+        for socket in (navigator, teacher):
+            assert (await next_of(socket, "turn"))["turn"]["utterance"] == "open the weather site"
+        gone = await next_of(navigator, "presence")
+        while gone["user"] != "admin" or gone["present"]:
+            gone = await next_of(navigator, "presence")
+        # Added again, she follows again (from the start); made a researcher, she is closed again.
+        assert await post_as(lead, "/projects/alpha/members/add", {"username": "admin", "role": "admin"}) == 302
+        watcher, _, caught_up = await joined(demo.name, admin)
+        assert [t["turn"]["utterance"] for t in caught_up] == ["open the weather site"]
+        assert await members_page(lead, admin, "role", {"role": "researcher"}) == 302
+        assert (await closed_with(watcher))[0] == NO_ACCESS
+        # A role change that leaves a place as it was: the navigator made admin goes on.
+        assert await members_page(lead, owner, "role", {"role": "admin"}) == 302
+        await say(navigator, "n0", "on it")
+        await say(navigator, "n1", "found it")
+        assert [(await next_of(teacher, "turn"))["seq"] for _ in range(2)] == [1, 2]
+        await navigator.disconnect()
+        await teacher.disconnect()
+
+    run(scenario)
+    assert stored_utterances(demo) == ["open the weather site", "on it", "found it"]
+
+
+def test_a_removed_instructor_cannot_write_even_when_the_news_is_lost(demo, owner, instructor, admin):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        teacher, _, _ = await joined(demo.name, instructor)
+        watcher, _, _ = await joined(demo.name, admin)
+        await say(teacher, "t0", "search for weather")
+        # Removed behind the application's back (a database shell): no event reaches the sockets.
+        await database_sync_to_async(delete_membership_rows)(instructor)
+        await teacher.send_json_to({"type": "chat", "client_id": "t1", "utterance": "now click the first result"})
+        closed, before = await closed_with(teacher)
+        assert closed == NO_ACCESS
+        assert not [message for message in before if message["type"] == "ack"]
+        await navigator.send_json_to({"type": "ping"})
+        assert (await next_of(navigator, "pong"))["type"] == "pong"
+        # The observer removed the same way cannot end the demonstration either.
+        await database_sync_to_async(delete_membership_rows)(admin)
+        await watcher.send_json_to({"type": "end"})
+        assert (await closed_with(watcher))[0] == NO_ACCESS
+        await say(navigator, "n0", "still recording")
+        await navigator.disconnect()
+
+    run(scenario)
+    demo.refresh_from_db()
+    assert demo.status == DemoStatus.RECORDING
+    assert stored_utterances(demo) == ["search for weather", "still recording"]
+
+
+def delete_membership_rows(user) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {Membership._meta.db_table} WHERE user_id = %s", [user.pk])
+
+
+def test_rotating_or_revoking_a_token_closes_the_sockets_joined_with_it(demo, owner, instructor):
+    async def scenario():
+        browser = await database_sync_to_async(signed_in)(owner)
+        assert await post(browser, "/account/token/create") == 302
+        key = await database_sync_to_async(lambda: Token.objects.get(user=owner).key)()
+        panel, _, _ = await joined(demo.name, token=key, origin=EXTENSION)
+        page, _, _ = await joined(demo.name, cookie=cookie_of(browser))
+        teacher, _, _ = await joined(demo.name, instructor)
+        for change in ("rotate", "revoke"):
+            assert await post(browser, f"/account/token/{change}") == 302
+            assert (await closed_with(panel))[0] == TOKEN_GONE
+            await say(page, f"{change}-page", "the web page goes on")
+            assert (await next_of(teacher, "turn"))["turn"]["client_id"] == f"{change}-page"
+            refused = await opened(demo.name, origin=EXTENSION)
+            await refused.send_json_to({"type": "join", "after_seq": -1, "token": key})
+            assert await close_code(refused) == 4401
+            if change == "rotate":
+                key = await database_sync_to_async(lambda: Token.objects.get(user=owner).key)()
+                panel, _, _ = await joined(demo.name, token=key, origin=EXTENSION)
+        await page.disconnect()
+        await teacher.disconnect()
+
+    run(scenario)
+
+
+def test_a_deactivated_account_is_closed_everywhere_and_the_others_go_on(demo, owner, instructor, root):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        key = await database_sync_to_async(lambda: Token.objects.create(user=instructor).key)()
+        teacher, _, _ = await joined(demo.name, instructor)
+        panel, _, _ = await joined(demo.name, instructor, token=key)
+        assert await post_as(root, f"/people/{instructor.pk}/deactivate") == 302
+        for socket in (teacher, panel):
+            assert (await closed_with(socket))[0] == DEACTIVATED
+        await say(navigator, "n0", "the instructor left")
+        assert (await next_of(navigator, "turn"))["turn"]["client_id"] == "n0"
+        assert await post_as(root, f"/people/{instructor.pk}/activate") == 302
+        refused = await opened(demo.name)
+        await refused.send_json_to({"type": "join", "after_seq": -1, "token": key})
+        assert await close_code(refused) == 4401  # the token went with the deactivation
+        teacher, _, caught_up = await joined(demo.name, instructor)  # signed in again
+        assert [t["turn"]["utterance"] for t in caught_up] == ["the instructor left"]
+        await say(teacher, "t0", "welcome back")
+        assert (await next_of(navigator, "turn"))["turn"]["client_id"] == "t0"
+        await navigator.disconnect()
+        await teacher.disconnect()
+
+    run(scenario)
+
+
+def test_a_password_change_closes_the_sockets_of_other_sign_ins_and_of_the_token(demo, owner, instructor):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        laptop = await database_sync_to_async(signed_in)(instructor)
+        phone = await database_sync_to_async(signed_in)(instructor)
+        key = await database_sync_to_async(lambda: Token.objects.create(user=instructor).key)()
+        on_laptop, _, _ = await joined(demo.name, cookie=cookie_of(laptop))
+        panel, _, _ = await joined(demo.name, token=key, origin=EXTENSION)
+        old, new = "instructor-Passw0rd!", "Fresh-Passw0rd-42"
+        changed = {"old_password": old, "new_password1": new, "new_password2": new}
+        assert await post(phone, "/account/", changed) == 302
+        assert (await closed_with(on_laptop))[0] == SIGNED_OUT
+        assert (await closed_with(panel))[0] == TOKEN_GONE
+        # The browser that changed it joins again with its new cookie; signing out there closes that socket too.
+        on_phone, _, _ = await joined(demo.name, cookie=cookie_of(phone))
+        await say(on_phone, "p0", "new password, same session")
+        assert (await next_of(navigator, "turn"))["turn"]["client_id"] == "p0"
+        other_phone = await database_sync_to_async(lambda: signed_in(get_user_model().objects.get(pk=instructor.pk)))()
+        still, _, _ = await joined(demo.name, cookie=cookie_of(other_phone))
+        assert await post(phone, "/accounts/logout/") == 302
+        assert (await closed_with(on_phone))[0] == SIGNED_OUT
+        await say(still, "p1", "the other sign-in goes on")
+        assert (await next_of(navigator, "turn"))["turn"]["client_id"] == "p1"
+        await navigator.disconnect()
+        await still.disconnect()
+
+    run(scenario)

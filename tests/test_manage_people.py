@@ -5,6 +5,8 @@ and API token stop working. Everyone changes their own password on the account p
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from tests.conftest import make_user, token_client
 
@@ -116,3 +118,69 @@ def test_everyone_changes_their_password_on_the_account_page(owner, reviewer):
     assert not Client().login(username="owner", password="owner-Passw0rd!")
     assert Client().login(username="reviewer", password="reviewer-Passw0rd!")  # nobody else's changed
     assert Client().get("/account/").status_code == 302
+
+
+def api_status(key: str) -> int:
+    return APIClient(HTTP_AUTHORIZATION=f"Token {key}").get("/api/projects/").status_code
+
+
+def new_key(username: str, password: str) -> str:
+    answer = APIClient().post("/api/auth/token/", {"username": username, "password": password}, format="json")
+    assert answer.status_code == 200, answer.content
+    return answer.json()["token"]
+
+
+def test_a_password_change_on_the_account_page_revokes_the_api_token_and_says_so(owner, reviewer):
+    client = client_for(owner)
+    old = new_key("owner", "owner-Passw0rd!")
+    kept = new_key("reviewer", "reviewer-Passw0rd!")
+    assert new_key("owner", "owner-Passw0rd!") == old  # the same key until the password changes
+    done = client.post(
+        "/account/",
+        {"old_password": "owner-Passw0rd!", "new_password1": PASSWORD, "new_password2": PASSWORD},
+        follow=True,
+    )
+    page = done.content.decode()
+    assert "Your API token was revoked: make a new one on the token page." in page
+    assert api_status(old) == 401
+    fresh = new_key("owner", PASSWORD)
+    assert fresh != old
+    assert (api_status(fresh), api_status(kept)) == (200, 200)  # the new key works; nobody else's changed
+    # The second change, without a token made since the first: no token to revoke, none mentioned.
+    Token.objects.filter(user=owner).delete()
+    again = client.post(
+        "/account/",
+        {"old_password": PASSWORD, "new_password1": "Second-Passw0rd-7", "new_password2": "Second-Passw0rd-7"},
+        follow=True,
+    ).content.decode()
+    assert "Password changed." in again
+    assert "API token was revoked" not in again
+    assert api_status(new_key("owner", "Second-Passw0rd-7")) == 200
+
+
+def test_an_admin_password_reset_and_a_deactivation_revoke_the_api_token(root, owner, reviewer):
+    old = new_key("owner", "owner-Passw0rd!")
+    reset = client_for(root).post(
+        f"/admin/auth/user/{owner.pk}/password/",
+        {"password1": PASSWORD, "password2": PASSWORD, "usable_password": "true"},
+    )
+    assert reset.status_code == 302, reset.content.decode()[:2000]
+    assert api_status(old) == 401
+    fresh = new_key("owner", PASSWORD)
+    assert api_status(fresh) == 200
+    # Deactivated: the token is deleted, not just refused; reactivated, the old key still does not work.
+    other = new_key("reviewer", "reviewer-Passw0rd!")
+    assert client_for(root).post(f"/people/{owner.pk}/deactivate").status_code == 302
+    assert not Token.objects.filter(user=owner).exists()
+    assert client_for(root).post(f"/people/{owner.pk}/activate").status_code == 302
+    assert api_status(fresh) == 401
+    assert api_status(new_key("owner", PASSWORD)) == 200
+    assert api_status(other) == 200
+
+
+def test_signing_in_again_keeps_the_api_token(owner):
+    key = new_key("owner", "owner-Passw0rd!")
+    for _ in range(2):
+        assert Client().login(username="owner", password="owner-Passw0rd!")
+    assert Client().post("/accounts/login/", {"username": "owner", "password": "owner-Passw0rd!"}).status_code == 302
+    assert api_status(key) == 200

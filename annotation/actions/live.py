@@ -7,12 +7,15 @@ pages are thin callers of these functions.
 
 import math
 from datetime import timedelta
+from importlib import import_module
 
 from django.conf import settings
+from django.contrib import auth
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare
 from rest_framework.authtoken.models import Token
 
 from ..models import Blob, DemoMode, Demonstration, Invitation, Role, TurnType, code_digest
@@ -55,6 +58,65 @@ def token_user(key):
         return None
     token = Token.objects.select_related("user").filter(key=key).first()
     return token.user if token is not None and token.user.is_active else None
+
+
+# --- Access, again: a joined socket keeps its place only while its person keeps theirs ----------------------------
+#
+# A socket is authorised at ``join``; afterwards the person's access can end (removed from the project, no longer
+# admin, account deactivated, password changed, token revoked or rotated, signed out). Each such change sends the
+# person's sockets ``access.changed`` (``events.on_commit_recheck``, from ``manage.grants``), on which they call
+# ``check_still_joined``; every message a socket sends (chat, end, revoke_invite, ping) calls it too, so a lost event
+# lets no write through.
+
+SIGNED_OUT = "your sign-in ended (password changed or signed out): sign in again to join"
+DEACTIVATED = "your account was deactivated"
+TOKEN_GONE = "your API token was revoked or replaced: make a new one on the token page"
+NO_ACCESS = "you no longer have access to this session"
+ROLE_CHANGED = "your place in this session changed: join again"
+
+
+class AccessEnded(Exception):
+    """A joined socket's person may no longer be in the session; ``signed_out``: their credential ended (4401),
+    else their access to this session (4403). The message says which (the socket's close reason)."""
+
+    def __init__(self, detail: str, signed_out: bool):
+        super().__init__(detail)
+        self.detail, self.signed_out = detail, signed_out
+
+
+def session_user(session_key: str | None):
+    """The active user a session (by key, read afresh from the session store) still signs in, or None: the session
+    was flushed (sign-out), cycled or expired, or its password hash is stale (the password changed), as Django's
+    ``auth.get_user`` decides but without its side effects (it flushes a stale session)."""
+    if not session_key:
+        return None
+    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    user_id, stored_hash = session.get(auth.SESSION_KEY), session.get(auth.HASH_SESSION_KEY)
+    user = auth.get_user_model().objects.filter(pk=user_id).first() if user_id is not None else None
+    if user is None or not stored_hash or not user.is_active:
+        return None
+    hashes = [user.get_session_auth_hash(), *user.get_session_auth_fallback_hash()]
+    return user if any(constant_time_compare(stored_hash, current) for current in hashes) else None
+
+
+def check_still_joined(user_id: int, name: str, role: str, token: str | None = None, session_key: str | None = None):
+    """``(user, demo)`` when the person who joined as ``role`` with this credential (their API token, else their
+    session) still has that place in the session ``name``; else ``AccessEnded`` saying why. A role change that
+    leaves the place as it was (an admin made researcher who is the navigator) changes nothing."""
+    user = auth.get_user_model().objects.filter(pk=user_id).first()
+    if user is None or not user.is_active:
+        raise AccessEnded(DEACTIVATED, signed_out=True)
+    if token is not None and not Token.objects.filter(key=token, user_id=user_id).exists():
+        raise AccessEnded(TOKEN_GONE, signed_out=True)
+    if token is None and session_user(session_key) != user:
+        raise AccessEnded(SIGNED_OUT, signed_out=True)
+    try:
+        demo, now = check_session_access(user, name)
+    except NotFound:
+        raise AccessEnded(NO_ACCESS, signed_out=False) from None
+    if now != role:
+        raise AccessEnded(ROLE_CHANGED, signed_out=False)
+    return user, demo
 
 
 def sees_screen(demo: Demonstration, role: str) -> bool:

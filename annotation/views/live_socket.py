@@ -5,6 +5,11 @@ Protocol (README, "Live session"): the client's first message is ``{"type": "joi
 ``"token"`` when it has no session cookie, i.e. the recorder's side panel). The server answers ``welcome``, every
 turn with seq > N in order, ``synced``, and then live ``turn``, ``presence`` and ``ended`` events. Refusals close
 the socket with 4401 (not authenticated) or 4403 (no such session, or not yours) and no detail.
+
+A joined socket keeps its place only while its person does: on ``access.changed`` (the person's group, sent when a
+membership, role, account, password, token or sign-in changes) and before every message it acts on, it checks again
+(``live.check_still_joined``) and closes with 4401 (the credential ended) or 4403 (no access any more), the close
+reason saying why.
 """
 
 import asyncio
@@ -18,7 +23,7 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
 from ..actions import ActionError, MalformedJSON, live
-from ..actions.events import session_group
+from ..actions.events import session_group, user_group
 from ..lib import jsonsafe
 
 UNAUTHENTICATED, FORBIDDEN = 4401, 4403
@@ -28,14 +33,18 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     """One participant's connection to a demonstration's live session."""
 
     demo = None
+    user = None
     join_timer = None
     refused = False
+    in_groups = False
 
     async def dispatch(self, message):
         """As Channels' own, minus closing stale database connections before every message: that costs a hop to
         the database thread per event, behind other sessions' writes. Here the database is used only inside
         ``database_sync_to_async``, which closes stale connections itself."""
         handler = getattr(self, get_handler_name(message), None)
+        if self.refused and message["type"].startswith(("session.", "access.")):
+            return  # closed for lost access: nothing more reaches the socket
         if handler is None:
             raise ValueError(f"no handler for message type {message['type']}")
         await handler(message)
@@ -63,7 +72,14 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code):
         if self.join_timer is not None:
             self.join_timer.cancel()
-        if self.demo is not None:
+        await self.leave()
+
+    async def leave(self):
+        """Out of the person's group, and out of the session's (telling the others) when joined; once."""
+        if self.user is not None:
+            await self.channel_layer.group_discard(user_group(self.user.pk), self.channel_name)
+        if self.in_groups:
+            self.in_groups = False
             await self.channel_layer.group_discard(session_group(self.demo.name), self.channel_name)
             await self.announce(present=False)
 
@@ -90,6 +106,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return await self.send_json({"type": "error", "code": "unknown_type", "detail": f"unknown type {kind!r}"})
         try:
             await handler(content)
+        except live.AccessEnded as ended:
+            await self.lose(ended)
         except ActionError as error:
             await self.send_json(error_message(error, content))
 
@@ -101,19 +119,25 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             clock = live.check_clock_reading(content.get("clock"))
         except ActionError as error:
             return await self.send_json(error_message(error, content))  # the client may send a better join
-        user = await self.authenticate(content.get("token"))
+        token = content.get("token")
+        user = await self.authenticate(token)
         if user is None:
             return await self.refuse(UNAUTHENTICATED)
+        # The person's group before the access check: a change committed after the check is heard.
+        self.user = user
+        await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
         try:
             demo, role = await database_sync_to_async(live.check_session_access)(user, self.demo_name)
         except ActionError:
             return await self.refuse(FORBIDDEN)
-        self.user, self.demo, self.role = user, demo, role
+        self.demo, self.role = demo, role
+        self.credential = {"token": token} if token is not None else {"session_key": self.session_key()}
         self.screen = live.sees_screen(demo, role)
         self.join_timer.cancel()
         await database_sync_to_async(live.do_note_clock)(demo, role, clock)
         # Group first, database second: a turn committed in between arrives twice and is dropped by seq.
         await self.channel_layer.group_add(session_group(demo.name), self.channel_name)
+        self.in_groups = True
         await self.send_json(await database_sync_to_async(self.welcome)())
         await self.catch_up(after_seq)
         await self.send_json({"type": "synced", "last_seq": self.last_seq})
@@ -125,6 +149,40 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return await database_sync_to_async(live.token_user)(token)
         user = self.scope.get("user")
         return user if user is not None and user.is_authenticated else None
+
+    def session_key(self) -> str | None:
+        session = self.scope.get("session")
+        return session.session_key if session is not None else None
+
+    # --- Access, again ------------------------------------------------------------------------------------
+
+    def still_joined(self) -> None:
+        """Raise ``live.AccessEnded`` when this socket's person lost their place (in the database thread)."""
+        self.user, self.demo = live.check_still_joined(self.user.pk, self.demo_name, self.role, **self.credential)
+
+    def as_joined(self, action):
+        """``action`` run after ``still_joined``, in one trip to the database thread: no write without access."""
+
+        def run(*args):
+            self.still_joined()
+            return action(*args)
+
+        return database_sync_to_async(run)
+
+    async def access_changed(self, event: dict):
+        """The person's access changed somewhere: check again, keep the socket when it still may be here."""
+        if self.demo is None:
+            return  # not joined (yet): the join checks
+        try:
+            await database_sync_to_async(self.still_joined)()
+        except live.AccessEnded as ended:
+            await self.lose(ended)
+
+    async def lose(self, ended: live.AccessEnded):
+        """Close for lost access, with the reason; nothing reaches the socket after it (``dispatch``)."""
+        self.refused = True
+        await self.leave()
+        await self.close(code=UNAUTHENTICATED if ended.signed_out else FORBIDDEN, reason=ended.detail)
 
     def welcome(self) -> dict:
         demo = self.demo
@@ -161,22 +219,21 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     # --- Client messages ------------------------------------------------------------------------------
 
     async def chat(self, content: dict):
-        ack = await database_sync_to_async(live.do_send_chat)(
-            self.demo, self.role, content.get("client_id"), content.get("utterance")
-        )
+        client_id, utterance = content.get("client_id"), content.get("utterance")
+        ack = await self.as_joined(lambda: live.do_send_chat(self.demo, self.role, client_id, utterance))()
         await self.send_json({"type": "ack", **ack})
 
     async def end(self, content: dict):
-        await database_sync_to_async(live.do_end_session)(self.user, self.demo)
+        await self.as_joined(lambda: live.do_end_session(self.user, self.demo))()
 
     async def revoke_invite(self, content: dict):
         """Revoke the invitation link; the session's navigator and observers get the new one (``invite``)."""
-        await database_sync_to_async(live.do_revoke_invitation)(self.user, self.demo)
+        await self.as_joined(lambda: live.do_revoke_invitation(self.user, self.demo))()
 
     async def ping(self, content: dict):
         """Keep-alive; the navigator's side panel adds its recording-clock reading (``clock``)."""
         clock = live.check_clock_reading(content.get("clock"))
-        await database_sync_to_async(live.do_note_clock)(self.demo, self.role, clock)
+        await self.as_joined(lambda: live.do_note_clock(self.demo, self.role, clock))()
         await self.send_json({"type": "pong"})
 
     # --- Group events ---------------------------------------------------------------------------------

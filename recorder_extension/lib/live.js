@@ -11,7 +11,8 @@
  * acknowledged is sent again after a reconnect (the server stores it once). With a `storage` adapter the
  * unacknowledged messages also survive closing the page: they are saved on every change and sent again on the
  * next join (localStorage for web pages, chrome.storage.local for the side panel; see the adapters below).
- * Close codes 4401 / 4403 (refused) end the session client for good.
+ * Close codes 4401 / 4403 (refused) end the session client for good; the close reason, when the server gives one (a
+ * joined socket whose access ended: "your account was deactivated", ...), is the refused state's `message`.
  *
  * The navigator's side panel passes `clock` (its recording-clock reading in seconds): it goes in the join and in
  * a ping every `pingMs`, so the server can timestamp chat messages on the recorder's clock.
@@ -223,7 +224,7 @@
         if (socket === this.socket) this.receive(JSON.parse(event.data));
       };
       socket.onclose = (event) => {
-        if (socket === this.socket) this.closed(event.code);
+        if (socket === this.socket) this.closed(event.code, event.reason);
       };
       socket.onerror = () => {}; // a close event always follows
     }
@@ -257,13 +258,15 @@
       this.onMessage(message);
     }
 
-    closed(code) {
+    closed(code, message = "") {
       this.socket = null;
       this.stopPings();
       if (this.stopped) return;
       if (REFUSED[code]) {
         this.stopped = true;
-        this.setState(STATES.REFUSED, { code, reason: REFUSED[code] });
+        const detail = { code, reason: REFUSED[code] };
+        if (message) detail.message = message;
+        this.setState(STATES.REFUSED, detail);
         return;
       }
       const ceiling = Math.min(this.backoff.maxMs, this.backoff.initialMs * 2 ** this.attempt);

@@ -37,9 +37,9 @@ function fakeWebSocketClass(sockets) {
       this.onmessage({ data: JSON.stringify(message) });
     }
 
-    drop(code = 1006) {
+    drop(code = 1006, reason = "") {
       this.readyState = 3;
-      this.onclose({ code });
+      this.onclose({ code, reason });
     }
 
     /** The server's answer to a join: welcome, the given turns, synced. */
@@ -200,6 +200,18 @@ for (const [code, reason] of [
     assert.equal(sockets.length, 1);
   });
 }
+
+test("a joined socket closed for lost access keeps the server's reason", () => {
+  const { session, sockets, timers, states } = harness();
+  session.start();
+  sockets[0].joinWith();
+  sockets[0].drop(4403, "you no longer have access to this session");
+  assert.deepEqual(states.at(-1), [
+    STATES.REFUSED,
+    { code: 4403, reason: "forbidden", message: "you no longer have access to this session" },
+  ]);
+  assert.equal(timers.length, 0);
+});
 
 test("stop closes the socket and never reconnects", () => {
   const { session, sockets, timers } = harness();

@@ -101,8 +101,9 @@
     }
   }
 
-  function onState(state) {
-    $("connection").textContent = STATE_TEXT[state] || state;
+  function onState(state, detail = {}) {
+    // A socket closed because its access ended says why (the server's close reason).
+    $("connection").textContent = detail.message ? `Closed: ${detail.message}.` : STATE_TEXT[state] || state;
     $("connection").dataset.state = state;
   }
 

@@ -1,6 +1,6 @@
 """Accounts, for site admins (``is_staff`` or superuser): create an account, deactivate and reactivate one. A
-deactivated account cannot sign in, its sessions end and its API token stops working (Django and DRF refuse
-inactive users); its memberships and work stay. Passwords are validated by the caller's form
+deactivated account cannot sign in, its sessions end (Django refuses inactive users), its API token is deleted and
+its live-session sockets close (``grants``); its memberships and work stay. Passwords are validated by the caller's form
 (``AUTH_PASSWORD_VALIDATORS``)."""
 
 from django.contrib.auth import get_user_model

@@ -158,7 +158,8 @@ def person_active(request, user_id: int, change: str):
 
 class AccountView(auth_views.PasswordChangeView):
     """Your account: your projects and roles, and a new password (Django's password change, with
-    ``AUTH_PASSWORD_VALIDATORS``); other sessions end, this one stays signed in."""
+    ``AUTH_PASSWORD_VALIDATORS``); other sessions end, this one stays signed in, and the API token is deleted
+    (``manage.grants``: every password change does that, here or elsewhere)."""
 
     template_name = "manage/account.html"
     success_url = reverse_lazy("manage-account")
@@ -168,8 +169,11 @@ class AccountView(auth_views.PasswordChangeView):
         return {**super().get_context_data(**kwargs), "memberships": memberships}
 
     def form_valid(self, form):
-        messages.success(self.request, "Password changed.")
-        return super().form_valid(form)
+        had_token = manage.token_of(self.request.user) is not None
+        response = super().form_valid(form)
+        revoked = " Your API token was revoked: make a new one on the token page." if had_token else ""
+        messages.success(self.request, f"Password changed. Your other sign-ins and open live sessions ended.{revoked}")
+        return response
 
     def form_invalid(self, form):
         response = super().form_invalid(form)
