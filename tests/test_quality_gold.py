@@ -263,3 +263,17 @@ def test_an_onboarding_batch_grants_the_qualification_on_gold_accuracy(alpha, ad
     assert [(s["worker"], s["score"], s["source"]) for s in listed["trained"]["scores"]] == [
         ("owner", 1.0, "onboarding")
     ]
+
+
+def test_a_choice_is_scored_exactly_so_the_opposite_extreme_is_not_right():
+    """The official metric deletes punctuation (``-2`` == ``2``); a worker's gold score compares choices exactly."""
+    from annotation.lib import agreement
+
+    controls = agreement.template_controls(
+        '<input type="radio" name="scale" value="-2"><input type="radio" name="scale" value="2">'
+        '<input type="checkbox" name="tags" value="-a"><input type="checkbox" name="tags" value="a">'
+    )
+    assert agreement.gold_score(controls, {"scale": ["2", "2"]}, {"scale": "-2"}) == 0.0
+    assert agreement.gold_score(controls, {"scale": ["2", "2"]}, {"scale": " 2 "}) == 1.0
+    assert agreement.gold_score(controls, {"tags": ["a"]}, {"tags": ["-a"]}) == 0.0
+    assert agreement.gold_score(controls, {"tags": ["a"]}, {"tags": ["a"]}) == 1.0

@@ -261,10 +261,21 @@ def scored_type(controls: dict, name: str) -> str | None:
 
 
 def field_gold_score(field_type: str, known: list[str], answer) -> float | None:
-    """One answer's score against a field's known values, with the official TurkingBench metric; None when the
-    scorer does not count it (a text field whose known values are all the scorer's empty markers, ``{}``)."""
+    """One answer's score against a field's known values, with the official TurkingBench metric, but for choices
+    (radio, select, checkbox) compared exactly in their canonical form (``canonical``: ``4.0`` is ``4``): the official
+    metric deletes punctuation before comparing, so a worker answering ``-2`` where ``2`` is known would score 1.0.
+    None when the scorer does not count the field (a text field whose known values are all its empty markers)"""
     values = answer if isinstance(answer, list) else ([] if answer is None else [answer])
     prediction = scoring.prediction_string(field_type, values)
+    if field_type in (*scoring.CHOICE_TYPES, "checkbox"):
+        gold = scoring.prepare_gold(field_type, list(known))
+        if gold is None:
+            return None
+        if gold in ([], [""]):
+            return 1.0 if prediction in scoring.EMPTY_PREDICTIONS else 0.0
+        targets = [scoring.majority(gold)] if field_type in scoring.CHOICE_TYPES else gold
+        answered = canonical(field_type, prediction) or ""
+        return 1.0 if answered in {canonical(field_type, str(target)) or "" for target in targets} else 0.0
     try:
         score = scoring.field_score(scoring.OFFICIAL, field_type, list(known), prediction)
     except (scoring.UnsupportedFieldType, ValueError):
