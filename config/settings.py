@@ -338,7 +338,8 @@ FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS = env_int("FORM_PREVIEW_TOKEN_MAX_AGE_SECONDS
 FORM_EXPIRY_SWEEP_SECONDS = env_int("FORM_EXPIRY_SWEEP_SECONDS", 60)
 # How often beat approves submitted form work left unreviewed past its batch's delay (docs/quality.md).
 FORM_AUTO_APPROVE_SWEEP_SECONDS = env_int("FORM_AUTO_APPROVE_SWEEP_SECONDS", 300)
-REVIEW_CLAIM_SECONDS = env_int("REVIEW_CLAIM_SECONDS", 30 * 60)  # how long "Review next" holds a demo for its reviewer
+REVIEW_CLAIM_SECONDS = env_int("REVIEW_CLAIM_SECONDS", 30 * 60)  # the hold on a demo its reviewer works on
+REVIEW_OPEN_SECONDS = env_int("REVIEW_OPEN_SECONDS", 120)  # the hold on a demo "Review next" opened, not yet acted on
 # Submit & next (accept the batch's next task after a submission) is on unless the worker switches it off.
 FORM_AUTO_ACCEPT_DEFAULT = env_bool("FORM_AUTO_ACCEPT_DEFAULT", True)
 

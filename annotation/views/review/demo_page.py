@@ -2,6 +2,7 @@
 (``history``) and workflow buttons, read in a constant number of queries whatever the number of turns; and what the
 open page polls (``revision_state``, ``live_state``)."""
 
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -98,6 +99,7 @@ def page_context(user, demo, read) -> dict:
         "demo": demo,
         "review": review,
         "held": bool(review.claimed_by_id and review.claimed_until and review.claimed_until > timezone.now()),
+        "hold_minutes": settings.REVIEW_CLAIM_SECONDS // 60,
         "turns": rows,
         "quality": quality,
         "history": history(demo, curated_value(demo, order, curations)),
