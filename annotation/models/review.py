@@ -86,6 +86,12 @@ class TurnCuration(models.Model):
     valid = models.BooleanField(default=True)
     screenshot = models.CharField(max_length=64, blank=True, help_text="Chosen screenshot sha256; blank = the turn's.")
     suggested_screenshot = models.CharField(max_length=64, blank=True, help_text="The realign worker's suggestion.")
+    suggested_from = models.CharField(
+        max_length=12,
+        blank=True,
+        help_text="How the suggestion was made: video (the frame most like the tab video at the action), "
+        "last-before (no video: the last frame at or before the action), own (the turn's only screenshot).",
+    )
 
     def __str__(self):
         return f"curation of turn {self.turn_id}"

@@ -100,6 +100,25 @@ def do_choose_screenshot(user, demo, revision, turn_id, sha) -> Edit:
     return change_turn(user, demo, revision, turn_id, EditKind.CHOOSE_SCREENSHOT, screenshot=chosen)
 
 
+SCREENSHOT_EDITS = (EditKind.CHOOSE_SCREENSHOT, EditKind.ACCEPT_SUGGESTIONS)
+
+
+def chosen_screenshots(edits, curations: dict) -> set:
+    """Turn ids whose current screenshot a reviewer picked (a choice, "Accept all suggestions", or an undo of
+    either: the latest such edit of the turn set what it shows now). ``edits``: the demo's edits, any order."""
+    latest = {}
+    for edit in sorted((e for e in edits if e.kind in SCREENSHOT_EDITS), key=lambda e: e.revision):
+        for key, state in (edit.after or {}).items():
+            if isinstance(state, dict) and "screenshot" in state:
+                latest[int(key)] = state["screenshot"]
+    return {pk for pk, sha in latest.items() if pk in curations and curations[pk].screenshot == sha}
+
+
+def screenshot_edits(demo) -> list:
+    """The demo's edits that chose screenshots (for ``chosen_screenshots``), in one query."""
+    return list(Edit.objects.filter(demonstration=demo, kind__in=SCREENSHOT_EDITS).only("kind", "after", "revision"))
+
+
 def do_accept_suggestions(user, demo, revision) -> Edit:
     """Choose the suggested screenshot of every turn that has a suggestion different from its current one."""
     check_can_curate(user, demo)
