@@ -391,6 +391,8 @@ def exported_alignment(researcher) -> dict:
     import json
     import tarfile
 
+    from django.test import Client
+
     from annotation.models import ExportJob, JobStatus
     from tests.conftest import token_client
     from workers.exports.jobs import run_export
@@ -406,7 +408,13 @@ def exported_alignment(researcher) -> dict:
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         [name] = [m.name for m in tar.getmembers() if m.name.endswith("/quality.json")]
         report = json.loads(tar.extractfile(name).read())
-    return {item["id"]: item["checks"]["screenshot_alignment"] for item in report["items"]}
+    found = {item["id"]: item["checks"]["screenshot_alignment"] for item in report["items"]}
+    # The export page explains a failing screenshot_alignment (what it means, how to fix it), and only then.
+    page = Client()
+    page.force_login(researcher)
+    shown = page.get(f"/projects/alpha/exports/{job.pk}/").content.decode()
+    assert ('id="alignment-note"' in shown) == any(found.values())
+    return found
 
 
 def alignment_items(page) -> list[str]:
