@@ -250,9 +250,10 @@ def test_an_upload_is_published_and_active_unless_it_says_otherwise(manager, own
     assert (renamed.json()["name"], renamed.json()["published"], renamed.json()["active"]) == ("renamed", True, True)
 
 
-def web_upload(user, template=TEMPLATE, csv_text=CSV, **fields):
-    client = Client()
-    client.force_login(user)
+def web_upload(user, template=TEMPLATE, csv_text=CSV, client=None, **fields):
+    if client is None:
+        client = Client()
+        client.force_login(user)
     body = {
         "project": "alpha",
         "name": "",
@@ -322,11 +323,15 @@ def test_answers_without_a_field_and_all_hidden_answers_are_named_everywhere(man
         assert "label, span" in page
         assert "not served locally" in page
 
-    # The web upload shows them as messages on the next page; the import command prints them.
-    shown = web_upload(manager, template=MISNAMED, csv_text=MISNAMED_CSV, name="web-misnamed")
+    # The web upload's next page (the batch page) shows them once, in its body, the message only counting them;
+    # the import command prints them.
     page = Client()
     page.force_login(manager)
-    assert "situation_0 (the template has &#x27;situation-0&#x27;)" in page.get(shown["Location"]).content.decode()
+    shown = web_upload(manager, template=MISNAMED, csv_text=MISNAMED_CSV, client=page, name="web-misnamed")
+    html = page.get(shown["Location"]).content.decode()
+    assert html.count("situation_0 (the template has &#x27;situation-0&#x27;)") == 1
+    assert html.count("can never be answered or scored") == 1
+    assert "The import noticed 1 thing(s), listed on the page." in html
     folder = tmp_path / "NER - Scruples"
     folder.mkdir()
     (folder / "template.html").write_text(MISNAMED)

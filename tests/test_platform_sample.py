@@ -80,3 +80,35 @@ def test_the_sample_mind2web_project_has_websites_proposals_and_a_demonstration(
     assert {p["status"] for p in proposals} == {"accepted", "rejected", "pending"}
     demos = signed_in("admin", "Admin-Passw0rd!").get(f"/api/demonstrations/?project__name={sample.MIND2WEB_PROJECT}")
     assert [demo["mode"] for demo in demos.json()["results"]] == ["task"]
+
+
+def test_every_sample_demo_is_dated_in_the_past_on_the_api_and_the_review_list(admin, tmp_path):
+    """The WebLINX demos and the Mind2Web demonstration task: recorded and finished before now, whatever the hour
+    the sample is made at (the Mind2Web one was once drawn up to 200 days after three days ago)."""
+    client = signed_in("admin", "Admin-Passw0rd!")
+    now = timezone.now()
+    demos = []
+    for project in ("sample", sample.MIND2WEB_PROJECT):
+        demos += client.get(f"/api/demonstrations/?project__name={project}").json()["results"]
+    assert len(demos) == 3
+    for demo in demos:
+        start = timezone.datetime.fromisoformat(demo["recording_start"])
+        end = timezone.datetime.fromisoformat(demo["recording_end"])
+        assert start < end < now, demo["name"]
+    listed = client.get("/review/").content.decode()
+    shown = re.findall(r'<span class="nowrap">([-\d]+)</span> <span class="muted">([:\d]+)</span>', listed)
+    assert len(shown) >= 2
+    assert all(f"{day} {time}" <= timezone.localtime(now).strftime("%Y-%m-%d %H:%M") for day, time in shown)
+
+
+def test_the_recent_corpus_ends_before_now_at_any_hour():
+    """``synth_demos --recent``'s epoch: at a minute past midnight too, the last possible recording has ended."""
+    import datetime as dt
+
+    from annotation import synth
+
+    for now in (dt.datetime(2026, 3, 1, 0, 1, tzinfo=dt.UTC), dt.datetime(2026, 3, 1, 23, 59, tzinfo=dt.UTC)):
+        latest = synth.recent_epoch(now) + dt.timedelta(days=synth.SPREAD_DAYS)
+        assert latest + dt.timedelta(hours=2) < now  # a sample recording lasts minutes
+        spec = synth.generate_demo(1, 0, 40, 300, epoch=synth.recent_epoch(now))
+        assert spec.recording_end < now

@@ -3,10 +3,12 @@ reviewers), assignment, sorting and filters in the URL, bulk actions with access
 the time-order warning, the live endpoints, and a list whose query count does not grow with the data."""
 
 import datetime as dt
+import json
 import threading
 
 import pytest
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -35,7 +37,7 @@ def test_review_next_claims_the_oldest_waiting_demo_and_holds_it_for_its_reviewe
     assert actions.do_claim_next(reviewer) == older  # still held: asking again gives it back, not another one
     review = DemoReview.objects.get(pk=older.pk)
     assert review.claimed_by == reviewer
-    assert 1790 <= (review.claimed_until - timezone.now()).total_seconds() <= 1800
+    assert 110 <= (review.claimed_until - timezone.now()).total_seconds() <= 120  # opened: REVIEW_OPEN_SECONDS
     assert actions.do_claim_next(colleague) == newer
     assert actions.do_claim_next(make_user("third", alpha, Role.REVIEWER)) is None
 
@@ -49,7 +51,7 @@ def test_a_decision_releases_the_claim_and_the_next_one_comes(reviewer, owner, a
 
 
 def test_a_claim_expires_after_review_claim_seconds(settings, reviewer, colleague, owner, alpha):
-    settings.REVIEW_CLAIM_SECONDS = 60
+    settings.REVIEW_OPEN_SECONDS = 60
     demo = waiting(owner, alpha, 5)
     assert actions.do_claim_next(reviewer) == demo
     assert actions.do_claim_next(colleague) is None
@@ -100,6 +102,85 @@ def test_two_reviewers_claiming_at_once_never_get_the_same_demo(alpha, owner):
     assert list(got.values()).count(None) == len(reviewers) - len(demos)
     holders = dict(DemoReview.objects.values_list("pk", "claimed_by__username"))
     assert {got[name]: name for name in got if got[name]} == holders
+
+
+def comment(client, demo, text):
+    revision = DemoReview.objects.get(pk=demo.pk).revision
+    body = {"op": "comment", "revision": revision, "text": text}
+    response = client.post(f"/review/{demo.name}/edit", json.dumps(body), content_type="application/json")
+    assert response.status_code == 200, response.content
+    return response
+
+
+def claim_line(client, demo) -> str:
+    """The review page's header line on who the demo is assigned to and who holds it."""
+    page = client.get(f"/review/{demo.name}/").content.decode()
+    return page.split('id="claim">', 1)[1].split("</span>", 1)[0]
+
+
+def test_a_demo_only_looked_at_goes_to_the_next_reviewer_after_review_open_seconds(
+    settings, client, reviewer, colleague, owner, alpha
+):
+    settings.REVIEW_OPEN_SECONDS, settings.REVIEW_CLAIM_SECONDS = 120, 1800
+    first, second = waiting(owner, alpha, 50), waiting(owner, alpha, 5)
+    client.force_login(reviewer)
+    assert client.post("/review/next")["Location"] == f"/review/{first.name}/"
+    assert "held by reviewer until" in claim_line(client, first)
+    assert "just opened" in claim_line(client, first)
+    # The reviewer looked and moved on (to the list, another tab, home): the brief hold runs out.
+    later = timezone.now() + dt.timedelta(seconds=121)
+    assert actions.do_claim_next(colleague, now=later) == first
+    other = Client()
+    other.force_login(colleague)
+    assert "held by colleague until" in claim_line(other, first)
+    # A third reviewer, a moment later, is not handed it again: the colleague's open hold counts.
+    assert actions.do_claim_next(make_user("third", alpha, Role.REVIEWER), now=later) == second
+
+
+def test_a_demo_acted_on_is_held_for_the_full_time(settings, client, reviewer, colleague, owner, alpha):
+    settings.REVIEW_OPEN_SECONDS, settings.REVIEW_CLAIM_SECONDS = 120, 1800
+    first = waiting(owner, alpha, 50)
+    client.force_login(reviewer)
+    assert client.post("/review/next")["Location"] == f"/review/{first.name}/"
+    comment(client, first, "Looks fine so far, checking the last turns.")  # the first act: the full hold begins
+    line = claim_line(client, first)
+    assert "held by reviewer until" in line
+    assert "just opened" not in line
+    now = timezone.now()
+    assert actions.do_claim_next(colleague, now=now + dt.timedelta(seconds=121)) is None
+    assert actions.do_claim_next(colleague, now=now + dt.timedelta(seconds=1700)) is None
+    held_until = DemoReview.objects.get(pk=first.pk).claimed_until
+    comment(client, first, "Second look.")  # each act holds it the full time from then
+    assert DemoReview.objects.get(pk=first.pk).claimed_until > held_until
+    assert actions.do_claim_next(colleague, now=timezone.now() + dt.timedelta(seconds=1801)) == first
+    # A decision releases it at once.
+    actions.do_transition(colleague, first, DemoReview.objects.get(pk=first.pk).revision, "validate")
+    assert DemoReview.objects.get(pk=first.pk).claimed_by is None
+
+
+def test_two_reviewers_opening_at_the_same_moment_get_different_demos(reviewer, colleague, owner, alpha):
+    demos = [waiting(owner, alpha, minutes) for minutes in (50, 40, 30)]
+    now = timezone.now()
+    third = make_user("third", alpha, Role.REVIEWER)
+    got = [actions.do_claim_next(user, now=now) for user in (reviewer, colleague, third)]
+    assert got == demos
+    assert actions.do_claim_next(make_user("fourth", alpha, Role.REVIEWER), now=now) is None
+    # and the second time round, each is given back their own
+    assert [actions.do_claim_next(user, now=now) for user in (reviewer, colleague, third)] == demos
+
+
+def test_acting_on_a_demo_someone_else_only_opened_takes_the_hold(client, reviewer, colleague, owner, alpha):
+    demo = waiting(owner, alpha, 50)
+    assert actions.do_claim_next(colleague) == demo  # opened, not acted on
+    client.force_login(reviewer)  # opened from the list, and commented on
+    comment(client, demo, "I'll take this one.")
+    assert "held by reviewer until" in claim_line(client, demo)
+    assert actions.do_claim_next(colleague) is None
+    # but not a demo someone else works on
+    other = Client()
+    other.force_login(colleague)
+    comment(other, demo, "Also a note.")
+    assert "held by reviewer until" in claim_line(other, demo)
 
 
 def test_review_next_opens_the_claimed_demo_or_says_nothing_is_left(client, reviewer, owner, alpha):

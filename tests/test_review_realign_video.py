@@ -381,3 +381,107 @@ def test_a_long_video_is_streamed_chunk_by_chunk_not_held_in_memory():
     assert chosen == [(name, "video") for name in colors] + [("yellow", "video")]
     assert all(store.reads[f"chunk{i}"] == 2 for i in range(len(chunks)))  # once joined above, once streamed
     assert peak < len(video) / 10, (peak, len(video))
+
+
+# --- The screenshot_alignment check, on the review page and in the export's quality.json -------------------------
+
+
+def exported_alignment(researcher) -> dict:
+    """``{demo name: checks["screenshot_alignment"]}`` of a WebLINX export made through the API."""
+    import json
+    import tarfile
+
+    from django.test import Client
+
+    from annotation.models import ExportJob, JobStatus
+    from tests.conftest import token_client
+    from workers.exports.jobs import run_export
+
+    api = token_client(researcher)
+    body = {"project": "alpha", "format": "weblinx", "statuses": ["recorded", "in_review"]}
+    created = api.post("/api/exports/", body, format="json")
+    assert created.status_code == 202, created.json()
+    run_export(created.json()["id"])
+    job = ExportJob.objects.get(pk=created.json()["id"])
+    assert job.status == JobStatus.DONE, job.error
+    data = b"".join(api.get(f"/api/exports/{job.pk}/download/").streaming_content)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        [name] = [m.name for m in tar.getmembers() if m.name.endswith("/quality.json")]
+        report = json.loads(tar.extractfile(name).read())
+    found = {item["id"]: item["checks"]["screenshot_alignment"] for item in report["items"]}
+    # The export page explains a failing screenshot_alignment (what it means, how to fix it), and only then.
+    page = Client()
+    page.force_login(researcher)
+    shown = page.get(f"/projects/alpha/exports/{job.pk}/").content.decode()
+    assert ('id="alignment-note"' in shown) == any(found.values())
+    return found
+
+
+def alignment_items(page) -> list[str]:
+    """The review page's quality-check entries of the screenshot alignment check."""
+    quality = page.content.decode().split('id="quality"', 1)[1].split("</ul>", 1)[0]
+    return [part.split("</a>", 1)[0] for part in quality.split('data-check="screenshot_alignment"')[1:]]
+
+
+def test_screenshot_alignment_flags_only_what_the_video_contradicts_and_a_reviewer_did_not_choose(alpha):
+    """A demo recorded without video (the worker suggests the last frame before each action) passes: before, every
+    such exported demo failed. With video, a turn whose screenshot is not the frame the video shows fails until a
+    reviewer chooses its screenshot (the suggested frame, or its own: a reviewer's choice passes)."""
+    import json
+
+    from django.test import Client
+
+    from annotation.actions.recordings import do_store_blob_bytes
+    from annotation.models import DemoReview, Role, Turn, VideoChunk
+    from tests.conftest import make_user
+    from tests.review_data import recorded_demo
+    from workers.tasks import realign_demo
+
+    plain, filmed = recorded_demo(seed=7), recorded_demo(seed=8)
+    shas = {color: do_store_blob_bytes(data, "image/png", alpha)[0].pk for color, data in SHOTS.items()}
+    last = Turn.objects.filter(demonstration=filmed).order_by("-seq").first()
+    start = last.timestamp + 100
+    for index, data in enumerate(cut(mediarecorder_webm([RED, GREEN, BLUE]), 4)):
+        blob = do_store_blob_bytes(data, "video/webm", alpha)[0]
+        VideoChunk.objects.create(demonstration=filmed, index=index, blob=blob, started_at=start)
+    made = [
+        Turn.objects.create(
+            demonstration=filmed,
+            client_id=f"video-turn-{n}",
+            seq=last.seq + 1 + n,
+            type="browser",
+            timestamp=at,
+            intent="click",
+            arguments={"metadata": {"url": last.url}},
+            url=last.url,
+            screenshot_id=shas["red"],  # the video shows green, then blue, at these actions
+            frames=[{"screenshot": shas[c], "timestamp": at + 0.3, "label": "after"} for c in (color, "yellow")],
+            content_sha256=f"{n + 1}" * 64,
+        )
+        for n, (at, color) in enumerate([(start + 1.5, "green"), (start + 2.5, "blue")])
+    ]
+    for demo in (plain, filmed):
+        realign_demo(demo.pk)
+    reviewer, researcher = make_user("rae", alpha, Role.REVIEWER), make_user("res", alpha, Role.RESEARCHER)
+    page = Client()
+    page.force_login(reviewer)
+
+    assert exported_alignment(researcher) == {plain.name: 0, filmed.name: 2}
+    assert alignment_items(page.get(f"/review/{plain.name}/")) == []
+    shown = page.get(f"/review/{filmed.name}/")
+    assert len(alignment_items(shown)) == 2
+    message = "screenshot is not the frame the tab video shows at the action"
+    assert all(message in item for item in alignment_items(shown))
+    assert 'id="alignment-help" open' in shown.content.decode()  # what it means and how to fix it, opened
+
+    def choose(turn, sha):
+        body = {"op": "choose_screenshot", "revision": DemoReview.objects.get(pk=filmed.pk).revision}
+        body.update(turn=turn.pk, screenshot=sha)
+        answer = page.post(f"/review/{filmed.name}/edit", json.dumps(body), content_type="application/json")
+        assert answer.status_code == 200, answer.content
+
+    choose(made[0], shas["red"])  # the reviewer keeps the turn's own screenshot: their choice passes
+    assert len(alignment_items(page.get(f"/review/{filmed.name}/"))) == 1
+    choose(made[1], shas["blue"])  # the suggested frame
+    assert alignment_items(page.get(f"/review/{filmed.name}/")) == []
+    assert exported_alignment(researcher) == {plain.name: 0, filmed.name: 0}

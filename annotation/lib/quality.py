@@ -2,7 +2,8 @@
 
 ``quality_issues`` is pure over the turns (capture order) and a ``read(sha) -> bytes`` for page and bboxes blobs
 (each blob read once); its result is cached with the review, since the raw capture never changes. ``order_issues``
-checks the curated order (it changes with every reorder, so it is computed when the page is shown).
+checks the curated order (it changes with every reorder, so it is computed when the page is shown), and
+``alignment_issues`` the curated screenshots against the realign worker's suggestions from the tab video.
 An issue is ``{"turn": turn id or None, "check": code, "message": text}``.
 """
 
@@ -22,10 +23,14 @@ CHECKS = {
     "long_gap": "long gap before this turn",
     "time_order": "out of time order",
 }
+# On the curated screenshots (computed when shown or exported, like time_order), not a check of the raw capture.
+ALIGNMENT = "screenshot_alignment"
+LABELS = {**CHECKS, ALIGNMENT: "screenshot is not the frame the tab video shows at the action"}
+FROM_VIDEO = "video"  # the realign worker's suggestion came from the tab video (``workers/review/realign.py``)
 
 
 def issue(turn, check: str, detail: str = "") -> dict:
-    return {"turn": turn.pk, "check": check, "message": CHECKS[check] + (f": {detail}" if detail else "")}
+    return {"turn": turn.pk, "check": check, "message": LABELS[check] + (f": {detail}" if detail else "")}
 
 
 def box_of(turn) -> dict | None:
@@ -119,4 +124,20 @@ def order_issues(ordered, deleted: set) -> list[dict]:
         if down.timestamp < up.timestamp:
             found.append(issue(up, "time_order", f"recorded at {up.timestamp:.1f} s, after turn {down.seq} below"))
             found.append(issue(down, "time_order", f"recorded at {down.timestamp:.1f} s, before turn {up.seq} above"))
+    return found
+
+
+def alignment_issues(turns, curations: dict, chosen: set) -> list[dict]:
+    """Kept turns whose exported screenshot is not the frame the tab video shows at the action, and that no reviewer
+    chose (``chosen``: turn ids whose current screenshot a reviewer picked). Only a suggestion made from the video
+    is evidence: without video the worker's suggestion (the last frame before the action) is a candidate offered
+    on the review page, not a verdict on the turn's own screenshot, which the recorder takes at the action."""
+    found = []
+    for turn in turns:
+        curation = curations.get(turn.pk)
+        if curation is None or curation.deleted or curation.suggested_from != FROM_VIDEO or turn.pk in chosen:
+            continue
+        shown = curation.screenshot or turn.screenshot_id
+        if curation.suggested_screenshot and shown != curation.suggested_screenshot:
+            found.append(issue(turn, ALIGNMENT, "use the suggested frame (a) or choose the right one"))
     return found

@@ -108,7 +108,8 @@ def mind2web_project(admin, users: dict) -> Project:
 def record_demonstration(project: Project, user) -> None:
     """The proposer records their accepted task, as the recorder does in task mode (synthetic pages and frames)."""
     assignment = mind2web.do_take_from_pool(user, project)
-    spec = synth.generate_demo(7, 0, 16, 300, frames=True, epoch=timezone.now() - dt.timedelta(days=3))
+    # Recorded in the three days before yesterday: never after now.
+    spec = synth.generate_demo(7, 0, 16, 300, frames=True, epoch=synth.recent_epoch(timezone.now(), 3), spread_days=3)
     for data, kind in spec.blobs:
         actions.do_store_blob_bytes(data, kind, project, user)
     recorder = {key: spec.fields[key] for key in ("recording_start", "user_agent", "recorder_version")}

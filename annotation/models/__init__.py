@@ -37,6 +37,7 @@ from .recordings import (
     sha256_path,
 )
 from .review import (
+    ClaimKind,
     Comment,
     DemoReview,
     Edit,
@@ -80,6 +81,7 @@ __all__ = [
     "PayRates",
     "code_digest",
     "ProjectBlob",
+    "ClaimKind",
     "Comment",
     "DemoReview",
     "Edit",

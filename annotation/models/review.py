@@ -12,6 +12,14 @@ from django.db import models
 from .recordings import Demonstration, Turn
 
 
+class ClaimKind(models.TextChoices):
+    """How a reviewer holds a demo from "Review next": only opened (a short hold, so two reviewers are not handed
+    the same demo at once) or worked on (the full hold, from their first edit, comment or mark)."""
+
+    OPENED = "opened", "Opened"
+    WORKING = "working", "Working"
+
+
 class DemoReview(models.Model):
     """The review state of one demonstration: its revision (for optimistic concurrency), order and flags."""
 
@@ -52,6 +60,12 @@ class DemoReview(models.Model):
         help_text='The reviewer holding the demo from "Review next", until claimed_until.',
     )
     claimed_until = models.DateTimeField(null=True, blank=True)
+    claim_kind = models.CharField(
+        max_length=8,
+        choices=ClaimKind.choices,
+        blank=True,
+        help_text="opened: held REVIEW_OPEN_SECONDS from Review next; working: REVIEW_CLAIM_SECONDS from a write.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self):
@@ -72,6 +86,12 @@ class TurnCuration(models.Model):
     valid = models.BooleanField(default=True)
     screenshot = models.CharField(max_length=64, blank=True, help_text="Chosen screenshot sha256; blank = the turn's.")
     suggested_screenshot = models.CharField(max_length=64, blank=True, help_text="The realign worker's suggestion.")
+    suggested_from = models.CharField(
+        max_length=12,
+        blank=True,
+        help_text="How the suggestion was made: video (the frame most like the tab video at the action), "
+        "last-before (no video: the last frame at or before the action), own (the turn's only screenshot).",
+    )
 
     def __str__(self):
         return f"curation of turn {self.turn_id}"

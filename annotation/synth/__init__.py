@@ -125,18 +125,31 @@ EPOCH = dt.datetime(2024, 1, 8, 9, tzinfo=dt.UTC)  # the corpus's recordings fal
 SPREAD_DAYS = 200
 
 
+def recent_epoch(now: dt.datetime, days: int = SPREAD_DAYS) -> dt.datetime:
+    """An ``epoch`` whose ``days`` days of recordings all end before ``now``: they start in the ``days`` days before
+    yesterday's midnight (a recording lasts far less than a day), and the same all day long for a given seed."""
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return midnight - dt.timedelta(days=days + 1)
+
+
 def generate_demo(
-    seed: int, index: int, turns: int, elements: int, frames: bool = False, epoch: dt.datetime | None = None
+    seed: int,
+    index: int,
+    turns: int,
+    elements: int,
+    frames: bool = False,
+    epoch: dt.datetime | None = None,
+    spread_days: int = SPREAD_DAYS,
 ) -> DemoSpec:
     """Demo ``index`` of the corpus of ``seed``: same arguments, same turns and bytes. ``frames``: each captured
     action also has two other frames of its tab (a moment before and after), the candidates review's re-alignment
-    offers; ``epoch``: the recordings fall in the ``SPREAD_DAYS`` days from there instead (the sample project dates
-    them up to today). Neither changes anything else of the demo."""
+    offers; ``epoch``: the recordings fall in the ``spread_days`` days from there instead (the sample data takes
+    ``recent_epoch``: every recording in the past). Neither changes anything else of the demo."""
     if elements < MIN_ELEMENTS:
         raise ValueError(f"pages need at least {MIN_ELEMENTS} elements, got {elements}")
     rng = random.Random(f"weblinx-synth/{seed}/{turns}/{elements}/{index}")
     site = SITES[(random.Random(f"weblinx-synth/{seed}").randrange(len(SITES)) + index) % len(SITES)]
-    start = (epoch or EPOCH) + dt.timedelta(seconds=rng.randrange(SPREAD_DAYS * 86400))
+    start = (epoch or EPOCH) + dt.timedelta(seconds=rng.randrange(spread_days * 86400))
     client_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
     fields = {
         "mode": "chat",

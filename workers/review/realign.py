@@ -410,10 +410,10 @@ def store_suggestions(demo, read=None) -> int:
     read = read or storage_blobs().read
     turns = list(Turn.objects.filter(demonstration=demo).exclude(frames=[]))
     chosen = suggestions(turns, read, demo_runs(demo), label=demo.name)
-    for turn, (sha, _how) in zip(turns, chosen, strict=True):
+    for turn, (sha, how) in zip(turns, chosen, strict=True):
         if sha:
             TurnCuration.objects.update_or_create(
-                turn=turn, defaults={"demonstration": demo, "suggested_screenshot": sha}
+                turn=turn, defaults={"demonstration": demo, "suggested_screenshot": sha, "suggested_from": how}
             )
     counts = {how: sum(1 for _, h in chosen if h == how) for how in (VIDEO, LAST_BEFORE, OWN)}
     logger.info("realign %s: %s", demo.name, counts)

@@ -10,7 +10,7 @@ from collections import Counter
 from django.db.models import Count, Q
 
 from ...lib.kappa import cohen_kappa
-from ...lib.quality import CHECKS, order_issues
+from ...lib.quality import ALIGNMENT, CHECKS, alignment_issues, order_issues
 from ...models import (
     Demonstration,
     DemoReview,
@@ -27,10 +27,9 @@ from ...models import (
 )
 from ..errors import Forbidden, NotFound
 from ..manage.access import check_project_role
-from ..review import VIEW_ALL_ROLES
+from ..review import VIEW_ALL_ROLES, chosen_screenshots
 
 ALL_ROLES = (Role.ANNOTATOR, Role.REVIEWER, Role.RESEARCHER, Role.ADMIN)
-ALIGNMENT = "screenshot_alignment"  # turns whose exported screenshot is not the realign worker's suggestion
 CHECK_NAMES = (*CHECKS, ALIGNMENT)
 
 
@@ -232,8 +231,8 @@ def demo_checks(demo, review) -> dict:
     """``{check: turns flagged}`` for every automatic check (0 = passed), over the exported (curated) timeline:
     the checks of the raw capture as review cached them (the worker computes them after each recording; null
     until it has: computing them here would make an export several times slower), the curated order's time order,
-    and screenshot alignment (kept turns whose screenshot differs from the realign worker's suggestion; null until
-    the worker has made its suggestions)."""
+    and screenshot alignment (kept turns whose screenshot is not the frame the tab video shows at the action and
+    that no reviewer chose: ``lib.quality.alignment_issues``; null until the worker has made its suggestions)."""
     turns = sorted(demo.turns.all(), key=lambda t: (t.timestamp, t.seq))
     curations = {c.turn_id: c for c in demo.turn_curations.all()}
     deleted = {pk for pk, c in curations.items() if c.deleted}
@@ -245,13 +244,8 @@ def demo_checks(demo, review) -> dict:
     checks = {check: len(turns_flagged) for check, turns_flagged in flagged.items()}
     if review.quality is None:
         checks.update({check: None for check in CHECKS if check != "time_order"})
-    misaligned = 0
-    for turn in turns:
-        curation = curations.get(turn.pk)
-        if curation is None or curation.deleted or not curation.suggested_screenshot:
-            continue
-        misaligned += curation.suggested_screenshot != (curation.screenshot or turn.screenshot_id)
-    checks[ALIGNMENT] = misaligned if review.realigned else None
+    misaligned = alignment_issues(turns, curations, chosen_screenshots(demo.edits.all(), curations))
+    checks[ALIGNMENT] = len(misaligned) if review.realigned else None
     return checks
 
 

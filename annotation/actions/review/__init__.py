@@ -35,6 +35,7 @@ from .curation import (
     change_turn,
     check_metadata,
     check_text,
+    chosen_screenshots,
     current_order,
     do_accept_suggestions,
     do_choose_screenshot,
@@ -46,6 +47,7 @@ from .curation import (
     do_set_validity,
     order_of,
     screenshot_choices,
+    screenshot_edits,
     turn_state,
 )
 from .revisions import check_revision, locked_review, record
@@ -115,6 +117,7 @@ __all__ = [
     "change_turn",
     "check_metadata",
     "check_text",
+    "chosen_screenshots",
     "current_order",
     "do_accept_suggestions",
     "do_choose_screenshot",
@@ -126,6 +129,7 @@ __all__ = [
     "do_set_validity",
     "order_of",
     "screenshot_choices",
+    "screenshot_edits",
     "turn_state",
     # second reviews
     "check_second_review",

@@ -8,6 +8,7 @@ from ..errors import Conflict, Forbidden, NotFound
 CURATE_ROLES = (Role.REVIEWER, Role.ADMIN)
 VIEW_ALL_ROLES = (Role.REVIEWER, Role.RESEARCHER, Role.ADMIN)  # annotators see only the demos they recorded
 EDITABLE_STATUSES = (DemoStatus.RECORDED, DemoStatus.IN_REVIEW, DemoStatus.RETURNED)
+QUEUE_STATUSES = (DemoStatus.RECORDED, DemoStatus.IN_REVIEW)  # waiting for a review decision: "Review next" hands these
 
 
 def reviewable_demos(user):

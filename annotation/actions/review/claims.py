@@ -1,5 +1,11 @@
-"""The review queue: "Review next" claims the oldest recorded demo waiting for review, held for its reviewer for
-``REVIEW_CLAIM_SECONDS``; demos can be assigned to named reviewers; bulk actions from the list.
+"""The review queue: "Review next" claims the oldest recorded demo waiting for review; demos can be assigned to
+named reviewers; bulk actions from the list.
+
+A claim has two lengths. Opening a demo from "Review next" holds it only ``REVIEW_OPEN_SECONDS`` (``opened``): long
+enough that two reviewers are not handed the same demo at the same moment, short enough that a demo someone only
+looked at goes back to the queue. The reviewer's first write on it (an edit, a comment, a mark:
+``revisions.take_hold``, from ``locked_review``) turns it into the full hold, ``REVIEW_CLAIM_SECONDS`` from their
+latest write (``working``); a decision releases it.
 
 Two reviewers never get the same demo: a claim is an atomic conditional update of the demo's review row
 ("still unclaimed, or claimed by me, or the claim expired"), which PostgreSQL re-checks against the row's latest
@@ -14,13 +20,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ...models import Demonstration, DemoReview, DemoStatus, Project
+from ...models import ClaimKind, Demonstration, DemoReview, Project
 from ..errors import Forbidden, NotFound, ValidationFailed
 from ..exports.jobs import STATUS_CHOICES, check_project_for_export, do_create_export
-from .access import CURATE_ROLES, can_curate, reviewable_demos
+from .access import CURATE_ROLES, QUEUE_STATUSES, can_curate, reviewable_demos
 from .workflow import TRANSITIONS, do_transition
 
-QUEUE_STATUSES = (DemoStatus.RECORDED, DemoStatus.IN_REVIEW)
 CLAIM_TRIES = 20  # candidates tried in one call; each lost race moves on to the next
 
 
@@ -56,16 +61,20 @@ def held_by(user, now=None):
 
 
 def try_claim(user, demo_id, now) -> bool:
-    """Claim one demo if still free, in one conditional UPDATE; False when another reviewer got it first."""
+    """Open one demo for ``user`` if still free, in one conditional UPDATE: held ``REVIEW_OPEN_SECONDS`` until they
+    act on it. False when another reviewer got it first."""
     DemoReview.objects.get_or_create(demonstration_id=demo_id)
-    until = now + dt.timedelta(seconds=settings.REVIEW_CLAIM_SECONDS)
+    until = now + dt.timedelta(seconds=settings.REVIEW_OPEN_SECONDS)
     free = Q(claimed_by__isnull=True) | Q(claimed_by=user) | Q(claimed_until__lte=now)
-    return bool(DemoReview.objects.filter(free, pk=demo_id).update(claimed_by=user, claimed_until=until))
+    claimed = DemoReview.objects.filter(free, pk=demo_id).update(
+        claimed_by=user, claimed_until=until, claim_kind=ClaimKind.OPENED
+    )
+    return bool(claimed)
 
 
-def do_claim_next(user) -> Demonstration | None:
+def do_claim_next(user, now=None) -> Demonstration | None:
     """The demo ``user`` should review next, now held for them; None when the queue is empty."""
-    now = timezone.now()
+    now = now or timezone.now()
     held = held_by(user, now)
     if held is not None:
         return held
@@ -133,7 +142,7 @@ def do_assign(user, names, username) -> int:
         reviews = DemoReview.objects.filter(pk__in=[demo.pk for demo in demos])
         reviews.update(assignee=assignee)
         if assignee is not None:
-            reviews.exclude(claimed_by=assignee).update(claimed_by=None, claimed_until=None)
+            reviews.exclude(claimed_by=assignee).update(claimed_by=None, claimed_until=None, claim_kind="")
     return len(demos)
 
 

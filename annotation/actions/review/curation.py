@@ -43,7 +43,7 @@ def change_turn(user, demo, revision, turn_id, kind, **fields) -> Edit:
     check_can_curate(user, demo)
     turn = check_turn(demo, turn_id)
     with transaction.atomic():
-        review = locked_review(demo, revision)
+        review = locked_review(demo, revision, user)
         current = turn_state(turn.pk)
         before = {str(turn.pk): {name: current[name] for name in fields}}
         after = {str(turn.pk): fields}
@@ -100,11 +100,30 @@ def do_choose_screenshot(user, demo, revision, turn_id, sha) -> Edit:
     return change_turn(user, demo, revision, turn_id, EditKind.CHOOSE_SCREENSHOT, screenshot=chosen)
 
 
+SCREENSHOT_EDITS = (EditKind.CHOOSE_SCREENSHOT, EditKind.ACCEPT_SUGGESTIONS)
+
+
+def chosen_screenshots(edits, curations: dict) -> set:
+    """Turn ids whose current screenshot a reviewer picked (a choice, "Accept all suggestions", or an undo of
+    either: the latest such edit of the turn set what it shows now). ``edits``: the demo's edits, any order."""
+    latest = {}
+    for edit in sorted((e for e in edits if e.kind in SCREENSHOT_EDITS), key=lambda e: e.revision):
+        for key, state in (edit.after or {}).items():
+            if isinstance(state, dict) and "screenshot" in state:
+                latest[int(key)] = state["screenshot"]
+    return {pk for pk, sha in latest.items() if pk in curations and curations[pk].screenshot == sha}
+
+
+def screenshot_edits(demo) -> list:
+    """The demo's edits that chose screenshots (for ``chosen_screenshots``), in one query."""
+    return list(Edit.objects.filter(demonstration=demo, kind__in=SCREENSHOT_EDITS).only("kind", "after", "revision"))
+
+
 def do_accept_suggestions(user, demo, revision) -> Edit:
     """Choose the suggested screenshot of every turn that has a suggestion different from its current one."""
     check_can_curate(user, demo)
     with transaction.atomic():
-        review = locked_review(demo, revision)
+        review = locked_review(demo, revision, user)
         before, after = {}, {}
         for curation in (
             TurnCuration.objects.filter(demonstration=demo).exclude(suggested_screenshot="").select_related("turn")
@@ -146,7 +165,7 @@ def do_move_turn(user, demo, revision, turn_id, to_index) -> Edit:
     if not isinstance(to_index, int) or isinstance(to_index, bool) or to_index < 0:
         raise ValidationFailed("to_index must be a position (0 or more)", [{"field": "to_index", "message": "invalid"}])
     with transaction.atomic():
-        review = locked_review(demo, revision)
+        review = locked_review(demo, revision, user)
         before = current_order(demo, review)
         after = [pk for pk in before if pk != turn.pk]
         after.insert(min(to_index, len(after)), turn.pk)
@@ -195,7 +214,7 @@ def do_edit_metadata(user, demo, revision, fields) -> Edit:
     check_can_curate(user, demo)
     fields = check_metadata(fields)
     with transaction.atomic():
-        review = locked_review(demo, revision)
+        review = locked_review(demo, revision, user)
         before = {name: getattr(demo, name) for name in fields}
         apply_metadata(demo, fields)
         start_review_if_needed(demo)

@@ -1,10 +1,14 @@
-"""Concurrency: every write locks the demo's review row, checks the revision its author saw and appends an edit."""
+"""Concurrency: every write locks the demo's review row, checks the revision its author saw and appends an edit;
+the write's author then holds the demo (the full "Review next" hold, ``take_hold``)."""
 
+import datetime as dt
+
+from django.conf import settings
 from django.utils import timezone
 
-from ...models import DemoReview, Edit
+from ...models import ClaimKind, DemoReview, Edit
 from ..errors import Conflict, ValidationFailed
-from .access import review_of
+from .access import QUEUE_STATUSES, review_of
 
 
 def check_revision(review: DemoReview, revision) -> None:
@@ -22,12 +26,34 @@ def check_revision(review: DemoReview, revision) -> None:
     )
 
 
-def locked_review(demo, revision) -> DemoReview:
-    """Lock the demo's review row and check ``revision``; call inside ``transaction.atomic``."""
+def locked_review(demo, revision, user) -> DemoReview:
+    """Lock the demo's review row and check ``revision``; ``user`` writes, so they hold the demo now. Call inside
+    ``transaction.atomic`` (a refused write rolls the hold back too)."""
     review_of(demo)
     review = DemoReview.objects.select_for_update().get(pk=demo.pk)
     check_revision(review, revision)
+    take_hold(review, user, demo)
     return review
+
+
+def take_hold(review: DemoReview, user, demo, now=None) -> None:
+    """``user`` acts on the demo (a write, its review row locked): they hold it ``REVIEW_CLAIM_SECONDS`` from now,
+    unless it is decided or another reviewer works on it. A demo another reviewer only opened is theirs now (the
+    opener's own next write will say the demo changed)."""
+    now = now or timezone.now()
+    if demo.status not in QUEUE_STATUSES:
+        return
+    other_working = (
+        review.claimed_by_id not in (None, user.pk)
+        and review.claimed_until is not None
+        and review.claimed_until > now
+        and review.claim_kind != ClaimKind.OPENED
+    )
+    if other_working:
+        return
+    review.claimed_by, review.claim_kind = user, ClaimKind.WORKING
+    review.claimed_until = now + dt.timedelta(seconds=settings.REVIEW_CLAIM_SECONDS)
+    review.save(update_fields=["claimed_by", "claimed_until", "claim_kind"])
 
 
 def record(review, user, kind, before, after, turn=None, undoes=None) -> Edit:

@@ -124,7 +124,7 @@ def do_undo(user, demo, revision, edit_id) -> Edit:
     check_can_curate(user, demo)
     edit = check_undoable(demo, edit_id)
     with transaction.atomic():
-        review = locked_review(demo, revision)
+        review = locked_review(demo, revision, user)
         check_not_overwritten(demo, review, edit)
         apply_state(demo, review, edit.kind, edit.before)
         return record(review, user, edit.kind, edit.after, edit.before, turn=edit.turn, undoes=edit)

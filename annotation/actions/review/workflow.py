@@ -55,13 +55,13 @@ def do_transition(user, demo, revision, action, comment="") -> Edit:
     if action != "resubmit" and action in TRANSITIONS and not can_curate(user, demo):
         raise Forbidden("only the project's reviewers and admins can change a demo's review status")
     with transaction.atomic():
-        review = locked_review(demo, revision)
+        review = locked_review(demo, revision, user)
         target = check_transition(user, demo, review, action)
         before = {"status": demo.status}
         set_status(demo, target)
         if target not in (DemoStatus.RECORDED, DemoStatus.IN_REVIEW):  # decided or returned: held by no one
-            review.claimed_by, review.claimed_until = None, None
-            review.save(update_fields=["claimed_by", "claimed_until"])
+            review.claimed_by, review.claimed_until, review.claim_kind = None, None, ""
+            review.save(update_fields=["claimed_by", "claimed_until", "claim_kind"])
         if comment:
             Comment.objects.create(demonstration=demo, author=user, text=comment)
         do_send_to_second_review(user, demo, action)  # a share of decided demos, to another reviewer
@@ -75,10 +75,13 @@ def do_set_unsure(user, demo, revision, unsure) -> Edit:
     if not can_curate(user, demo):
         raise Forbidden("only the project's reviewers and admins can mark a demo unsure")
     with transaction.atomic():
-        review = locked_review(demo, revision)
+        review = locked_review(demo, revision, user)
         before = {"unsure_by": review.unsure_by_id}
         review.unsure_by = user if unsure else None
         review.save(update_fields=["unsure_by"])
+        if unsure and review.claimed_by_id == user.pk:  # another reviewer must decide it: held by no one
+            review.claimed_by, review.claimed_until, review.claim_kind = None, None, ""
+            review.save(update_fields=["claimed_by", "claimed_until", "claim_kind"])
         return record(review, user, EditKind.SET_UNSURE, before, {"unsure_by": review.unsure_by_id})
 
 
@@ -90,7 +93,7 @@ def do_comment(user, demo, revision, text, turn_id=None) -> Comment:
         raise ValidationFailed("a comment needs text", [{"field": "text", "message": "required"}])
     turn = check_turn(demo, turn_id) if turn_id is not None else None
     with transaction.atomic():
-        review = locked_review(demo, revision)
+        review = locked_review(demo, revision, user)
         comment = Comment.objects.create(demonstration=demo, turn=turn, author=user, text=text.strip())
         record(review, user, EditKind.COMMENT, {}, {"comment": comment.pk, "text": comment.text}, turn=turn)
     return comment

@@ -5,7 +5,6 @@ calls them, so the corpus is validated like a recorder's upload. The same argume
 client ids): running the command again stores nothing new, as a retried upload would.
 """
 
-import datetime as dt
 import secrets
 import time
 
@@ -84,7 +83,7 @@ class Command(BaseCommand):
             "--frames", action="store_true", help="Two other frames per captured action (re-alignment candidates)."
         )
         parser.add_argument(
-            "--recent", action="store_true", help="Recordings in the last 200 days (default: from 2024-01-08)."
+            "--recent", action="store_true", help="Recorded in the 200 days before yesterday (default: 2024-01-08 on)."
         )
 
     def handle(self, *, demos, turns, elements, seed, project, frames=False, recent=False, **options):
@@ -94,9 +93,8 @@ class Command(BaseCommand):
         project, navigator, instructor = ensure_actors(project)
         started, totals = time.monotonic(), [0, 0, 0]
         epoch = None
-        if recent:  # midnight, so the same seed gives the same demos all day
-            today = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
-            epoch = today - dt.timedelta(days=synth.SPREAD_DAYS)
+        if recent:  # every recording ended before now; the same seed gives the same demos all day
+            epoch = synth.recent_epoch(timezone.now())
         for spec in synth.generate_corpus(demos, turns, elements, seed, frames, epoch):
             try:
                 demo, created, new_blobs = ingest_demo(spec, navigator, project, instructor)

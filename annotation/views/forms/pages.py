@@ -308,13 +308,14 @@ def batch_new(request):
         except ActionError as error:
             form.add_action_error(error)
         else:
+            # The import's notes are kept on the batch and its page lists them (#import-warnings): said here
+            # too, they would show twice.
+            noticed = f" The import noticed {len(notes)} thing(s), listed on the page." if notes else ""
             messages.success(
                 request,
                 f"Created batch {batch.name!r} with {batch.tasks_total} tasks. It is unpublished: check its settings "
-                "below, then publish it.",
+                f"below, then publish it.{noticed}",
             )
-            for note in notes:
-                messages.warning(request, note)
             return redirect("forms-batch", batch_id=batch.pk)
     status = 413 if form.too_large else 400 if form.errors else 200
     context = {

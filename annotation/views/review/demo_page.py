@@ -2,12 +2,13 @@
 (``history``) and workflow buttons, read in a constant number of queries whatever the number of turns; and what the
 open page polls (``revision_state``, ``live_state``)."""
 
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
 from ...actions import review as actions
 from ...lib import shapes
-from ...lib.quality import order_issues
+from ...lib.quality import ALIGNMENT, alignment_issues, order_issues
 from ...models import Comment, DemoReview, DemoStatus, Edit, Turn, TurnCuration, TurnType, curated_turns
 from ...store.blobstore import has_thumbnail
 from .history import curated_value, edit_summary, history, shorten
@@ -79,7 +80,12 @@ def page_context(user, demo, read) -> dict:
     curations = {c.turn_id: c for c in TurnCuration.objects.filter(demonstration=demo)}
     ordered = curated_turns(turns, curations, review.order)
     deleted = {pk for pk, curation in curations.items() if curation.deleted}
-    quality = actions.ensure_quality(demo, review, turns, read) + order_issues([t for t, _ in ordered], deleted)
+    chosen = actions.chosen_screenshots(actions.screenshot_edits(demo), curations)
+    quality = (
+        actions.ensure_quality(demo, review, turns, read)
+        + order_issues([t for t, _ in ordered], deleted)
+        + alignment_issues([t for t, _ in ordered], curations, chosen)
+    )
     issues = {}
     for item in quality:
         issues.setdefault(item["turn"], []).append(item["message"])
@@ -98,8 +104,10 @@ def page_context(user, demo, read) -> dict:
         "demo": demo,
         "review": review,
         "held": bool(review.claimed_by_id and review.claimed_until and review.claimed_until > timezone.now()),
+        "hold_minutes": settings.REVIEW_CLAIM_SECONDS // 60,
         "turns": rows,
         "quality": quality,
+        "alignment_failing": any(item["check"] == ALIGNMENT for item in quality),
         "history": history(demo, curated_value(demo, order, curations)),
         "comments": general,
         "can_curate": curate,
