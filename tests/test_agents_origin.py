@@ -123,7 +123,8 @@ def test_an_llm_run_sends_nothing_of_another_origin_and_ends_the_instances_that_
 
     assert received(services) == []
     prompts = [str(request["body"]) for request in model.requests]
-    assert prompts and not any(SECRET in p or REFUSAL in p for p in prompts)
+    assert prompts
+    assert not any(SECRET in p or REFUSAL in p for p in prompts)
     for result in (first, again):
         by_task = {}
         for instance in result.instances:
@@ -160,4 +161,5 @@ def test_without_the_guard_the_harness_still_reads_and_sends_nothing_of_another_
     assert model.requests == []
     got = received(services)
     services["127.0.0.1"].requests.clear()
-    assert got.count("/secret") == 2 and set(got) <= {"/secret", "/favicon.ico"}  # what make_driver()'s guard stops
+    assert got.count("/secret") == 2  # what make_driver()'s guard stops
+    assert set(got) <= {"/secret", "/favicon.ico"}
