@@ -8,7 +8,9 @@
 3. Each instance's preview page, rendered by the platform's form-task code (``task_page(..., mode="preview")``),
    is served on loopback to the run's headless Chromium browsers (``browsers``, default the worker's cores; each
    its own profile, one thread each, ``agents.harness.run_parallel``), with the headers of the web app's task
-   frames (``frame_headers``: sandboxed, no network access from its scripts);
+   frames (``frame_headers``: sandboxed, no network access from its scripts); each browser loads nothing but that
+   server's origin (``agents.originguard``), and an instance whose page left it is stored unscored, without a
+   screenshot;
    the templates' CDN libraries come from the vendored copies the same server answers (``TEMPLATE_SCRIPTS``; with
    ``original`` the browsers may reach the Internet).
 4. ``agents.harness.Harness`` orders the fields (spec §4.1), calls the solver per field (a solver that raises
