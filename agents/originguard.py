@@ -17,6 +17,7 @@ checked; loopback, private and link-local hosts stay refused.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import select
@@ -69,7 +70,7 @@ class OriginGuard:
     def __init__(self, public: bool = False):
         self.public = public
         self.allowed: frozenset[Origin] = frozenset()
-        self.refused: list[str] = []
+        self.refused: collections.deque[str] = collections.deque(maxlen=1000)  # the latest
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 

@@ -15,6 +15,7 @@ from agents.llm import ChatClient, Endpoint
 from agents.llm_solver import LLMSolver
 from agents.originguard import REFUSED
 from agents.server import serve_pages
+from agents.solvers import Oracle
 from agents.turkle import Dataset
 from annotation.actions.forms.frames import frame_headers
 from devtools.standin_model import standin_model
@@ -108,6 +109,24 @@ def test_the_origin_guard_alone_keeps_every_request_from_the_other_service(datas
             driver.switch_to.window(task_window)
     assert SECRET not in shown
     assert any(line.endswith(("/secret", "/refresh", "/window", "/form")) for line in driver.origin_guard.refused)
+    assert received(services) == []
+
+
+def test_a_browser_allowed_the_network_still_reaches_no_loopback_service_but_its_task_server(dataset, services):
+    """``allow_network=True`` (the templates' CDN libraries as written): public hosts only, never loopback."""
+    tasks = [dataset.task(name) for name in ("Plain", "Other port", "IPv6 loopback", "Other loopback address")]
+    driver = make_driver(allow_network=True)
+    try:
+        with serve_pages(lambda task, index: dataset.task(task).render_page(index)) as pages:
+            result = run(driver, Oracle(0), tasks, pages.url, instances={t.name: [0] for t in tasks})
+    finally:
+        driver.quit()
+    assert [(i.task, i.ended, i.score) for i in result.instances] == [
+        ("Plain", None, 1.0),
+        ("Other port", LEFT_ORIGIN, 0.0),
+        ("IPv6 loopback", LEFT_ORIGIN, 0.0),
+        ("Other loopback address", LEFT_ORIGIN, 0.0),
+    ]
     assert received(services) == []
 
 
