@@ -1,10 +1,12 @@
 """Headless Chromium for agents: the distribution's Chromium and ChromeDriver, a fresh profile, no downloads.
 
 ``make_driver()`` starts the browser the harness and the offline evaluation use (``CHROME_FLAGS``, as BROWSER-NOTES
-asks; the tests' browsers are started with the same ``chrome_options`` and ``start_chrome``). By default the
-browser resolves only loopback host names: task pages load their CDN scripts and styles from the Internet, which
-benchmark runs must not depend on (and tests may not use), so those requests fail at once and identically every
-time. ``allow_network=True`` lifts that.
+asks; the tests' browsers are started with the same ``chrome_options`` and ``start_chrome``). Every request of the
+browser goes through its own ``agents.originguard.OriginGuard`` (``driver.origin_guard``, stopped on ``quit()``):
+only the origin the harness allows (the task server's) is loaded, everything else gets the guard's 403, loopback
+included. By default that is all: task pages load their CDN scripts and styles from the Internet, which benchmark
+runs must not depend on (and tests may not use), so those requests fail at once and identically every time (the
+browser also resolves only loopback host names). ``allow_network=True`` lets public hosts through as well.
 ``WebDriverClock`` measures the time spent inside WebDriver commands (the benchmark's ``harness_share``).
 """
 
@@ -18,6 +20,8 @@ from pathlib import Path
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+
+from .originguard import OriginGuard
 
 LOOPBACK_ONLY = "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"
 
@@ -92,12 +96,31 @@ def start_chrome(options: webdriver.ChromeOptions, delete_profile: str | None) -
 
 
 def make_driver(width: int = 1280, height: int = 943, allow_network: bool = False) -> webdriver.Chrome:
-    """A headless Chromium with a fresh ``--user-data-dir`` (deleted on ``quit()``); 1280×800 viewport."""
+    """A headless Chromium with a fresh ``--user-data-dir`` (deleted on ``quit()``); 1280×800 viewport; behind its
+    own origin guard (``driver.origin_guard``: it refuses everything until ``allow_only(task_url)``)."""
+    guard = OriginGuard(public=allow_network).start()
     profile = tempfile.mkdtemp(prefix="agents-chromium-")
     options = chrome_options(profile, width, height)
+    for flag in guard.chrome_flags():
+        options.add_argument(flag)
     if not allow_network:
         options.add_argument(f"--host-resolver-rules={LOOPBACK_ONLY}")
-    return start_chrome(options, delete_profile=profile)
+    try:
+        driver = start_chrome(options, delete_profile=profile)
+    except Exception:
+        guard.stop()
+        raise
+    quit_browser = driver.quit
+
+    def quit_and_stop_guard():
+        try:
+            quit_browser()
+        finally:
+            guard.stop()
+
+    driver.quit = quit_and_stop_guard
+    driver.origin_guard = guard
+    return driver
 
 
 class WebDriverClock:

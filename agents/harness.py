@@ -3,12 +3,18 @@
 Per instance (``Harness.run_instance``), following ``src/evaluation_class.py`` (spec §4.1–4.3):
 
 1. load the instance's URL (the harness never builds pages itself: the platform passes its preview URLs, tests
-   and offline runs serve a task directory with ``agents.server``);
+   and offline runs serve a task directory with ``agents.server``); a browser of ``agents.browser.make_driver``
+   loads nothing but that URL's origin (``agents.originguard``);
 2. find the fields: the ``Answer.*`` names of ``batch.csv``, each the first element with that name if it is an
    input/select/textarea, minus the excluded names; ordered by position (y, then x), visible fields first;
 3. for each field still displayed when its turn comes, call the solver with a ``FieldRequest`` (what it may use);
    a solver that raises leaves the field as it found it (its state is restored) and the run goes on;
 4. read the values back as the official scorer does and score every field displayed at that moment.
+
+Before every look at the page (field discovery, each field's turn, the solver's page text and screenshots, the
+final read) the harness checks that the browser is still on the instance URL's origin (``check_origin``). If a
+template's script took it elsewhere, the instance ends there (``LeftOrigin``): nothing more of that page is read
+nor given to the solver, every field is reported skipped with ``LEFT_ORIGIN`` and the instance scores 0.
 
 ``run`` samples instances with a seeded generator and records the seed and the sample. The result is a plain
 dict (``RunResult.as_dict``) in the evaluation output format of ``docs/agents.md``.
@@ -27,9 +33,31 @@ from functools import cached_property
 
 from . import page, scoring
 from .actions import Actions
+from .originguard import origin_of
 from .turkle import TaskDir
 
 log = logging.getLogger(__name__)
+
+
+LEFT_ORIGIN = "the page navigated away to another origin"
+
+
+class LeftOrigin(Exception):
+    """The browser is no longer on the instance's origin: the instance ends, nothing more of the page is read."""
+
+    def __init__(self):
+        super().__init__(LEFT_ORIGIN)
+
+
+def on_origin(driver, url: str) -> bool:
+    """Whether the browser's current page is on ``url``'s origin (scheme, host, port)."""
+    return origin_of(url) is not None and origin_of(driver.current_url) == origin_of(url)
+
+
+def check_origin(driver, url: str) -> None:
+    """``LeftOrigin`` unless the browser's current page is on ``url``'s origin."""
+    if not on_origin(driver, url):
+        raise LeftOrigin()
 
 
 @dataclass
@@ -54,6 +82,13 @@ class FieldRequest:
     actions: Actions
     gold: list | None = None  # the annotators' answers: given to solvers with ``uses_gold`` (the oracle) only
     usage: dict | None = None  # what the solver spent on the field (the llm solver: tokens, model seconds)
+    url: str = ""  # the instance's page: the page helpers read only while the browser is on its origin
+
+    def check_origin(self) -> None:
+        """``LeftOrigin`` when the page left the instance's origin: a solver calls it before it reads the page
+        itself (the helpers below do)."""
+        if self.url:
+            check_origin(self.driver, self.url)
 
     @property
     def name(self) -> str:
@@ -68,15 +103,18 @@ class FieldRequest:
         return self.actions.driver
 
     def page_html(self) -> str:
+        self.check_origin()
         return page.page_html(self.driver)
 
     @cached_property
     def relevant_html(self) -> str:
+        self.check_origin()
         return page.relevant_html(self.driver, self.name)
 
     def screenshot(self) -> bytes:
         """The viewport as a PNG, with the field scrolled to its middle."""
         self.actions.scroll_to_element(self.name)
+        self.check_origin()
         return self.actions.capture_screen()
 
 
@@ -129,6 +167,7 @@ class InstanceResult:
     metric: str
     fields: list[FieldResult]
     answer: str | None = None  # the solver's own record of the instance (Solver.instance_answer)
+    ended: str | None = None  # why the instance ended early (``LEFT_ORIGIN``)
 
     @property
     def score(self) -> float:
@@ -229,12 +268,33 @@ class Harness:
         self.actions = Actions(driver)
 
     def run_instance(self, task: TaskDir, instance: int, url: str) -> InstanceResult:
+        guard = getattr(self.driver, "origin_guard", None)
+        if guard is not None:
+            guard.allow_only(url)
+        results: dict[str, FieldResult] = {}
+        try:
+            return self._run_instance(task, instance, url, results)
+        except LeftOrigin:
+            log.warning("%s #%s: %s (%s)", task.name, instance, LEFT_ORIGIN, url)
+            return self._left_origin(task, instance, url, results)
+
+    def _left_origin(self, task: TaskDir, instance: int, url: str, results: dict[str, FieldResult]) -> InstanceResult:
+        """The instance as far as it went: every field skipped (its value is not read), the solver's calls kept."""
+        for name in task.field_names:
+            result = results.setdefault(name, FieldResult(task.name, instance, name, ""))
+            result.score, result.prediction, result.skipped = None, None, LEFT_ORIGIN
+        result = InstanceResult(task.name, instance, url, self.metric, list(results.values()), ended=LEFT_ORIGIN)
+        result.answer = self.solver.instance_answer()
+        return result
+
+    def _run_instance(self, task: TaskDir, instance: int, url: str, results: dict[str, FieldResult]) -> InstanceResult:
         gold = task.gold(instance)
         self.driver.get(url)
+        check_origin(self.driver, url)
         found = page.find_fields(self.driver, task.field_names)
         fields = order_fields(found)
         self.solver.begin_instance(task, instance)
-        results = {f.name: FieldResult(task.name, instance, f.name, f.type) for f in fields}
+        results.update({f.name: FieldResult(task.name, instance, f.name, f.type) for f in fields})
         for item in found:  # reported, never solved nor scored (the official evaluator drops them silently)
             if not item.get("found"):
                 results[item["name"]] = FieldResult(task.name, instance, item["name"], "", skipped="not on the page")
@@ -242,11 +302,13 @@ class Harness:
                 results[item["name"]] = FieldResult(task.name, instance, item["name"], item["type"], skipped="excluded")
         instructions = task.instructions(instance)
         for f in fields:
+            check_origin(self.driver, url)
             if page.is_displayed(self.driver, f.name):
-                request = FieldRequest(task.name, instance, f, instructions, self.actions)
+                request = FieldRequest(task.name, instance, f, instructions, self.actions, url=url)
                 if self.solver.uses_gold:
                     request.gold = oracle_gold(f.type, gold[f.name])
                 self._solve(request, results[f.name])
+        check_origin(self.driver, url)
         self._score(fields, gold, results)
         result = InstanceResult(task.name, instance, url, self.metric, list(results.values()))
         result.answer = self.solver.instance_answer()
@@ -257,7 +319,9 @@ class Harness:
         start = len(self.actions.history)
         try:
             self.solver.solve(request)
-        except StopRun:
+        except (StopRun, LeftOrigin):
+            result.calls = self.actions.history[start:]
+            result.usage = request.usage
             raise
         except Exception as error:  # any failure of the solver: the field counts as untouched
             log.info("%s on %s #%s field %s: %s", self.solver.name, request.task, request.instance, request.name, error)

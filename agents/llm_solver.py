@@ -282,7 +282,10 @@ class LLMSolver(Solver):
         return self.plan.answer.text if self.plan else None
 
     def messages(self, request: FieldRequest) -> list[dict]:
+        """The prompt for the page, read only while the browser is on the instance's origin (checked before the page
+        is read and again before anything read goes to the model: ``LeftOrigin`` ends the instance)."""
         driver, task = request.driver, self.task
+        request.check_origin()
         infos = driver.execute_script(FIELD_INFO, [n for n in task.field_names if n not in scoring.EXCLUDED_NAMES])
         prompt = render_prompt(
             self.template,
@@ -296,11 +299,13 @@ class LLMSolver(Solver):
         content: str | list = prompt
         if self.vision:
             driver.execute_script("window.scrollTo(0, 0);")
+            request.check_origin()
             image = base64.b64encode(driver.get_screenshot_as_png()).decode("ascii")
             content = [
                 {"type": "text", "text": prompt},
                 {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{image}"}},
             ]
+        request.check_origin()
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}]
 
     def _plan(self, request: FieldRequest) -> PagePlan:

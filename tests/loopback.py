@@ -3,6 +3,7 @@ calls what: a service a template's scripts must not reach, an upstream that redi
 to. ``answer(request)`` gives ``(status, headers, body)``; by default every request gets an empty 204."""
 
 import contextlib
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -30,8 +31,13 @@ def empty(request: Request) -> tuple[int, dict, bytes]:
     return 204, {}, b""
 
 
+class _Server6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 @contextlib.contextmanager
-def loopback_server(answer: Answer = empty) -> Iterator[Loopback]:
+def loopback_server(answer: Answer = empty, host: str = "127.0.0.1") -> Iterator[Loopback]:
+    """``host``: the loopback address it listens on (``127.0.0.2``, ``::1`` ...)."""
     server_seen: list[Request] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -51,12 +57,13 @@ def loopback_server(answer: Answer = empty) -> Iterator[Loopback]:
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = (_Server6 if ":" in host else ThreadingHTTPServer)((host, 0), Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield Loopback(f"http://127.0.0.1:{server.server_port}", server_seen)
+        shown = f"[{host}]" if ":" in host else host
+        yield Loopback(f"http://{shown}:{server.server_port}", server_seen)
     finally:
         server.shutdown()
         server.server_close()

@@ -6,6 +6,7 @@ import time
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test import Client
 
 from annotation.models import AgentFieldResult, AgentRun, AgentRunInstance, JobStatus
 from devtools.processes import celery_worker, database_url
@@ -194,3 +195,42 @@ def test_a_template_script_in_an_agent_run_cannot_reach_a_loopback_service(clien
         assert service.requests == []
     fields = client.get(f"{RUNS}{run_id}/fields/").json()["results"]
     assert [(f["name"], f["value"], f["score"]) for f in fields] == [("ran", "yes", 1.0)]
+
+
+LEAVING_TEMPLATE = """
+<p>${question}</p>
+<input type="text" name="ran" value="">
+<script>location.href = "SERVICE/secret";</script>
+"""
+
+
+def test_a_template_that_navigates_to_a_loopback_service_ends_its_instances_and_the_service_hears_nothing(
+    client, worker, alpha, form_batch, researcher
+):
+    def secret(request):
+        return 200, {"Content-Type": "text/html"}, b"<body>the other service's secret</body>"
+
+    with loopback_server(secret) as service:
+        template = LEAVING_TEMPLATE.replace("SERVICE", service.url)
+        make_batch(alpha, template=template, csv_text="question,Answer.ran\nfirst?,yes\nsecond?,yes\n", name="Leaves")
+        run_id = start(client, split="all", solver="oracle")
+        final = poll(client, run_id, ended)[-1]
+        assert service.requests == []
+
+    assert final["status"] == "done", final["error"]
+    by_task = {}
+    for instance in final["results"]["instances"]:
+        by_task.setdefault(instance["task"], []).append(instance["score"])
+    assert by_task["Leaves"] == [0.0, 0.0]
+    assert all(score > 0.99 for score in by_task["Form task"])  # the run's other batch still scores
+    fields = client.get(f"{RUNS}{run_id}/fields/", {"page_size": 100}).json()["results"]
+    leaving = [(f["name"], f["value"], f["score"], f["skipped"]) for f in fields if f["task"] == "Leaves"]
+    assert leaving == [("ran", None, None, "the page navigated away to another origin")] * 2
+    assert "the page navigated away to another origin" in {s["reason"] for s in final["results"]["skipped"]}
+    browser = Client()
+    browser.force_login(researcher)
+    for row in AgentRunInstance.objects.filter(run_id=run_id, task_name="Leaves"):
+        page = browser.get(f"/agents/runs/{run_id}/instances/{row.pk}/")
+        assert "not scored: the page navigated away to another origin" in page.content.decode()
+        assert "No screenshot." in page.content.decode()  # nothing of the other page is kept
+        assert browser.get(f"/agents/runs/{run_id}/instances/{row.pk}/screenshot.png").status_code == 404

@@ -8,7 +8,9 @@
 3. Each instance's preview page, rendered by the platform's form-task code (``task_page(..., mode="preview")``),
    is served on loopback to the run's headless Chromium browsers (``browsers``, default the worker's cores; each
    its own profile, one thread each, ``agents.harness.run_parallel``), with the headers of the web app's task
-   frames (``frame_headers``: sandboxed, no network access from its scripts);
+   frames (``frame_headers``: sandboxed, no network access from its scripts); each browser loads nothing but that
+   server's origin (``agents.originguard``), and an instance whose page left it is stored unscored, without a
+   screenshot;
    the templates' CDN libraries come from the vendored copies the same server answers (``TEMPLATE_SCRIPTS``; with
    ``original`` the browsers may reach the Internet).
 4. ``agents.harness.Harness`` orders the fields (spec §4.1), calls the solver per field (a solver that raises
@@ -38,7 +40,16 @@ from django.db.models import F, Sum
 from agents import scoring, vendor
 from agents.actions import full_page_png
 from agents.browser import make_driver
-from agents.harness import FieldResult, InstanceResult, Item, RunResult, StopRun, run_parallel, sample_instances
+from agents.harness import (
+    FieldResult,
+    InstanceResult,
+    Item,
+    RunResult,
+    StopRun,
+    on_origin,
+    run_parallel,
+    sample_instances,
+)
 from agents.llm import Budget, ChatClient
 from agents.llm_solver import LLMSolver
 from agents.server import serve_pages
@@ -147,7 +158,7 @@ def json_gold(values: list) -> list:
     return [None if scoring.is_nan(value) else value for value in values]
 
 
-def store_instance(run: AgentRun, task: Task | None, result: InstanceResult, gold: dict, png: bytes) -> None:
+def store_instance(run: AgentRun, task: Task | None, result: InstanceResult, gold: dict, png: bytes | None) -> None:
     """The instance's row, its fields and screenshot, and its model cost added to the run's sums."""
     with transaction.atomic():
         row = AgentRunInstance.objects.create(
@@ -185,7 +196,16 @@ def store_instance(run: AgentRun, task: Task | None, result: InstanceResult, gol
                 tokens_out=F("tokens_out") + sum(u.get("tokens_out", 0) for u in used),
                 model_seconds=F("model_seconds") + sum(u.get("model_seconds", 0.0) for u in used),
             )
-    row.screenshot.save(f"agent-runs/{run.pk}/{row.pk}.png", ContentFile(png), save=True)
+    if png:
+        row.screenshot.save(f"agent-runs/{run.pk}/{row.pk}.png", ContentFile(png), save=True)
+
+
+def screenshot_on_origin(driver, result: InstanceResult) -> bytes | None:
+    """The whole page after the solver; none when the page left the task server's origin (never another page's)."""
+    if result.ended or not on_origin(driver, result.url):
+        return None
+    png = full_page_png(driver)
+    return png if on_origin(driver, result.url) else None
 
 
 def rows_in_order(run: AgentRun) -> list[AgentRunInstance]:
@@ -257,7 +277,7 @@ def execute(run: AgentRun, workdir: Path) -> None:
             functools.partial(make_driver, allow_network=settings.TEMPLATE_SCRIPTS == vendor.ORIGINAL),
             make_solver,
             metric=run.metric,
-            after=lambda driver, result: full_page_png(driver),
+            after=screenshot_on_origin,
             stop=stop,
             thread_exit=close_old_connections_of_thread,
         )
