@@ -340,6 +340,8 @@ FORM_EXPIRY_SWEEP_SECONDS = env_int("FORM_EXPIRY_SWEEP_SECONDS", 60)
 FORM_AUTO_APPROVE_SWEEP_SECONDS = env_int("FORM_AUTO_APPROVE_SWEEP_SECONDS", 300)
 # How long a decision on form work (approve, reject, reopen, automatic approval) can be undone (docs/quality.md).
 FORM_DECISION_UNDO_MINUTES = env_int("FORM_DECISION_UNDO_MINUTES", 1440)
+# The most fields one submission of a form task may hold (the largest real TurkingBench task has 75).
+FORM_ANSWER_FIELDS_MAX = env_int("FORM_ANSWER_FIELDS_MAX", 300)
 REVIEW_CLAIM_SECONDS = env_int("REVIEW_CLAIM_SECONDS", 30 * 60)  # the hold on a demo its reviewer works on
 REVIEW_OPEN_SECONDS = env_int("REVIEW_OPEN_SECONDS", 120)  # the hold on a demo "Review next" opened, not yet acted on
 # Submit & next (accept the batch's next task after a submission) is on unless the worker switches it off.

@@ -276,7 +276,7 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         form = ws.SubmitSerializer(data=request.data if isinstance(request.data, dict) else {})
         form.is_valid(raise_exception=True)
         answers = forms.answers_from_json(form.validated_data["answers"])
-        forms.check_answers(answers)
+        forms.check_answers(answers, assignment.task.batch.html_template)
         forms.do_submit(assignment.pk, answers)
         return Response(ws.AssignmentSerializer(self.get_queryset().get(pk=assignment.pk)).data)
 

@@ -10,13 +10,14 @@ doctype, a ``<form name="mturk_form" id="mturk_form" method="post">`` holding th
 import codecs
 import html
 import json
+import re
 
 from django.conf import settings
 from django.http import QueryDict
 
 from agents import turkle, vendor
 
-from ...lib import jsonsafe
+from ...lib import agreement, jsonsafe
 from ...models import Batch, Task
 from ..errors import ValidationFailed
 
@@ -194,9 +195,29 @@ def answers_from_json(value) -> dict:
     return value
 
 
-def check_answers(answers: dict) -> None:
+EXTRA_NAME = re.compile(r"[A-Za-z_][\w.\-:\[\] ]{0,99}", re.ASCII)
+
+
+def check_answers(answers: dict, template: str | None = None) -> None:
     """Refuse what would not be stored as sent (bytes that are not UTF-8) or at all (a NUL character), with the
-    field's name, before anything is stored."""
+    field's name, before anything is stored. With the batch's ``template``: at most ``FORM_ANSWER_FIELDS_MAX``
+    fields, and a name the template's markup lacks (a script may add controls) must look like a control's name
+    (``EXTRA_NAME``: a letter or ``_``, then letters, digits, ``_ . - : [ ]`` and spaces, at most 100), so a
+    submission cannot invent thousands of fields or ones named like markup or formulas."""
+    if template is not None:
+        limit = settings.FORM_ANSWER_FIELDS_MAX
+        if len(answers) > limit:
+            raise ValidationFailed(
+                f"answers: {len(answers)} fields, over the limit of {limit}; nothing was stored",
+                [{"field": "answers", "message": f"at most {limit} fields"}],
+            )
+        controls = agreement.template_controls(template)
+        for name in answers:
+            if name not in controls and not EXTRA_NAME.fullmatch(name):
+                raise ValidationFailed(
+                    f"answers: field '{shown(name)}' is not a field of this task's form; nothing was stored",
+                    [{"field": "answers", "message": f"'{shown(name)}' is not a field of this task's form"}],
+                )
     for name, value in answers.items():
         texts = [name, *(value if isinstance(value, list) else [value])]
         if any(not_utf8(text) for text in texts):

@@ -77,7 +77,7 @@ def submit(request, assignment) -> HttpResponse:
     except SuspiciousOperation as error:  # e.g. more fields than DATA_UPLOAD_MAX_NUMBER_FIELDS
         return refused(400, "invalid", f"The answers could not be read ({error}); nothing was stored.")
     try:
-        forms.check_answers(answers)
+        forms.check_answers(answers, assignment.task.batch.html_template)
         forms.do_submit(assignment.pk, answers)
     except forms.AssignmentExpired:
         return refused(410, "expired", "This assignment expired before it was submitted; nothing was stored.")
