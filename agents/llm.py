@@ -70,7 +70,10 @@ def check_url(url) -> str | None:
     """What is wrong with ``url`` as an endpoint (None when it is an http(s) URL with a host)."""
     if not isinstance(url, str) or not url:
         return "expected the endpoint's base URL, e.g. http://127.0.0.1:8000/v1"
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # e.g. an unclosed IPv6 bracket: "http://[::1/v1"
+        return "expected an http:// or https:// URL with a host (this one cannot be read as a URL)"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "expected an http:// or https:// URL with a host"
     if parts.username or parts.password:

@@ -167,3 +167,15 @@ def test_bad_settings_are_a_400_naming_the_field_and_store_nothing(researcher, a
     assert message in response.json()["detail"]
     assert KEY not in response.content.decode()
     assert not ModelEndpoint.objects.exists()
+
+
+@pytest.mark.parametrize("url", ["http://[::1/v1", "http://]x/v1", "http://[fe80::1%25eth0/v1"])
+def test_a_url_that_cannot_be_read_is_a_400_naming_it(researcher, api_for, url):
+    client = api_for(researcher)
+    created = client.post(ENDPOINTS, body(url=url), format="json")
+    assert created.status_code == 400
+    assert created.json()["errors"][0]["field"] == "url"
+    endpoint = add(client)
+    changed = client.patch(f"{ENDPOINTS}{endpoint['id']}/", {"url": url}, format="json")
+    assert changed.status_code == 400
+    assert changed.json()["errors"][0]["field"] == "url"

@@ -313,3 +313,25 @@ def test_the_review_page_numbers_tasks_from_0_and_takes_indices(alpha, admin, cr
     assert "Gold: tasks 0, 2." in page
     marked = client.post(f"/work/batches/{batch.pk}/review/gold", {"tasks": "2", "gold": "0"}, follow=True)
     assert "Gold: task 0." in marked.content.decode()
+
+
+def test_numbers_past_what_the_columns_hold_and_nul_bytes_are_400s_never_500s(alpha, admin, crowd):
+    """The second outside review's 500s: a task index or an assignment id past 64 bits, a NUL in the worker filter."""
+    batch = batch_with_blanks(alpha, admin)
+    api = token_client(admin)
+    for body, field in (
+        ({"tasks": [9223372036854775808]}, "tasks"),
+        ({"tasks": [2**31]}, "tasks"),
+        ({"tasks": [-1]}, "tasks"),
+        ({"assignment": 2**70}, "assignment"),
+    ):
+        response = api.post(f"/api/batch-quality/{batch.pk}/gold/", body, format="json")
+        assert response.status_code == 400, body
+        assert response.json()["errors"][0]["field"].startswith(field)
+    client = Client()
+    client.force_login(admin)
+    page = client.post(f"/work/batches/{batch.pk}/review/gold", {"tasks": "9223372036854775808"}, follow=True)
+    assert page.status_code == 200
+    assert "has no task 9223372036854775808" in page.content.decode()
+    assert client.get(f"/work/batches/{batch.pk}/review/", {"worker": "a\x00b"}).status_code == 400
+    assert api.get("/api/reviews/", {"batch": batch.pk, "worker": "a\x00b"}).status_code == 400

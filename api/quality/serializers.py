@@ -228,14 +228,17 @@ class UnblockSerializer(serializers.Serializer):
 
 class GoldSerializer(serializers.Serializer):
     tasks = serializers.ListField(
-        child=serializers.IntegerField(),
+        child=serializers.IntegerField(min_value=0, max_value=2**31 - 1),
         required=False,
         help_text="Task indices (from 0), each with a non-blank Answer.* value in the CSV; its non-blank values become "
         "the known answers.",
     )
     gold = serializers.BooleanField(required=False, default=True, help_text="false: unmark.")
     assignment = serializers.IntegerField(
-        required=False, help_text="Take the known answers from this assignment's non-blank answers."
+        required=False,
+        min_value=1,
+        max_value=2**63 - 1,
+        help_text="Take the known answers from this assignment's non-blank answers.",
     )
 
 

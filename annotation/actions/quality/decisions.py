@@ -168,6 +168,8 @@ def filtered(rows, worker=None, review=None, flagged=None, gold_below=None, gold
     """Submitted work (``rows``) narrowed by worker (username), review state, flagged or not, and the worker's gold
     accuracy in the batch (below / at least a value in [0, 1]); bad values are a 400 naming the filter."""
     if worker:
+        if not isinstance(worker, str) or "\x00" in worker or len(worker) > 150:
+            raise invalid("worker", "expected a username")
         rows = rows.filter(worker__username=worker)
     if review:
         if review not in ReviewState.values:

@@ -120,6 +120,9 @@ def do_update_quality_settings(batch: Batch, values: dict) -> Batch:
     return batch
 
 
+INDEX_MAX, ID_MAX = 2**31 - 1, 2**63 - 1  # what the columns hold: a larger number is no task, never a database error
+
+
 def check_gold_request(batch: Batch, data: dict) -> dict:
     """``{"tasks": [indices], "gold": bool}`` (known answers: the CSV's non-blank ``Answer.*`` values) or
     ``{"assignment": id}`` (its non-blank answers). Task indices count from 0, as every page and file shows them."""
@@ -137,7 +140,7 @@ def check_gold_request(batch: Batch, data: dict) -> dict:
         or not all(isinstance(i, int) and not isinstance(i, bool) for i in indices)
     ):
         raise invalid("tasks", "expected a non-empty list of task indices (from 0), or give assignment")
-    tasks = {t.index: t for t in batch.tasks.filter(index__in=indices)}
+    tasks = {t.index: t for t in batch.tasks.filter(index__in=[i for i in indices if 0 <= i <= INDEX_MAX])}
     missing = [i for i in indices if i not in tasks]
     if missing:
         raise invalid("tasks", f"batch {batch.name!r} has no task {missing[0]}")
@@ -156,7 +159,7 @@ def check_gold_assignment(batch: Batch, pk) -> Assignment:
         Assignment.objects.filter(pk=pk, task__batch=batch, status=AssignmentStatus.SUBMITTED)
         .select_related("task")
         .first()
-        if isinstance(pk, int) and not isinstance(pk, bool)
+        if isinstance(pk, int) and not isinstance(pk, bool) and 0 < pk <= ID_MAX
         else None
     )
     if assignment is None:

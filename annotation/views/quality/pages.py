@@ -3,6 +3,8 @@ the selected rows or for everything a filter selects, reopen, gold tasks, qualit
 back) and a project's qualifications (granted and revoked by admins). Thin: each calls ``annotation.actions``;
 a refusal of a POST is the next page's message (nothing is stored), a refusal to open a page its error page."""
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -26,7 +28,7 @@ def chosen_filters(data) -> dict:
 
 def back_to(batch_id, filters: dict):
     url = reverse("quality-review", args=[batch_id])
-    query = "&".join(f"{key}={value}" for key, value in filters.items())
+    query = urlencode(filters)
     return redirect(f"{url}?{query}" if query else url)
 
 
