@@ -42,10 +42,17 @@ Resolver = Callable[..., list]
 
 
 def address_kind(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """The class of ``address`` when it is not a global unicast address, else None."""
+    """The class of ``address`` when it is not a global unicast address, else None. An IPv6 address that carries an
+    IPv4 one (mapped ``::ffff:a.b.c.d``, 6to4 ``2002:AABB:CCDD::``, Teredo's client, NAT64's ``64:ff9b::a.b.c.d``)
+    is judged by the IPv4 address it carries as well: ``2002:7f00:1::`` reaches 127.0.0.1 where 6to4 is routed."""
     ip = ipaddress.ip_address(address) if isinstance(address, str) else address
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        else:
+            for carried in embedded_ipv4(ip):
+                if kind := address_kind(carried):
+                    return kind
     checks = (
         (ip.is_unspecified, UNSPECIFIED),
         (ip.is_loopback, LOOPBACK),
@@ -56,6 +63,21 @@ def address_kind(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address) -
         (ip.is_private or not ip.is_global, NON_GLOBAL),
     )
     return next((kind for matches, kind in checks if matches), None)
+
+
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries by a translation scheme (6to4, Teredo's client, NAT64)."""
+    found = []
+    if ip.sixtofour is not None:
+        found.append(ip.sixtofour)
+    if ip.teredo is not None:
+        found.append(ip.teredo[1])
+    if ip in NAT64:
+        found.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return found
 
 
 class Unresolvable(httpcore2.ConnectError):

@@ -21,6 +21,8 @@ REFUSED = [
     ("http://localhost:8000/v1", "a loopback address"),
     ("http://LocalHost:8000/v1", "a loopback address"),
     ("http://[::ffff:127.0.0.1]/v1", "a loopback address"),
+    ("http://[2002:7f00:1::]/v1", "a loopback address"),
+    ("http://[2002:a9fe:a9fe::]/v1", "a link-local address"),
     ("http://2130706433/v1", "a loopback address"),
     ("http://0177.0.0.1/v1", "a loopback address"),
     ("http://0x7f000001/v1", "a loopback address"),

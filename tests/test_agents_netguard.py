@@ -17,6 +17,10 @@ NON_GLOBAL = [
     ("127.255.0.9", netguard.LOOPBACK),
     ("::1", netguard.LOOPBACK),
     ("::ffff:127.0.0.1", netguard.LOOPBACK),
+    ("2002:7f00:1::", netguard.LOOPBACK),  # 6to4 carrying 127.0.0.1
+    ("2002:a9fe:a9fe::", netguard.LINK_LOCAL),  # 6to4 carrying 169.254.169.254
+    ("2002:a00:1::", netguard.PRIVATE),  # 6to4 carrying 10.0.0.1
+    ("64:ff9b::7f00:1", netguard.LOOPBACK),  # NAT64 carrying 127.0.0.1
     ("10.1.2.3", netguard.PRIVATE),
     ("172.16.0.1", netguard.PRIVATE),
     ("172.31.255.254", netguard.PRIVATE),
