@@ -16,7 +16,15 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
 
-from annotation.models import AgentFieldResult, AgentModelAnswer, AgentRun, AgentRunInstance, ModelEndpoint
+from annotation.models import (
+    AgentFieldResult,
+    AgentModelAnswer,
+    AgentRun,
+    AgentRunInstance,
+    ModelEndpoint,
+    ModelLimits,
+    Project,
+)
 from devtools.processes import celery_worker, database_url
 from devtools.standin_model import gold_book, standin_model
 from tests.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text, real_data
@@ -273,6 +281,14 @@ def test_a_budget_stops_the_run_cleanly_and_resuming_with_more_never_asks_again(
     assert len(run["results"]["instances"]) == 2
     assert model.answered() == 2
     assert client.post(f"{RUNS}{run_id}/resume/", {"budget_requests": 0}, format="json").status_code == 400
+    limits = ModelLimits.for_project(Project.objects.get(name="alpha"))
+    limits.max_tokens, limits.max_in_flight = 64, 1  # an admin lowers the limits while the run stands stopped
+    limits.save()
+    refused = client.post(f"{RUNS}{run_id}/resume/", {"budget_requests": 10}, format="json")
+    assert refused.status_code == 400
+    assert refused.json()["errors"][0]["field"] == "max_tokens"
+    limits.max_tokens = 4096
+    limits.save()
 
     resumed = client.post(f"{RUNS}{run_id}/resume/", {"budget_requests": 10}, format="json")
     assert resumed.status_code == 202, resumed.json()

@@ -207,12 +207,22 @@ def may_resume(run: AgentRun) -> bool:
 def do_resume_agent_run(user, run: AgentRun, budget_requests=None, budget_tokens=None) -> AgentRun:
     """Queue a failed, cancelled or budget-stopped run again (its owner or a project admin): the worker skips the
     instances it stored and answers from the run's cache what the model already answered. A new budget may be
-    given (it counts what the run already asked)."""
+    given (it counts what the run already asked). Its model settings must be within the project's model limits as
+    they are now (a 400 naming the setting: start a new run within them)."""
     check_job_cancellable(user, run)
     _whole("budget_requests", budget_requests, 1, MAX_BUDGET)
     _whole("budget_tokens", budget_tokens, 1, 2**62)
     if not may_resume(run):
         raise Conflict(f"run {run.pk} is {run.status}; only failed, cancelled or budget-stopped runs can resume")
+    if run.solver == LLM:  # the project's model limits as they are now, lowered since the run started or not
+        limits = model_limits(run.project)
+        for limit, value in (
+            ("max_tokens", run.max_tokens),
+            ("max_in_flight", run.in_flight),
+            ("max_browsers", run.browsers),
+            ("max_timeout", run.timeout),
+        ):
+            check_within_limit(limits, limit, value)
     changes = {"status": JobStatus.QUEUED, "error": "", "finished_at": None, "results": {}}
     if budget_requests is not None:
         changes["budget_requests"] = budget_requests
