@@ -14,8 +14,6 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.actions import do_start_recording
-from annotation.actions.manage.invitations import join_address_key
-from annotation.actions.manage.throttle import do_forget_failures
 from annotation.models import Demonstration, DemoStatus, Membership, Project, Role
 
 
@@ -23,14 +21,6 @@ from annotation.models import Demonstration, DemoStatus, Membership, Project, Ro
 def fast_password_hashing(settings):
     """PBKDF2 costs ~0.5 s per user; tests only need passwords to check, not to resist cracking."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
-def forget_join_failures():
-    """Refused sign-ups by invitation link are counted per address in the cache, which outlives a test (Redis):
-    the test client's address starts every test with none (``annotation.actions.manage.invitations``)."""
-    yield
-    do_forget_failures(join_address_key("127.0.0.1"))
 
 
 @pytest.fixture(autouse=True)

@@ -5,11 +5,10 @@ a refused link creates nothing. Only the token's sha256 is stored: the link is s
 configured) once, when it is made. Not the live session's invitations (``actions/live.py``).
 
 The sign-up form of a link says when a username is taken (as any sign-up does), so it is throttled like sign-in:
-after ``LOGIN_FAILURE_LIMIT`` refused sign-ups from one address, or with one link, within
-``LOGIN_FAILURE_WINDOW_SECONDS``, the next is a 429 (``check_join_allowed``, ``do_note_join_failure``): nobody
-holding a link can ask about usernames at will."""
+after ``LOGIN_FAILURE_LIMIT`` refused sign-ups with one link within ``LOGIN_FAILURE_WINDOW_SECONDS``, the next is a
+429 (``check_join_allowed``, ``do_note_join_failure``): nobody holding a link can ask about usernames at will.
+Counted per link, not per address, so teammates behind one address (NAT) are not locked out of their own links."""
 
-import hashlib
 import secrets
 from datetime import timedelta
 
@@ -126,25 +125,21 @@ def do_join_with_new_account(token: str, username: str, password: str, email: st
         return accept(invitation, user)
 
 
-def join_address_key(address: str) -> str:
-    return "join-failures:address:" + hashlib.sha256(f"join\n{address or ''}".encode()).hexdigest()
+def join_failure_keys(invitation) -> list[str]:
+    """The count a refused sign-up adds to: its link's, whatever the address. Not the address's: a lab behind one
+    address (NAT) would lock every teammate out of their own link; a link is one person's and single-use, so
+    probing usernames takes a link per ``LOGIN_FAILURE_LIMIT`` tries per window."""
+    return [f"join-failures:invitation:{invitation.token_sha256}"]
 
 
-def join_failure_keys(invitation, address: str) -> list[str]:
-    """The counts a refused sign-up adds to: its address's (whatever the link) and its link's (whatever the address)."""
-    return [join_address_key(address), f"join-failures:invitation:{invitation.pk}"]
+def check_join_allowed(invitation) -> None:
+    """Refuse (429) a sign-up with ``invitation``'s link after too many refused ones with it."""
+    check_failures(join_failure_keys(invitation), "too many refused sign-ups with this link")
 
 
-def check_join_allowed(invitation, address: str) -> None:
-    """Refuse (429) a sign-up with ``invitation``'s link after too many refused ones from ``address`` or with it."""
-    check_failures(
-        join_failure_keys(invitation, address), "too many refused sign-ups from your address or with this link"
-    )
-
-
-def do_note_join_failure(invitation, address: str) -> None:
-    """Count a refused sign-up (a username taken, a password refused) for its address and its link."""
-    for key in join_failure_keys(invitation, address):
+def do_note_join_failure(invitation) -> None:
+    """Count a refused sign-up (a username taken, a password refused) for its link."""
+    for key in join_failure_keys(invitation):
         do_note_failure(key)
 
 

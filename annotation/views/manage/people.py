@@ -72,18 +72,17 @@ def refused(request, error: ActionError):
 def join(request, token: str):
     """The invitation link: signed in, one click joins the project with the link's role; otherwise a new account
     (username and password) or a sign-in that comes back here. A refused link (unknown 404, used, revoked or expired
-    410, already a member 409) is a page saying so, and nothing is created. Refused sign-ups are counted per address
-    and per link: past the limit the form is a 429 page (``manage.check_join_allowed``)."""
+    410, already a member 409) is a page saying so, and nothing is created. Refused sign-ups are counted per link:
+    past the limit the form is a 429 page (``manage.check_join_allowed``)."""
     try:
         invitation = manage.check_invitation(token)
         manage.check_not_member(invitation, request.user)
     except ActionError as error:
         return refused(request, error)
     anonymous = not request.user.is_authenticated
-    address = manage.client_address(request)
     if request.method == "POST" and anonymous:
         try:
-            manage.check_join_allowed(invitation, address)
+            manage.check_join_allowed(invitation)
         except ActionError as error:
             return refusal_page(request, error)
     form = forms.JoinForm(request.POST if request.method == "POST" and anonymous else None)
@@ -105,7 +104,7 @@ def join(request, token: str):
             sign_in(request, membership.user, backend="django.contrib.auth.backends.ModelBackend")
             return joined(request, invitation)
     if form.errors:
-        manage.do_note_join_failure(invitation, address)
+        manage.do_note_join_failure(invitation)
     context = {
         "invitation": invitation,
         "project": invitation.project,
