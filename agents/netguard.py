@@ -191,7 +191,7 @@ class GuardedTransport(httpx2.HTTPTransport):
         declared = response.headers.get("content-length", "")
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         problem = None
-        if declared.isdigit() and int(declared) > self.max_reply_bytes:
+        if declared.isdecimal() and int(declared) > self.max_reply_bytes:
             problem = ReplyTooLarge(self.max_reply_bytes)
         elif encoding not in ("", "identity"):
             problem = ReplyRefused("the reply is compressed although an uncompressed one was asked for")

@@ -121,7 +121,7 @@ def _handler(guard: OriginGuard):
 
         def do_CONNECT(self):  # noqa: N802 - the http.server hook name
             host, _, port = self.path.rpartition(":")
-            origin = ("https", host.strip("[]").lower(), int(port)) if port.isdigit() else None
+            origin = ("https", host.strip("[]").lower(), int(port)) if port.isdecimal() else None
             address = guard.target(origin)
             if address is None:
                 return self._refuse()

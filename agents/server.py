@@ -43,7 +43,7 @@ def _handler(page_for: Callable[[str, int], str], page_headers: Mapping[str, str
             if path.startswith(vendor.VENDOR_URL):
                 return self._send_vendored(path)
             parts = urllib.parse.urlsplit(self.path).path.strip("/").split("/")
-            if len(parts) != 3 or parts[0] != "tasks" or not parts[2].isdigit():
+            if len(parts) != 3 or parts[0] != "tasks" or not parts[2].isdecimal():
                 return self._send(404, "not found")
             try:
                 page = page_for(urllib.parse.unquote(parts[1]), int(parts[2]))

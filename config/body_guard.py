@@ -139,7 +139,7 @@ class BodyGuard:
             if allowed is not True:  # the API's token authentication takes it from here instead of a second query
                 scope = {**scope, CHECKED_TOKEN: allowed}
         declared = header(scope, b"content-length")
-        if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        if declared is not None and declared.strip().isdecimal() and int(declared) > limit:
             return await respond(send, 413, too_large(limit, setting, int(declared)), "too_large")
         await self.app(scope, *CountedBody(receive, send, limit, setting).channels())
 

@@ -335,3 +335,14 @@ def test_numbers_past_what_the_columns_hold_and_nul_bytes_are_400s_never_500s(al
     assert "has no task 9223372036854775808" in page.content.decode()
     assert client.get(f"/work/batches/{batch.pk}/review/", {"worker": "a\x00b"}).status_code == 400
     assert api.get("/api/reviews/", {"batch": batch.pk, "worker": "a\x00b"}).status_code == 400
+    # a digit str.isdigit() takes and int() refuses (the third outside review: eight 500s)
+    assert api.get("/api/reviews/", {"batch": "²"}).status_code == 400
+    assert api.post("/api/batches/²/accept/", {}, format="json").status_code in (400, 404)
+    assert api.post(f"/api/batch-quality/{batch.pk}/gold/", {"tasks": ["²"]}, format="json").status_code == 400
+    for fields in ({"assignment": "²"}, {"tasks": "²"}):
+        assert client.post(f"/work/batches/{batch.pk}/review/gold", fields, follow=True).status_code == 200
+    assert (
+        client.post(f"/work/batches/{batch.pk}/review/decide", {"assignment": "²", "decision": "approve"}).status_code
+        < 500
+    )
+    assert client.get("/agents/compare/", {"a": "²", "b": "1"}).status_code == 400

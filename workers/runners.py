@@ -50,7 +50,7 @@ def folder_job(name: str) -> tuple[str, int] | None:
     """``("exportjob", 12)`` for ``exportjob-12-x1y2``; None for a name no job gave."""
     model, _, rest = name.partition("-")
     pk = rest.partition("-")[0]
-    return (model, int(pk)) if model in JOB_MODELS and pk.isdigit() else None
+    return (model, int(pk)) if model in JOB_MODELS and pk.isdecimal() else None
 
 
 def sweep_job_folders() -> int:

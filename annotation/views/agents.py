@@ -104,7 +104,7 @@ def instance_screenshot(request, run_id: int, row_id: int):
 @action_errors
 def compare(request):
     ids = [request.GET.get("a", ""), request.GET.get("b", "")]
-    missing = [name for name, value in zip("ab", ids, strict=True) if not value.isdigit()]
+    missing = [name for name, value in zip("ab", ids, strict=True) if not value.isdecimal()]
     if missing:
         detail = f"Compare takes two run ids, ?a=<run>&b=<run>: choose run {' and '.join(missing)}."
         raise ValidationFailed(detail, [{"field": name, "message": "required"} for name in missing])

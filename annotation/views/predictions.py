@@ -109,7 +109,7 @@ def run_cancel(request, prediction_id: int):
 @action_errors
 def compare(request):
     ids = [request.GET.get("a", ""), request.GET.get("b", "")]
-    missing = [name for name, value in zip("ab", ids, strict=True) if not value.isdigit()]
+    missing = [name for name, value in zip("ab", ids, strict=True) if not value.isdecimal()]
     if missing:
         detail = f"Compare takes two prediction runs, ?a=<run>&b=<run>: choose run {' and '.join(missing)}."
         raise ValidationFailed(detail, [{"field": name, "message": "required"} for name in missing])

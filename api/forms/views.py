@@ -131,7 +131,7 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
         you; in a batch that serves gold tasks the queue chooses, so you get its next task instead (the answer's
         ``task`` says which). A batch you may not work on is a 403 saying why (not among its workers, blocked by its
         gold tasks, a required qualification missing); a closed one 409."""
-        if not str(pk).isdigit():
+        if not str(pk).isdecimal():
             raise NotFound(f"no form batch {str(pk)[:40]!r} among your projects")
         batch = forms.check_batch_accept(request.user, int(pk))
         form = ws.AcceptSerializer(data=request.data if isinstance(request.data, dict) else {})

@@ -34,7 +34,7 @@ class ReviewViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
         rows = quality.reviewable_by(self.request.user)
         params = self.request.query_params
         if params.get("batch"):
-            if not params["batch"].isdigit():
+            if not params["batch"].isdecimal():
                 raise invalid("batch", "expected a batch id")
             rows = rows.filter(task__batch=forms.check_batch_manageable(self.request.user, int(params["batch"])))
         return quality.filtered(rows, **{key: params.get(key) for key in FILTERS})

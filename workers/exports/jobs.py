@@ -75,7 +75,7 @@ def stored_exports() -> list[str]:
 def export_pk(relative: str) -> int | None:
     """The job pk of ``<pk>/<file>`` (a name under ``exports/``), None when it is not one."""
     pk = relative.partition("/")[0]
-    return int(pk) if pk.isdigit() else None
+    return int(pk) if pk.isdecimal() else None
 
 
 def run_export(job_id: int) -> None:

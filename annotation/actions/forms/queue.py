@@ -410,7 +410,7 @@ def do_update_batch_settings(batch: Batch, **fields) -> Batch:
 def check_assignment_of(user, assignment_id) -> Assignment:
     """One of ``user``'s own assignments of a form batch (anyone else's is a 404, and so are Mind2Web's: a
     proposal round or a demonstration task ends through its own actions)."""
-    if not str(assignment_id).isdigit():
+    if not str(assignment_id).isdecimal():
         raise NotFound(f"no assignment {assignment_id} of yours")
     assignment = (
         Assignment.objects.select_related("task__batch__project", "worker")

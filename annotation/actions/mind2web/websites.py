@@ -59,7 +59,7 @@ def text_problem(name, value):
 
 
 def target_problem(value):
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isdecimal():
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TARGET:
         return f"expected a whole number from 1 to {MAX_TARGET}", None

@@ -366,7 +366,7 @@ def planned_decisions(batch: Batch, rows: list[tuple[int, dict]], user) -> tuple
         if len(reject) > FEEDBACK_MAX:
             error(number, f"assignment {raw_id}: the Reject reason is over {FEEDBACK_MAX} characters")
             continue
-        pk = int(raw_id) if raw_id.isdigit() else None
+        pk = int(raw_id) if raw_id.isdecimal() else None
         if pk not in known:
             error(number, f"unknown assignment {raw_id[:40]!r}: not a submitted assignment of batch {batch.name!r}")
             continue

@@ -93,7 +93,7 @@ def check_undo_target(assignment: Assignment, decision=None) -> Decision:
         if not stands:
             raise Conflict(f"assignment {assignment.pk} has no decision to undo")
         return stands[-1]
-    if isinstance(decision, bool) or not str(decision).isdigit():
+    if isinstance(decision, bool) or not str(decision).isdecimal():
         raise invalid("decision", "expected the id of a decision in the assignment's trail")
     found = [e for e in entries if e.pk == int(decision)]
     if not found:

@@ -117,7 +117,7 @@ def batch_accept(request, batch_id: int):
 
 def own_submitted(request, assignment_id) -> Assignment | None:
     """The person's own submitted assignment of that id, or None."""
-    if not (assignment_id or "").isdigit():
+    if not (assignment_id or "").isdecimal():
         return None
     return (
         Assignment.objects.filter(pk=int(assignment_id), worker=request.user, status=AssignmentStatus.SUBMITTED)

@@ -82,7 +82,7 @@ def review_decide(request, batch_id: int):
             changed = quality.do_decide_filtered(request.user, rows, decision, feedback, selection=selection)
         else:
             ids = request.POST.getlist("assignment")
-            if not ids or not all(i.isdigit() for i in ids):
+            if not ids or not all(i.isdecimal() for i in ids):
                 raise invalid("assignment", "select at least one row")
             assignments = quality.check_reviewable(request.user, [int(i) for i in ids])
             if any(a.task.batch_id != batch.pk for a in assignments):
@@ -185,10 +185,10 @@ def review_gold(request, batch_id: int):
     with refusals_as_messages(request):
         if request.POST.get("assignment"):
             raw = request.POST["assignment"]
-            body = {"assignment": int(raw) if raw.isdigit() else raw}
+            body = {"assignment": int(raw) if raw.isdecimal() else raw}
         else:
             numbers = [part.strip() for part in request.POST.get("tasks", "").split(",") if part.strip()]
-            if not numbers or not all(n.isdigit() for n in numbers):
+            if not numbers or not all(n.isdecimal() for n in numbers):
                 raise invalid("tasks", "expected task indices (from 0), separated by commas")
             body = {"tasks": [int(n) for n in numbers], "gold": request.POST.get("gold", "1") == "1"}
         changed = quality.do_mark_gold(batch, quality.check_gold_request(batch, body))
