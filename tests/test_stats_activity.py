@@ -190,3 +190,32 @@ def test_tasks_held_at_once_are_paid_for_their_time_once(client, project, admin,
     client.force_login(admin)
     pay = {row["person"]: row for row in read_csv(client.get("/projects/alpha/pay.csv?from=2026-03-06&to=2026-03-06"))}
     assert pay["teammate"]["form_task_hours"] == str(round(40 / 60, 2))
+
+
+def test_pay_periods_add_up_to_the_whole_when_held_tasks_cross_a_boundary(project, teammate):
+    """The third outside review: 23:00–01:00 holding a task, 23:10–23:50 another: 2 h in all, not 0.67 h on the
+    first day and 2 h on the second."""
+    template = stats_data.TEMPLATE
+    batch = Batch.objects.create(project=project, name="night", html_template=template)
+    for index, (accepted, submitted) in enumerate(
+        ((stats_data.at(9, 23), stats_data.at(10, 1)), (stats_data.at(9, 23, 10), stats_data.at(9, 23, 50)))
+    ):
+        Assignment.objects.create(
+            task=Task.objects.create(batch=batch, index=index, inputs={"question": str(index)}),
+            worker=teammate,
+            status=AssignmentStatus.SUBMITTED,
+            accepted_at=accepted,
+            expires_at=stats_data.at(11, 0),
+            submitted_at=submitted,
+            work_seconds=(submitted - accepted).total_seconds(),
+            review=ReviewState.APPROVED,
+        )
+    rates = PayRates.for_project(project)
+
+    def seconds(first, last):
+        people = activity.activity(project, teammate.pk, rates, (first, last))
+        return sum(day.seconds["form_task"] for day in people.get("teammate", {}).values())
+
+    ninth, tenth = dt.date(2026, 3, 9), dt.date(2026, 3, 10)
+    assert seconds(ninth, tenth) == 2 * 3600
+    assert seconds(ninth, ninth) + seconds(tenth, tenth) == 2 * 3600

@@ -90,12 +90,13 @@ def form_days(project, only, period):
     """``(person, day, seconds, approved, pending seconds, pending)`` of submitted assignments: approved ones (and
     Mind2Web's, reviewed elsewhere) and those not reviewed yet. A person's time counts once however many tasks they
     held at once: each assignment's ``work_seconds`` (its interval ``[submitted − work_seconds, submitted]``) counts
-    only where no assignment of theirs accepted earlier already covers it (a sweep over one query's rows)."""
+    only where no assignment of theirs accepted earlier already covers it (a sweep over one query's rows, over every
+    period, so that pay periods add up to the whole: an assignment across midnight is not paid again in the next)."""
     submitted = Assignment.objects.filter(task__batch__project=project, status=AssignmentStatus.SUBMITTED)
     approved = Q(review=ReviewState.APPROVED) | ~Q(task__batch__kind=BatchKind.FORM)
     pending = Q(review=ReviewState.PENDING, task__batch__kind=BatchKind.FORM)
-    rows = (
-        mine(submitted, "worker", only, "submitted_at", period)
+    rows = (  # every period's assignments: time shared with one submitted in another period counts once overall
+        mine(submitted, "worker", only, "submitted_at")
         .filter(approved | pending)
         .annotate(counted=Case(When(approved, then=Value(True)), default=Value(False)))
         .order_by()
@@ -117,7 +118,12 @@ def form_days(project, only, period):
         else:
             day[2] += seconds
             day[3] += 1
-    return [(worker, day, *figures) for (worker, day), figures in days.items()]
+    first, last = period
+    return [
+        (worker, day, *figures)
+        for (worker, day), figures in days.items()
+        if (first is None or day >= first) and (last is None or day <= last)
+    ]
 
 
 def activity(project, only, rates: PayRates, period=(None, None)) -> dict:
