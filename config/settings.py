@@ -445,6 +445,9 @@ SPECTACULAR_SETTINGS = {
 # WebSocket origins besides ALLOWED_HOSTS: the recorder extension's side panel (chrome-extension://<id>).
 LIVE_EXTENSION_IDS = env_list("LIVE_EXTENSION_IDS", ["ojofndafcmbnamgfemifimjhmebbdglk"])
 LIVE_JOIN_TIMEOUT_SECONDS = env_int("LIVE_JOIN_TIMEOUT_SECONDS", 10)  # socket closed (4401) without a join message
+# A joined socket's access is checked again before a relay when its last check is older than this (every write
+# checks at once; a grant's end also tells the socket): the most a change that sent no event can go unseen.
+LIVE_ACCESS_RECHECK_SECONDS = env_int("LIVE_ACCESS_RECHECK_SECONDS", 15)
 LIVE_INVITE_MAX_AGE_SECONDS = env_int("LIVE_INVITE_MAX_AGE_SECONDS", 7 * 24 * 3600)
 
 LANGUAGE_CODE = "en-us"

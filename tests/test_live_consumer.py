@@ -868,6 +868,49 @@ def test_a_removed_instructor_cannot_write_even_when_the_news_is_lost(demo, owne
     assert stored_utterances(demo) == ["search for weather", "still recording"]
 
 
+def test_a_silent_observer_removed_without_news_stops_receiving_within_the_recheck(
+    demo, owner, instructor, admin, settings
+):
+    """The third outside review: access was checked again only when the socket wrote; a client that never writes
+    kept receiving turns and the new invitation link. Now every relay checks when the last check is older than
+    LIVE_ACCESS_RECHECK_SECONDS (0 here: every relay) and an invitation link is relayed only after a check."""
+    settings.LIVE_ACCESS_RECHECK_SECONDS = 0
+
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        teacher, _, _ = await joined(demo.name, instructor)
+        watcher, _, _ = await joined(demo.name, admin)
+        await say(teacher, "t0", "search for weather")
+        assert (await next_of(watcher, "turn"))["turn"]["utterance"] == "search for weather"
+        await database_sync_to_async(delete_membership_rows)(admin)  # no event reaches the sockets
+        await say(teacher, "t1", "my card is 4111")
+        closed, before = await closed_with(watcher)
+        assert closed == NO_ACCESS
+        assert not [message for message in before if message["type"] in ("turn", "invite")]
+        assert (await next_of(navigator, "turn"))["turn"]["utterance"] == "search for weather"
+        await navigator.disconnect()
+        await teacher.disconnect()
+
+    run(scenario)
+
+
+def test_a_superuser_made_an_ordinary_account_is_closed(demo, owner, root):
+    async def scenario():
+        navigator, _, _ = await joined(demo.name, owner)
+        watcher, welcome, _ = await joined(demo.name, root)
+        assert welcome["role"] == "observer"
+
+        def demote():
+            root.is_superuser = False
+            root.save()
+
+        await database_sync_to_async(demote)()
+        assert (await closed_with(watcher))[0] == NO_ACCESS
+        await navigator.disconnect()
+
+    run(scenario)
+
+
 def delete_membership_rows(user) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {Membership._meta.db_table} WHERE user_id = %s", [user.pk])

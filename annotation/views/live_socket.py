@@ -13,6 +13,7 @@ reason saying why.
 """
 
 import asyncio
+import time
 from urllib.parse import urlsplit
 
 from channels.consumer import get_handler_name
@@ -37,6 +38,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     join_timer = None
     refused = False
     in_groups = False
+    checked_at = 0.0  # time.monotonic() of the last access check that passed
 
     async def dispatch(self, message):
         """As Channels' own, minus closing stale database connections before every message: that costs a hop to
@@ -131,6 +133,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         except ActionError:
             return await self.refuse(FORBIDDEN)
         self.demo, self.role = demo, role
+        self.checked_at = time.monotonic()
         self.credential = {"token": token} if token is not None else {"session_key": self.session_key()}
         self.screen = live.sees_screen(demo, role)
         self.join_timer.cancel()
@@ -165,6 +168,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
         def run(*args):
             self.still_joined()
+            self.checked_at = time.monotonic()
             return action(*args)
 
         return database_sync_to_async(run)
@@ -177,6 +181,21 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await database_sync_to_async(self.still_joined)()
         except live.AccessEnded as ended:
             await self.lose(ended)
+
+    async def still_here(self, fresh: bool = False) -> bool:
+        """Before relaying to this socket: whether its person still has their place, checked again when the last
+        check is older than ``LIVE_ACCESS_RECHECK_SECONDS`` (or ``fresh``). A change that sent no event (a session
+        that expired, a bulk update) or an event lost on the way ends the relay within that time; a client that
+        never writes is no exception. Closes the socket (``lose``) and returns False when the place is gone."""
+        if not fresh and time.monotonic() - self.checked_at < settings.LIVE_ACCESS_RECHECK_SECONDS:
+            return True
+        try:
+            await database_sync_to_async(self.still_joined)()
+        except live.AccessEnded as ended:
+            await self.lose(ended)
+            return False
+        self.checked_at = time.monotonic()
+        return True
 
     async def lose(self, ended: live.AccessEnded):
         """Close for lost access, with the reason; nothing reaches the socket after it (``dispatch``)."""
@@ -241,6 +260,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def session_turns(self, event: dict):
         """Relay new turns exactly once and in order; a gap (another batch's broadcast not here yet, or lost)
         is filled from the database."""
+        if not await self.still_here():
+            return
         for turn in event["turns"]:
             if turn["seq"] == self.last_seq + 1:
                 await self.send_turn(turn)
@@ -248,8 +269,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                 await self.catch_up(self.last_seq)
 
     async def session_invite(self, event: dict):
-        """The invitation changed (revoked and replaced, or used): never told to the instructor."""
-        if self.role != live.INSTRUCTOR:
+        """The invitation changed (revoked and replaced, or used): never told to the instructor, and told only after
+        the person's access is checked again (a new link is the point of revoking a leaked one)."""
+        if self.role != live.INSTRUCTOR and await self.still_here(fresh=True):
             await self.send_json({"type": "invite", **{k: v for k, v in event.items() if k != "type"}})
 
     async def session_ended(self, event: dict):
@@ -260,6 +282,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         tabs open, closing one changes nothing."""
         if event["channel"] == self.channel_name or self.is_me(event):
             return  # one's own arrival, or one's own other tab, is no news
+        if not await self.still_here():
+            return
         if self.presence_changed(event):
             await self.send_json(
                 {"type": "presence", "role": event["role"], "user": event["user"], "present": event["present"]}

@@ -15,15 +15,16 @@ from rest_framework.authtoken.models import Token
 
 from ..events import on_commit_recheck
 
-CHECKED_FIELDS = frozenset({"password", "is_active"})
+CHECKED_FIELDS = frozenset({"password", "is_active", "is_superuser", "is_staff"})
 
 
 def note_user_before_save(user, update_fields) -> None:
-    """Keep the stored password hash and ``is_active`` of an account about to be saved (``user_saved`` compares)."""
+    """Keep the stored password hash, ``is_active``, ``is_superuser`` and ``is_staff`` of an account about to be
+    saved (``user_saved`` compares)."""
     user._stored_before = None
     if user.pk is None or (update_fields is not None and not CHECKED_FIELDS & set(update_fields)):
         return
-    user._stored_before = type(user).objects.filter(pk=user.pk).values("password", "is_active").first()
+    user._stored_before = type(user).objects.filter(pk=user.pk).values(*CHECKED_FIELDS).first()
 
 
 def password_changed(user, before: dict, update_fields) -> bool:
@@ -44,7 +45,7 @@ def user_saved(user, created: bool, update_fields) -> None:
     deactivated = before["is_active"] and not user.is_active
     if deactivated or password_changed(user, before, update_fields):
         do_end_api_tokens(user)
-    if deactivated or before["password"] != user.password or before["is_active"] != user.is_active:
+    if any(before[name] != getattr(user, name) for name in CHECKED_FIELDS):  # a superuser's place may be gone too
         on_commit_recheck(user.pk)
 
 
