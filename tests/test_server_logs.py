@@ -80,13 +80,13 @@ def server(tmp_path):
 
 
 @pytest.fixture
-def capabilities(alpha, owner, researcher):
+def capabilities(alpha, owner, teammate):
     """A URL of every kind that carries a secret, each with the secret it must not leave in the log."""
     boss = make_user("boss", alpha, Role.ADMIN)
     _, invitation = manage.do_create_invitation(alpha, boss, Role.ANNOTATOR)
     batch = make_batch(alpha, assignments_per_task=2)
     working = forms.do_accept_next(owner, batch)
-    done = forms.do_submit(forms.do_accept_next(researcher, batch).pk, {"short": "x"})
+    done = forms.do_submit(forms.do_accept_next(teammate, batch).pk, {"short": "x"})
     view = frames.view_url(done)
     preview_token = frames.preview_token(working.task)
     reset_token = default_token_generator.make_token(owner)
