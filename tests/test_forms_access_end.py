@@ -199,6 +199,9 @@ def test_the_api_submission_names_bad_answers_and_someone_elses_assignment_is_40
         ({"answers": {'=HYPERLINK("http://x")': "1"}}, "answers"),  # not a field of the form, nor named like one
         ({"answers": {"<img src=x>": "1"}}, "answers"),
         ({"answers": {f"f{n}": "1" for n in range(301)}}, "answers"),  # over FORM_ANSWER_FIELDS_MAX
+        ({"answers": {"short ": "x"}}, "answers"),  # a look-alike of the form's own field
+        ({"answers": {"short": "x" * 32768}}, "short"),
+        ({"answers": {"tags": ["a"] * 1001}}, "tags"),
     ):
         response = api.post(f"/api/assignments/{mine.pk}/submit/", body, format="json")
         assert response.status_code == 400, body

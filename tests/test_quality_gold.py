@@ -277,3 +277,12 @@ def test_a_choice_is_scored_exactly_so_the_opposite_extreme_is_not_right():
     assert agreement.gold_score(controls, {"scale": ["2", "2"]}, {"scale": " 2 "}) == 1.0
     assert agreement.gold_score(controls, {"tags": ["a"]}, {"tags": ["-a"]}) == 0.0
     assert agreement.gold_score(controls, {"tags": ["a"]}, {"tags": ["a"]}) == 1.0
+
+
+def test_a_range_answered_with_nan_scores_wrong_and_is_not_left_out():
+    from annotation.lib import agreement
+
+    controls = agreement.template_controls('<input type="range" name="level" min="0" max="10">')
+    for answer in ("nan", "NaN", "inf", "-inf"):
+        assert agreement.gold_score(controls, {"level": ["7"]}, {"level": answer}) == 0.0
+    assert agreement.gold_score(controls, {"level": ["7"]}, {"level": "7"}) == 1.0

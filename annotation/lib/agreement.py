@@ -276,6 +276,8 @@ def field_gold_score(field_type: str, known: list[str], answer) -> float | None:
         targets = [scoring.majority(gold)] if field_type in scoring.CHOICE_TYPES else gold
         answered = canonical(field_type, prediction) or ""
         return 1.0 if answered in {canonical(field_type, str(target)) or "" for target in targets} else 0.0
+    if field_type == "range" and prediction.strip().lower() in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity"):
+        return 0.0  # not a number on the scale: scored wrong, never left out (NaN would drop the field)
     try:
         score = scoring.field_score(scoring.OFFICIAL, field_type, list(known), prediction)
     except (scoring.UnsupportedFieldType, ValueError):

@@ -195,15 +195,20 @@ def answers_from_json(value) -> dict:
     return value
 
 
-EXTRA_NAME = re.compile(r"[A-Za-z_][\w.\-:\[\] ]{0,99}", re.ASCII)
+EXTRA_NAME = re.compile(r"[A-Za-z_](?:[\w.\-:\[\] ]{0,98}[\w.\-:\[\]])?", re.ASCII)
+# One field's answer: a checkbox group's values, and a value's length (spreadsheets stop at 32,767 characters a
+# cell, Python's csv module at 131,072).
+ANSWER_VALUES_MAX, ANSWER_CHARACTERS_MAX = 1000, 32767
 
 
 def check_answers(answers: dict, template: str | None = None) -> None:
     """Refuse what would not be stored as sent (bytes that are not UTF-8) or at all (a NUL character), with the
     field's name, before anything is stored. With the batch's ``template``: at most ``FORM_ANSWER_FIELDS_MAX``
     fields, and a name the template's markup lacks (a script may add controls) must look like a control's name
-    (``EXTRA_NAME``: a letter or ``_``, then letters, digits, ``_ . - : [ ]`` and spaces, at most 100), so a
-    submission cannot invent thousands of fields or ones named like markup or formulas."""
+    (``EXTRA_NAME``: a letter or ``_``, then letters, digits, ``_ . - : [ ]`` and inner spaces, at most 100), and a
+    field holds at most ``ANSWER_VALUES_MAX`` values of ``ANSWER_CHARACTERS_MAX`` characters, so a submission
+    cannot invent thousands of fields, ones named like markup or formulas or like another with a space, or cells no
+    spreadsheet opens."""
     if template is not None:
         limit = settings.FORM_ANSWER_FIELDS_MAX
         if len(answers) > limit:
@@ -212,11 +217,23 @@ def check_answers(answers: dict, template: str | None = None) -> None:
                 [{"field": "answers", "message": f"at most {limit} fields"}],
             )
         controls = agreement.template_controls(template)
-        for name in answers:
+        for name, value in answers.items():
             if name not in controls and not EXTRA_NAME.fullmatch(name):
                 raise ValidationFailed(
                     f"answers: field '{shown(name)}' is not a field of this task's form; nothing was stored",
                     [{"field": "answers", "message": f"'{shown(name)}' is not a field of this task's form"}],
+                )
+            values = value if isinstance(value, list) else [value]
+            if len(values) > ANSWER_VALUES_MAX or any(len(str(v)) > ANSWER_CHARACTERS_MAX for v in values):
+                raise ValidationFailed(
+                    f"answers: field '{shown(name)}' holds more than {ANSWER_VALUES_MAX} values or a value over "
+                    f"{ANSWER_CHARACTERS_MAX} characters; nothing was stored",
+                    [
+                        {
+                            "field": shown(name),
+                            "message": f"at most {ANSWER_VALUES_MAX} values of {ANSWER_CHARACTERS_MAX} characters",
+                        }
+                    ],
                 )
     for name, value in answers.items():
         texts = [name, *(value if isinstance(value, list) else [value])]
