@@ -159,7 +159,7 @@ def store_before_server() -> dict:
         "a-invite": record_synthetic(alpha, u["ann"], None, seed=11, index=6, finish=False),
         "a-join": record_synthetic(alpha, u["amy"], None, seed=11, index=7, finish=False),
         # beta: one finished, one under way taking an instructor.
-        "b1": record_synthetic(beta, u["otto"], u["bea"], seed=29, index=0),
+        "b1": record_synthetic(beta, u["otto"], None, seed=29, index=0),  # bea validates it: not its instructor
         "b-invite": record_synthetic(beta, u["otto"], None, seed=29, index=1, finish=False),
     }
     sites = {

@@ -184,3 +184,20 @@ def test_signing_in_again_keeps_the_api_token(owner):
         assert Client().login(username="owner", password="owner-Passw0rd!")
     assert Client().post("/accounts/login/", {"username": "owner", "password": "owner-Passw0rd!"}).status_code == 302
     assert api_status(key) == 200
+
+
+@pytest.mark.parametrize("first", ["", "!unusable"])
+def test_a_first_password_on_an_account_made_with_a_token_keeps_the_token(db, first):
+    """An account a script or an admin made without a password, then given one: it had no password to steal, so
+    its token stays (a change of a usable password ends it)."""
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    user = get_user_model().objects.create(username="scripted", password=first)
+    token = Token.objects.create(user=user)
+    user.set_password("First-Passw0rd!")
+    user.save()
+    assert Token.objects.filter(key=token.key).exists()
+    user.set_password("Second-Passw0rd!")
+    user.save()
+    assert not Token.objects.filter(key=token.key).exists()

@@ -209,6 +209,18 @@ def check_answers(answers: dict, template: str | None = None) -> None:
     field holds at most ``ANSWER_VALUES_MAX`` values of ``ANSWER_CHARACTERS_MAX`` characters, so a submission
     cannot invent thousands of fields, ones named like markup or formulas or like another with a space, or cells no
     spreadsheet opens."""
+    for name, value in answers.items():
+        texts = [name, *(value if isinstance(value, list) else [value])]
+        if any(not_utf8(text) for text in texts):
+            raise ValidationFailed(
+                f"answers: field '{shown(name)}' is not UTF-8 text; nothing was stored",
+                [{"field": shown(name), "message": "is not UTF-8 text"}],
+            )
+        if any("\x00" in text for text in texts):
+            raise ValidationFailed(
+                f"answers: field {name!r} contains a NUL character; nothing was stored",
+                [{"field": name, "message": "contains a NUL character"}],
+            )
     if template is not None:
         limit = settings.FORM_ANSWER_FIELDS_MAX
         if len(answers) > limit:
@@ -235,15 +247,3 @@ def check_answers(answers: dict, template: str | None = None) -> None:
                         }
                     ],
                 )
-    for name, value in answers.items():
-        texts = [name, *(value if isinstance(value, list) else [value])]
-        if any(not_utf8(text) for text in texts):
-            raise ValidationFailed(
-                f"answers: field '{shown(name)}' is not UTF-8 text; nothing was stored",
-                [{"field": shown(name), "message": "is not UTF-8 text"}],
-            )
-        if any("\x00" in text for text in texts):
-            raise ValidationFailed(
-                f"answers: field {name!r} contains a NUL character; nothing was stored",
-                [{"field": name, "message": "contains a NUL character"}],
-            )

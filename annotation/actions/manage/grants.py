@@ -11,6 +11,7 @@ person's access changes, whichever page, API, command or admin form made the cha
 Pages and the API need nothing more: they look the membership, the session and the token up on every request.
 """
 
+from django.contrib.auth.hashers import is_password_usable
 from rest_framework.authtoken.models import Token
 
 from ..events import on_commit_recheck
@@ -30,9 +31,12 @@ def note_user_before_save(user, update_fields) -> None:
 def password_changed(user, before: dict, update_fields) -> bool:
     """A new password was set (or made unusable). Not a re-hash on sign-in: Django saves a stronger hash of the same
     password with ``update_fields=["password"]`` after clearing the raw password it keeps (``_password``) until the
-    save, the attribute its own ``password_changed`` hook reads."""
+    save, the attribute its own ``password_changed`` hook reads. Not a first password on an account created without
+    one (made with a token by an admin or a script, then given a password): it had no password to steal."""
     if before["password"] == user.password:
         return False
+    if not before["password"] or not is_password_usable(before["password"]):
+        return False  # a first password (the account had none that signs in): no credential of it to end
     rehash = update_fields is not None and set(update_fields) == {"password"}
     return not rehash or getattr(user, "_password", None) is not None
 
