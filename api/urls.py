@@ -52,7 +52,8 @@ router.register("proposal-rounds", mind2web.ProposalRoundViewSet, basename="prop
 router.register("proposals", mind2web.ProposalViewSet, basename="proposal")
 router.register("demonstration-tasks", mind2web.DemonstrationTaskViewSet, basename="demonstration-task")
 router.register("agreement", quality_agreement.AgreementViewSet, basename="agreement")
-router.register("reviews", quality.ReviewViewSet, basename="review")
+router.register("decisions", quality.DecisionViewSet, basename="decision")
+router.register("reviews", quality.DecisionAliasViewSet, basename="decision-alias")  # the old path, one release
 router.register("qualifications", quality.QualificationViewSet, basename="qualification")
 router.register("batch-quality", quality.BatchQualityViewSet, basename="batch-quality")
 

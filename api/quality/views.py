@@ -1,4 +1,5 @@
-"""The quality API: requester review of submitted form work (list, approve, reject, reopen, decide in bulk or by
+"""The quality API: decisions on submitted form work (``/api/decisions/``: list, approve, reject, reopen, decide in
+bulk or by
 filter, upload the results CSV back), qualifications (create, grant, revoke), and a batch's quality settings and gold
 tasks. Thin: each view checks with ``annotation.actions`` and calls one action."""
 
@@ -21,7 +22,7 @@ ERRORS = error_responses(400, 403, 404, 409)
 FILTERS = ("worker", "review", "flagged", "gold_below", "gold_at_least")
 
 
-class ReviewViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
+class DecisionViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
     """Submitted form work of the batches you manage (researchers, admins), with its review state and gold figures.
     Decisions on another project's work are 404, by a worker 403, on work not submitted 409."""
 
@@ -154,6 +155,12 @@ class ReviewViewSet(viewsets.GenericViewSet, mixins.ListModelMixin):
         batch = forms.check_batch_manageable(request.user, form.validated_data["batch"])
         data = form.validated_data["csv"].read(settings.FORM_CSV_MAX_BYTES + 1)
         return Response(quality.do_apply_decisions_csv(request.user, batch, data))
+
+
+@extend_schema(exclude=True)
+class DecisionAliasViewSet(DecisionViewSet):
+    """``/api/reviews/``: the old path of ``/api/decisions/``, kept for one release (docs/api.md), not in the
+    schema."""
 
 
 class QualificationViewSet(viewsets.GenericViewSet, mixins.ListModelMixin, mixins.RetrieveModelMixin):

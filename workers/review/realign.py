@@ -405,9 +405,9 @@ def demo_runs(demo) -> list[Run]:
 def store_suggestions(demo, read=None) -> int:
     """Compute and store the suggestion of every browser turn with frames; returns how many were stored."""
     from annotation.models import DemoReview, Turn, TurnCuration
-    from workers.exports.dataset import storage_blobs
+    from annotation.store.blobstore import read_blob
 
-    read = read or storage_blobs().read
+    read = read or read_blob
     turns = list(Turn.objects.filter(demonstration=demo).exclude(frames=[]))
     chosen = suggestions(turns, read, demo_runs(demo), label=demo.name)
     for turn, (sha, how) in zip(turns, chosen, strict=True):
@@ -426,9 +426,9 @@ def prepare_review(demo, read=None) -> None:
     so the list shows issue counts before anyone opens the demo."""
     from annotation.actions.review import ensure_quality, review_of
     from annotation.models import Turn
-    from workers.exports.dataset import storage_blobs
+    from annotation.store.blobstore import read_blob
 
-    read = read or storage_blobs().read
+    read = read or read_blob
     store_suggestions(demo, read)
     turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
     ensure_quality(demo, review_of(demo), turns, read)

@@ -18,6 +18,7 @@ from .. import queue
 from ..errors import Conflict, Forbidden, ValidationFailed
 from ..forms.splits import check_turkingbench_predictions
 from ..manage.access import check_project_role
+from ..review.claims import check_selected_demos
 from .splits import split_of
 from .turkingbench import FormFilters, check_form_filters, check_no_form_filters
 
@@ -230,3 +231,25 @@ def reap_stale_jobs(model=None) -> int:
                 )
                 reaped += finish_job(job, JobStatus.FAILED, error=error)
     return reaped
+
+
+def do_bulk_export(user, names, export_format, archive_format="tar.gz") -> list:
+    """Export the selected demos: one export job per project (each needs ``user`` to be a researcher or admin
+    there), whatever their review status; all jobs or none."""
+    demos = check_selected_demos(user, names)
+    by_project = {}
+    for demo in demos:
+        by_project.setdefault(demo.project.name, []).append(demo.name)
+    projects = [check_project_for_export(user, name) for name in sorted(by_project)]
+    with transaction.atomic():
+        return [
+            do_create_export(
+                user,
+                project,
+                export_format,
+                statuses=STATUS_CHOICES,
+                archive_format=archive_format,
+                demos=sorted(by_project[project.name]),
+            )
+            for project in projects
+        ]

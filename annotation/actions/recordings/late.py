@@ -3,7 +3,7 @@
 from ...lib import schema
 from ...models import Demonstration, DemoReview, DemoStatus
 from ..errors import Conflict
-from ..review.background import enqueue_after_recording
+from .background import enqueue_after_recording
 
 LATE_TURN_TOLERANCE_SECONDS = 2.0  # a capture in flight when the recording was ended
 

@@ -7,7 +7,7 @@ from ...models import TASK_METADATA, Demonstration, DemoStatus, Project, new_dem
 from ..errors import Conflict
 from ..events import on_commit_send
 from ..forms.queue import do_submit_recording
-from ..review.background import enqueue_after_recording
+from .background import enqueue_after_recording
 
 RECORDING_FIELDS = (
     "mode",

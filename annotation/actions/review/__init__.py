@@ -25,8 +25,8 @@ from .access import (
     reviewable_demos,
     reviewable_projects,
 )
-from .background import ENQUEUE_EVERY, enqueue_after_recording, enqueue_review_work, ensure_quality
-from .claims import BULK_ACTIONS, do_assign, do_bulk_export, do_bulk_return, do_claim_next, held_by, queue_for
+from .background import ENQUEUE_EVERY, enqueue_review_work, ensure_quality
+from .claims import BULK_ACTIONS, do_assign, do_bulk_return, do_claim_next, held_by, queue_for
 from .curation import (
     METADATA_FIELDS,
     TURN_DEFAULTS,
@@ -100,7 +100,6 @@ __all__ = [
     # claims
     "BULK_ACTIONS",
     "do_assign",
-    "do_bulk_export",
     "do_bulk_return",
     "do_claim_next",
     "held_by",
@@ -163,7 +162,6 @@ __all__ = [
     "start_review_if_needed",
     # work
     "ENQUEUE_EVERY",
-    "enqueue_after_recording",
     "enqueue_review_work",
     "ensure_quality",
 ]

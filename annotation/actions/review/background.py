@@ -1,10 +1,9 @@
-"""Background work for review: thumbnails and screenshot suggestions from the worker, cached quality checks."""
+"""Background work for review: thumbnails and screenshot suggestions from the worker, cached quality checks (what a
+finished recording enqueues is in `actions/recordings/background.py`)."""
 
 from django.core.cache import cache
-from django.core.files.storage import default_storage
 
-from ...models import DemoReview, Turn
-from ...store.blobstore import is_s3
+from ...models import DemoReview
 from .. import queue
 
 ENQUEUE_EVERY = 60  # seconds
@@ -22,18 +21,6 @@ def enqueue_review_work(demo, review, missing_thumbnails: list) -> None:
         queue.enqueue(queue.THUMBNAILS, list(missing_thumbnails))
     if not review.realigned:
         queue.enqueue(queue.REALIGN, demo.pk)
-
-
-def enqueue_after_recording(demo) -> None:
-    """When a recording finishes, the worker makes its thumbnails and computes its quality checks and screenshot
-    suggestions, so the list shows issue counts and the page its thumbnails before anyone opens the demo; on S3 it
-    also packs the demo's blobs for exports."""
-    shas = Turn.objects.filter(demonstration=demo, screenshot__isnull=False).values_list("screenshot_id", flat=True)
-    if shas := sorted(set(shas)):
-        queue.enqueue(queue.THUMBNAILS, shas)
-    queue.enqueue(queue.REALIGN, demo.pk)
-    if is_s3(default_storage):  # exports read the demo's blobs with one GET (workers/exports/packs.py)
-        queue.enqueue(queue.PACK_BLOBS, demo.pk)
 
 
 def ensure_quality(demo, review, turns, read) -> list:

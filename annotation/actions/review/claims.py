@@ -22,7 +22,6 @@ from django.utils import timezone
 
 from ...models import ClaimKind, Demonstration, DemoReview, Project
 from ..errors import Forbidden, NotFound, ValidationFailed
-from ..exports.jobs import STATUS_CHOICES, check_project_for_export, do_create_export
 from .access import CURATE_ROLES, QUEUE_STATUSES, can_curate, reviewable_demos
 from .workflow import TRANSITIONS, do_transition
 
@@ -161,25 +160,3 @@ def do_bulk_return(user, names, comment="") -> int:
             review, _ = DemoReview.objects.get_or_create(demonstration=demo)
             do_transition(user, demo, review.revision, "return", comment)
     return len(demos)
-
-
-def do_bulk_export(user, names, export_format, archive_format="tar.gz") -> list:
-    """Export the selected demos: one export job per project (each needs ``user`` to be a researcher or admin
-    there), whatever their review status; all jobs or none."""
-    demos = check_selected_demos(user, names)
-    by_project = {}
-    for demo in demos:
-        by_project.setdefault(demo.project.name, []).append(demo.name)
-    projects = [check_project_for_export(user, name) for name in sorted(by_project)]
-    with transaction.atomic():
-        return [
-            do_create_export(
-                user,
-                project,
-                export_format,
-                statuses=STATUS_CHOICES,
-                archive_format=archive_format,
-                demos=sorted(by_project[project.name]),
-            )
-            for project in projects
-        ]

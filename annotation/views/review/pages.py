@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from ...actions import ActionError, MalformedJSON, ValidationFailed, check_blob_readable, live
 from ...actions import review as actions
+from ...actions.exports.jobs import do_bulk_export
 from ...lib import jsonsafe
 from ...models import DemoMode
 from ...store.blobstore import has_thumbnail, read_blob, thumbnail_path
@@ -82,7 +83,7 @@ def review_next(request):
 BULK = {
     "assign": lambda user, post: actions.do_assign(user, post.getlist("names"), post.get("assignee", "").strip()),
     "return": lambda user, post: actions.do_bulk_return(user, post.getlist("names"), post.get("comment", "").strip()),
-    "export": lambda user, post: actions.do_bulk_export(user, post.getlist("names"), post.get("format", "weblinx")),
+    "export": lambda user, post: do_bulk_export(user, post.getlist("names"), post.get("format", "weblinx")),
 }
 
 
