@@ -133,7 +133,7 @@ def area_table() -> tuple[list[str], list[list[str]]]:
             break
         rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
     header = [cell.lower() for cell in rows[0]]
-    return header, [row for row in rows[2:]]
+    return header, rows[2:]
 
 
 def looks_like_path(name: str) -> bool:
