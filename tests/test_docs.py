@@ -164,7 +164,7 @@ def resolves(column: str, name: str) -> bool:
         if "*" in name:
             # a test module pattern: found anywhere under its base (tests may sit in one folder per area)
             base, pattern = candidate.parent, candidate.name
-            pattern = pattern if pattern.endswith(".py") else pattern + "*"
+            pattern = pattern if pattern.endswith((".py", "*")) else pattern + "*"
             if base.is_dir() and any(base.rglob(pattern)):
                 return True
         elif candidate.is_dir() if name.endswith("/") else candidate.is_file():
