@@ -160,7 +160,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Parameters bound by the server, and a statement a connection runs DB_PREPARE_THRESHOLD times prepared: planning
-    # was half of PostgreSQL's time for an upload's statements (docs/performance-notes.md). Django turns preparing
+    # was half of PostgreSQL's time for an upload's statements (docs/notes.md). Django turns preparing
     # off unless asked; 0 keeps it off (a pooler in transaction mode that does not track prepared statements).
     prepare_threshold = env_int("DB_PREPARE_THRESHOLD", 5)
     DATABASES["default"].setdefault("OPTIONS", {}).update(
@@ -171,7 +171,7 @@ REQUEST_THREADS = env_int("REQUEST_THREADS", 8)
 # A pool of PostgreSQL connections per process (Django's psycopg pool), for the ASGI server: config/asgi.py turns
 # it on. Without it every request opens a connection (and the body guard's credential check another): a backend
 # process forked and warmed for a dozen queries, a fifth of the server's CPU per recorder upload
-# (docs/performance-notes.md).
+# (docs/notes.md).
 # Workers and commands keep plain connections (a prefork worker must not inherit its parent's pool). DB_POOL_SIZE:
 # connections per process at most.
 DB_POOL_SIZE = env_int("DB_POOL_SIZE", 0)

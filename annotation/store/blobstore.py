@@ -88,7 +88,7 @@ class S3ObjectReader:
     boto3's ``get_object`` costs about 2.8 ms of CPU per small object in its event hooks, parsing and checks. Here
     each object is one presigned GET (signed by the storage's own client: its credentials, endpoint and addressing
     style) sent through that client's HTTP session (its proxies, TLS verification and connection pool): about
-    two thirds of that CPU, a sha256 of the bytes included (docs/performance-notes.md has the figures).
+    two thirds of that CPU, a sha256 of the bytes included (docs/notes.md has the figures).
     Thread-safe. A connection error or a 5xx/429 is tried again (``ATTEMPTS`` in all); a missing object is a
     ``FileNotFoundError``; any other answer an ``OSError`` with the status."""
 
