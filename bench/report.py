@@ -154,7 +154,7 @@ def main(argv=None) -> int:
     try:
         source = args.results.resolve().relative_to(ROOT).as_posix()
     except ValueError:
-        source = args.results.name
+        source = args.results.as_posix()
     block = render(json.loads(args.results.read_text()), source)
     if not (args.write or args.check):
         print(block)
