@@ -54,11 +54,28 @@ def save(path: Path, sections: dict) -> None:
     temporary.replace(path)
 
 
+def machine() -> dict:
+    """Facts about the machine a section ran on: its cores, how loaded it was, and how fast one core runs Python
+    (``sum(range(10**6))``, best of three: machines of the same kind differ)."""
+    probes = []
+    for _ in range(3):
+        started = time.perf_counter()
+        sum(range(10**6))
+        probes.append(time.perf_counter() - started)
+    return {
+        "cores": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 1),
+        "python_sum_ms": round(1000 * min(probes), 1),
+    }
+
+
 def run_section(name: str, quick: bool) -> dict:
+    facts = machine()
     started = time.monotonic()
     figures = importlib.import_module(SECTIONS[name]).run(quick=quick)
     measured_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    return {**figures, "quick": quick, "measured_at": measured_at, "wall_seconds": round(time.monotonic() - started, 1)}
+    wall_seconds = round(time.monotonic() - started, 1)
+    return {**figures, "machine": facts, "quick": quick, "measured_at": measured_at, "wall_seconds": wall_seconds}
 
 
 def table(sections: dict) -> str:

@@ -26,6 +26,7 @@ importScripts(
   "lib/clock.js",
   "lib/sessions.js",
   "lib/store.js",
+  "lib/upload_wire.js",
   "lib/uploader.js",
   "lib/turns.js",
   "lib/standins.js",

@@ -10,11 +10,10 @@
  *                     frame ids of its iframes, its private-regions report
  *   lib/delivery.js   messages to the worker: captures re-sent until stored, saved at pagehide; the page bridge
  *   lib/step_page.js  step mode: clicks select elements; the element's part of a step
+ *   lib/capture_message.js  an action's CAPTURE message: the turn, the page as it is now, the pointer's position
  *
- * Each action sends ONE message, synchronously from the event handler (the service worker then holds the
- * user gesture and can call captureVisibleTab without its quota):
- *   {target: SW, type: CAPTURE, turn, page: {html, bboxes}, privateRects, regions, viewport, mouse, frame, privateValues?}
- *   turn = {client_id, type: "browser", intent, arguments: {metadata, properties?, element?, …}, eventTime}
+ * Each action sends ONE message (lib/capture_message.js), synchronously from the event handler (the service
+ * worker then holds the user gesture and can call captureVisibleTab without its quota).
  * What is captured (only while recording and not paused, trusted events only):
  *   click      at pointerdown (primary or middle button), so page, boxes and screenshot show the state BEFORE
  *              the click's effect (a link's navigation cannot overtake it); keyboard activations (Enter/Space
@@ -49,7 +48,7 @@
   "use strict";
 
   const W = root.WebTasks;
-  const parts = W && W.C && W.dom && W.coalesce && W.events && W.frames && W.delivery && W.stepPage;
+  const parts = W && W.C && W.dom && W.coalesce && W.events && W.frames && W.delivery && W.stepPage && W.captureMessage;
   if (!parts || W.capture) return; // a part missing, or loaded twice (manifest + scripting)
   const C = W.C;
   const dom = W.dom;
@@ -60,11 +59,9 @@
   const settings = Object.assign({ requireTrusted: true }, W.captureSettings); // node tests dispatch untrusted events
   const state = { recording: false, paused: false, mode: "chat", privateSelectors: [] };
   const listeners = [];
-  let pointer = null; // last pointer position: {x, y} in this frame's viewport
   let lastKey = null; // {el, at}: the last Enter/Space keydown
   let swallowing = false; // the rest of a fake click's events
   let pastedInto = null;
-  let lastEventTime = 0;
   const hookedRoots = new WeakSet();
 
   const co = W.coalesce.createCoalescer({
@@ -73,6 +70,9 @@
     hover: (el) => emitHover(el),
   });
   const frames = W.frames.createFrames({ window, dom, selectors: () => state.privateSelectors });
+  const { message: captureMessage, domOptions, mouse, rememberPointer } = W.captureMessage.createCaptureMessage({
+    window, dom, frames, selectors: () => state.privateSelectors,
+  });
   const delivery = W.delivery.createDelivery({ chrome: chromeApi, window, onInvalidated: shutdown });
   const steps = W.stepPage.createStepPage({
     window, dom, trusted, toTop: frames.toTop, capture: captureMessage, options: domOptions, send: delivery.send,
@@ -133,78 +133,12 @@
     for (const [target, type, fn, options] of listeners) target.removeEventListener(type, fn, options);
   }
 
-  // --- Pointer and page options ----------------------------------------------------------------------------
-
-  function mouse() {
-    return pointer ? frames.toTop(pointer.x, pointer.y) : { x: 0, y: 0 };
-  }
-
-  function rememberPointer(event) {
-    if (typeof event.clientX === "number") pointer = { x: event.clientX, y: event.clientY };
-  }
-
-  // Open shadow roots only: chrome.dom.openOrClosedShadowRoot would also see closed ones, but it is an
-  // extension API call per element (≈5 ms for 2,000 elements, a third of the capture budget).
-  function domOptions() {
-    return { privateSelectors: state.privateSelectors, offset: frames.rootOffset(), viewport: frames.viewport() };
-  }
-
   // --- Building and sending turns ------------------------------------------------------------------------
-
-  /**
-   * Event times, in ms since the epoch, strictly increasing in this frame: two actions in the same millisecond
-   * keep the order they happened in once the worker turns them into timestamps.
-   */
-  function eventClock(at) {
-    lastEventTime = Math.max(at === undefined ? Date.now() : at, lastEventTime + 1);
-    return lastEventTime;
-  }
 
   /** Capture the page now and send one CAPTURE message for `intent` on `element` (null: no element). */
   function send(intent, element, args, at) {
     const message = captureMessage(intent, element, args, at);
     delivery.deliver(message);
-    return message;
-  }
-
-  /** The CAPTURE message of an action on `element`: the turn, the page (DOM with uids, boxes) as it is now. */
-  function captureMessage(intent, element, args, at) {
-    const opts = domOptions();
-    let page = null;
-    let privateRects = [];
-    let privateValues = [];
-    try {
-      const snapshot = dom.capturePage(frames.captureWindow.document, opts);
-      page = { html: snapshot.html, bboxes: snapshot.bboxes };
-      privateRects = snapshot.privateRects;
-      privateValues = snapshot.privateValues;
-    } catch (err) {
-      console.warn("[webtasks] page capture failed:", err);
-    }
-    const size = opts.viewport;
-    const m = mouse();
-    const metadata = {
-      url: frames.pageUrl(), viewportWidth: size.width, viewportHeight: size.height, mouseX: m.x, mouseY: m.y, zoomLevel: 1.0,
-    };
-    if (window !== window.top) metadata.frameUrl = location.href;
-    const turnArguments = Object.assign({ metadata }, args);
-    if (element) turnArguments.element = dom.elementInfo(element, opts);
-    const turn = { client_id: dom.newUid(), type: "browser", intent, arguments: turnArguments, eventTime: eventClock(at) };
-    let regions = null;
-    try {
-      regions = frames.regionsReport(state.privateSelectors, window === window.top && page ? privateRects : null);
-    } catch (err) {
-      regions = null; // the worker asks this frame again
-    }
-    const message = {
-      target: C.TARGET.SW, type: C.MSG.CAPTURE, turn, privateRects, regions,
-      viewport: { width: size.width, height: size.height, devicePixelRatio: window.devicePixelRatio || 1 },
-      mouse: m, frame: frames.frameInfo(),
-    };
-    if (page) message.page = page;
-    // What the private fields hold, for the worker only: it masks them wherever they show up later (a GET form's
-    // next URL) and drops them from the message before anything is stored (lib/redact.js).
-    if (privateValues.length) message.privateValues = privateValues;
     return message;
   }
 
