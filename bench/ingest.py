@@ -2,7 +2,7 @@
 
 A synthetic corpus (``annotation.synth``: >= 1,000 browser turns on pages of 2,000 elements) is generated and encoded
 first. Then, timed, a client does over one keep-alive connection exactly what the recorder does per demo: ``POST
-/api/recordings/``; per batch of turns, one ``POST /api/recordings/<name>/batch/`` carrying the turns and the blobs
+/api/recordings/``; per batch of turns, one ``POST /api/recordings/<name>/bundle/`` carrying the turns and the blobs
 not uploaded before (the recorder remembers what it uploaded; no missing-check round trip), gzipped (docs/ingest.md);
 finally
 ``POST .../finish/``. The server is uvicorn as `make run` starts it, serving ``config.asgi`` in its own process, with
@@ -38,7 +38,7 @@ QUICK = {"browser_turns": 30, "turns_per_demo": 24, "elements": 120}
 BATCH_TURNS = 50
 SEED = 2024
 JSON = "application/json"
-BATCH_MEDIA_TYPE = "application/x-webtasks-batch"  # annotation.actions.BATCH_MEDIA_TYPE, without Django
+BUNDLE_MEDIA_TYPE = "application/x-webtasks-batch"  # annotation.actions.BUNDLE_MEDIA_TYPE, without Django
 LATENCIES = ("batch",)  # mean milliseconds reported per request of these kinds
 RETRYABLE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 
@@ -132,7 +132,7 @@ class Client:
         pieces = pieces if pieces is not None else ([body] if body else [])
         if media_type:
             headers["Content-Type"] = media_type
-        if media_type == BATCH_MEDIA_TYPE and self.compress:
+        if media_type == BUNDLE_MEDIA_TYPE and self.compress:
             headers["Content-Encoding"] = "gzip"
             body = gz or gzip.compress(body, compresslevel=1)
         try:
@@ -167,8 +167,8 @@ def upload_batch(client: Client, name: str, blobs: list, turns: list, gz: bytes 
     fresh = [blob for blob in blobs if blob[0] not in client.uploaded]
     gz = gz if len(fresh) == len(blobs) else None
     pieces, client.blobs = batch_pieces(turns, fresh), client.blobs + len(fresh)
-    path = f"/api/recordings/{name}/batch/"
-    _, body = client.request("POST", path, b"".join(pieces), BATCH_MEDIA_TYPE, (200, 201), "batch", pieces, gz)
+    path = f"/api/recordings/{name}/bundle/"
+    _, body = client.request("POST", path, b"".join(pieces), BUNDLE_MEDIA_TYPE, (200, 201), "batch", pieces, gz)
     client.uploaded.update(sha for sha, _, _ in fresh)
     return json.loads(body)
 

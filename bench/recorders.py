@@ -182,7 +182,7 @@ class Recorder:
             self.answered.append(action.client_id)
 
     async def retried_batch(self, action: Prepared):
-        path = f"/api/recordings/{self.name}/batch/"
+        path = f"/api/recordings/{self.name}/bundle/"
         while True:
             try:
                 status, body = await self.post(path, action.gz)
@@ -202,7 +202,7 @@ class Recorder:
         reader, writer = self.connection
         head = (
             f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nAuthorization: {self.auth}\r\n"
-            f"Content-Type: {ingest.BATCH_MEDIA_TYPE}\r\nContent-Encoding: gzip\r\n"
+            f"Content-Type: {ingest.BUNDLE_MEDIA_TYPE}\r\nContent-Encoding: gzip\r\n"
             f"Content-Length: {len(body)}\r\n\r\n"
         )
         writer.write(head.encode("latin-1"))

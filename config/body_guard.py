@@ -5,7 +5,7 @@ too late: a 300 MB upload from anybody would be received first. ``BodyGuard`` wr
 
 1. answers 401 at once to an API write (POST/PUT/PATCH under ``/api/``, sign-in excepted) that carries neither a
    valid ``Authorization: Token`` nor a signed-in session cookie;
-2. answers 413 at once when ``Content-Length`` is over the route's limit (``body_limit``: blobs, recorder batches and
+2. answers 413 at once when ``Content-Length`` is over the route's limit (``body_limit``: blobs, recorder bundles and
    form-batch uploads have their own; the 413 names the settings that make the route's limit), without reading a
    byte of the body;
 3. counts the bytes of a body as they arrive (chunked uploads declare no length) and answers 413 as soon as the
@@ -29,7 +29,7 @@ from . import db_pool
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 OPEN_API_WRITES = ("/api/auth/token/",)  # sign-in: the credentials are the body
-BATCH_UPLOAD = re.compile(r"^/api/recordings/[^/]+/batch/$")
+BUNDLE_UPLOAD = re.compile(r"^/api/recordings/[^/]+/(bundle|batch)/$")  # batch/: the old path
 FORM_UPLOAD_SLACK = 1024 * 1024  # the form fields and part headers around a form batch's two files
 FORM_UPLOAD_SETTINGS = "FORM_TEMPLATE_MAX_BYTES + FORM_CSV_MAX_BYTES + 1 MiB of form fields"
 
@@ -46,7 +46,7 @@ def body_limit(method: str, path: str) -> tuple[int, str]:
     """The largest body the route takes, and the settings that say so."""
     if method == "PUT" and path.startswith("/api/blobs/"):
         return settings.INGEST_MAX_BLOB_BYTES, "INGEST_MAX_BLOB_BYTES"
-    if method == "POST" and BATCH_UPLOAD.match(path):
+    if method == "POST" and BUNDLE_UPLOAD.match(path):
         return settings.INGEST_MAX_UPLOAD_BYTES, "INGEST_MAX_UPLOAD_BYTES"
     if method == "POST" and path in form_upload_paths():
         limit = settings.FORM_TEMPLATE_MAX_BYTES + settings.FORM_CSV_MAX_BYTES + FORM_UPLOAD_SLACK

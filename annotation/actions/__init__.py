@@ -41,12 +41,12 @@ from .exports.jobs import (
 )
 from .forms.splits import split_names, split_tasks
 from .recordings import (
-    BATCH_MEDIA_TYPE,
     BLOB_MEDIA_TYPES,
+    BUNDLE_MEDIA_TYPE,
     IngestResult,
     check_blob_readable,
     check_blob_stored,
-    check_demo_for_batch,
+    check_demo_for_bundle,
     check_demo_readable,
     check_demo_writable,
     check_missing_blobs,
@@ -55,7 +55,7 @@ from .recordings import (
     check_turn_batch,
     do_add_video_chunk,
     do_finish_recording,
-    do_ingest_batch,
+    do_ingest_bundle,
     do_ingest_turns,
     do_start_recording,
     do_store_blob,

@@ -167,8 +167,8 @@ class IngestResultSerializer(serializers.Serializer):
     turns = TurnRefSerializer(many=True)
 
 
-class BatchResultSerializer(IngestResultSerializer):
-    blobs_created = serializers.IntegerField(help_text="Blobs of the batch that were new to the project.")
+class BundleResultSerializer(IngestResultSerializer):
+    blobs_created = serializers.IntegerField(help_text="Blobs of the bundle that were new to the project.")
 
 
 class FinishSerializer(serializers.Serializer):

@@ -87,29 +87,35 @@ class RecordingViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         return Response(result.as_dict(), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
     @extend_schema(
-        request={actions.BATCH_MEDIA_TYPE: OpenApiTypes.BINARY},
+        request={actions.BUNDLE_MEDIA_TYPE: OpenApiTypes.BINARY},
         parameters=[CONTENT_ENCODING],
         responses={
-            201: s.BatchResultSerializer,
-            200: s.BatchResultSerializer,
+            201: s.BundleResultSerializer,
+            200: s.BundleResultSerializer,
             415: ERROR_415,
             503: ERROR_STORAGE,
             **ERRORS,
         },
     )
     @action(detail=True, methods=["post"], parser_classes=[])  # the body is framed bytes, read by the action
-    def batch(self, request, name=None):
-        """Upload the blobs a run of turns uses and the turns in one request (docs/ingest.md): a JSON manifest line
+    def bundle(self, request, name=None):
+        """A bundle: the blobs a run of turns uses and the turns, in one request (docs/ingest.md): a JSON manifest line
         ``{"turns", "blobs": [{"sha256", "media_type", "size"}]}``, then the blobs' bytes in that order; gzip with
         ``Content-Encoding: gzip``. Checked whole and stored atomically; a retry stores nothing twice."""
-        demo = actions.check_demo_for_batch(request.user, name)
+        demo = actions.check_demo_for_bundle(request.user, name)
         body = (request.stream or io.BytesIO(b"")).read(settings.INGEST_MAX_UPLOAD_BYTES + 1)
         if len(body) > settings.INGEST_MAX_UPLOAD_BYTES:
             raise actions.TooLarge("request body exceeds INGEST_MAX_UPLOAD_BYTES")
-        result = actions.do_ingest_batch(
+        result = actions.do_ingest_bundle(
             demo, body, request.content_type, request.headers.get("Content-Encoding"), request.user
         )
         return Response(result.as_dict(), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+    @extend_schema(exclude=True)
+    @action(detail=True, methods=["post"], parser_classes=[], url_path="batch")
+    def batch(self, request, name=None):
+        """``…/batch/``: the old path of ``…/bundle/``, kept for one release (docs/api.md)."""
+        return self.bundle(request, name)
 
     @extend_schema(methods=["GET"], request=None, responses={200: s.VideoChunkSerializer(many=True), **ERRORS})
     @extend_schema(

@@ -15,7 +15,7 @@
 
   const C = Object.freeze({
     VERSION: "1.0.0",
-    BATCH_MEDIA_TYPE: "application/x-webtasks-batch", // blobs + turns in one request (docs/ingest.md)
+    BUNDLE_MEDIA_TYPE: "application/x-webtasks-batch", // blobs + turns in one request (docs/ingest.md)
     UID_ATTRIBUTE: "data-webtasks-id",
     PRIVATE_ATTRIBUTE: "data-private",
 
@@ -95,7 +95,7 @@
     TIMING: Object.freeze({
       HOVER_DWELL_MS: 800, // a hover is a dwell this long on one element, not every mouseover
       SCROLL_DEBOUNCE_MS: 400, // one scroll turn per pause in scrolling, with the final position
-      UPLOAD_BATCH_TURNS: 50,
+      UPLOAD_BUNDLE_TURNS: 50,
       RETRY_BASE_MS: 1000,
       RETRY_MAX_MS: 60000,
       OUTER_HTML_MAX: 2000, // outerHTML of the acted element is truncated to this many characters

@@ -1,8 +1,8 @@
 /*
  * The uploader's side of the wire (lib/uploader.js): one HTTP request with a session's token and how its answer
  * is read (network errors, 429 and 5xx are RetryableError; a refused session's settings are SessionError; an API
- * error body as one line, the turn or blob its error fields name), and what a batch carries: the blobs a turn refers
- * to, a turn without the blobs that cannot be sent, the batch body (a JSON manifest line, then the blobs' bytes,
+ * error body as one line, the turn or blob its error fields name), and what a bundle carries: the blobs a turn refers
+ * to, a turn without the blobs that cannot be sent, the bundle body (a JSON manifest line, then the blobs' bytes,
  * gzipped; docs/ingest.md).
  *
  * Classic script: defines globalThis.WebTasks.uploadWire (and module.exports for node).
@@ -75,7 +75,7 @@
     return match ? Number(match[1]) : null;
   }
 
-  /** A batch body: the manifest line, then each blob's bytes in the manifest's order (docs/ingest.md). */
+  /** A bundle body: the manifest line, then each blob's bytes in the manifest's order (docs/ingest.md). */
   function frameBatch(turns, blobs) {
     const manifest = {
       turns,

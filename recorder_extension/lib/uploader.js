@@ -3,10 +3,10 @@
  *
  * For every session that may still need it (the active one, then stopped ones in the outbox):
  *   1. POST /api/recordings/ once (idempotent on client_id) → the demo name, saved in the session;
- *   2. per batch of ready turns in seq order: ONE gzipped POST /api/recordings/{name}/batch/ carrying the turns
+ *   2. per bundle of ready turns in seq order: ONE gzipped POST /api/recordings/{name}/bundle/ carrying the turns
  *      and the blobs not yet uploaded for the project (docs/ingest.md: a JSON manifest line, then the blobs'
  *      bytes), which the server stores whole or not at all; no missing-check first (POST /api/blobs/missing/ is
- *      asked only about blobs lost locally); blobs are per project on the server (a batch's blobs go to its
+ *      asked only about blobs lost locally); blobs are per project on the server (a bundle's blobs go to its
  *      recording's project), so an upload mark names the project it was made for; a turn is marked uploaded
  *      only after a 2xx;
  *   3. video chunks: PUT the blob, POST /api/recordings/{name}/video/;
@@ -14,11 +14,11 @@
  * Network errors, 429 and 5xx: exponential backoff (C.TIMING.RETRY_BASE_MS..RETRY_MAX_MS), the state kept in
  * C.STORAGE.UPLOAD so a restarted service worker continues it. 401/403/404: the session's configuration is
  * wrong (token, role, project); recorded as lastError, retried at the longest delay. 400/409 naming a blob
- * (`blobs[2]...`): that blob is marked refused and the batch is sent again without it (its turns lose the
- * reference); naming turns: those turns are marked failed with the server's message (the rest of the batch goes
- * on); 413 halves the batch, and a single turn's batch too large drops its blobs.
+ * (`blobs[2]...`): that blob is marked refused and the bundle is sent again without it (its turns lose the
+ * reference); naming turns: those turns are marked failed with the server's message (the rest of the bundle goes
+ * on); 413 halves the bundle, and a single turn's bundle too large drops its blobs.
  *
- * The wire (the request, its errors, the batch body) is lib/upload_wire.js. Everything the loop touches is injected
+ * The wire (the request, its errors, the bundle body) is lib/upload_wire.js. Everything the loop touches is injected
  * (fetch, store, kv, clock, schedule), so node tests drive it.
  */
 (function (root) {
@@ -36,11 +36,11 @@
 
   class Uploader {
     /**
-     * deps: {store, kv, fetch, now() → ms, random() → 0..1, schedule(delayMs), onChange(), log, batchTurns}
+     * deps: {store, kv, fetch, now() → ms, random() → 0..1, schedule(delayMs), onChange(), log, bundleTurns}
      */
     constructor(deps) {
       this.d = { random: Math.random, schedule() {}, onChange() {}, log: console, ...deps };
-      this.batchTurns = deps.batchTurns || C.TIMING.UPLOAD_BATCH_TURNS;
+      this.bundleTurns = deps.bundleTurns || C.TIMING.UPLOAD_BUNDLE_TURNS;
       this.running = null;
       this.again = false;
       this.recheckedBlobs = new Set();
@@ -84,7 +84,7 @@
       }
       let wakeAt = null;
       let refused = false;
-      this.batchTurns = this.d.batchTurns || C.TIMING.UPLOAD_BATCH_TURNS; // a 413 shrinks it for this pass only
+      this.bundleTurns = this.d.bundleTurns || C.TIMING.UPLOAD_BUNDLE_TURNS; // a 413 shrinks it for this pass only
       try {
         for (const session of await sessions.allSessions(this.d.kv)) {
           try {
@@ -140,9 +140,9 @@
       const releaseAll = session.finishing;
       for (;;) {
         const now = releaseAll ? Infinity : this.d.now();
-        const batch = await this.d.store.readyTurns(session.clientId, this.batchTurns, now);
-        if (!batch.length) break;
-        session = await this.sendBatch(session, batch);
+        const bundle = await this.d.store.readyTurns(session.clientId, this.bundleTurns, now);
+        if (!bundle.length) break;
+        session = await this.sendBundle(session, bundle);
       }
       await this.sendChunks(session);
       const summary = await this.d.store.pendingSummary(session.clientId, this.d.now());
@@ -165,8 +165,8 @@
       return saved || { ...session, demoName: body.name };
     }
 
-    /** Send one batch: the blobs the server is missing and the turns, in one request. Resolves with the session. */
-    async sendBatch(session, records) {
+    /** Send one bundle: the blobs the server is missing and the turns, in one request. Resolves with the session. */
+    async sendBundle(session, records) {
       const refs = records.flatMap((r) => blobRefs(r.turn));
       const { gone, toSend } = await this.blobsToSend(session, refs, { askFirst: false });
       const turns = [];
@@ -174,27 +174,27 @@
         let turn = withoutBlobs(record.turn, gone);
         if (session.noFrames) turn = withoutFrames(turn);
         if (turn !== record.turn) {
-          // Persist the rewrite first: a retry of this batch must send the very same content.
+          // Persist the rewrite first: a retry of this bundle must send the very same content.
           await this.d.store.updateTurn(record.client_id, (r) => ({ ...r, turn }));
           record.turn = turn;
         }
         turns.push(turn);
       }
       const body = await gzip(frameBatch(turns, toSend));
-      const path = `/api/recordings/${session.demoName}/batch/`;
+      const path = `/api/recordings/${session.demoName}/bundle/`;
       const headers = { "Content-Encoding": "gzip" };
-      const { status, body: answer } = await this.request(session, "POST", path, body, C.BATCH_MEDIA_TYPE, headers);
+      const { status, body: answer } = await this.request(session, "POST", path, body, C.BUNDLE_MEDIA_TYPE, headers);
       if (status < 300) {
         await this.d.store.markBlobs(toSend.map((b) => b.sha256), { uploaded: 1, project: session.project });
-        return this.batchStored(session, records);
+        return this.bundleStored(session, records);
       }
       if (await this.blobsRefused(toSend, status, answer)) return session; // sent again without them
-      if (status === 413) return this.batchTooLarge(session, records, answer, toSend);
-      if (status === 400 || status === 409) return this.batchRejected(session, records, status, answer);
+      if (status === 413) return this.bundleTooLarge(session, records, answer, toSend);
+      if (status === 400 || status === 409) return this.bundleRejected(session, records, status, answer);
       throw new SessionError(`sending turns failed: ${describe(status, answer)}`);
     }
 
-    /** The server named blobs of the batch (`blobs[i]...`): mark them refused. Resolves with whether it did. */
+    /** The server named blobs of the bundle (`blobs[i]...`): mark them refused. Resolves with whether it did. */
     async blobsRefused(sent, status, body) {
       const errors = (body && Array.isArray(body.errors) && body.errors) || [];
       const named = [...new Set(errors.map((e) => blobIndexOf(e.field)).filter((i) => i !== null && i < sent.length))];
@@ -208,16 +208,16 @@
       await this.setError(`blob ${sha.slice(0, 12)}… refused: ${refusal}`);
     }
 
-    async batchStored(session, records) {
+    async bundleStored(session, records) {
       await this.d.store.markTurns(records.map((r) => r.client_id), STATE.UPLOADED);
       await sessions.bumpCounters(this.d.kv, { uploaded: records.length });
       this.d.onChange();
       return session;
     }
 
-    async batchTooLarge(session, records, body, sent) {
+    async bundleTooLarge(session, records, body, sent) {
       if (records.length > 1) {
-        this.batchTurns = Math.max(1, Math.ceil(records.length / 2));
+        this.bundleTurns = Math.max(1, Math.ceil(records.length / 2));
         return session;
       }
       if (sent.length) {
@@ -230,7 +230,7 @@
     }
 
     /** 400/409: fail the turns the server named, keep the others pending (nothing was stored). */
-    async batchRejected(session, records, status, body) {
+    async bundleRejected(session, records, status, body) {
       const errors = (body && Array.isArray(body.errors) && body.errors) || [];
       if (errors.length && errors.every((e) => /has not been uploaded/.test(e.message || ""))) {
         // Our "uploaded" marks are stale (the server lost or never kept those blobs): check them again, once.
@@ -267,11 +267,11 @@
     }
 
     /**
-     * Which of these blobs the batch must carry and which cannot be provided (refused before, or lost locally):
+     * Which of these blobs the bundle must carry and which cannot be provided (refused before, or lost locally):
      * resolves with {gone: Set of sha, toSend: [blob records]}. Blobs not yet uploaded for this project are sent;
-     * with `askFirst` (one PUT per blob: video chunks) the server is asked first which it lacks. A batch does not
+     * with `askFirst` (one PUT per blob: video chunks) the server is asked first which it lacks. A bundle does not
      * ask for blobs it holds: the server takes bytes it has already at the cost of hashing them, cheaper than a
-     * round trip per batch; it asks only about blobs lost locally, which the server may still have.
+     * round trip per bundle; it asks only about blobs lost locally, which the server may still have.
      */
     async blobsToSend(session, shas, { askFirst = true } = {}) {
       const unique = [...new Set(shas)];

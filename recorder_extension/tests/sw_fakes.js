@@ -66,9 +66,9 @@ class FakeServer {
   async fetch(url, { method = "GET", headers = {}, body } = {}) {
     const parsed = new URL(url);
     const path = parsed.pathname;
-    const batch = headers["Content-Type"] === C.BATCH_MEDIA_TYPE ? unframe(body, headers) : null;
+    const bundle = headers["Content-Type"] === C.BUNDLE_MEDIA_TYPE ? unframe(body, headers) : null;
     const json = typeof body === "string" && headers["Content-Type"] === "application/json" ? JSON.parse(body) : null;
-    const request = { method, path, headers, body, json: batch || json, project: parsed.searchParams.get("project") };
+    const request = { method, path, headers, body, json: bundle || json, project: parsed.searchParams.get("project") };
     this.log.push(request);
     if (this.down) throw new TypeError("Failed to fetch");
     if (this.failures.length) return response(this.failures.shift(), { detail: "unavailable", code: "error", errors: [] });
@@ -97,7 +97,7 @@ class FakeServer {
       return project ? this.putBlob(m[1], body, headers, project) : projectRequired();
     }
     if (method === "POST" && (m = /^\/api\/recordings\/([a-z]+)\/turns\/$/.exec(path))) return this.turns(m[1], json);
-    if (method === "POST" && (m = /^\/api\/recordings\/([a-z]+)\/batch\/$/.exec(path))) return this.batch(m[1], json);
+    if (method === "POST" && (m = /^\/api\/recordings\/([a-z]+)\/bundle\/$/.exec(path))) return this.bundle(m[1], json);
     if (method === "POST" && (m = /^\/api\/recordings\/([a-z]+)\/video\/$/.exec(path))) return this.video(m[1], json);
     if (method === "POST" && (m = /^\/api\/recordings\/([a-z]+)\/finish\/$/.exec(path))) {
       const demo = this.recordings.get(m[1]);
@@ -135,8 +135,8 @@ class FakeServer {
     return response(created ? 201 : 200, { sha256: sha });
   }
 
-  /** A batch as the real server takes it: blobs checked, then turns; stored whole or not at all. */
-  batch(name, json) {
+  /** A bundle as the real server takes it: blobs checked, then turns; stored whole or not at all. */
+  bundle(name, json) {
     const demo = this.recordings.get(name);
     if (!demo) return response(404, { detail: "not found", code: "not_found", errors: [] });
     const bad = json.blobs.findIndex((blob) => sha256(blob.bytes) !== blob.sha256);
@@ -193,7 +193,7 @@ class FakeServer {
   }
 }
 
-/** A batch body (gzipped when it says so) → {turns, blobs: [{sha256, media_type, size, bytes}]}. */
+/** A bundle body (gzipped when it says so) → {turns, blobs: [{sha256, media_type, size, bytes}]}. */
 function unframe(body, headers) {
   let bytes = Buffer.from(body);
   if (headers["Content-Encoding"] === "gzip") bytes = zlib.gunzipSync(bytes);
@@ -205,7 +205,7 @@ function unframe(body, headers) {
     offset += blob.size;
     return { ...blob, bytes: data };
   });
-  if (offset !== bytes.length) throw new Error(`batch frame: ${bytes.length - offset} bytes after the blobs`);
+  if (offset !== bytes.length) throw new Error(`bundle frame: ${bytes.length - offset} bytes after the blobs`);
   return { turns: manifest.turns, blobs };
 }
 
@@ -222,7 +222,7 @@ function fakeClock(start = 1_700_000_000_000) {
 const quiet = { info() {}, warn() {}, debug() {}, error() {} };
 
 /** An uploader wired to a fake server, a fresh store, in-memory chrome.storage and a fake clock. */
-async function setup({ session = {}, batchTurns } = {}) {
+async function setup({ session = {}, bundleTurns } = {}) {
   const server = new FakeServer();
   const store = await freshStore();
   const kv = new Kv(new MemoryArea());
@@ -230,7 +230,7 @@ async function setup({ session = {}, batchTurns } = {}) {
   const scheduled = [];
   const uploader = new Uploader({
     store, kv, fetch: server.fetch, now: clock.now, random: () => 0, schedule: (ms) => scheduled.push(ms),
-    log: quiet, batchTurns,
+    log: quiet, bundleTurns,
   });
   const active = {
     clientId: "session-1", demoName: null, serverUrl: "http://server.test", token: "secret", project: "alpha",

@@ -40,11 +40,11 @@ test("sends what the server validates: the turn without local bookkeeping fields
   const ctx = await setup();
   await addTurn(ctx, { blobs: { screenshot: "png" } });
   await ctx.uploader.pump();
-  const sent = ctx.server.requests("POST", /\/batch\/$/)[0].json.turns[0];
+  const sent = ctx.server.requests("POST", /\/bundle\/$/)[0].json.turns[0];
   assert.deepEqual(Object.keys(sent).sort(), ["arguments", "client_id", "intent", "screenshot", "timestamp", "type"]);
 });
 
-test("a batch carries each blob not yet uploaded once, without asking the server first", async () => {
+test("a bundle carries each blob not yet uploaded once, without asking the server first", async () => {
   const ctx = await setup();
   await addTurn(ctx, { blobs: { screenshot: "first" } });
   await addTurn(ctx, { blobs: { screenshot: "shared" } });
@@ -52,10 +52,10 @@ test("a batch carries each blob not yet uploaded once, without asking the server
   await ctx.uploader.pump();
   assert.equal(ctx.server.requests("PUT", /^\/api\/blobs\//).length, 0, "no request per blob");
   assert.equal(ctx.server.requests("POST", /missing/).length, 0, "no missing-check round trip");
-  const batches = ctx.server.requests("POST", /\/batch\/$/);
-  assert.equal(batches.length, 1);
-  assert.deepEqual(batches[0].json.blobs.map((b) => b.sha256), ["first", "shared"].map((t) => sha256(Buffer.from(t))));
-  assert.equal(batches[0].json.turns.length, 3);
+  const bundles = ctx.server.requests("POST", /\/bundle\/$/);
+  assert.equal(bundles.length, 1);
+  assert.deepEqual(bundles[0].json.blobs.map((b) => b.sha256), ["first", "shared"].map((t) => sha256(Buffer.from(t))));
+  assert.equal(bundles[0].json.turns.length, 3);
 });
 
 test("a blob lost locally is asked about, for the session's project, and kept as a reference if the server has it", async () => {
@@ -69,17 +69,17 @@ test("a blob lost locally is asked about, for the session's project, and kept as
   const asked = ctx.server.requests("POST", /missing/);
   assert.equal(asked.length, 1);
   assert.deepEqual(asked[0].json, { project: "alpha", sha256: [kept] });
-  const [batch] = ctx.server.requests("POST", /\/batch\/$/);
-  assert.deepEqual(batch.json.blobs.map((b) => b.sha256), [sha256(Buffer.from("png"))]);
-  assert.equal(batch.json.turns[0].page, kept);
+  const [bundle] = ctx.server.requests("POST", /\/bundle\/$/);
+  assert.deepEqual(bundle.json.blobs.map((b) => b.sha256), [sha256(Buffer.from("png"))]);
+  assert.equal(bundle.json.turns[0].page, kept);
   assert.deepEqual([...ctx.server.blobs.get(sha256(Buffer.from("png"))).projects], ["alpha"]);
 });
 
-test("a batch is one gzipped request: the manifest line, then the blobs' bytes", async () => {
+test("a bundle is one gzipped request: the manifest line, then the blobs' bytes", async () => {
   const ctx = await setup();
   const turn = await addTurn(ctx, { blobs: { screenshot: "png-bytes", page: "<html>é</html>" } });
   await ctx.uploader.pump();
-  const [request] = ctx.server.requests("POST", /\/batch\/$/);
+  const [request] = ctx.server.requests("POST", /\/bundle\/$/);
   assert.equal(request.headers["Content-Type"], "application/x-webtasks-batch");
   assert.equal(request.headers["Content-Encoding"], "gzip");
   const raw = require("node:zlib").gunzipSync(Buffer.from(request.body));
@@ -103,7 +103,7 @@ test("bytes uploaded for one project are checked and uploaded again for another"
   await ctx.kv.set(C.STORAGE.SESSION, { ...ctx.session, clientId: "session-2", project: "beta", demoName: null });
   await addTurn(ctx, { blobs: { screenshot: "same-shot" }, session: "session-2" });
   await ctx.uploader.pump();
-  const sent = ctx.server.requests("POST", /\/batch\/$/).map((r) => r.json.blobs.length);
+  const sent = ctx.server.requests("POST", /\/bundle\/$/).map((r) => r.json.blobs.length);
   assert.deepEqual(sent, [1, 1], "the same bytes go again with the beta recording");
   assert.deepEqual([...ctx.server.blobs.get(sha256(Buffer.from("same-shot"))).projects], ["alpha", "beta"]);
   const beta = [...ctx.server.recordings.values()].find((demo) => demo.fields.project === "beta");
@@ -117,16 +117,16 @@ test("does not send a blob again once the server stored it", async () => {
   await ctx.uploader.pump();
   await addTurn(ctx, { blobs: { screenshot: "same" } });
   await ctx.uploader.pump();
-  const batches = ctx.server.requests("POST", /\/batch\/$/);
-  assert.deepEqual(batches.map((b) => b.json.blobs.length), [1, 0]);
+  const bundles = ctx.server.requests("POST", /\/bundle\/$/);
+  assert.deepEqual(bundles.map((b) => b.json.blobs.length), [1, 0]);
   assert.equal(ctx.server.requests("POST", /missing/).length, 0);
 });
 
-test("batches turns by UPLOAD_BATCH_TURNS", async () => {
-  const ctx = await setup({ batchTurns: 2 });
+test("bundles turns by UPLOAD_BUNDLE_TURNS", async () => {
+  const ctx = await setup({ bundleTurns: 2 });
   for (let i = 0; i < 5; i++) await addTurn(ctx);
   await ctx.uploader.pump();
-  const sizes = ctx.server.requests("POST", /\/batch\/$/).map((r) => r.json.turns.length);
+  const sizes = ctx.server.requests("POST", /\/bundle\/$/).map((r) => r.json.turns.length);
   assert.deepEqual(sizes, [2, 2, 1]);
 });
 
@@ -180,7 +180,7 @@ test("5xx and 429 are retried like network errors", async () => {
   assert.equal((await counters(ctx)).uploaded, 1);
 });
 
-test("a lost answer after the server stored the batch: the retry is a duplicate, nothing is stored twice", async () => {
+test("a lost answer after the server stored the bundle: the retry is a duplicate, nothing is stored twice", async () => {
   const ctx = await setup();
   await addTurn(ctx, { blobs: { screenshot: "x" } });
   await addTurn(ctx);
@@ -194,7 +194,7 @@ test("a lost answer after the server stored the batch: the retry is a duplicate,
   assert.equal((await ctx.uploader.pump()).status, "idle");
   const demo = [...ctx.server.recordings.values()][0];
   assert.equal(demo.turns.size, 4);
-  const posts = ctx.server.requests("POST", /\/batch\/$/);
+  const posts = ctx.server.requests("POST", /\/bundle\/$/);
   assert.deepEqual(posts.at(-1).json, posts.at(-2).json, "the retry sends the very same content");
   assert.equal((await counters(ctx)).uploaded, 4);
 });
@@ -203,7 +203,7 @@ test("a turn the server refuses (400) is marked failed with its message; the oth
   const ctx = await setup();
   const turns = [await addTurn(ctx), await addTurn(ctx), await addTurn(ctx)];
   ctx.server.hook = ({ path, json }) => {
-    if (!/\/batch\/$/.test(path)) return undefined;
+    if (!/\/bundle\/$/.test(path)) return undefined;
     const bad = json.turns.findIndex((t) => t.client_id === turns[1].client_id);
     if (bad < 0) return undefined;
     const { response } = require("./sw_fakes.js");
@@ -221,18 +221,18 @@ test("a turn the server refuses (400) is marked failed with its message; the oth
   const c = await counters(ctx);
   assert.equal(c.failed, 1);
   assert.match(c.lastError, /refused/);
-  assert.equal(ctx.server.requests("POST", /\/batch\/$/).length, 2, "no retry loop on a 4xx");
+  assert.equal(ctx.server.requests("POST", /\/bundle\/$/).length, 2, "no retry loop on a 4xx");
 });
 
-test("a 400 naming no turn fails the whole batch once", async () => {
+test("a 400 naming no turn fails the whole bundle once", async () => {
   const ctx = await setup();
   await addTurn(ctx);
   await addTurn(ctx);
   const { response } = require("./sw_fakes.js");
-  ctx.server.hook = ({ path }) => (/\/batch\/$/.test(path) ? response(400, { detail: "bad batch", code: "x", errors: [] }) : undefined);
+  ctx.server.hook = ({ path }) => (/\/bundle\/$/.test(path) ? response(400, { detail: "bad bundle", code: "x", errors: [] }) : undefined);
   assert.equal((await ctx.uploader.pump()).status, "idle");
   assert.equal((await counters(ctx)).failed, 2);
-  assert.equal(ctx.server.requests("POST", /\/batch\/$/).length, 1);
+  assert.equal(ctx.server.requests("POST", /\/bundle\/$/).length, 1);
 });
 
 test("401 on start: lastError, session error, retried at the longest delay, no turns sent", async () => {
@@ -243,21 +243,21 @@ test("401 on start: lastError, session error, retried at the longest delay, no t
   assert.equal(result.delayMs, C.TIMING.RETRY_MAX_MS);
   assert.match((await counters(ctx)).lastError, /HTTP 401 Invalid token/);
   assert.match((await ctx.kv.get(C.STORAGE.SESSION)).error, /401/);
-  assert.equal(ctx.server.requests("POST", /\/batch\/$/).length, 0);
+  assert.equal(ctx.server.requests("POST", /\/bundle\/$/).length, 0);
   await sessions.updateSession(ctx.kv, "session-1", (s) => ({ ...s, token: "secret" }));
   assert.equal((await ctx.uploader.pump()).status, "idle");
   assert.equal((await ctx.kv.get(C.STORAGE.SESSION)).error, null);
   assert.equal((await counters(ctx)).uploaded, 1);
 });
 
-test("413 halves the batch until it fits", async () => {
-  const ctx = await setup({ batchTurns: 8 });
+test("413 halves the bundle until it fits", async () => {
+  const ctx = await setup({ bundleTurns: 8 });
   for (let i = 0; i < 8; i++) await addTurn(ctx);
   const { response } = require("./sw_fakes.js");
   ctx.server.hook = ({ path, json }) =>
-    /\/batch\/$/.test(path) && json.turns.length > 2 ? response(413, { detail: "too large", code: "too_large", errors: [] }) : undefined;
+    /\/bundle\/$/.test(path) && json.turns.length > 2 ? response(413, { detail: "too large", code: "too_large", errors: [] }) : undefined;
   assert.equal((await ctx.uploader.pump()).status, "idle");
-  const sizes = ctx.server.requests("POST", /\/batch\/$/).map((r) => r.json.turns.length);
+  const sizes = ctx.server.requests("POST", /\/bundle\/$/).map((r) => r.json.turns.length);
   assert.deepEqual(sizes, [8, 4, 2, 2, 2, 2]);
   assert.equal((await counters(ctx)).uploaded, 8);
 });
@@ -268,7 +268,7 @@ test("a blob the server refuses is dropped from the turn, which is still uploade
   const { response } = require("./sw_fakes.js");
   const bad = turn.screenshot;
   ctx.server.hook = ({ path, json }) => {
-    const index = /\/batch\/$/.test(path) ? json.blobs.findIndex((b) => b.sha256 === bad) : -1;
+    const index = /\/bundle\/$/.test(path) ? json.blobs.findIndex((b) => b.sha256 === bad) : -1;
     if (index < 0) return undefined;
     const errors = [{ field: `blobs[${index}]`, message: "not a decodable image" }];
     return response(400, { detail: `blobs[${index}]: image does not decode`, code: "invalid", errors });
@@ -285,7 +285,7 @@ test("a server without frames support: turns are re-sent without frames", async 
   await addTurn(ctx, { blobs: { screenshot: "a" }, frames: ["b"] });
   const { response } = require("./sw_fakes.js");
   ctx.server.hook = ({ path, json }) =>
-    /\/batch\/$/.test(path) && json.turns.some((t) => t.frames)
+    /\/bundle\/$/.test(path) && json.turns.some((t) => t.frames)
       ? response(400, { detail: "invalid", code: "invalid", errors: [{ field: "turns[0].frames", message: "unknown field" }] })
       : undefined;
   assert.equal((await ctx.uploader.pump()).status, "idle");
@@ -408,7 +408,7 @@ test("a single turn too large with its blobs is sent again without them", async 
   const turn = await addTurn(ctx, { blobs: { screenshot: "huge", page: "<p>" } });
   const { response } = require("./sw_fakes.js");
   ctx.server.hook = ({ path, json }) =>
-    /\/batch\/$/.test(path) && json.blobs.length ? response(413, { detail: "too large", code: "too_large", errors: [] }) : undefined;
+    /\/bundle\/$/.test(path) && json.blobs.length ? response(413, { detail: "too large", code: "too_large", errors: [] }) : undefined;
   assert.equal((await ctx.uploader.pump()).status, "idle");
   const stored = JSON.parse([...ctx.server.recordings.values()][0].turns.get(turn.client_id));
   assert.equal(stored.screenshot, undefined);
@@ -417,12 +417,12 @@ test("a single turn too large with its blobs is sent again without them", async 
   assert.match((await counters(ctx)).lastError, /too large/);
 });
 
-test("a batch the server refuses for a blob's hash stores nothing; the turn goes again without it", async () => {
+test("a bundle the server refuses for a blob's hash stores nothing; the turn goes again without it", async () => {
   const ctx = await setup();
   const turn = await addTurn(ctx, { blobs: { screenshot: "shot", page: "<p>" } });
-  const original = ctx.server.batch.bind(ctx.server);
+  const original = ctx.server.bundle.bind(ctx.server);
   let first = true;
-  ctx.server.batch = (name, json) => {
+  ctx.server.bundle = (name, json) => {
     if (first) {
       first = false;
       json.blobs[0].bytes = Buffer.from("tampered in transit");
@@ -434,5 +434,5 @@ test("a batch the server refuses for a blob's hash stores nothing; the turn goes
   const stored = JSON.parse(demo.turns.get(turn.client_id));
   assert.equal(stored.screenshot, undefined);
   assert.equal(stored.page, turn.page);
-  assert.equal(ctx.server.requests("POST", /\/batch\/$/).length, 2);
+  assert.equal(ctx.server.requests("POST", /\/bundle\/$/).length, 2);
 });

@@ -4,21 +4,20 @@ Views, API viewsets, consumers, tasks and management commands are thin callers o
 HTTP ingest and the synthetic corpus go through exactly the same validation and storage code.
 
 Modules: ``access`` (who may record, read and upload), ``recordings`` (start, finish), ``turns`` (batches),
-``late`` (captures uploaded after the end), ``video`` (tab video chunks), ``blobs`` and ``batch`` (blobs and
+``late`` (captures uploaded after the end), ``video`` (tab video chunks), ``blobs`` and ``bundle`` (blobs and
 turns in one request). Callers import from here.
 """
 
 from .access import (
     blob_used_by,
     check_blob_readable,
-    check_demo_for_batch,
+    check_demo_for_bundle,
     check_demo_readable,
     check_demo_writable,
     check_project_for_blobs,
     check_project_for_recording,
     visible_demo,
 )
-from .batch import BATCH_MEDIA_TYPE, do_ingest_batch
 from .blobs import (
     BLOB_MEDIA_TYPES,
     CHUNK,
@@ -34,6 +33,7 @@ from .blobs import (
     normalise_media_type,
     spool_and_hash,
 )
+from .bundle import BUNDLE_MEDIA_TYPE, do_ingest_bundle
 from .late import (
     LATE_TURN_TOLERANCE_SECONDS,
     check_late_turns,
@@ -63,13 +63,13 @@ __all__ = [
     "check_blob_readable",
     "check_project_for_blobs",
     "check_demo_readable",
-    "check_demo_for_batch",
+    "check_demo_for_bundle",
     "check_demo_writable",
     "check_project_for_recording",
     "visible_demo",
-    # batch
-    "BATCH_MEDIA_TYPE",
-    "do_ingest_batch",
+    # bundle
+    "BUNDLE_MEDIA_TYPE",
+    "do_ingest_bundle",
     # blobs
     "BLOB_MEDIA_TYPES",
     "CHUNK",

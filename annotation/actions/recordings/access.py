@@ -91,7 +91,7 @@ def check_project_for_blobs(user, project_name) -> Project:
     return check_project_for_recording(user, project_name)
 
 
-def check_demo_for_batch(user, name: str) -> Demonstration:
+def check_demo_for_bundle(user, name: str) -> Demonstration:
     """A demonstration ``user`` may add turns to and whose project they may upload blobs to (record there), in
     one query: a batch brings both."""
     demo = check_demo_writable(user, name)

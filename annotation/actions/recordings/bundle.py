@@ -1,12 +1,12 @@
-"""Batches: the blobs a run of turns uses and the turns themselves in one request, checked whole, stored atomically.
+"""Bundles: the blobs a run of turns uses and the turns themselves in one request, checked whole, stored atomically.
 
-One request per batch instead of one per blob is what makes ingest run near disk speed (docs/ingest.md): the
+One request per bundle instead of one per blob is what makes ingest run near disk speed (docs/ingest.md): the
 per-request work (routing, authentication, a transaction, a response) is paid once for dozens of blobs.
 
 The body (``application/x-webtasks-batch``, optionally ``Content-Encoding: gzip``) is one line of JSON, the manifest
 ``{"turns": [...], "blobs": [{"sha256", "media_type", "size"}, ...]}``, a newline, then the blobs' bytes back to
 back in the manifest's order. Every blob is checked (size, hash, content) and every turn validated before anything
-is written; files and rows are then written in one transaction with the turns, so a refused batch stores nothing.
+is written; files and rows are then written in one transaction with the turns, so a refused bundle stores nothing.
 A gzip body is inflated with a cap (``INGEST_MAX_UPLOAD_BYTES``): a small body that inflates past it is a 413, not
 a gigabyte in memory."""
 
@@ -27,13 +27,13 @@ from .blobs import BLOB_MEDIA_TYPES, MAX_BLOB_QUERY, check_blob_bytes, normalise
 from .staging import Staging
 from .turns import IngestResult, check_turn_batch, do_ingest_turns
 
-BATCH_MEDIA_TYPE = "application/x-webtasks-batch"
+BUNDLE_MEDIA_TYPE = "application/x-webtasks-batch"
 CONTENT_ENCODINGS = ("identity", "gzip")
 
 
 @dataclass
-class BatchBlob:
-    """One blob of a batch: what the manifest says of it and its bytes (a view into the body, not a copy)."""
+class BundleBlob:
+    """One blob of a bundle: what the manifest says of it and its bytes (a view into the body, not a copy)."""
 
     index: int
     sha256: str
@@ -42,8 +42,8 @@ class BatchBlob:
 
 
 @dataclass
-class Batch:
-    """A parsed batch: its turns and blobs; ``fresh`` are the blobs new to the project once checked."""
+class Bundle:
+    """A parsed bundle: its turns and blobs; ``fresh`` are the blobs new to the project once checked."""
 
     turns: list
     blobs: list
@@ -51,7 +51,7 @@ class Batch:
 
     @property
     def media(self) -> dict:
-        """sha256 → media type of the blobs this batch brings, for the turns' blob references."""
+        """sha256 → media type of the blobs this bundle brings, for the turns' blob references."""
         return {blob.sha256: blob.media_type for blob in self.blobs}
 
 
@@ -59,10 +59,10 @@ def refused(field_name: str, message: str, cls=ValidationFailed):
     return cls(f"{field_name}: {message}; nothing was stored", [{"field": field_name, "message": message}])
 
 
-def check_batch_media_type(content_type: str | None) -> None:
-    if normalise_media_type(content_type) != BATCH_MEDIA_TYPE:
+def check_bundle_media_type(content_type: str | None) -> None:
+    if normalise_media_type(content_type) != BUNDLE_MEDIA_TYPE:
         raise refused(
-            "Content-Type", f"{content_type or '(none)'!r}; a batch is {BATCH_MEDIA_TYPE}", UnsupportedMediaType
+            "Content-Type", f"{content_type or '(none)'!r}; a bundle is {BUNDLE_MEDIA_TYPE}", UnsupportedMediaType
         )
 
 
@@ -87,7 +87,7 @@ def inflate(body: bytes, encoding: str | None) -> bytes:
     return data
 
 
-def parse_batch(data: bytes) -> Batch:
+def parse_bundle(data: bytes) -> Bundle:
     """Split the body into the manifest and the blobs it declares; 400/413 naming the field on any mismatch."""
     end = data.find(b"\n")
     if end < 0:
@@ -105,12 +105,12 @@ def parse_batch(data: bytes) -> Batch:
     if not isinstance(turns, list) or not isinstance(declared, list) or not (turns or declared):
         raise refused("turns", "expected lists turns and blobs, not both empty")
     blobs = split_blobs(declared, memoryview(data)[end + 1 :])
-    return Batch(turns, blobs)
+    return Bundle(turns, blobs)
 
 
-def split_blobs(declared: list, payload: memoryview) -> list[BatchBlob]:
+def split_blobs(declared: list, payload: memoryview) -> list[BundleBlob]:
     if len(declared) > MAX_BLOB_QUERY:
-        raise refused("blobs", f"{len(declared)} blobs in one batch; at most {MAX_BLOB_QUERY} allowed")
+        raise refused("blobs", f"{len(declared)} blobs in one bundle; at most {MAX_BLOB_QUERY} allowed")
     entries = [blob_entry(entry, index) for index, entry in enumerate(declared)]
     total = sum(size for _, _, size in entries)
     if total != len(payload):
@@ -118,9 +118,9 @@ def split_blobs(declared: list, payload: memoryview) -> list[BatchBlob]:
     blobs, offset, seen = [], 0, set()
     for index, (sha, media_type, size) in enumerate(entries):
         if sha in seen:
-            raise refused(f"blobs[{index}].sha256", "appears twice in the batch")
+            raise refused(f"blobs[{index}].sha256", "appears twice in the bundle")
         seen.add(sha)
-        blobs.append(BatchBlob(index, sha, media_type, payload[offset : offset + size]))
+        blobs.append(BundleBlob(index, sha, media_type, payload[offset : offset + size]))
         offset += size
     return blobs
 
@@ -142,18 +142,18 @@ def blob_entry(entry, index: int) -> tuple[str, str, int]:
     return sha, media_type, size
 
 
-def check_batch_blobs(batch: Batch, project, meanwhile=None, staging: Staging | None = None) -> Batch:
+def check_bundle_blobs(bundle: Bundle, project, meanwhile=None, staging: Staging | None = None) -> Bundle:
     """Every blob must hash to its sha256; those new to ``project`` must also be what their media type says
-    (decodable image, bboxes JSON, UTF-8 HTML). Sets ``batch.fresh``. The blobs are checked on a few threads:
-    hashing and image decoding release the GIL, so a batch uses every core, and ``meanwhile()`` (the turns'
+    (decodable image, bboxes JSON, UTF-8 HTML). Sets ``bundle.fresh``. The blobs are checked on a few threads:
+    hashing and image decoding release the GIL, so a bundle uses every core, and ``meanwhile()`` (the turns'
     validation) runs on this thread while they do. A checked blob that is stored nowhere yet is written to
     ``staging`` by its thread (``staging.py``). A blob's problem is raised first (in manifest order), then what
     ``meanwhile`` raised."""
-    known = hotsql.known_blobs(project.pk, [blob.sha256 for blob in batch.blobs])
+    known = hotsql.known_blobs(project.pk, [blob.sha256 for blob in bundle.blobs])
     owned = {sha for sha, rights in known.items() if rights}
     checks = [
         CHECKERS.submit(blob_problem, blob, blob.sha256 not in owned, staging if blob.sha256 not in known else None)
-        for blob in batch.blobs
+        for blob in bundle.blobs
     ]
     problem = None
     try:
@@ -166,15 +166,15 @@ def check_batch_blobs(batch: Batch, project, meanwhile=None, staging: Staging | 
     first = next((found for found in (check.result() for check in checks) if found is not None), None)
     if first is not None or problem is not None:
         raise first or problem
-    batch.fresh = [blob for blob in batch.blobs if blob.sha256 not in owned]
-    return batch
+    bundle.fresh = [blob for blob in bundle.blobs if blob.sha256 not in owned]
+    return bundle
 
 
-# Checks and file writes of a batch's blobs run here: hashing, image decoding and writing release the GIL.
-CHECKERS = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="batch-blobs")
+# Checks and file writes of a bundle's blobs run here: hashing, image decoding and writing release the GIL.
+CHECKERS = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="bundle-blobs")
 
 
-def blob_problem(blob: BatchBlob, fresh: bool, staging: Staging | None = None) -> ValidationFailed | None:
+def blob_problem(blob: BundleBlob, fresh: bool, staging: Staging | None = None) -> ValidationFailed | None:
     """Why the blob is refused, or None; a blob that passes is written to ``staging`` when one is given."""
     where = f"blobs[{blob.index}]"
     if hashlib.sha256(blob.data).hexdigest() != blob.sha256:
@@ -195,12 +195,12 @@ def refusal(where: str, error: ValidationFailed) -> dict:
     return {"field": where, "message": error.detail}
 
 
-def store_batch_blobs(batch: Batch, project, user, staging: Staging) -> None:
+def store_bundle_blobs(bundle: Bundle, project, user, staging: Staging) -> None:
     """Files first, then rows (a row never points at a missing file); bytes another project stored are not written
-    again. Runs inside the batch's transaction, after every check passed."""
-    shas = [blob.sha256 for blob in batch.fresh]
+    again. Runs inside the bundle's transaction, after every check passed."""
+    shas = [blob.sha256 for blob in bundle.fresh]
     existing = hotsql.existing_blobs(shas)
-    new = [blob for blob in batch.fresh if blob.sha256 not in existing]
+    new = [blob for blob in bundle.fresh if blob.sha256 not in existing]
     names = staging.place(new, CHECKERS)
     now = hotsql.now_for_db()
     rows = [(b.sha256, len(b.data), b.media_type, n, now) for b, n in zip(new, names, strict=True)]
@@ -211,8 +211,8 @@ def store_batch_blobs(batch: Batch, project, user, staging: Staging) -> None:
 
 
 @dataclass
-class BatchResult:
-    """What a batch did: the turns' ``IngestResult`` and how many blobs were new to the project."""
+class BundleResult:
+    """What a bundle did: the turns' ``IngestResult`` and how many blobs were new to the project."""
 
     turns: IngestResult
     blobs: int
@@ -225,27 +225,27 @@ class BatchResult:
         return {**self.turns.as_dict(), "blobs_created": self.blobs}
 
 
-def do_ingest_batch(demo: Demonstration, body: bytes, content_type: str, encoding: str | None, user) -> BatchResult:
-    """Check and store one batch for ``demo`` (whose project the blobs are for): all of it or nothing.
+def do_ingest_bundle(demo: Demonstration, body: bytes, content_type: str, encoding: str | None, user) -> BundleResult:
+    """Check and store one bundle for ``demo`` (whose project the blobs are for): all of it or nothing.
 
-    A retry of a stored batch stores nothing again and answers with the same seqs (turns are idempotent on
+    A retry of a stored bundle stores nothing again and answers with the same seqs (turns are idempotent on
     ``client_id``, blobs on sha256)."""
-    check_batch_media_type(content_type)
-    batch = parse_batch(inflate(body, encoding))
-    check_turns = (lambda: check_turn_batch(batch.turns, demo.project, batch.media)) if batch.turns else None
-    # An OSError writing the files (disk full, an I/O error) is a 503 naming the batch; leaving the block removes
-    # what a refused or failed batch staged (nothing once the batch is stored).
-    with storage_failures("the batch"), Staging() as staging:
-        check_batch_blobs(batch, demo.project, meanwhile=check_turns, staging=staging)
+    check_bundle_media_type(content_type)
+    bundle = parse_bundle(inflate(body, encoding))
+    check_turns = (lambda: check_turn_batch(bundle.turns, demo.project, bundle.media)) if bundle.turns else None
+    # An OSError writing the files (disk full, an I/O error) is a 503 naming the bundle; leaving the block removes
+    # what a refused or failed bundle staged (nothing once the bundle is stored).
+    with storage_failures("the bundle"), Staging() as staging:
+        check_bundle_blobs(bundle, demo.project, meanwhile=check_turns, staging=staging)
         staging.flush()  # outside the transaction: the recording's row is not locked while the disk catches up
-        if not batch.turns:
+        if not bundle.turns:
             with transaction.atomic():
-                store_batch_blobs(batch, demo.project, user, staging)
-            return BatchResult(IngestResult(), len(batch.fresh))
+                store_bundle_blobs(bundle, demo.project, user, staging)
+            return BundleResult(IngestResult(), len(bundle.fresh))
         result = do_ingest_turns(
             demo,
-            batch.turns,
-            before_store=lambda: store_batch_blobs(batch, demo.project, user, staging),
+            bundle.turns,
+            before_store=lambda: store_bundle_blobs(bundle, demo.project, user, staging),
             checked=True,
         )
-    return BatchResult(result, len(batch.fresh))
+    return BundleResult(result, len(bundle.fresh))
