@@ -14,7 +14,7 @@ from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ..actions import ActionError, ValidationFailed
+from ..actions import ValidationFailed
 from ..actions import agents as actions
 from ..actions import endpoints as endpoint_actions
 from ..actions.errors import Conflict
@@ -23,7 +23,7 @@ from ..actions.manage.access import check_project_role
 from ..models import ModelEndpoint, Project, Role
 from . import agents_forms as forms
 from .exports.pages import cancel_from_page
-from .page_errors import action_errors, form_error
+from .page_errors import action_errors, refusals_as_messages, refusals_on_form
 
 RUNS_SHOWN = 100
 
@@ -70,11 +70,8 @@ def run_cancel(request, run_id: int):
 def run_resume(request, run_id: int):
     """Queue a failed, cancelled or budget-stopped run again (its owner or a project admin), then back to its page."""
     run = actions.check_run_readable(request.user, run_id)
-    try:
+    with refusals_as_messages(request, Conflict):
         actions.do_resume_agent_run(request.user, run)
-    except Conflict as error:
-        messages.error(request, error.detail)
-    else:
         messages.success(request, "Resumed: the run goes on where it stopped; the model is not asked again.")
     return redirect("agents-run", run_id=run.pk)
 
@@ -134,11 +131,8 @@ def endpoints(request, name: str):
     project, role = agents_project(request, name)
     form = forms.EndpointForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        try:
+        with refusals_on_form(form):
             endpoint = endpoint_actions.do_create_model_endpoint(request.user, project, **form.cleaned_data)
-        except ActionError as error:
-            form_error(form, error)
-        else:
             messages.success(request, f"Model endpoint {endpoint.name} added.")
             return redirect("agents-endpoints", name=project.name)
     listed = list(ModelEndpoint.objects.filter(project=project).select_related("owner", "project"))
@@ -161,11 +155,8 @@ def endpoint_edit(request, name: str, endpoint_id: int):
     initial = {"url": endpoint.url, "model": endpoint.model, "vision": endpoint.vision}
     form = forms.EndpointChangeForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        try:
+        with refusals_on_form(form):
             _, key_removed = endpoint_actions.do_change_model_endpoint(request.user, endpoint, **form.changes())
-        except ActionError as error:
-            form_error(form, error)
-        else:
             saved = f"Model endpoint {endpoint.name} saved."
             if key_removed:
                 messages.warning(
@@ -212,11 +203,8 @@ def limits(request, name: str):
         endpoint_actions.check_limits_changeable(request.user, project)
     form = forms.ModelLimitsForm(request.POST or None, initial=forms.ModelLimitsForm.initial_from(current))
     if request.method == "POST" and form.is_valid():
-        try:
+        with refusals_on_form(form):
             endpoint_actions.do_change_model_limits(request.user, project, **form.cleaned_data)
-        except ActionError as error:
-            form_error(form, error)
-        else:
             messages.success(request, "Model limits saved: runs started from now on are checked against them.")
             return redirect("agents-limits", name=project.name)
     context = {
@@ -242,11 +230,8 @@ def run_new(request, name: str):
         request.POST or None, endpoints=names, splits=splits, initial={"split": actions.default_split(project, splits)}
     )
     if request.method == "POST" and form.is_valid():
-        try:
+        with refusals_on_form(form):
             run = actions.do_create_agent_run(request.user, project, **form.as_action())
-        except ActionError as error:
-            form_error(form, error)
-        else:
             messages.success(request, "Run queued: a worker starts it; its scores fill in as it goes.")
             return redirect("agents-run", run_id=run.pk)
     context = {

@@ -8,13 +8,13 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ...actions import ActionError, check_choice, parse_json
+from ...actions import check_choice, parse_json
 from ...actions.exports import jobs, splits
 from ...actions.exports.turkingbench import form_batches
 from ...actions.manage.access import check_project_role
 from ...lib import readable
 from ...models import READ_ROLES, Evaluation, ExportJob, SplitConfig
-from ..page_errors import action_errors, form_error
+from ..page_errors import action_errors, refusal_kept, refusals_as_messages, refusals_on_form
 from . import forms
 
 PAGE_JOBS = 50
@@ -46,11 +46,8 @@ def splits_page(request, name: str):
         project, role = project_page(request, name, ("admin",), "change the split configuration (needs admin)")
         form = forms.SplitConfigForm(request.POST)
         if form.is_valid():
-            try:
+            with refusals_on_form(form):
                 splits.do_update_split_config(project, form.as_data())
-            except ActionError as error:
-                form_error(form, error)
-            else:
                 messages.success(request, "Split configuration saved.")
                 return redirect("exports-splits", name=project.name)
     statuses = report_statuses(request)
@@ -79,7 +76,7 @@ def exports(request, name: str):
     form = forms.ExportForm(request.POST or None, batches=form_batches(project))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
+        with refusals_on_form(form):
             job = jobs.do_create_export(
                 request.user,
                 project,
@@ -88,9 +85,6 @@ def exports(request, name: str):
                 archive_format=data["archive_format"],
                 **form.export_options(),
             )
-        except ActionError as error:
-            form_error(form, error)
-        else:
             return redirect("exports-export", name=project.name, job_id=job.pk)
     jobs.reap_stale_jobs(ExportJob)
     listed = ExportJob.objects.filter(project=project).select_related("owner").prefetch_related("batches")[:PAGE_JOBS]
@@ -129,11 +123,8 @@ def cancel_from_page(request, job, cancelled: str) -> None:
     for views under ``action_errors``) unless they started it or are an admin of its project; the outcome
     (``cancelled``, or why not) as the next page's message."""
     jobs.check_job_cancellable(request.user, job)
-    try:
+    with refusals_as_messages(request):
         jobs.do_cancel_job(job)
-    except ActionError as error:
-        messages.error(request, error.detail)
-    else:
         messages.success(request, cancelled)
 
 
@@ -144,11 +135,10 @@ def read_predictions(form) -> list | None:
     if upload.size > limit:
         form.add_error("predictions", f"over the limit of {limit} bytes (INGEST_MAX_BATCH_BYTES)")
         return None
-    try:
+    with refusal_kept() as refusal:
         return parse_json(upload.read(), "predictions")
-    except ActionError as error:
-        form.add_error("predictions", f"not a JSON file: {error.detail.removeprefix('predictions: ')}")
-        return None
+    form.add_error("predictions", f"not a JSON file: {refusal.detail.removeprefix('predictions: ')}")
+    return None
 
 
 @login_required
@@ -162,13 +152,10 @@ def evaluations(request, name: str):
         predictions = read_predictions(form)
         if predictions is not None:
             data = form.cleaned_data
-            try:
+            with refusals_on_form(form):
                 evaluation = jobs.do_create_evaluation(
                     request.user, project, data["format"], data["split"], predictions
                 )
-            except ActionError as error:
-                form_error(form, error)
-            else:
                 return redirect("exports-evaluation", name=project.name, job_id=evaluation.pk)
     jobs.reap_stale_jobs(Evaluation)
     listed = Evaluation.objects.filter(project=project).select_related("owner").defer("predictions", "results")

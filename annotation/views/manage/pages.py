@@ -9,9 +9,9 @@ from django.db.models import Count
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ...actions import ActionError, manage
+from ...actions import manage
 from ...models import Project, Role
-from ..page_errors import action_errors, form_error
+from ..page_errors import action_errors, refusals_as_messages, refusals_on_form
 from . import forms
 
 
@@ -24,11 +24,8 @@ def projects(request):
         if not manage.can_create_projects(request.user):
             raise PermissionDenied("creating projects needs the annotation.add_project permission")
         if form.is_valid():
-            try:
+            with refusals_on_form(form):
                 project = manage.do_create_project(request.user, **form.cleaned_data)
-            except ActionError as error:
-                form_error(form, error)
-            else:
                 messages.success(request, f"Project {project.name} created; you are its admin.")
                 return redirect("manage-members", name=project.name)
     rows = Project.objects.for_user(request.user).annotate(member_count=Count("memberships", distinct=True))
@@ -46,12 +43,9 @@ def project_settings(request, name: str):
     project = manage.check_project_admin(request.user, name)
     form = forms.ProjectSettingsForm(request.POST or None) if request.method == "POST" else None
     if form is not None and form.is_valid():
-        try:
+        with refusals_on_form(form):
             data = form.cleaned_data
             manage.do_update_project(project, data["title"], data["description"], form.choices())
-        except ActionError as error:
-            form_error(form, error)
-        else:
             messages.success(request, "Settings saved.")
             return redirect("manage-settings", name=project.name)
     form = form or forms.ProjectSettingsForm.for_project(project)
@@ -92,11 +86,8 @@ def member_add(request, name: str):
     project = manage.check_project_admin(request.user, name)
     form = forms.MemberAddForm(request.POST)
     if form.is_valid():
-        try:
+        with refusals_on_form(form):
             membership = manage.do_add_member(project, form.cleaned_data["username"], form.cleaned_data["role"])
-        except ActionError as error:
-            form_error(form, error)
-        else:
             messages.success(request, f"{membership.user.username} is now {membership.get_role_display()}.")
             return redirect("manage-members", name=project.name)
     return render_members(request, project, form, status=400)
@@ -121,11 +112,10 @@ def member_remove(request, name: str, membership_id: int):
 
 
 def member_change(request, project, change):
-    try:
+    with refusals_as_messages(request) as refusal:
         membership = change()
-    except ActionError as error:
-        messages.error(request, error.detail)
-        return render_members(request, project, forms.MemberAddForm(), status=error.status)
+    if refusal:
+        return render_members(request, project, forms.MemberAddForm(), status=refusal.status)
     if membership.pk is None:
         messages.success(request, f"{membership.user.username} removed from {project.name}.")
     else:
@@ -153,13 +143,11 @@ def token(request):
 @require_POST
 def token_change(request, change: str):
     """``create``, ``rotate`` or ``revoke`` your token, then back to the token page."""
-    try:
+    with refusals_as_messages(request):
         if change == "create":
             request.session[NEW_KEY] = manage.do_create_token(request.user).key
         elif change == "rotate":
             request.session[NEW_KEY] = manage.do_rotate_token(request.user).key
         elif change == "revoke" and manage.do_revoke_token(request.user):
             messages.success(request, "Token revoked: it no longer works anywhere.")
-    except ActionError as error:
-        messages.error(request, error.detail)
     return redirect("manage-tokens")
