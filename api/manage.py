@@ -139,11 +139,10 @@ class ProjectViewSet(ProjectInvitationsMixin, viewsets.ReadOnlyModelViewSet):
         project = self.get_object()
         config = SplitConfig.for_project(project)
         if request.method != "GET":
-            if not project.has_role(request.user, (Role.ADMIN,)):
-                raise actions.Forbidden("only project admins change the split configuration")
+            split_actions.check_split_config_changeable(request.user, project)
             form = SplitConfigSerializer(config, data=request.data, partial=request.method == "PATCH")
             form.is_valid(raise_exception=True)
-            config = form.save()
+            config = split_actions.do_update_split_config(project, form.validated_data)
         statuses = split_statuses(request)
         return Response(
             {

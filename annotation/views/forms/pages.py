@@ -9,10 +9,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import F
-from django.http import JsonResponse
+from django.http import JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ...actions import Forbidden, forms
@@ -324,4 +325,8 @@ def batch_new(request):
 @action_errors
 def batch_results(request, batch_id: int):
     """The Turkle results CSV of the batch, as a download."""
-    return forms.results_response(forms.check_batch_manageable(request.user, batch_id))
+    filename, lines = forms.results_download(forms.check_batch_manageable(request.user, batch_id))
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = content_disposition_header(True, filename)
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
