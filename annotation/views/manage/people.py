@@ -3,19 +3,35 @@ People page where site admins create and deactivate accounts, and your account p
 rules are in ``annotation.actions.manage`` (``invitations``, ``people``)."""
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth import login as sign_in
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from ...actions import manage
 from ..page_errors import action_errors, refusals_as_messages, refusals_as_pages, refusals_on_form
-from . import forms
-from .pages import NEW_LINK, render_members
+from .pages import NEW_LINK, InvitationForm, MemberAddForm, render_members
 
 TITLES = {404: "Invitation not found", 409: "Already a member", 410: "Invitation no longer valid"}
+
+
+class JoinForm(UserCreationForm):
+    """A new account's username and password, checked as Django's own sign-up form does (unique username,
+    ``AUTH_PASSWORD_VALIDATORS``)."""
+
+    class Meta(UserCreationForm.Meta):
+        model = get_user_model()
+        fields = ("username",)
+
+
+class AccountCreateForm(UserCreationForm):
+    class Meta(UserCreationForm.Meta):
+        model = get_user_model()
+        fields = ("username", "email")
 
 
 def invitation_link(request, token: str) -> str:
@@ -28,7 +44,7 @@ def invitation_link(request, token: str) -> str:
 def invitation_create(request, name: str):
     """A new invitation link (project admins); back to the members page, which shows it once to copy."""
     project = manage.check_project_admin(request.user, name)
-    form = forms.InvitationForm(request.POST)
+    form = InvitationForm(request.POST)
     if form.is_valid():
         data = form.cleaned_data
         with refusals_on_form(form):
@@ -42,7 +58,7 @@ def invitation_create(request, name: str):
             else:
                 messages.success(request, "Invitation link made: copy it and send it to the person.")
             return redirect("manage-members", name=project.name)
-    return render_members(request, project, forms.MemberAddForm(), status=400, invite_form=form)
+    return render_members(request, project, MemberAddForm(), status=400, invite_form=form)
 
 
 @login_required
@@ -69,7 +85,7 @@ def join(request, token: str):
     anonymous = not request.user.is_authenticated
     if request.method == "POST" and anonymous:
         manage.check_join_allowed(invitation)
-    form = forms.JoinForm(request.POST if request.method == "POST" and anonymous else None)
+    form = JoinForm(request.POST if request.method == "POST" and anonymous else None)
     if request.method == "POST" and not anonymous:
         manage.do_accept_invitation(token, request.user)
         return joined(request, invitation)
@@ -104,7 +120,7 @@ def joined(request, invitation):
 def people(request):
     """Every account with its projects and roles; create one; deactivate or reactivate one (site admins)."""
     manage.check_site_admin(request.user)
-    form = forms.AccountCreateForm(request.POST or None)
+    form = AccountCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         with refusals_on_form(form):
