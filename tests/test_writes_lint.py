@@ -1,5 +1,6 @@
-"""Every write goes through an action: the pages (``annotation/views/``) and the API (``api/``) call a ``do_*`` of
-``annotation.actions`` and never write to the database themselves, so the same rules hold on both surfaces.
+"""Every write goes through an action: the pages (``annotation/views/``), the API (``api/``) and the management
+commands (``workers/management/``) call a ``do_*`` of ``annotation.actions`` and never write to the database
+themselves, so the same rules hold on every surface.
 
 Found by reading the source (AST): a call of ``.save(``, ``.delete(``, ``.create(``, ``get_or_create``,
 ``update_or_create``, ``bulk_create``, ``bulk_update`` (``form.save`` and ``serializer.save`` among them), and
@@ -11,7 +12,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SURFACES = ("annotation/views", "api")
+SURFACES = ("annotation/views", "api", "workers/management")
 ALWAYS = {"save", "delete", "create", "get_or_create", "update_or_create", "bulk_create", "bulk_update"}
 ON_OBJECTS = {"update", "set", "add", "remove", "clear"}
 
@@ -37,7 +38,7 @@ def writes(path: Path, root: Path = ROOT) -> list[str]:
     return found
 
 
-def test_pages_and_api_write_only_through_actions():
+def test_pages_api_and_commands_write_only_through_actions():
     found = sorted({site for surface in SURFACES for path in (ROOT / surface).rglob("*.py") for site in writes(path)})
     assert [site for site in found if site not in ALLOWED] == [], "write through a do_* of annotation.actions"
 
