@@ -2,8 +2,9 @@
 
 from django.core.cache import cache
 from django.core.files.storage import default_storage
+from django.db import transaction
 
-from ...models import DemoReview, Turn
+from ...models import DemoReview, Turn, TurnCuration
 from ...store.blobstore import is_s3
 from .. import queue
 
@@ -44,3 +45,14 @@ def ensure_quality(demo, review, turns, read) -> list:
         review.quality = quality_issues(turns, read)
         DemoReview.objects.filter(pk=review.pk).update(quality=review.quality)
     return review.quality
+
+
+def do_store_suggestions(demo, suggested) -> None:
+    """The worker's screenshot suggestions for the demo's turns (``[(turn, sha256, how)]``, a turn without one left
+    out), and the demo marked realigned, so review stops asking for them."""
+    with transaction.atomic():
+        for turn, sha, how in suggested:
+            TurnCuration.objects.update_or_create(
+                turn=turn, defaults={"demonstration": demo, "suggested_screenshot": sha, "suggested_from": how}
+            )
+        DemoReview.objects.update_or_create(demonstration=demo, defaults={"realigned": True})
