@@ -34,6 +34,14 @@ def parse_range(header: str, size: int):
     return start, end
 
 
+def csv_download(filename: str, lines) -> StreamingHttpResponse:
+    """A CSV attachment streamed from its ``lines`` (an action's rows, already written as CSV text)."""
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = content_disposition_header(True, filename)
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
 def file_download(request, stored, size: int, filename: str, content_type: str, etag: str = ""):
     """200 with the whole file, 206 with the requested range, or 416 for a range outside the file; streamed from
     storage (``stored`` is a FieldFile: local or S3, see ``annotation.store.blobstore.stream_file``)."""

@@ -66,6 +66,9 @@ urlpatterns = [
     path("quality/demos/<slug:project>/records/<int:id>/", quality_demos.RecordView.as_view(), name="api-qa-record"),
     path("quality/second-reviews/", quality_demos.SecondReviewListView.as_view(), name="api-second-reviews"),
     path("quality/second-reviews/<str:name>/", quality_demos.SecondReviewView.as_view(), name="api-second-review"),
+    # a project's splits and Mind2Web verification counts, each in its own area
+    path("projects/<slug:name>/splits/", exports.ProjectSplitsView.as_view(), name="project-splits"),
+    path("projects/<slug:name>/verification/", mind2web.ProjectVerificationView.as_view(), name="project-verification"),
     path("auth/token/", manage.TokenSignInView.as_view(), name="api-token"),
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),

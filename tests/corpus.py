@@ -1,8 +1,8 @@
 """A synthetic corpus stored in the test database through the real ingest path, for export and review tests."""
 
 from annotation import synth
-from annotation.management.commands.synth_demos import ensure_actors, ingest_demo
 from annotation.models import Demonstration, DemoStatus
+from workers.management.commands.synth_demos import ensure_actors, ingest_demo
 
 
 def ingest_corpus(project="corpus", demos=3, turns=24, elements=60, seed=7, status=DemoStatus.VALIDATED):

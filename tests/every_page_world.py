@@ -29,7 +29,6 @@ from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
 from annotation import actions, synth
-from annotation.management.commands.synth_demos import ingest_demo
 from annotation.models import Batch, Demonstration, Membership, Project, Role
 from devtools.standin_model import StandInModel
 from tests import forms_data
@@ -39,6 +38,7 @@ from tests.mind2web_data import website
 from tests.payloads import BlobFile, browser_turn, chat_turn, intent_arguments, state_blobs, state_refs
 from tests.site_client import Client
 from tests.test_review_realign_video import mediarecorder_webm
+from workers.management.commands.synth_demos import ingest_demo
 
 PASSWORD = "net-Passw0rd!"
 MHTML = (

@@ -75,7 +75,7 @@ def test_the_settings_read_the_key_make_run_keeps(tmp_path):
 
 
 def test_make_run_creates_a_private_random_key_on_its_first_run_and_uses_it(settings, tmp_path, monkeypatch):
-    from annotation.management.commands.runplatform import Command
+    from workers.management.commands.runplatform import Command
 
     monkeypatch.delenv("SECRET_KEY", raising=False)
     settings.VAR_DIR, settings.SECRET_KEY = tmp_path, DEVELOPMENT_KEY

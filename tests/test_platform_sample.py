@@ -13,9 +13,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from annotation.management import sample
-from annotation.management.commands.runplatform import Command
 from annotation.models import Batch
+from workers.management import sample
+from workers.management.commands.runplatform import Command
 
 pytestmark = pytest.mark.django_db
 

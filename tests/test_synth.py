@@ -11,8 +11,8 @@ from PIL import Image
 
 from annotation import actions, synth
 from annotation.lib import schema
-from annotation.management.commands.synth_demos import INSTRUCTOR, NAVIGATOR, ingest_demo
 from annotation.models import Blob, Demonstration, DemoStatus, Membership, Role, Turn
+from workers.management.commands.synth_demos import INSTRUCTOR, NAVIGATOR, ingest_demo
 
 ELEMENTS = 60
 

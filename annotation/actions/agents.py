@@ -5,14 +5,27 @@ A run takes a split of the project's form tasks (``annotation.actions.forms.spli
 under ``settings.AGENT_SOLVER_MODULES`` (code the worker already has installed), from the command line any.
 """
 
+import contextlib
+
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, Sum
+from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Sum
 
 from agents.solvers import SolverSpecError, solver_class, spec_parts
 
 from ..lib.schema import MAX_COUNT
-from ..models import AgentFieldResult, AgentMetric, AgentRun, AgentRunInstance, BatchKind, JobStatus, Project, Task
+from ..models import (
+    AgentFieldResult,
+    AgentMetric,
+    AgentModelAnswer,
+    AgentRun,
+    AgentRunInstance,
+    BatchKind,
+    JobStatus,
+    Project,
+    Task,
+)
 from . import queue
 from .endpoints import capped_default, chat_endpoint, check_endpoint_for_project, check_within_limit, model_limits
 from .errors import Conflict, NotFound, invalid
@@ -325,3 +338,39 @@ def compare_tables(first: dict, second: dict) -> dict:
 
 def pair(a, b) -> dict:
     return {"a": a, "b": b, "change": None if a is None or b is None else b - a}
+
+
+# --- What the worker stores as a run goes (``workers/agents/runs.py``) ---------------------------------------------
+
+
+def do_record_sample(run: AgentRun, sampled: dict) -> None:
+    """The instances drawn for the run (task → indices), kept so a resumed run goes on with the same ones."""
+    run.sampled = sampled
+    AgentRun.objects.filter(pk=run.pk).update(sampled=sampled)
+
+
+def do_store_model_answer(run_id: int, key: str, answer: dict) -> None:
+    """An llm answer cached for the run (``text``, ``tokens_in``, ``tokens_out``, ``seconds``); when another browser
+    thread stored ``key`` first, its answer is kept."""
+    fields = {name: answer[name] for name in ("text", "tokens_in", "tokens_out", "seconds")}
+    with contextlib.suppress(IntegrityError), transaction.atomic():
+        AgentModelAnswer.objects.create(run_id=run_id, key=key, **fields)
+
+
+def do_store_instance(run: AgentRun, task: Task | None, row: dict, fields: list[dict], usages: list[dict], png=None):
+    """An instance's row (``row``: its ``AgentRunInstance`` fields), its field results, the model cost of its fields
+    (``usages``) added to the run's sums, and its screenshot (PNG bytes, or None)."""
+    with transaction.atomic():
+        instance = AgentRunInstance.objects.create(run=run, task=task, **row)
+        AgentFieldResult.objects.bulk_create([AgentFieldResult(row=instance, **field) for field in fields])
+        if usages:
+            AgentRun.objects.filter(pk=run.pk).update(
+                model_calls=F("model_calls") + len(usages),
+                cached_calls=F("cached_calls") + sum(1 for u in usages if u.get("cached")),
+                tokens_in=F("tokens_in") + sum(u.get("tokens_in", 0) for u in usages),
+                tokens_out=F("tokens_out") + sum(u.get("tokens_out", 0) for u in usages),
+                model_seconds=F("model_seconds") + sum(u.get("model_seconds", 0.0) for u in usages),
+            )
+    if png:
+        instance.screenshot.save(f"agent-runs/{run.pk}/{instance.pk}.png", ContentFile(png), save=True)
+    return instance

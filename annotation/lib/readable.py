@@ -65,3 +65,8 @@ def score_table(rows: Sequence[Mapping], limit: int) -> dict:
         "rows": [[number(row.get(column)) for column in columns] for row in shown],
         "total": len(rows),
     }
+
+
+def lines(text: str) -> list[str]:
+    """What a person typed one item per line (a form's text area): the non-empty lines, stripped."""
+    return [line.strip() for line in text.splitlines() if line.strip()]

@@ -8,24 +8,135 @@ admin changes or removes it (others read it, 403 on a change). They read the pro
 admins change, and start a run from a form (other roles 403, people outside the project 404). Thin:
 ``actions.agents``, ``actions.endpoints``, ``actions.exports.jobs``."""
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ..actions import ActionError, ValidationFailed
+from ..actions import ValidationFailed
 from ..actions import agents as actions
 from ..actions import endpoints as endpoint_actions
+from ..actions.agents import RUN_MODEL_SETTINGS
+from ..actions.endpoints import LIMITS, URL_CHANGE_NOTE
 from ..actions.errors import Conflict
 from ..actions.exports import jobs
 from ..actions.manage.access import check_project_role
-from ..models import ModelEndpoint, Project, Role
-from . import agents_forms as forms
+from ..models import AgentMetric, ModelEndpoint, ModelLimits, Project, Role
 from .exports.pages import cancel_from_page
-from .page_errors import action_errors, form_error
+from .page_errors import action_errors, refusals_as_messages, refusals_on_form
 
 RUNS_SHOWN = 100
+
+
+# --- The pages' forms: types only; the rules (ranges, limits, the solver allow-list, the endpoint, the prompt
+# template) live in ``actions.agents`` and ``actions.endpoints``, which the views call, as the API does. ---------
+
+SOLVERS = ("oracle", "do-nothing", "llm")
+KEY_HELP = "Stored as a secret and never shown back."
+
+
+class EndpointForm(forms.Form):
+    name = forms.SlugField(max_length=64, help_text="Unique in the project, e.g. local-vllm.")
+    url = forms.CharField(max_length=500, help_text="The base URL, e.g. http://127.0.0.1:8000/v1.")
+    model = forms.CharField(max_length=200, help_text="The model's name at the endpoint.")
+    key = forms.CharField(
+        required=False, max_length=4096, strip=True, widget=forms.PasswordInput(render_value=False), help_text=KEY_HELP
+    )
+    vision = forms.BooleanField(required=False, help_text="The model reads images: prompts include a screenshot.")
+
+
+class EndpointChangeForm(forms.Form):
+    url = forms.CharField(max_length=500, help_text=URL_CHANGE_NOTE)
+    model = forms.CharField(max_length=200)
+    key = forms.CharField(
+        required=False,
+        max_length=4096,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Leave empty to keep the stored key. " + KEY_HELP,
+    )
+    remove_key = forms.BooleanField(required=False, label="Remove the stored key")
+    vision = forms.BooleanField(required=False)
+
+    def changes(self) -> dict:
+        """The action's changes: a key typed replaces the stored one, none keeps it, ``remove_key`` removes it."""
+        data = self.cleaned_data
+        key = "" if data["remove_key"] else (data["key"] or None)
+        return {"url": data["url"], "model": data["model"], "vision": data["vision"], "key": key}
+
+
+def optional_int(help_text="") -> forms.IntegerField:
+    return forms.IntegerField(required=False, help_text=help_text)
+
+
+class ModelLimitsForm(forms.Form):
+    """The project's model limits (every one required: the page shows them all)."""
+
+    max_tokens = forms.IntegerField(label="Tokens per answer", help_text="The most max_tokens a run may ask.")
+    max_in_flight = forms.IntegerField(label="Requests in flight", help_text="The most model requests at once.")
+    max_browsers = forms.IntegerField(label="Browsers", help_text="The most browsers of an llm agent run.")
+    max_timeout = forms.FloatField(label="Seconds per request", help_text="The most a run may wait for an answer.")
+    max_instances = forms.IntegerField(
+        label="Instances per run", help_text="The most instances an llm agent run opens (over all its tasks)."
+    )
+    max_reply_bytes = forms.IntegerField(
+        label="Bytes of a reply", help_text="A longer reply is cut there and fails its call."
+    )
+
+    @staticmethod
+    def initial_from(limits: ModelLimits) -> dict:
+        return {name: getattr(limits, name) for name in LIMITS}
+
+
+class AgentRunForm(forms.Form):
+    split = forms.ChoiceField(
+        error_messages={"required": "This project has no form batches to run on yet: upload or import one first."},
+        help_text="The project's splits that have form batches (how many in brackets).",
+    )
+    solver = forms.CharField(
+        initial="oracle", max_length=200, help_text="oracle, do-nothing, llm, or python:module:Class (allow-listed)."
+    )
+    instances = optional_int("Instances per task (empty: every instance).")
+    seed = forms.IntegerField(initial=0)
+    metric = forms.ChoiceField(choices=AgentMetric.choices, initial=AgentMetric.OFFICIAL)
+    browsers = optional_int("Headless browsers at once (empty: the worker's cores).")
+    # The llm solver's settings (empty for the others).
+    endpoint = forms.ChoiceField(required=False, help_text="llm: a model endpoint of the project.")
+    temperature = forms.FloatField(required=False, help_text="llm (empty: 0).")
+    max_tokens = optional_int("llm: per answer (empty: 1024).")
+    in_flight = forms.IntegerField(
+        required=False, label="Requests in flight", help_text="llm: model requests at once (empty: browsers)."
+    )
+    timeout = forms.FloatField(required=False, help_text="llm: seconds per request (empty: 60).")
+    budget_requests = optional_int("llm: at most this many model requests (empty: no limit).")
+    budget_tokens = optional_int("llm: at most this many tokens (empty: no limit).")
+    prompt_template = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text="llm: empty for the default prompt; must contain {fields} (docs/agents.md).",
+    )
+
+    MODEL = RUN_MODEL_SETTINGS  # the llm settings, as the action names them
+
+    def __init__(self, *args, endpoints=(), splits=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["endpoint"].choices = [("", "—")] + [(name, name) for name in endpoints]
+        self.fields["split"].choices = [(name, f"{name} ({size})") for name, size in splits]
+
+    def as_action(self) -> dict:
+        data = self.cleaned_data
+        return {
+            "split": data["split"],
+            "solver": data["solver"].strip(),
+            "instances_per_task": data["instances"],
+            "seed": data["seed"],
+            "metric": data["metric"],
+            "browsers": data["browsers"],
+            **{name: data[name] for name in self.MODEL},
+        }
 
 
 @login_required
@@ -70,11 +181,8 @@ def run_cancel(request, run_id: int):
 def run_resume(request, run_id: int):
     """Queue a failed, cancelled or budget-stopped run again (its owner or a project admin), then back to its page."""
     run = actions.check_run_readable(request.user, run_id)
-    try:
+    with refusals_as_messages(request, Conflict):
         actions.do_resume_agent_run(request.user, run)
-    except Conflict as error:
-        messages.error(request, error.detail)
-    else:
         messages.success(request, "Resumed: the run goes on where it stopped; the model is not asked again.")
     return redirect("agents-run", run_id=run.pk)
 
@@ -132,13 +240,10 @@ def project_endpoint(project, endpoint_id: int) -> ModelEndpoint:
 def endpoints(request, name: str):
     """The project's model endpoints (whether a key is stored, never the key) and a form to add one."""
     project, role = agents_project(request, name)
-    form = forms.EndpointForm(request.POST or None)
+    form = EndpointForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        try:
+        with refusals_on_form(form):
             endpoint = endpoint_actions.do_create_model_endpoint(request.user, project, **form.cleaned_data)
-        except ActionError as error:
-            form_error(form, error)
-        else:
             messages.success(request, f"Model endpoint {endpoint.name} added.")
             return redirect("agents-endpoints", name=project.name)
     listed = list(ModelEndpoint.objects.filter(project=project).select_related("owner", "project"))
@@ -159,13 +264,10 @@ def endpoint_edit(request, name: str, endpoint_id: int):
     if request.method == "POST":
         endpoint_actions.check_endpoint_changeable(request.user, endpoint)
     initial = {"url": endpoint.url, "model": endpoint.model, "vision": endpoint.vision}
-    form = forms.EndpointChangeForm(request.POST or None, initial=initial)
+    form = EndpointChangeForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        try:
+        with refusals_on_form(form):
             _, key_removed = endpoint_actions.do_change_model_endpoint(request.user, endpoint, **form.changes())
-        except ActionError as error:
-            form_error(form, error)
-        else:
             saved = f"Model endpoint {endpoint.name} saved."
             if key_removed:
                 messages.warning(
@@ -210,13 +312,10 @@ def limits(request, name: str):
     current = endpoint_actions.model_limits(project)
     if request.method == "POST":
         endpoint_actions.check_limits_changeable(request.user, project)
-    form = forms.ModelLimitsForm(request.POST or None, initial=forms.ModelLimitsForm.initial_from(current))
+    form = ModelLimitsForm(request.POST or None, initial=ModelLimitsForm.initial_from(current))
     if request.method == "POST" and form.is_valid():
-        try:
+        with refusals_on_form(form):
             endpoint_actions.do_change_model_limits(request.user, project, **form.cleaned_data)
-        except ActionError as error:
-            form_error(form, error)
-        else:
             messages.success(request, "Model limits saved: runs started from now on are checked against them.")
             return redirect("agents-limits", name=project.name)
     context = {
@@ -238,15 +337,12 @@ def run_new(request, name: str):
     project, role = agents_project(request, name)
     names = list(ModelEndpoint.objects.filter(project=project).values_list("name", flat=True))
     splits = actions.run_splits(project)
-    form = forms.AgentRunForm(
+    form = AgentRunForm(
         request.POST or None, endpoints=names, splits=splits, initial={"split": actions.default_split(project, splits)}
     )
     if request.method == "POST" and form.is_valid():
-        try:
+        with refusals_on_form(form):
             run = actions.do_create_agent_run(request.user, project, **form.as_action())
-        except ActionError as error:
-            form_error(form, error)
-        else:
             messages.success(request, "Run queued: a worker starts it; its scores fill in as it goes.")
             return redirect("agents-run", run_id=run.pk)
     context = {
@@ -255,7 +351,7 @@ def run_new(request, name: str):
         "tab": "agents",
         "form": form,
         "splits": splits,
-        "solvers": forms.SOLVERS,
+        "solvers": SOLVERS,
         "endpoints": names,
         "limits": endpoint_actions.model_limits(project),
     }

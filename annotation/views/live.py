@@ -7,10 +7,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from ..actions import ActionError, live
+from ..actions import live
 from ..actions.review import reviewable_demos
 from ..store.blobstore import stream_file
-from .page_errors import refusals_as_404
+from .page_errors import Refusal, refusal_kept, refusals_as_404
 
 NO_SESSION = "no such live session among yours"
 
@@ -64,11 +64,15 @@ def navigate(request, name: str):
 def revoke_invitation(request, name: str):
     """Revoke the invitation link (it stops working at once) and show the navigator the new one."""
     demo, _ = live.check_session_access(request.user, name)
-    try:
+    with refusal_kept() as refusal:
         live.do_revoke_invitation(request.user, demo)
-    except ActionError as error:
-        return render(request, "live/join.html", {"demo": demo, "error": error.detail}, status=error.status)
-    return redirect("live-navigate", name=demo.name)
+        return redirect("live-navigate", name=demo.name)
+    return refused_join(request, refusal, demo)
+
+
+def refused_join(request, refusal: Refusal, demo=None):
+    """The join page saying why (the refusal's status)."""
+    return render(request, "live/join.html", {"demo": demo, "error": refusal.detail}, status=refusal.status)
 
 
 @login_required
@@ -76,21 +80,20 @@ def revoke_invitation(request, name: str):
 def join(request, code: str):
     """An invitation: GET shows the demonstration and a button; POST makes the user its instructor and spends the
     invitation. Used, revoked and expired invitations get a page saying so (410); unknown codes 404."""
-    try:
+    with refusal_kept() as refusal:
         invitation = live.find_invitation(request.user, code)
         demo = invitation.demonstration
         role = live.session_role(demo, request.user)
         if role in (live.NAVIGATOR, live.INSTRUCTOR):  # following one's own link again is harmless
             return redirect("live-navigate" if role == live.NAVIGATOR else "live-instruct", name=demo.name)
         live.check_invite(request.user, code)
-    except ActionError as error:
-        return render(request, "live/join.html", {"error": error.detail}, status=error.status)
+    if refusal:
+        return refused_join(request, refusal)
     if request.method == "POST":
-        try:
+        with refusal_kept() as refusal:
             live.do_join_as_instructor(request.user, code)
-        except ActionError as error:
-            return render(request, "live/join.html", {"demo": demo, "error": error.detail}, status=error.status)
-        return redirect("live-instruct", name=demo.name)
+            return redirect("live-instruct", name=demo.name)
+        return refused_join(request, refusal, demo)
     context = {"demo": demo, "invitation": invitation}
     if demo.instructor_id is not None or not demo.is_recording:
         context["error"] = "This demonstration takes no instructor any more."

@@ -9,12 +9,12 @@ from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from ..actions import ActionError, ValidationFailed
+from ..actions import ValidationFailed
 from ..actions import mind2web as m2w
 from ..actions.forms import WORK_ROLES
 from ..actions.manage.access import check_project_role
 from ..models import READ_ROLES, Project, ProposalRound, Role, Website
-from .page_errors import action_errors, refusal_message, refusals_as_messages
+from .page_errors import Refusal, action_errors, refusal_kept, refusals_as_messages
 
 MANAGE = (Role.RESEARCHER, Role.ADMIN)
 REVIEW = (Role.REVIEWER, Role.ADMIN)
@@ -76,22 +76,22 @@ def website_add(request, project):
     fields = {key: request.POST.get(key, "") for key in ("name", "url", "domain", "subdomain", "description")}
     if request.POST.get("target_tasks"):
         fields["target_tasks"] = request.POST["target_tasks"]
-    try:
+    with refusal_kept() as refusal:
         website = m2w.do_create_website(found, fields)
-    except ActionError as error:  # the page again with what was typed, and the error next to the form
-        return refused_form(request, found, error, "website", request.POST.dict())
+    if refusal:  # the page again with what was typed, and the error next to the form
+        return refused_form(request, found, refusal, "website", request.POST.dict())
     messages.success(request, f"Website {website.name!r} added.")
     return redirect("mind2web-project", project=project)
 
 
-def refused_form(request, project, error: ActionError, form: str, typed: dict):
+def refused_form(request, project, refusal: Refusal, form: str, typed: dict):
     """The project page again with ``form``'s typed values kept and the refusal shown next to it (its status)."""
     context = project_context(request.user, project)
-    fields = {entry.get("field"): entry.get("message") for entry in error.errors if entry.get("field")}
+    fields = refusal.fields
     named = "; ".join(f"{field}: {message}" for field, message in fields.items())
-    detail = f"{error.detail} ({named})" if named and named != error.detail else error.detail
+    detail = f"{refusal.detail} ({named})" if named and named != refusal.detail else refusal.detail
     context.update(refused={"form": form, "detail": detail, "fields": fields}, typed=typed)
-    return render(request, "mind2web/project.html", context, status=error.status)
+    return render(request, "mind2web/project.html", context, status=refusal.status)
 
 
 @login_required
@@ -99,13 +99,13 @@ def refused_form(request, project, error: ActionError, form: str, typed: dict):
 @action_errors
 def website_import(request, project):
     found = m2w.check_project_for_websites(request.user, project)  # 404/403 pages before the post is read
-    try:
+    with refusal_kept() as refusal:
         upload = request.FILES.get("file")
         if upload is None:
             raise ValidationFailed("choose a file", [{"field": "file", "message": "required"}])
         created = m2w.do_import_websites(found, upload.read(), upload.name or "")
-    except ActionError as error:
-        return refused_form(request, found, error, "import", {})
+    if refusal:
+        return refused_form(request, found, refusal, "import", {})
     messages.success(request, f"{len(created)} websites imported.")
     return redirect("mind2web-project", project=project)
 
@@ -119,15 +119,15 @@ def seeds_import(request, website_id):
     website = m2w.managed_website(request.user, website_id)  # 404/403 pages before the post is read
     typed = request.POST.get("tasks", "")
     upload = request.FILES.get("file")
-    try:
+    with refusal_kept() as refusal:
         if upload is not None:
             texts = m2w.seed_texts_of_file(upload.read(), upload.name or "")
         else:
             texts = [line for line in typed.splitlines() if line.strip()]
         created = m2w.do_add_seed_tasks(website, texts)
-    except ActionError as error:
+    if refusal:
         typed_back = {"tasks": typed, "website": website.pk, "file": upload is not None}
-        return refused_form(request, website.project, error, "seeds", typed_back)
+        return refused_form(request, website.project, refusal, "seeds", typed_back)
     messages.success(request, f"{len(created)} seed tasks added to {website.name!r}.")
     return redirect("mind2web-project", project=website.project.name)
 
@@ -138,12 +138,10 @@ def seeds_import(request, website_id):
 def round_start(request, website_id):
     """Start (or resume) proposing for a website, then its round page."""
     website = m2w.visible_website(request.user, website_id)
-    try:
+    with refusals_as_messages(request):
         proposal_round = m2w.do_start_round(request.user, website)
-    except ActionError as error:
-        refusal_message(request, error)
-        return redirect("mind2web-project", project=website.project.name)
-    return redirect("mind2web-round", round_id=proposal_round.pk)
+        return redirect("mind2web-round", round_id=proposal_round.pk)
+    return redirect("mind2web-project", project=website.project.name)
 
 
 @login_required
@@ -173,12 +171,11 @@ def round_page(request, round_id):
 def review_queue(request, project):
     """Pending proposals, oldest first, with their screening: accept (editable), reject; j/k, a, e, r keys."""
     found = member_project(request.user, project)
-    try:
+    with refusals_as_messages(request):
         queue = list(m2w.review_queue(request.user, found)[:200])
-    except ActionError as error:
-        refusal_message(request, error)
-        return redirect("mind2web-project", project=project)
-    return render(request, "mind2web/review.html", {"project": found, "queue": queue, "max_chars": m2w.TASK_MAX_CHARS})
+        context = {"project": found, "queue": queue, "max_chars": m2w.TASK_MAX_CHARS}
+        return render(request, "mind2web/review.html", context)
+    return redirect("mind2web-project", project=project)
 
 
 @login_required

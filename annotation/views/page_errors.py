@@ -1,18 +1,27 @@
-"""Action errors on the app's pages, mapped in one place (``api/errors.py`` does the same for the API).
+"""Action errors on the app's pages, mapped in one place (``api/errors.py`` does the same for the API). No other
+module under ``annotation/views`` catches an ``ActionError`` (``tests/test_page_errors_lint.py``); a view says what a
+refusal becomes with one of these:
 
-- ``action_errors``: a page view calls the actions and lets their refusals out: ``NotFound`` becomes the 404 page and
-  ``Forbidden`` the 403 page (``handler404`` / ``handler403``), any other refusal (a conflict 409, invalid input 400,
-  gone 410, ...) the same styled page with its status and the action's words.
-- ``refusals_as_404``: every refusal is the 404 page, on purpose: the live session's pages never tell someone outside
-  a session whether it (or a screenshot in it) exists.
-- ``json_action_errors``: the pages' own JSON endpoints (the review page's edits and polls) answer a refusal in the
-  API's error shape with its status.
-- ``form_error``: a view that shows the refusal on its form (the field it names, else above the form) catches it and
-  calls this; ``refusals_as_messages`` / ``refusal_message``: the refusal as the next page's error message, with the
-  fields it names.
+- ``action_errors`` (decorator): a page view calls the actions and lets their refusals out: ``NotFound`` becomes the
+  404 page and ``Forbidden`` the 403 page (``handler404`` / ``handler403``), any other refusal (a conflict 409, invalid
+  input 400, gone 410, ...) the same styled page with its status and the action's words.
+- ``refusals_as_pages(titles)`` (decorator): every refusal is the styled page with its status, titled per status (the
+  invitation links: an unknown link is a page saying so, not the generic 404 page).
+- ``refusals_as_404`` (decorator): every refusal is the 404 page, on purpose: the live session's pages never tell
+  someone outside a session whether it (or a screenshot in it) exists.
+- ``json_action_errors`` (decorator): the pages' own JSON endpoints (the review page's edits and polls) answer a
+  refusal in the API's error shape with its status.
+- ``refusals_on_form(form)`` (context manager): the refusal is shown on the form (``form_error``: the field it names,
+  else above the form) and the view goes on to render the form again.
+- ``refusals_as_messages(request)`` (context manager): the refusal is the next page's error message
+  (``refusal_message``, with the fields it names) and the view goes on to its redirect.
+- ``refusal_kept()`` (context manager): the refusal is kept on the yielded ``Refusal`` for a view that shows it on its
+  own page (its template, its status): the project page of Mind2Web, the review list, the task frames, the throttled
+  sign-in.
 
-Views that show a refusal on the page itself (a form error, a message) still catch it; nothing a view lets out is
-ever a 500. The task frames (``views/forms/frames.py``) answer their own small sandboxed pages: they are not app pages.
+Each context manager takes the refusal classes it handles (any ``ActionError`` by default); others go out to the
+view's decorator. Nothing a view lets out is ever a 500. The task frames (``views/forms/frames.py``) answer their own
+small sandboxed pages: they are not app pages.
 """
 
 import contextlib
@@ -36,9 +45,11 @@ TITLES = {
 }
 
 
-def refusal_page(request, error: ActionError):
-    """The styled error page of a refusal other than 404 and 403, with its status (and ``Retry-After``)."""
-    response = error_page(request, error.status, TITLES.get(error.status, "Refused"), error.detail)
+def refusal_page(request, error: ActionError, titles: dict | None = None):
+    """The styled error page of a refusal with its status (and ``Retry-After``), titled by ``titles`` (else
+    ``TITLES``) for its status."""
+    title = (titles or {}).get(error.status) or TITLES.get(error.status, "Refused")
+    response = error_page(request, error.status, title, error.detail)
     if hasattr(error, "retry_after"):
         response["Retry-After"] = str(error.retry_after)
     return response
@@ -86,6 +97,67 @@ def refusals_as_404(detail: str):
     return answering_refusals(not_found)
 
 
+def refusals_as_pages(titles: dict):
+    """Decorate a page view: any action error it lets out is the styled page with its status, titled by ``titles``
+    for its status (see ``refusal_page``)."""
+    return answering_refusals(lambda request, error: refusal_page(request, error, titles))
+
+
+class Refusal:
+    """What ``refusal_kept`` (and ``refusals_as_messages``) caught, if anything: true when there was a refusal."""
+
+    error: ActionError | None = None
+
+    def __bool__(self) -> bool:
+        return self.error is not None
+
+    @property
+    def detail(self) -> str:
+        return self.error.detail if self.error else ""
+
+    @property
+    def status(self) -> int:
+        return self.error.status if self.error else 200
+
+    @property
+    def fields(self) -> dict:
+        """``{field: message}`` of the fields the refusal names."""
+        return {e.get("field"): e.get("message") for e in (self.error.errors if self.error else []) if e.get("field")}
+
+
+@contextlib.contextmanager
+def refusal_kept(*kinds: type[ActionError], let_out: tuple = ()):
+    """Inside: a refusal of ``kinds`` (any ``ActionError`` by default) is kept on the yielded ``Refusal`` instead of
+    raised, for the view to show on its own page; a refusal of ``let_out`` (e.g. ``(Forbidden, NotFound)``: the 403
+    and 404 pages) goes out as it came."""
+    refusal = Refusal()
+    try:
+        yield refusal
+    except ActionError as error:
+        if (kinds and not isinstance(error, kinds)) or isinstance(error, let_out):
+            raise
+        refusal.error = error
+
+
+@contextlib.contextmanager
+def refusals_on_form(form, *kinds: type[ActionError], fields: tuple | None = None):
+    """Inside: a refusal of ``kinds`` (any ``ActionError`` by default) is shown on ``form`` (``form_error``, or the
+    form's own ``add_action_error``) instead of raised, and the view goes on to render the form again. With
+    ``fields``, only a refusal naming one of them is shown on the form; any other goes out."""
+    try:
+        yield
+    except ActionError as error:
+        if kinds and not isinstance(error, kinds):
+            raise
+        if fields is not None and not any(entry.get("field") in fields for entry in error.errors):
+            raise
+        show = getattr(form, "add_action_error", None)
+        if show is not None:
+            show(error)
+        else:
+            form_error(form, error)
+
+
 def form_error(form, error: ActionError) -> None:
     """Show an action's refusal on the form: on the field it names, else above the form."""
     for entry in error.errors or [{"field": None, "message": error.detail}]:
@@ -103,10 +175,15 @@ def refusal_message(request, error: ActionError) -> None:
 
 
 @contextlib.contextmanager
-def refusals_as_messages(request):
-    """Inside: a refusal is shown as the next page's error message (``refusal_message``) instead of raised, and the
-    view goes on to its redirect; nothing the refused action would have stored is stored."""
+def refusals_as_messages(request, *kinds: type[ActionError]):
+    """Inside: a refusal of ``kinds`` (any ``ActionError`` by default) is shown as the next page's error message
+    (``refusal_message``) instead of raised, and the view goes on to its redirect; nothing the refused action would
+    have stored is stored. Yields a ``Refusal`` for a view that answers with the refusal's status."""
+    refusal = Refusal()
     try:
-        yield
+        yield refusal
     except ActionError as error:
+        if kinds and not isinstance(error, kinds):
+            raise
         refusal_message(request, error)
+        refusal.error = error

@@ -19,7 +19,7 @@ from ..actions.stats import activity
 from ..actions.stats.tables import project_stats
 from ..lib import charts, spreadsheet
 from ..models import READ_ROLES, PayRates, Role
-from .page_errors import action_errors
+from .page_errors import action_errors, refusals_on_form
 
 
 def project_for(request, name: str, roles=READ_ROLES, cannot="read its statistics"):
@@ -172,16 +172,7 @@ def pay_csv(request, name: str):
 class PayRatesForm(forms.ModelForm):
     class Meta:
         model = PayRates
-        fields = [
-            "currency",
-            "recording_per_hour",
-            "review_per_hour",
-            "form_task_per_hour",
-            "overhead_per_hour",
-            "per_validated_demo",
-            "per_submitted_assignment",
-            "idle_gap_minutes",
-        ]
+        fields = list(activity.PAY_RATE_FIELDS)
 
 
 @require_http_methods(["GET", "POST"])
@@ -189,12 +180,13 @@ class PayRatesForm(forms.ModelForm):
 @action_errors
 def pay_rates(request, name: str):
     """Project admins set the pay rates; a bad value re-shows the form with the field's error (400)."""
-    project = project_for(request, name, roles=(Role.ADMIN,), cannot="change pay rates")
+    project = activity.check_pay_rates_changeable(request.user, name)
     form = PayRatesForm(request.POST if request.method == "POST" else None, instance=PayRates.for_project(project))
     if request.method == "POST":
         if form.is_valid():
-            form.save()
-            messages.success(request, "Pay rates saved.")
-            return redirect("stats-activity", project.name)
+            with refusals_on_form(form):
+                activity.do_set_pay_rates(project, form.cleaned_data)
+                messages.success(request, "Pay rates saved.")
+                return redirect("stats-activity", project.name)
         return render(request, "stats/rates.html", {"project": project, "form": form}, status=400)
     return render(request, "stats/rates.html", {"project": project, "form": form})

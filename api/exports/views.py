@@ -7,12 +7,14 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from annotation import actions
 from annotation.actions.exports import splits as split_actions
+from annotation.actions.manage import check_project_role
 from annotation.lib.formats import ARCHIVE_MEDIA_TYPES
 from annotation.lib.splits import SPLITS
-from annotation.models import Demonstration, Evaluation, ExportJob, Project
+from annotation.models import Demonstration, Evaluation, ExportJob, Project, Role, SplitConfig
 from annotation.store.blobstore import presigned_download_url
 
 from ..downloads import RANGE_ERRORS, file_download
@@ -164,3 +166,60 @@ class EvaluationViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadO
             request.user, project, data["format"], data["split"], data["predictions"]
         )
         return Response(self.get_serializer(evaluation).data, status=status.HTTP_202_ACCEPTED)
+
+
+def split_statuses(request) -> list[str]:
+    raw = request.query_params.get("statuses") or "validated"
+    statuses = [status_name.strip() for status_name in raw.split(",") if status_name.strip()]
+    for index, name in enumerate(statuses):
+        actions.check_choice(f"statuses[{index}]", name, actions.STATUS_CHOICES)
+    return statuses
+
+
+class ProjectSplitsView(APIView):
+    """``/api/projects/<name>/splits/``: the split configuration, per-split counts and the leakage report (WebLINX and
+    Mind2Web schemes), for every member; project admins change the configuration with PUT/PATCH."""
+
+    @extend_schema(
+        operation_id="projects_splits_retrieve",
+        parameters=[
+            OpenApiParameter("statuses", str, description="Comma-separated demo statuses (default validated).")
+        ],
+        responses={200: OpenApiTypes.OBJECT, **error_responses(400, 404)},
+    )
+    def get(self, request, name):
+        project = check_project_role(request.user, name, Role.values, "see the splits")
+        return self.answer(request, project, SplitConfig.for_project(project))
+
+    @extend_schema(
+        operation_id="projects_splits_update",
+        request=s.SplitConfigSerializer,
+        responses={200: OpenApiTypes.OBJECT, **error_responses(400, 403, 404)},
+    )
+    def put(self, request, name):
+        return self.change(request, name, partial=False)
+
+    @extend_schema(
+        operation_id="projects_splits_partial_update",
+        request=s.SplitConfigSerializer,
+        responses={200: OpenApiTypes.OBJECT, **error_responses(400, 403, 404)},
+    )
+    def patch(self, request, name):
+        return self.change(request, name, partial=True)
+
+    def change(self, request, name, partial: bool):
+        project = check_project_role(request.user, name, Role.values, "see the splits")
+        split_actions.check_split_config_changeable(request.user, project)
+        form = s.SplitConfigSerializer(SplitConfig.for_project(project), data=request.data, partial=partial)
+        form.is_valid(raise_exception=True)
+        return self.answer(request, project, split_actions.do_update_split_config(project, form.validated_data))
+
+    def answer(self, request, project, config):
+        statuses = split_statuses(request)
+        return Response(
+            {
+                "config": s.SplitConfigSerializer(config).data,
+                "statuses": statuses,
+                **split_actions.split_reports(project, statuses),
+            }
+        )

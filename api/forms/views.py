@@ -16,6 +16,7 @@ from annotation.actions.errors import NotFound, invalid
 from annotation.actions.forms import batches
 from annotation.models import Assignment, Batch, BatchKind, Project, Task
 
+from ..downloads import csv_download
 from ..parsers import LimitedJSONParser
 from ..serializers import ErrorSerializer, error_responses
 from . import serializers as ws
@@ -26,7 +27,7 @@ SUBMIT_ERRORS = error_responses(400, 403, 404, 409, 410, 413)
 
 class CSVRenderer(renderers.BaseRenderer):
     """``text/csv`` for the results download, so a client may ask for it (``Accept: text/csv``). The CSV itself is
-    streamed by ``annotation.actions.forms.results_response``; an error is answered as JSON
+    streamed by ``api.downloads.csv_download``; an error is answered as JSON
     (``BatchViewSet.finalize_response``)."""
 
     media_type, format, charset = "text/csv", "csv", "utf-8"
@@ -105,12 +106,9 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
         form = ws.BatchUpdateSerializer(data=request.data if isinstance(request.data, dict) else {}, partial=True)
         form.is_valid(raise_exception=True)
         data = dict(form.validated_data)
-        people = {key: data.pop(key) for key in ("workers", "worker_groups") if key in data}
         if "name" in data and data["name"] != batch.name:
             forms.create.check_names_free(batch.project, [data["name"]])
         batch = forms.do_update_batch_settings(batch, **data)
-        for key, values in people.items():
-            getattr(batch, key).set(values)
         return Response(self.get_serializer(self.annotated(batch)).data)
 
     @extend_schema(
@@ -121,7 +119,7 @@ class BatchViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.Re
     def results(self, request, pk=None):
         """The Turkle results CSV (columns as Turkle writes them; several values of one name joined with ``|``)."""
         batch = forms.check_batch_manageable(request.user, self.get_object().pk)
-        return forms.results_response(batch)
+        return csv_download(*forms.results_download(batch))
 
     @extend_schema(request=ws.AcceptSerializer, responses={201: ws.AssignmentSerializer, 204: None, **ERRORS})
     @action(detail=True, methods=["post"])

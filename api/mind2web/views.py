@@ -8,10 +8,12 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from annotation.actions import ValidationFailed
 from annotation.actions import mind2web as m2w
-from annotation.models import Assignment, Project, ProposalRound, ProposedTask, Website
+from annotation.actions.manage import check_project_role
+from annotation.models import Assignment, Project, ProposalRound, ProposedTask, Role, Website
 
 from ..parsers import LimitedJSONParser
 from ..recordings.serializers import DemonstrationSerializer
@@ -227,3 +229,16 @@ class DemonstrationTaskViewSet(viewsets.ReadOnlyModelViewSet):
         recordings = RecordingViewSet(request=request, format_kwarg=None).get_queryset()
         body = DemonstrationSerializer(recordings.get(pk=demo.pk)).data
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class ProjectVerificationView(APIView):
+    """``/api/projects/<name>/verification/``: Mind2Web verification counts: tasks, tasks discarded, descriptions
+    refined, tasks with steps discarded (reviewers, researchers and admins)."""
+
+    @extend_schema(
+        operation_id="projects_verification_retrieve", responses={200: ms.VerificationCountsSerializer, **ERRORS}
+    )
+    def get(self, request, name):
+        roles = (Role.REVIEWER, Role.RESEARCHER, Role.ADMIN)
+        project = check_project_role(request.user, name, roles, "see the verification counts")
+        return Response(m2w.verification_counts(project))

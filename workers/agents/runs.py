@@ -33,9 +33,8 @@ import threading
 from pathlib import Path
 
 from django.conf import settings
-from django.core.files.base import ContentFile
-from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Sum
+from django.db import connection
+from django.db.models import Sum
 
 from agents import scoring, vendor
 from agents.actions import full_page_png
@@ -54,12 +53,12 @@ from agents.llm import Budget, ChatClient
 from agents.llm_solver import LLMSolver
 from agents.server import serve_pages
 from agents.solvers import load_solver
+from annotation.actions import agents as agent_actions
 from annotation.actions.endpoints import chat_endpoint, model_limits
 from annotation.actions.forms import split_tasks
 from annotation.actions.forms.frames import frame_headers
 from annotation.actions.forms.render import task_page
 from annotation.models import (
-    AgentFieldResult,
     AgentModelAnswer,
     AgentRun,
     AgentRunInstance,
@@ -101,15 +100,7 @@ class RunAnswers:
         return {"text": row.text, "tokens_in": row.tokens_in, "tokens_out": row.tokens_out, "seconds": row.seconds}
 
     def __setitem__(self, key: str, value: dict) -> None:
-        with contextlib.suppress(IntegrityError), transaction.atomic():
-            AgentModelAnswer.objects.create(
-                run_id=self.run_id,
-                key=key,
-                text=value["text"],
-                tokens_in=value["tokens_in"],
-                tokens_out=value["tokens_out"],
-                seconds=value["seconds"],
-            )
+        agent_actions.do_store_model_answer(self.run_id, key, value)
 
     def spent(self) -> tuple[int, int]:
         """(requests, tokens) the run has asked so far: what its budget starts from."""
@@ -160,44 +151,30 @@ def json_gold(values: list) -> list:
 
 def store_instance(run: AgentRun, task: Task | None, result: InstanceResult, gold: dict, png: bytes | None) -> None:
     """The instance's row, its fields and screenshot, and its model cost added to the run's sums."""
-    with transaction.atomic():
-        row = AgentRunInstance.objects.create(
-            run=run,
-            task=task,
-            task_name=result.task,
-            instance=result.instance,
-            score=scoring.json_number(result.score),
-            answer=result.answer or "",
-        )
-        fields = [
-            AgentFieldResult(
-                row=row,
-                name=f.field,
-                type=f.type,
-                value=f.prediction,
-                gold=json_gold(gold.get(f.field, [])),
-                score=scoring.json_number(f.score) if f.score is not None else None,
-                skipped=f.skipped or "",
-                error=f.error or "",
-                calls=f.calls,
-                tokens_in=(f.usage or {}).get("tokens_in", 0),
-                tokens_out=(f.usage or {}).get("tokens_out", 0),
-                model_seconds=(f.usage or {}).get("model_seconds", 0.0),
-            )
-            for f in result.fields
-        ]
-        AgentFieldResult.objects.bulk_create(fields)
-        used = [f.usage for f in result.fields if f.usage]
-        if used:
-            AgentRun.objects.filter(pk=run.pk).update(
-                model_calls=F("model_calls") + len(used),
-                cached_calls=F("cached_calls") + sum(1 for u in used if u.get("cached")),
-                tokens_in=F("tokens_in") + sum(u.get("tokens_in", 0) for u in used),
-                tokens_out=F("tokens_out") + sum(u.get("tokens_out", 0) for u in used),
-                model_seconds=F("model_seconds") + sum(u.get("model_seconds", 0.0) for u in used),
-            )
-    if png:
-        row.screenshot.save(f"agent-runs/{run.pk}/{row.pk}.png", ContentFile(png), save=True)
+    row = {
+        "task_name": result.task,
+        "instance": result.instance,
+        "score": scoring.json_number(result.score),
+        "answer": result.answer or "",
+    }
+    fields = [
+        {
+            "name": f.field,
+            "type": f.type,
+            "value": f.prediction,
+            "gold": json_gold(gold.get(f.field, [])),
+            "score": scoring.json_number(f.score) if f.score is not None else None,
+            "skipped": f.skipped or "",
+            "error": f.error or "",
+            "calls": f.calls,
+            "tokens_in": (f.usage or {}).get("tokens_in", 0),
+            "tokens_out": (f.usage or {}).get("tokens_out", 0),
+            "model_seconds": (f.usage or {}).get("model_seconds", 0.0),
+        }
+        for f in result.fields
+    ]
+    usages = [f.usage for f in result.fields if f.usage]
+    agent_actions.do_store_instance(run, task, row, fields, usages, png)
 
 
 def screenshot_on_origin(driver, result: InstanceResult) -> bytes | None:
@@ -246,8 +223,7 @@ def execute(run: AgentRun, workdir: Path) -> None:
     tasks = [dataset.task(batch.name) for batch in batches]
     sampled = run.sampled or sample_instances(tasks, run.instances_per_task, run.seed)
     if not run.sampled:
-        run.sampled = sampled
-        AgentRun.objects.filter(pk=run.pk).update(sampled=sampled)
+        agent_actions.do_record_sample(run, sampled)
     done = set(run.instances.values_list("task_name", "instance"))
     todo = [(name, index) for name, indices in sampled.items() for index in indices if (name, index) not in done]
     progress = RunProgress(run, sum(len(indices) for indices in sampled.values()), len(done))

@@ -404,20 +404,17 @@ def demo_runs(demo) -> list[Run]:
 
 def store_suggestions(demo, read=None) -> int:
     """Compute and store the suggestion of every browser turn with frames; returns how many were stored."""
-    from annotation.models import DemoReview, Turn, TurnCuration
+    from annotation.actions.review import do_store_suggestions
+    from annotation.models import Turn
     from annotation.store.blobstore import read_blob
 
     read = read or read_blob
     turns = list(Turn.objects.filter(demonstration=demo).exclude(frames=[]))
     chosen = suggestions(turns, read, demo_runs(demo), label=demo.name)
-    for turn, (sha, how) in zip(turns, chosen, strict=True):
-        if sha:
-            TurnCuration.objects.update_or_create(
-                turn=turn, defaults={"demonstration": demo, "suggested_screenshot": sha, "suggested_from": how}
-            )
     counts = {how: sum(1 for _, h in chosen if h == how) for how in (VIDEO, LAST_BEFORE, OWN)}
     logger.info("realign %s: %s", demo.name, counts)
-    DemoReview.objects.update_or_create(demonstration=demo, defaults={"realigned": True})
+    suggested = [(turn, sha, how) for turn, (sha, how) in zip(turns, chosen, strict=True) if sha]
+    do_store_suggestions(demo, suggested)
     return sum(1 for sha, _ in chosen if sha)
 
 

@@ -5,8 +5,8 @@ configuration before it is stored.
 """
 
 from ...lib import splits as split_rules
-from ...models import Demonstration, DemoStatus, SplitConfig
-from ..errors import ValidationFailed
+from ...models import Demonstration, DemoStatus, Role, SplitConfig
+from ..errors import Forbidden, ValidationFailed
 
 DEFAULT_STATUSES = (DemoStatus.VALIDATED,)
 FRACTIONS = ("valid_fraction", "test_iid_fraction", "test_task_fraction")
@@ -62,8 +62,14 @@ def split_config_errors(data: dict, instance=None) -> dict:
     return {}
 
 
+def check_split_config_changeable(user, project) -> None:
+    """Only the project's admins change its split configuration (403 for its other members)."""
+    if not project.has_role(user, (Role.ADMIN,)):
+        raise Forbidden("only project admins change the split configuration")
+
+
 def do_update_split_config(project, data: dict) -> SplitConfig:
-    """Store a complete, checked configuration (the splits page; the API goes through its serializer)."""
+    """Store a checked configuration, complete (the splits page) or partial (the API's PATCH: the rest is kept)."""
     config = SplitConfig.for_project(project)
     errors = split_config_errors(data, config)
     if errors:

@@ -75,6 +75,6 @@ from .queue import (
     why_no_more,
 )
 from .render import answers_from_json, answers_from_request, check_answers, fill_template, result_page, task_page
-from .results import results_csv, results_csv_lines, results_filename, results_response
+from .results import results_csv, results_csv_lines, results_download, results_filename
 from .splits import check_turkingbench_predictions, split_names, split_tasks
 from .stats import batch_stats

@@ -386,14 +386,20 @@ def do_expire_due(now=None, limit=10_000) -> int:
     return sum(do_expire(pk, now) for pk in list(due.values_list("pk", flat=True)[:limit]))
 
 
+PEOPLE = ("workers", "worker_groups")  # who may work on the batch (many-to-many: set, not assigned)
+
+
 def do_update_batch_settings(batch: Batch, **fields) -> Batch:
-    """Change a batch's settings; a new number of assignments per task re-decides which tasks are complete, a new
-    template scores the gold answers again."""
+    """Change a batch's settings (``workers`` and ``worker_groups``: the whole list); a new number of assignments
+    per task re-decides which tasks are complete, a new template scores the gold answers again."""
+    people = {key: fields.pop(key) for key in PEOPLE if key in fields}
     with transaction.atomic():
         batch = Batch.objects.select_for_update().get(pk=batch.pk)
         for name, value in fields.items():
             setattr(batch, name, value)
         batch.save()
+        for key, values in people.items():
+            getattr(batch, key).set(values)
         if "assignments_per_task" in fields:
             tasks = batch.tasks.all()
             done = tasks.filter(submitted__gte=batch.assignments_per_task).update(completed=True)

@@ -18,9 +18,6 @@ import csv
 import io
 from collections.abc import Iterator
 
-from django.http import StreamingHttpResponse
-from django.utils.http import content_disposition_header
-
 from ...lib import spreadsheet
 from ...models import Assignment, AssignmentStatus, Batch, ReviewState
 
@@ -126,9 +123,7 @@ def results_csv(batch: Batch) -> str:
     return "".join(results_csv_lines(batch))
 
 
-def results_response(batch) -> StreamingHttpResponse:
-    """The results CSV as a download, streamed (the batch page's link and ``GET /api/batches/<id>/results/``)."""
-    response = StreamingHttpResponse(results_csv_lines(batch), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = content_disposition_header(True, results_filename(batch))
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+def results_download(batch) -> tuple[str, Iterator[str]]:
+    """``(filename, lines)``: the results CSV's attachment name and its lines, for the batch page's link and
+    ``GET /api/batches/<id>/results/`` to stream."""
+    return results_filename(batch), results_csv_lines(batch)

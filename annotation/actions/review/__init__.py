@@ -25,7 +25,12 @@ from .access import (
     reviewable_demos,
     reviewable_projects,
 )
-from .background import ENQUEUE_EVERY, enqueue_review_work, ensure_quality
+from .background import (
+    ENQUEUE_EVERY,
+    do_store_suggestions,
+    enqueue_review_work,
+    ensure_quality,
+)
 from .claims import BULK_ACTIONS, do_assign, do_bulk_return, do_claim_next, held_by, queue_for
 from .curation import (
     METADATA_FIELDS,
@@ -86,6 +91,7 @@ from .workflow import (
 )
 
 __all__ = [
+    "do_store_suggestions",
     # access
     "CURATE_ROLES",
     "EDITABLE_STATUSES",

@@ -2,8 +2,9 @@
 finished recording enqueues is in `actions/recordings/background.py`)."""
 
 from django.core.cache import cache
+from django.db import transaction
 
-from ...models import DemoReview
+from ...models import DemoReview, TurnCuration
 from .. import queue
 
 ENQUEUE_EVERY = 60  # seconds
@@ -31,3 +32,14 @@ def ensure_quality(demo, review, turns, read) -> list:
         review.quality = quality_issues(turns, read)
         DemoReview.objects.filter(pk=review.pk).update(quality=review.quality)
     return review.quality
+
+
+def do_store_suggestions(demo, suggested) -> None:
+    """The worker's screenshot suggestions for the demo's turns (``[(turn, sha256, how)]``, a turn without one left
+    out), and the demo marked realigned, so review stops asking for them."""
+    with transaction.atomic():
+        for turn, sha, how in suggested:
+            TurnCuration.objects.update_or_create(
+                turn=turn, defaults={"demonstration": demo, "suggested_screenshot": sha, "suggested_from": how}
+            )
+        DemoReview.objects.update_or_create(demonstration=demo, defaults={"realigned": True})

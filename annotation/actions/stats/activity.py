@@ -22,11 +22,24 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Case, Count, DurationField, ExpressionWrapper, F, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from ...models import Assignment, AssignmentStatus, BatchKind, Demonstration, DemoStatus, Edit, PayRates, ReviewState
+from ...models import (
+    Assignment,
+    AssignmentStatus,
+    BatchKind,
+    Demonstration,
+    DemoStatus,
+    Edit,
+    PayRates,
+    ReviewState,
+    Role,
+)
+from ..errors import ValidationFailed
+from ..manage.access import check_project_role
 
 ACTIVITIES = ("recording", "review", "form_task")
 CENTS = Decimal("0.01")
@@ -224,3 +237,36 @@ def day_rows(people: dict) -> list[dict]:
 def last_day(people: dict, today: dt.date) -> dt.date:
     """The heatmaps end with the last day of work shown (the year up to it), or today when there is none."""
     return max((day for by_day in people.values() for day in by_day), default=today)
+
+
+PAY_RATE_FIELDS = (
+    "currency",
+    "recording_per_hour",
+    "review_per_hour",
+    "form_task_per_hour",
+    "overhead_per_hour",
+    "per_validated_demo",
+    "per_submitted_assignment",
+    "idle_gap_minutes",
+)
+
+
+def check_pay_rates_changeable(user, project_name: str):
+    """The project whose pay rates ``user`` sets: its admins (404 outside it, 403 for its other roles)."""
+    return check_project_role(user, project_name, (Role.ADMIN,), "change pay rates")
+
+
+def do_set_pay_rates(project, values: dict) -> PayRates:
+    """Store the project's pay rates (the fields of ``PAY_RATE_FIELDS`` in ``values``; the others are kept), checked
+    by the model's validators (400 naming the field)."""
+    rates = PayRates.for_project(project)
+    for name in PAY_RATE_FIELDS:
+        if name in values:
+            setattr(rates, name, values[name])
+    try:
+        rates.full_clean(exclude=["project"])
+    except DjangoValidationError as error:
+        problems = [{"field": field, "message": " ".join(messages)} for field, messages in error.message_dict.items()]
+        raise ValidationFailed("; ".join(f"{p['field']}: {p['message']}" for p in problems), problems) from None
+    rates.save()
+    return rates

@@ -1,1 +1,1 @@
-"""Exports, splits and evaluations of a project: the pages (``pages``) and their forms (``forms``)."""
+"""Exports, splits and evaluations of a project: the pages and their forms (``pages``)."""

@@ -20,7 +20,7 @@ from ...actions import NotFound, ValidationFailed, forms
 from ...actions.errors import invalid
 from ...actions.forms import batches
 from ...models import Assignment, BatchKind
-from ..page_errors import action_errors
+from ..page_errors import action_errors, refusal_kept
 from .pages import app_csp
 
 MAX_MINUTES = 525_600  # a year
@@ -158,11 +158,12 @@ def managed(view):
     @action_errors
     def wrapped(request, batch_id: int):
         batch = forms.check_batch_manageable(request.user, batch_id)
-        try:
+        with refusal_kept(ValidationFailed) as refusal:
             view(request, batch)
-        except ValidationFailed as error:
-            fields = {entry.get("field"): entry.get("message") for entry in error.errors} or {"": error.detail}
-            return render_batch(request, batch, status=400, errors={view.__name__: error.detail, **fields})
+        if refusal:
+            fields = {entry.get("field"): entry.get("message") for entry in refusal.error.errors}
+            fields = fields or {"": refusal.detail}
+            return render_batch(request, batch, status=400, errors={view.__name__: refusal.detail, **fields})
         return redirect(reverse("forms-batch", args=[batch.pk]) + "#manage")
 
     wrapped = app_csp(wrapped)

@@ -17,8 +17,9 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
-from ...actions import ActionError, forms
+from ...actions import forms
 from ...models import AssignmentStatus
+from ..page_errors import refusal_kept
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +37,10 @@ def refused(status: int, state: str, message: str) -> HttpResponse:
 @require_GET
 def preview_frame(request, task_id: int):
     """A task's preview (TurkingBench's ``/task/<id>/iframe/``): the template in ``mturk_form``, submit disabled."""
-    try:
+    with refusal_kept() as refusal:
         task = forms.check_preview_token(task_id, request.GET.get("token"))
-    except ActionError as error:
-        return refused(404, "invalid", error.detail)
+    if refusal:
+        return refused(404, "invalid", refusal.detail)
     return frame_response(forms.task_page(task.batch, task, action="#", mode="preview", sized=True))
 
 
@@ -48,10 +49,10 @@ def preview_frame(request, task_id: int):
 @require_http_methods(["GET", "POST"])
 def work_frame(request, assignment_id: int, token: str):
     """GET: the task of an active assignment. POST: its submission (once)."""
-    try:
+    with refusal_kept() as refusal:
         assignment = forms.check_work_token(assignment_id, token)
-    except ActionError as error:
-        return refused(404, "invalid", error.detail)
+    if refusal:
+        return refused(404, "invalid", refusal.detail)
     if request.method == "POST":
         return submit(request, assignment)
     if assignment.status != AssignmentStatus.ACTIVE:
@@ -76,13 +77,13 @@ def submit(request, assignment) -> HttpResponse:
         return refused(413, "invalid", "The answers are too large; nothing was stored.")
     except SuspiciousOperation as error:  # e.g. more fields than DATA_UPLOAD_MAX_NUMBER_FIELDS
         return refused(400, "invalid", f"The answers could not be read ({error}); nothing was stored.")
-    try:
+    with refusal_kept() as refusal:
         forms.check_answers(answers, assignment.task.batch.html_template)
         forms.do_submit(assignment.pk, answers)
-    except forms.AssignmentExpired:
+    if isinstance(refusal.error, forms.AssignmentExpired):
         return refused(410, "expired", "This assignment expired before it was submitted; nothing was stored.")
-    except ActionError as error:
-        return refused(error.status, "refused", f"{error.detail}")
+    if refusal:
+        return refused(refusal.status, "refused", refusal.detail)
     log.info("assignment %s of task %s submitted", assignment.pk, assignment.task_id)
     stop = forms.why_no_more(assignment.worker, assignment.task.batch)
     message = "Your answers were submitted."
@@ -95,10 +96,10 @@ def submit(request, assignment) -> HttpResponse:
 @require_GET
 def view_frame(request, assignment_id: int):
     """Submitted work, read-only: the task with the stored answers put back and every control disabled."""
-    try:
+    with refusal_kept() as refusal:
         assignment = forms.check_view_token(assignment_id, request.GET.get("token"))
-    except ActionError as error:
-        return refused(404, "invalid", error.detail)
+    if refusal:
+        return refused(404, "invalid", refusal.detail)
     if assignment.status != AssignmentStatus.SUBMITTED:
         return refused(409, assignment.status, f"This assignment is {assignment.status}; it has no answers.")
     task = assignment.task

@@ -9,15 +9,16 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import F
-from django.http import JsonResponse
+from django.http import JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ...actions import ActionError, Forbidden, forms
+from ...actions import Forbidden, forms
 from ...models import Assignment, AssignmentStatus, Batch, BatchKind, Project
-from ..page_errors import action_errors
+from ..page_errors import action_errors, refusal_kept, refusals_as_messages, refusals_on_form
 from . import upload
 
 HISTORY_PAGE = 50
@@ -96,18 +97,17 @@ def batch_accept(request, batch_id: int):
     After a submission (Submit & next) that left you unable to take more (it blocked you), the submitted work's
     page confirms the submission and says why, instead of the 403 page."""
     submitted = own_submitted(request, request.POST.get("submitted"))
-    try:
+    with refusal_kept(Forbidden) as refusal:
         batch = forms.check_batch_for_work(request.user, batch_id)
-    except Forbidden:
+    if refusal:
         if submitted is None:
-            raise
+            raise refusal.error
         return redirect(reverse("forms-assignment", args=[submitted.pk]) + "?submitted=1")
     confirm_submission(request, submitted)
-    try:
+    with refusals_as_messages(request) as refusal:
         forms.queue.check_open(batch)
         assignment = forms.do_accept_next(request.user, batch)
-    except ActionError as error:
-        messages.error(request, error.detail)
+    if refusal:
         return redirect("forms-index")
     if assignment is None:
         messages.info(request, f"No more tasks for you in {batch.name!r}.")
@@ -171,11 +171,10 @@ def task_preview(request, task_id: int):
 def task_accept(request, task_id: int):
     """Accept the previewed task (in a batch that serves gold, the queue's next task: workers do not pick)."""
     task = forms.check_task_previewable(request.user, task_id)
-    try:
+    with refusals_as_messages(request) as refusal:
         forms.check_batch_accept(request.user, task.batch_id)
         assignment = forms.do_accept_task(request.user, task)
-    except ActionError as error:
-        messages.error(request, error.detail)
+    if refusal:
         return redirect("forms-index")
     if assignment.task_id != task.pk:
         messages.info(
@@ -258,10 +257,9 @@ def assignment_state(request, assignment_id: int):
 def assignment_skip(request, assignment_id: int):
     """Skip: give this task back and take the batch's next one (the skipped one comes last for you)."""
     assignment = forms.check_assignment_of(request.user, assignment_id)
-    try:
+    with refusals_as_messages(request) as refusal:
         following = forms.do_skip(assignment)
-    except ActionError as error:
-        messages.error(request, error.detail)
+    if refusal:
         return redirect("forms-assignment", assignment_id=assignment.pk)
     if following is None:
         messages.info(request, f"Skipped. No other task is left for you in {assignment.task.batch.name!r}.")
@@ -275,10 +273,9 @@ def assignment_skip(request, assignment_id: int):
 def assignment_return(request, assignment_id: int):
     """Return: give the task back unanswered and go back to the work page."""
     assignment = forms.check_assignment_of(request.user, assignment_id)
-    try:
+    with refusals_as_messages(request) as refusal:
         forms.do_return(assignment)
-    except ActionError as error:
-        messages.error(request, error.detail)
+    if refusal:
         return redirect("forms-assignment", assignment_id=assignment.pk)
     messages.info(request, f"Returned task {assignment.task.index} of {assignment.task.batch.name!r}.")
     return redirect("forms-index")
@@ -303,11 +300,8 @@ def batch_new(request):
         raise Forbidden("you are not a researcher or admin of any project, so you cannot upload a batch")
     form = upload.BatchUploadForm(request.user, request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        try:
+        with refusals_on_form(form):  # the upload form's own add_action_error (a 413 says so)
             batch, notes = upload.create_batch(request.user, form)
-        except ActionError as error:
-            form.add_action_error(error)
-        else:
             # The import's notes are kept on the batch and its page lists them (#import-warnings): said here
             # too, they would show twice.
             noticed = f" The import noticed {len(notes)} thing(s), listed on the page." if notes else ""
@@ -331,4 +325,8 @@ def batch_new(request):
 @action_errors
 def batch_results(request, batch_id: int):
     """The Turkle results CSV of the batch, as a download."""
-    return forms.results_response(forms.check_batch_manageable(request.user, batch_id))
+    filename, lines = forms.results_download(forms.check_batch_manageable(request.user, batch_id))
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = content_disposition_header(True, filename)
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

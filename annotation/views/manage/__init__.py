@@ -1,2 +1,2 @@
-"""Management pages: projects, members and roles, your API token (``pages``, ``forms``); sign-in and password reset
-(``signin``)."""
+"""Management pages: projects, members and roles, your API token (``pages``, with their forms); invitation links,
+people and your account (``people``); sign-in and password reset (``signin``)."""

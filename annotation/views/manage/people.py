@@ -3,20 +3,35 @@ People page where site admins create and deactivate accounts, and your account p
 rules are in ``annotation.actions.manage`` (``invitations``, ``people``)."""
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth import login as sign_in
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
-from ...actions import ActionError, manage
-from ..errors import error_page
-from ..page_errors import action_errors, form_error, refusal_page
-from . import forms
-from .pages import NEW_LINK, render_members
+from ...actions import manage
+from ..page_errors import action_errors, refusals_as_messages, refusals_as_pages, refusals_on_form
+from .pages import NEW_LINK, InvitationForm, MemberAddForm, render_members
 
 TITLES = {404: "Invitation not found", 409: "Already a member", 410: "Invitation no longer valid"}
+
+
+class JoinForm(UserCreationForm):
+    """A new account's username and password, checked as Django's own sign-up form does (unique username,
+    ``AUTH_PASSWORD_VALIDATORS``)."""
+
+    class Meta(UserCreationForm.Meta):
+        model = get_user_model()
+        fields = ("username",)
+
+
+class AccountCreateForm(UserCreationForm):
+    class Meta(UserCreationForm.Meta):
+        model = get_user_model()
+        fields = ("username", "email")
 
 
 def invitation_link(request, token: str) -> str:
@@ -29,16 +44,13 @@ def invitation_link(request, token: str) -> str:
 def invitation_create(request, name: str):
     """A new invitation link (project admins); back to the members page, which shows it once to copy."""
     project = manage.check_project_admin(request.user, name)
-    form = forms.InvitationForm(request.POST)
+    form = InvitationForm(request.POST)
     if form.is_valid():
         data = form.cleaned_data
-        try:
+        with refusals_on_form(form):
             invitation, token = manage.do_create_invitation(
                 project, request.user, data["role"], data["days"], data["email"], data["note"]
             )
-        except ActionError as error:
-            form_error(form, error)
-        else:
             link = invitation_link(request, token)
             request.session[NEW_LINK] = link
             if manage.do_mail_invitation(invitation, link):
@@ -46,7 +58,7 @@ def invitation_create(request, name: str):
             else:
                 messages.success(request, "Invitation link made: copy it and send it to the person.")
             return redirect("manage-members", name=project.name)
-    return render_members(request, project, forms.MemberAddForm(), status=400, invite_form=form)
+    return render_members(request, project, MemberAddForm(), status=400, invite_form=form)
 
 
 @login_required
@@ -55,52 +67,32 @@ def invitation_create(request, name: str):
 def invitation_revoke(request, name: str, invitation_id: int):
     project = manage.check_project_admin(request.user, name)
     manage.check_project_invitation(project, invitation_id)  # another project's: the 404 page
-    try:
+    with refusals_as_messages(request):
         manage.do_revoke_invitation(project, invitation_id)
-    except ActionError as error:
-        messages.error(request, error.detail)
-    else:
         messages.success(request, "Invitation link revoked: it no longer works.")
     return redirect("manage-members", name=project.name)
 
 
-def refused(request, error: ActionError):
-    return error_page(request, error.status, TITLES.get(error.status, "Refused"), error.detail)
-
-
 @require_http_methods(["GET", "POST"])
+@refusals_as_pages(TITLES)
 def join(request, token: str):
     """The invitation link: signed in, one click joins the project with the link's role; otherwise a new account
     (username and password) or a sign-in that comes back here. A refused link (unknown 404, used, revoked or expired
     410, already a member 409) is a page saying so, and nothing is created. Refused sign-ups are counted per link:
     past the limit the form is a 429 page (``manage.check_join_allowed``)."""
-    try:
-        invitation = manage.check_invitation(token)
-        manage.check_not_member(invitation, request.user)
-    except ActionError as error:
-        return refused(request, error)
+    invitation = manage.check_invitation(token)
+    manage.check_not_member(invitation, request.user)
     anonymous = not request.user.is_authenticated
     if request.method == "POST" and anonymous:
-        try:
-            manage.check_join_allowed(invitation)
-        except ActionError as error:
-            return refusal_page(request, error)
-    form = forms.JoinForm(request.POST if request.method == "POST" and anonymous else None)
+        manage.check_join_allowed(invitation)
+    form = JoinForm(request.POST if request.method == "POST" and anonymous else None)
     if request.method == "POST" and not anonymous:
-        try:
-            manage.do_accept_invitation(token, request.user)
-        except ActionError as error:
-            return refused(request, error)
+        manage.do_accept_invitation(token, request.user)
         return joined(request, invitation)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
+        with refusals_on_form(form, fields=("username",)):  # any other refusal: the page saying so
             membership = manage.do_join_with_new_account(token, data["username"], data["password1"])
-        except ActionError as error:
-            if not any(field.get("field") == "username" for field in error.errors):
-                return refused(request, error)
-            form_error(form, error)
-        else:
             sign_in(request, membership.user, backend="django.contrib.auth.backends.ModelBackend")
             return joined(request, invitation)
     if form.errors:
@@ -128,14 +120,11 @@ def joined(request, invitation):
 def people(request):
     """Every account with its projects and roles; create one; deactivate or reactivate one (site admins)."""
     manage.check_site_admin(request.user)
-    form = forms.AccountCreateForm(request.POST or None)
+    form = AccountCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
+        with refusals_on_form(form):
             user = manage.do_create_account(request.user, data["username"], data["password1"], data.get("email", ""))
-        except ActionError as error:
-            form_error(form, error)
-        else:
             messages.success(request, f"Account {user.username} created: add it to a project on its members page.")
             return redirect("manage-people")
     context = {"accounts": manage.accounts(), "form": form}

@@ -11,6 +11,7 @@ from django.shortcuts import render
 
 from ...actions import TooManyRequests
 from ...actions.manage.signin import check_sign_in_allowed, client_address
+from ..page_errors import refusal_kept
 
 
 def sign_in_throttled(view):
@@ -20,11 +21,12 @@ def sign_in_throttled(view):
     @wraps(view)
     def throttled(request, *args, **kwargs):
         if request.method == "POST":
-            try:
+            with refusal_kept(TooManyRequests) as refusal:
                 check_sign_in_allowed(request.POST.get("username", ""), client_address(request))
-            except TooManyRequests as error:
-                response = render(request, "registration/throttled.html", {"error": error}, status=error.status)
-                response["Retry-After"] = str(error.retry_after)
+            if refusal:
+                context = {"error": refusal.error}
+                response = render(request, "registration/throttled.html", context, status=refusal.status)
+                response["Retry-After"] = str(refusal.error.retry_after)
                 return response
         return view(request, *args, **kwargs)
 

@@ -7,11 +7,11 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from ...actions import ActionError
+from ...actions import Forbidden, NotFound
 from ...actions import review as review_actions
 from ...actions.quality import demos as quality
 from ...models import SecondDecision, Turn, TurnType
-from ..page_errors import action_errors
+from ..page_errors import Refusal, action_errors, refusal_kept
 
 
 def tabs_context(user, project, tab: str) -> dict:
@@ -33,19 +33,16 @@ def agreement_page(request, name: str):
     """Reviewers' agreement on second reviews (κ per reviewer pair) and the project's second-review share (admins
     change it here)."""
     project = quality.check_project_for_agreement(request.user, name)
-    error, status = "", 200
+    refusal = Refusal()
     if request.method == "POST":
         quality.check_project_admin_for_settings(request.user, name)
-        try:
+        with refusal_kept() as refusal:
             review_actions.do_set_second_review_percent(project, as_int(request.POST.get("second_review_percent")))
-        except ActionError as refused:
-            error, status = refused.detail, refused.status
-        else:
             messages.success(request, f"{project.second_review_percent} % of reviewed demos now go to a second review.")
             return redirect("quality-reviewers", project.name)
     context = tabs_context(request.user, project, "quality")
-    context.update(figures=quality.project_agreement(project), error=error)
-    return render(request, "quality/reviewers.html", context, status=status)
+    context.update(figures=quality.project_agreement(project), error=refusal.detail)
+    return render(request, "quality/reviewers.html", context, status=refusal.status)
 
 
 @require_GET
@@ -99,9 +96,9 @@ def second_review_page(request, name: str):
     """A demo's second review: its second reviewer decides here (accept, return or reject, and the turns they find
     invalid); the project's other reviewers and admins see where it stands. The demo itself is not changed."""
     demo, second = review_actions.check_second_review(request.user, name)
-    error, status = "", 200
+    refusal = Refusal()
     if request.method == "POST":
-        try:
+        with refusal_kept(let_out=(Forbidden, NotFound)) as refusal:  # those two: the 403 and 404 pages
             review_actions.do_second_decision(
                 request.user,
                 name,
@@ -109,11 +106,6 @@ def second_review_page(request, name: str):
                 [as_int(value) for value in request.POST.getlist("invalid_turns")],
                 request.POST.get("comment", ""),
             )
-        except ActionError as refused:
-            if refused.status in (403, 404):
-                raise
-            error, status = refused.detail, refused.status
-        else:
             messages.success(request, f"Your second review of {demo.name} is recorded.")
             following = review_actions.next_second_review(request.user)
             if following is not None:
@@ -125,7 +117,7 @@ def second_review_page(request, name: str):
         "second": second,
         "mine": second is not None and second.reviewer_id == request.user.pk and not second.decision,
         "turns": turn_rows(demo),
-        "error": error,
+        "error": refusal.detail,
         "decisions": SecondDecision.choices,
     }
-    return render(request, "quality/second_review.html", context, status=status)
+    return render(request, "quality/second_review.html", context, status=refusal.status)

@@ -10,13 +10,13 @@ from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
-from ...actions import ActionError, MalformedJSON, ValidationFailed, check_blob_readable, live
+from ...actions import MalformedJSON, ValidationFailed, check_blob_readable, live
 from ...actions import review as actions
 from ...actions.exports.jobs import do_bulk_export
 from ...lib import jsonsafe
 from ...models import DemoMode
 from ...store.blobstore import has_thumbnail, read_blob, thumbnail_path
-from ..page_errors import action_errors, json_action_errors
+from ..page_errors import action_errors, json_action_errors, refusal_kept
 from . import demo_page, listing
 
 # op → function(user, demo, revision, body) -> Edit | Comment
@@ -51,10 +51,9 @@ DONE = {
 @require_GET
 def review_list(request):
     """Demonstrations to review, filtered and sorted, with counts per status and quality issues."""
-    try:
+    with refusal_kept(ValidationFailed) as refusal:
         return render(request, "review/list.html", listing.list_context(request.user, request.GET))
-    except ValidationFailed as error:
-        return render(request, "review/list.html", {"bulk_error": error.detail, "page": []}, status=error.status)
+    return render(request, "review/list.html", {"bulk_error": refusal.detail, "page": []}, status=refusal.status)
 
 
 @login_required
@@ -94,13 +93,13 @@ def review_bulk(request):
     (with ``comment``) or ``export`` (in ``format``: one export job per project, then its progress page).
     Refused as a whole (4xx, the list again with the reason) when any demo may not be."""
     action = request.POST.get("action")
-    try:
+    with refusal_kept() as refusal:
         if action not in BULK:
             raise ValidationFailed(f"unknown action {action!r}", [{"field": "action", "message": ", ".join(BULK)}])
         result = BULK[action](request.user, request.POST)
-    except ActionError as error:
+    if refusal:
         context = listing.list_context(request.user, request.GET)
-        return render(request, "review/list.html", {**context, "bulk_error": error.detail}, status=error.status)
+        return render(request, "review/list.html", {**context, "bulk_error": refusal.detail}, status=refusal.status)
     if action == "export":
         return exports_started(request, result)
     done = "assigned" if action == "assign" else "returned to their annotators"

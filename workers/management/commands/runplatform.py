@@ -21,13 +21,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import checks
 from django.core.management import BaseCommand, call_command
-from rest_framework.authtoken.models import Token
 
+from annotation.actions.manage import setup
+from annotation.models import Project, Role
 from config.secret_key import FILE_NAME, ensure_key_file
 from config.serve import dies_with_this_process
 from config.server import server_command
 
-from ...models import Demonstration, DemoStatus, Membership, Project, Role
 from .. import sample
 
 SAMPLE_PROJECT = "sample"
@@ -77,8 +77,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Admin account: {admin.username}{where}")
             return admin
         password = secrets.token_urlsafe(12)
-        admin = users.create_superuser("admin", "admin@localhost", password)
-        token = Token.objects.create(user=admin)
+        admin, token = setup.do_create_first_admin("admin", "admin@localhost", password)
         path.write_text(f"username: admin\npassword: {password}\napi token: {token.key}\n")
         path.chmod(0o600)
         self.stdout.write(
@@ -107,10 +106,10 @@ class Command(BaseCommand):
             stdout=self.stdout,
         )
         project = Project.objects.get(name=SAMPLE_PROJECT)
-        Membership.objects.get_or_create(project=project, user=admin, defaults={"role": Role.ADMIN})
+        setup.do_ensure_member(project, admin, Role.ADMIN)
         # Exports take validated demos by default: validate all but two, which are left for review.
         names = list(project.demonstrations.order_by("name").values_list("name", flat=True))[: max(0, demos - 2)]
-        Demonstration.objects.filter(name__in=names).update(status=DemoStatus.VALIDATED)
+        setup.do_validate_sample_demos(project, names)
         users, password = sample.ensure_team(project)
         sample.answered_form_batch(project, admin, users)
         sample.mind2web_project(admin, users)

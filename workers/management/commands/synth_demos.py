@@ -8,14 +8,14 @@ client ids): running the command again stores nothing new, as a retried upload w
 import secrets
 import time
 
-from django.contrib.auth import get_user_model
 from django.core.management import BaseCommand, CommandError
 from django.core.validators import validate_slug
 from django.db import transaction
 from django.utils import timezone
 
-from ... import actions, synth
-from ...models import Membership, Project, Role
+from annotation import actions, synth
+from annotation.actions.manage import setup
+from annotation.models import Project, Role
 
 NAVIGATOR = "synth-navigator"
 INSTRUCTOR = "synth-instructor"
@@ -26,17 +26,13 @@ def ensure_actors(project_name: str):
     """The project (created if missing) and its synthetic navigator and instructor, both annotators."""
     validate_slug(project_name)
     with transaction.atomic():
-        project, _ = Project.objects.get_or_create(
-            name=project_name,
-            defaults={"title": project_name.title(), "description": "Synthetic demonstrations (synth_demos)."},
+        project, _ = setup.do_ensure_project(
+            project_name, project_name.title(), "Synthetic demonstrations (synth_demos)."
         )
         people = []
         for username in (NAVIGATOR, INSTRUCTOR):
-            user, created = get_user_model().objects.get_or_create(username=username)
-            if created:
-                user.set_unusable_password()
-                user.save(update_fields=["password"])
-            Membership.objects.get_or_create(project=project, user=user, defaults={"role": Role.ANNOTATOR})
+            user, _ = setup.do_ensure_account(username)  # no password: it cannot sign in
+            setup.do_ensure_member(project, user, Role.ANNOTATOR)
             people.append(user)
     return project, *people
 

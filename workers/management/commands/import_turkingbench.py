@@ -11,9 +11,8 @@ from django.core.management import BaseCommand, CommandError
 from django.db import transaction
 
 from agents import vendor
-
-from ...actions import ActionError
-from ...actions.forms import (
+from annotation.actions import ActionError
+from annotation.actions.forms import (
     BatchSettings,
     do_create_form_batches,
     do_store_split_lists,
@@ -21,7 +20,7 @@ from ...actions.forms import (
     read_task_dir,
     warnings_for,
 )
-from ...models import Project
+from annotation.actions.manage import setup
 
 SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
 
@@ -61,7 +60,7 @@ class Command(BaseCommand):
             parsed = [(path, read_task_dir(path)) for path in self.directories(options["dirs"])]
             lists = read_split_lists(options["splits"]) if options["splits"] else None
             with transaction.atomic():
-                project, created = Project.objects.get_or_create(name=options["project"])
+                project, created = setup.do_ensure_project(options["project"])
                 items = [(path.name, batch, replace(settings, source_name=path.name)) for path, batch in parsed]
                 batches = do_create_form_batches(user, project, items)
                 if lists is not None:

@@ -8,13 +8,13 @@ through the actions the pages and the API call, with times relative to now, so h
 import datetime as dt
 import secrets
 
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from .. import actions, synth
-from ..actions import mind2web
-from ..actions.forms import BatchSettings, do_accept_next, do_create_form_batch, do_submit, parse_batch
-from ..models import Membership, Project, Role
+from annotation import actions, synth
+from annotation.actions import mind2web
+from annotation.actions.forms import BatchSettings, do_accept_next, do_create_form_batch, do_submit, parse_batch
+from annotation.actions.manage import setup
+from annotation.models import Project, Role
 
 TEAM = {"ana": Role.ANNOTATOR, "ben": Role.ANNOTATOR, "cho": Role.ANNOTATOR, "rev": Role.REVIEWER}
 TEAM["res"] = Role.RESEARCHER
@@ -51,11 +51,8 @@ def ensure_team(project: Project) -> tuple[dict, str]:
     """The sample team, members of ``project`` with their roles; one random password for all (returned)."""
     password, users = secrets.token_urlsafe(9), {}
     for username, role in TEAM.items():
-        user, created = get_user_model().objects.get_or_create(username=username)
-        if created:
-            user.set_password(password)
-            user.save(update_fields=["password"])
-        Membership.objects.get_or_create(project=project, user=user, defaults={"role": role})
+        user, _ = setup.do_ensure_account(username, password)
+        setup.do_ensure_member(project, user, role)
         users[username] = user
     return users, password
 
@@ -82,12 +79,12 @@ def answered_form_batch(project: Project, admin, users: dict) -> None:
 def mind2web_project(admin, users: dict) -> Project:
     """Websites with seed tasks, two proposal rounds, reviews (two accepted, one rejected, the rest pending) and a
     demonstration of an accepted task recorded by its proposer."""
-    project = Project.objects.create(
-        name=MIND2WEB_PROJECT, title="Sample Mind2Web", description="Websites, task proposals and demonstrations."
+    project, _ = setup.do_ensure_project(
+        MIND2WEB_PROJECT, "Sample Mind2Web", "Websites, task proposals and demonstrations."
     )
-    Membership.objects.create(project=project, user=admin, role=Role.ADMIN)
+    setup.do_ensure_member(project, admin, Role.ADMIN)
     for username, role in TEAM.items():
-        Membership.objects.create(project=project, user=users[username], role=role)
+        setup.do_ensure_member(project, users[username], role)
     sites = {}
     for fields in WEBSITES:
         site = mind2web.do_create_website(project, {**fields, "target_tasks": 10})

@@ -3,9 +3,9 @@ project's websites from the OpenAI-compatible chat endpoint at ``SEED_TASKS_LLM_
 
 from django.core.management import BaseCommand, CommandError
 
-from ...actions import ActionError
-from ...actions.mind2web import do_generate_seed_tasks
-from ...models import Website
+from annotation.actions import ActionError
+from annotation.actions.mind2web import do_generate_seed_tasks
+from annotation.models import Website
 
 
 class Command(BaseCommand):
