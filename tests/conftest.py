@@ -176,3 +176,22 @@ def s3_storage(s3_server, settings):
     settings.AWS_DEFAULT_ACL, settings.AWS_S3_FILE_OVERWRITE = None, True
     settings.AWS_QUERYSTRING_EXPIRE = 300
     return env
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """The local fixture pages: ``(base URL, cross-origin base URL)``."""
+    from tests.support.recorder_harness import fixture_servers
+
+    with fixture_servers() as urls:
+        yield urls
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for a module's tests (modules that need the extension define their own)."""
+    from tests.support.browser import make_driver
+
+    driver = make_driver()
+    yield driver
+    driver.quit()

@@ -1,0 +1,75 @@
+"""The review page's background work on a real Celery worker: opening a demo enqueues thumbnails and the
+realign + quality task (after commit), the worker makes them, and the page and list then show them."""
+
+import time
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+
+from annotation.models import DemoReview, Turn, TurnCuration
+from devtools.processes import celery_worker, database_url
+from tests.support.review_data import recorded_demo
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def worker(media_storage, tmp_path):
+    env = {"DATABASE_URL": database_url(connection.settings_dict), "MEDIA_ROOT": str(media_storage)}
+    with celery_worker(env, tmp_path / "worker.log") as process:
+        yield process
+
+
+def wait_for(check, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError("the worker did not finish in time")
+
+
+def thumbnail_ready(client, sha):
+    return client.get(f"/review/thumbs/{sha}")["Content-Type"] == "image/webp"
+
+
+def test_a_finished_recording_is_prepared_by_the_worker_before_anyone_opens_it(client, reviewer, worker):
+    demo = recorded_demo()  # stored as the recorder does: its finish enqueues thumbnails, suggestions and checks
+    shots = set(
+        Turn.objects.filter(demonstration=demo).exclude(screenshot=None).values_list("screenshot_id", flat=True)
+    )
+    wait_for(lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True, quality__isnull=False).exists())
+    client.force_login(reviewer)
+    wait_for(lambda: all(thumbnail_ready(client, sha) for sha in shots))
+    listed = client.get("/review/live", {"names": demo.name}).json()["demos"][demo.name]
+    assert listed["issues"] == len(DemoReview.objects.get(pk=demo.pk).quality)
+
+
+def forget_prepared(demo):
+    """As for a demo the worker never reached: no thumbnails, suggestions or checks yet."""
+    from django.core.files.storage import default_storage
+
+    from annotation.store.blobstore import thumbnail_path
+
+    wait_for(lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True, quality__isnull=False).exists())
+    for sha in Turn.objects.filter(demonstration=demo).exclude(screenshot=None).values_list("screenshot_id", flat=True):
+        default_storage.delete(thumbnail_path(sha))
+    DemoReview.objects.filter(pk=demo.pk).update(realigned=False, quality=None)
+    TurnCuration.objects.filter(demonstration=demo).update(suggested_screenshot="")
+    cache.delete(f"review-work:{demo.pk}")  # the once-a-minute enqueue guard may remember an earlier test's demo
+
+
+def test_opening_a_demo_gets_thumbnails_suggestions_and_quality_from_the_worker(client, reviewer, worker):
+    demo = recorded_demo()
+    framed = Turn.objects.get(demonstration=demo, client_id="framed-turn")
+    forget_prepared(demo)  # the framed turn came after the finish: the page must ask the worker again
+    client.force_login(reviewer)
+    page = client.get(f"/review/{demo.name}/").text  # enqueues the work (the worker may be done at once)
+    assert f'data-sha="{framed.screenshot_id}" data-pending="true"' in page
+
+    wait_for(lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True).exists())
+    wait_for(lambda: client.get(f"/review/thumbs/{framed.screenshot_id}")["Content-Type"] == "image/webp")
+    assert TurnCuration.objects.get(turn=framed).suggested_screenshot == framed.frames[1]["screenshot"]
+    page = client.get(f"/review/{demo.name}/").text
+    assert f'"suggested": "{framed.frames[1]["screenshot"]}"' in page

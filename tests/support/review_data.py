@@ -1,0 +1,42 @@
+"""Demos for the review tests: a synthetic recording (real ingest path) with frames added around browser turns."""
+
+from annotation.models import Demonstration, DemoStatus, Turn, TurnType
+from tests.support.corpus import ingest_corpus
+
+
+def recorded_demo(project="alpha", turns=24, seed=7) -> Demonstration:
+    """One recorded synthetic demo whose last browser turn has two extra frames (other turns' screenshots)."""
+    demo = ingest_corpus(project=project, demos=1, turns=turns, elements=40, seed=seed, status=DemoStatus.RECORDED)[0]
+    add_framed_turn(demo)
+    return demo
+
+
+def add_framed_turn(demo) -> Turn:
+    """A browser turn at the end of the demo with its own screenshot and two frames captured before it.
+
+    Raw turns are immutable once stored, so the frames come with a new turn, created as ingest creates turns."""
+    shots = list(
+        Turn.objects.filter(demonstration=demo, screenshot__isnull=False)
+        .order_by("seq")
+        .values_list("screenshot_id", flat=True)
+        .distinct()
+    )
+    last = Turn.objects.filter(demonstration=demo).order_by("-seq").first()
+    return Turn.objects.create(
+        demonstration=demo,
+        client_id="framed-turn",
+        seq=last.seq + 1,
+        type=TurnType.BROWSER,
+        timestamp=last.timestamp + 1,
+        intent="click",
+        arguments={"metadata": {"url": last.url}},
+        url=last.url,
+        viewport_width=last.viewport_width,
+        viewport_height=last.viewport_height,
+        screenshot_id=shots[-1],
+        frames=[
+            {"screenshot": shots[0], "timestamp": last.timestamp + 0.2, "label": "before"},
+            {"screenshot": shots[1], "timestamp": last.timestamp + 0.6, "label": "before"},
+        ],
+        content_sha256="0" * 64,
+    )
