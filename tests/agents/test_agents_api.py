@@ -2,10 +2,9 @@
 roles decide who may start, see and cancel runs. (Runs on a real worker: ``test_agent_runs_worker.py``.)"""
 
 import pytest
-from django.test import Client
 
 from annotation.models import AgentRun, Evaluation, JobStatus, Role, SplitConfig
-from tests.conftest import make_user
+from tests.support.actors import make_user, signed_in
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.support.forms_data import make_batch
 
@@ -159,12 +158,6 @@ def test_turkingbench_predictions_outside_the_named_split_are_refused(researcher
 
 
 # --- Who may cancel: the one who started the run, or an admin of its project ----------------------------------
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def queued_run(user, api_for, capture) -> int:

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from annotation.models import ModelEndpoint, Role
-from tests.conftest import make_user
+from tests.support.actors import make_user
 
 pytestmark = pytest.mark.django_db
 ENDPOINTS = "/api/model-endpoints/"

@@ -7,7 +7,7 @@ allows only with ``MODEL_ENDPOINTS_ALLOW_PRIVATE`` (on here; refusals: ``test_ag
 import pytest
 
 from annotation.models import AgentRun, ModelEndpoint, Role
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.support.forms_data import make_batch
 

@@ -21,7 +21,7 @@ from rest_framework.authtoken.models import Token
 from annotation.models import ModelEndpoint, Role
 from devtools.processes import asgi_server, celery_worker, database_url
 from devtools.standin_model import standin_model
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.support.forms_data import make_batch
 from tests.support.loopback import loopback_server

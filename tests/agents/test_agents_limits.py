@@ -11,7 +11,7 @@ from django.test import Client
 from annotation.actions.exports.splits import split_of
 from annotation.models import AgentRun, DemoStatus, JobStatus, ModelEndpoint, ModelLimits, PredictionRun, Role
 from devtools.standin_model import standin_model
-from tests.conftest import make_user, start_demo
+from tests.support.actors import make_user, start_demo
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.support.corpus import ingest_corpus
 from tests.support.forms_data import make_batch

@@ -13,7 +13,6 @@ import time
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
 from django.test import Client
 
 from annotation.models import (
@@ -25,12 +24,12 @@ from annotation.models import (
     ModelLimits,
     Project,
 )
-from devtools.processes import celery_worker, database_url
+from devtools.processes import celery_worker
 from devtools.standin_model import gold_book, standin_model
-from tests.conftest import job_ended as ended
-from tests.conftest import poll_job
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text, real_data
 from tests.support.forms_data import make_batch, task_dir, turkingbench_root
+from tests.support.jobs import job_ended as ended
+from tests.support.jobs import poll_job
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 RUNS = "/api/agent-runs/"
@@ -48,20 +47,8 @@ def private_endpoints(settings):
 
 
 @pytest.fixture
-def worker_env(media_storage, tmp_path, settings):
-    settings.EXPORT_TMP_DIR = tmp_path / "tmp"
-    return {
-        "DATABASE_URL": database_url(connection.settings_dict),
-        "MEDIA_ROOT": str(media_storage),
-        "EXPORT_TMP_DIR": str(settings.EXPORT_TMP_DIR),
-        "MODEL_ENDPOINTS_ALLOW_PRIVATE": "1",
-    }
-
-
-@pytest.fixture
-def worker(worker_env, tmp_path):
-    with celery_worker(worker_env, tmp_path / "worker.log") as process:
-        yield process
+def worker_env(worker_env):
+    return {**worker_env, "MODEL_ENDPOINTS_ALLOW_PRIVATE": "1"}
 
 
 @pytest.fixture

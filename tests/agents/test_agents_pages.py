@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import AgentRun, AgentRunInstance, JobStatus, Role
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.support.forms_data import make_batch
 

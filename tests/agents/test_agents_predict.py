@@ -10,8 +10,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from devtools.standin_model import MALFORMED, NONSENSE, standin_model
-from tests.exports.test_exports_metrics_weblinx import gold_output
 from tests.support.corpus import ingest_corpus
+from tests.support.metrics_data import gold_output
 from workers.agents.predict import LETTERS, Settings, items_for
 from workers.exports.dataset import export_demos, storage_blobs
 from workers.exports.exporters import get_exporter

@@ -11,7 +11,7 @@ from django.test import Client
 
 from annotation.models import JobStatus, PredictionRun, Project, Role
 from devtools.standin_model import standin_model
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.corpus import ingest_corpus
 from workers.agents.predict_runs import run_prediction
 from workers.exports.dataset import export_demos, storage_blobs

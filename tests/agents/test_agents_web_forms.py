@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from annotation.models import AgentRun, ModelEndpoint, Role, SplitConfig
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.support.forms_data import make_batch
 

@@ -5,15 +5,13 @@ import time
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 from django.test import Client
 
 from annotation.models import AgentFieldResult, AgentRun, AgentRunInstance, JobStatus
-from devtools.processes import celery_worker, database_url
-from tests.conftest import job_ended as ended
-from tests.conftest import poll_job
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.support.forms_data import make_batch, task_dir, turkingbench_root
+from tests.support.jobs import job_ended as ended
+from tests.support.jobs import poll_job
 from tests.support.loopback import loopback_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -29,18 +27,10 @@ def gate(tmp_path):
 
 
 @pytest.fixture
-def worker(media_storage, tmp_path, settings, gate):
-    settings.EXPORT_TMP_DIR = tmp_path / "tmp"
+def worker_env(worker_env, settings, gate):
+    """The worker also loads the test's solvers, which wait on ``gate``."""
     settings.AGENT_SOLVER_MODULES = ["agents", "tests.support.agent_solvers"]
-    env = {
-        "DATABASE_URL": database_url(connection.settings_dict),
-        "MEDIA_ROOT": str(media_storage),
-        "EXPORT_TMP_DIR": str(settings.EXPORT_TMP_DIR),
-        "AGENT_SOLVER_MODULES": "agents,tests.support.agent_solvers",
-        "AGENT_TEST_GATE": str(gate),
-    }
-    with celery_worker(env, tmp_path / "worker.log") as process:
-        yield process
+    return {**worker_env, "AGENT_SOLVER_MODULES": "agents,tests.support.agent_solvers", "AGENT_TEST_GATE": str(gate)}
 
 
 @pytest.fixture

@@ -99,7 +99,7 @@ def make_researcher(username):
 
 
 def test_only_the_jobs_owner_or_a_project_admin_cancels_it(client, alpha, api_for):
-    from tests.conftest import make_user
+    from tests.support.actors import make_user
 
     job_id = create(client).json()["id"]
     colleague = api_for(make_user("colleague", alpha, Role.RESEARCHER))

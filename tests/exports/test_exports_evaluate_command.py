@@ -6,9 +6,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.exports.test_exports_metrics_mind2web import PREDICTIONS as M2W_PREDICTIONS
-from tests.exports.test_exports_metrics_mind2web import RECORDS as M2W_RECORDS
-from tests.exports.test_exports_metrics_weblinx import PREDICTIONS_MAIN, SPLIT, build_export
+from tests.support.metrics_data import PREDICTIONS as M2W_PREDICTIONS
+from tests.support.metrics_data import PREDICTIONS_MAIN, SPLIT, build_export
+from tests.support.metrics_data import RECORDS as M2W_RECORDS
 from workers.exports.metrics import mind2web, weblinx
 
 

@@ -2,46 +2,9 @@
 
 import pytest
 
+from tests.support.metrics_data import PREDICTIONS, RECORDS, action, pred, record
 from workers.exports.metrics import DatasetError, PredictionError
 from workers.exports.metrics.mind2web import evaluate, operation_f1
-
-
-def action(op, value, *positives, negatives=("900", "901")):
-    return {
-        "action_uid": f"uid-{op}-{value}",
-        "operation": {"op": op, "original_op": op, "value": value},
-        "pos_candidates": [
-            {"tag": "button", "backend_node_id": node, "is_original_target": True} for node in positives
-        ],
-        "neg_candidates": [{"tag": "div", "backend_node_id": node} for node in negatives],
-    }
-
-
-def record(annotation_id, *actions):
-    return {"annotation_id": annotation_id, "website": "example", "confirmed_task": "Do it", "actions": list(actions)}
-
-
-RECORDS = [
-    record(
-        "task-a", action("CLICK", "", "10", "11"), action("TYPE", "New York", "20"), action("SELECT", "Pickup", "30")
-    ),
-    record("task-b", action("CLICK", "", "5")),
-    record("task-c", action("TYPE", "hello world", "7"), action("CLICK", "", "8")),
-]
-
-
-def pred(annotation_id, index, node, op, value=None):
-    operation = {"op": op} if value is None else {"op": op, "value": value}
-    return {"annotation_id": annotation_id, "action_index": index, "backend_node_id": node, "operation": operation}
-
-
-PREDICTIONS = [
-    pred("task-a", 0, "11", "CLICK"),  # another positive candidate: correct
-    pred("task-a", 1, "20", "TYPE", "new york"),  # right element, value in the wrong case: F1 1/3
-    pred("task-a", 2, "99", "SELECT", "Pickup"),  # wrong element, right operation
-    pred("task-b", 0, 5, "CLICK", ""),  # an integer id compares as its string
-    # task-c has no predictions
-]
 
 
 def test_step_metrics():

@@ -6,18 +6,11 @@ import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
 
 from annotation.models import Evaluation, ExportJob, JobStatus, Role, SplitConfig
-from tests.conftest import make_user, start_demo
+from tests.support.actors import make_user, signed_in, start_demo
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -32,7 +25,7 @@ def admin(alpha):
 def test_every_member_reads_the_splits_report(alpha, role):
     user = make_user(f"m-{role}", alpha, role)
     start_demo(user, alpha, sees_screen=False, status="validated")
-    response = client_for(user).get("/projects/alpha/splits/")
+    response = signed_in(user).get("/projects/alpha/splits/")
     html = response.content.decode()
     assert response.status_code == 200
     assert 'id="report-weblinx"' in html
@@ -43,7 +36,7 @@ def test_every_member_reads_the_splits_report(alpha, role):
 
 def test_the_report_counts_the_chosen_statuses_and_refuses_unknown_ones(admin, alpha):
     start_demo(admin, alpha, sees_screen=False, status="recorded")
-    client = client_for(admin)
+    client = signed_in(admin)
     assert '<td class="num" data-split="test_vis">0</td>' in client.get("/projects/alpha/splits/").content.decode()
     chosen = client.get("/projects/alpha/splits/?statuses=recorded&statuses=validated").content.decode()
     assert '<td class="num" data-split="test_vis">1</td>' in chosen
@@ -60,11 +53,11 @@ def config_form(**fields):
 
 
 def test_an_admin_changes_the_configuration_through_the_apis_rules(admin, alpha):
-    response = client_for(admin).post("/projects/alpha/splits/", config_form())
+    response = signed_in(admin).post("/projects/alpha/splits/", config_form())
     assert response.status_code == 302
     config = SplitConfig.for_project(alpha)
     assert (config.seed, config.valid_fraction, config.held_out_websites) == (3, 0.2, ["a.example", "b.example"])
-    refused = client_for(admin).post("/projects/alpha/splits/", config_form(test_iid_fraction="0.9"))
+    refused = signed_in(admin).post("/projects/alpha/splits/", config_form(test_iid_fraction="0.9"))
     assert refused.status_code == 400
     assert "valid_fraction + test_iid_fraction exceed 1" in refused.content.decode()
     assert SplitConfig.for_project(alpha).test_iid_fraction == 0.1
@@ -73,7 +66,7 @@ def test_an_admin_changes_the_configuration_through_the_apis_rules(admin, alpha)
 @pytest.mark.parametrize("role", [Role.ANNOTATOR, Role.REVIEWER, Role.RESEARCHER])
 def test_only_admins_change_the_configuration(alpha, role):
     user = make_user(f"m-{role}", alpha, role)
-    assert client_for(user).post("/projects/alpha/splits/", config_form(seed="9")).status_code == 403
+    assert signed_in(user).post("/projects/alpha/splits/", config_form(seed="9")).status_code == 403
     assert SplitConfig.for_project(alpha).seed == 0
 
 
@@ -83,14 +76,14 @@ def test_only_admins_change_the_configuration(alpha, role):
 @pytest.mark.parametrize(("role", "status"), [(Role.ANNOTATOR, 403), (Role.REVIEWER, 403), (Role.RESEARCHER, 200)])
 def test_researchers_and_admins_open_the_export_and_evaluation_pages(alpha, role, status):
     user = make_user(f"m-{role}", alpha, role)
-    assert client_for(user).get("/projects/alpha/exports/").status_code == status
-    assert client_for(user).get("/projects/alpha/evaluations/").status_code == status
+    assert signed_in(user).get("/projects/alpha/exports/").status_code == status
+    assert signed_in(user).get("/projects/alpha/evaluations/").status_code == status
 
 
 def test_an_export_started_from_the_page_is_queued_and_followed(researcher, django_capture_on_commit_callbacks):
     form = {"format": "mind2web", "splits": "train, test_task", "statuses": ["validated", "rejected"]}
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = client_for(researcher).post("/projects/alpha/exports/", {**form, "archive_format": "zip"})
+        response = signed_in(researcher).post("/projects/alpha/exports/", {**form, "archive_format": "zip"})
     job = ExportJob.objects.get()
     assert response.status_code == 302
     assert response["Location"] == f"/projects/alpha/exports/{job.pk}/"
@@ -101,7 +94,7 @@ def test_an_export_started_from_the_page_is_queued_and_followed(researcher, djan
         "zip",
     )
     assert len(callbacks) == 1
-    page = client_for(researcher).get(response["Location"]).content.decode()
+    page = signed_in(researcher).get(response["Location"]).content.decode()
     assert f'data-job-url="/api/exports/{job.pk}/"' in page
     assert 'id="cancel-job"' in page
     assert f'href="/api/exports/{job.pk}/download/"' in page  # shown once the poll says done
@@ -109,7 +102,7 @@ def test_an_export_started_from_the_page_is_queued_and_followed(researcher, djan
 
 def test_a_bad_split_is_refused_on_the_form_naming_it(researcher):
     form = {"format": "weblinx", "splits": "tset", "statuses": ["validated"], "archive_format": "tar.gz"}
-    response = client_for(researcher).post("/projects/alpha/exports/", form)
+    response = signed_in(researcher).post("/projects/alpha/exports/", form)
     assert response.status_code == 400
     assert "splits[0] &#x27;tset&#x27; is not allowed" in response.content.decode()
     assert not ExportJob.objects.exists()
@@ -117,7 +110,7 @@ def test_a_bad_split_is_refused_on_the_form_naming_it(researcher):
 
 def test_a_job_is_cancelled_from_its_page_once(researcher, alpha):
     job = ExportJob.objects.create(project=alpha, owner=researcher, format="weblinx", statuses=["validated"])
-    client = client_for(researcher)
+    client = signed_in(researcher)
     assert client.post(f"/projects/alpha/exports/{job.pk}/cancel").status_code == 302
     assert ExportJob.objects.get(pk=job.pk).status == JobStatus.CANCELLED
     again = client.post(f"/projects/alpha/exports/{job.pk}/cancel", follow=True)
@@ -132,14 +125,14 @@ def test_a_colleagues_job_offers_no_cancel_and_refuses_one(researcher, alpha, ki
         job = Evaluation.objects.create(
             project=alpha, owner=researcher, format="weblinx", split="valid", predictions=[]
         )
-    colleague = client_for(make_user("colleague", alpha, Role.RESEARCHER))
+    colleague = signed_in(make_user("colleague", alpha, Role.RESEARCHER))
 
     page = colleague.get(f"/projects/alpha/{kind}/{job.pk}/")
     assert page.status_code == 200
     assert 'id="cancel-job"' not in page.content.decode()
     assert colleague.post(f"/projects/alpha/{kind}/{job.pk}/cancel").status_code == 403
     assert type(job).objects.get(pk=job.pk).status == JobStatus.QUEUED
-    admin = client_for(make_user("boss", alpha, Role.ADMIN))
+    admin = signed_in(make_user("boss", alpha, Role.ADMIN))
     assert 'id="cancel-job"' in admin.get(f"/projects/alpha/{kind}/{job.pk}/").content.decode()
     assert admin.post(f"/projects/alpha/{kind}/{job.pk}/cancel").status_code == 302
     assert type(job).objects.get(pk=job.pk).status == JobStatus.CANCELLED
@@ -147,7 +140,7 @@ def test_a_colleagues_job_offers_no_cancel_and_refuses_one(researcher, alpha, ki
 
 def test_jobs_of_another_project_are_not_found(researcher, beta, outsider):
     job = ExportJob.objects.create(project=beta, owner=outsider, format="weblinx", statuses=["validated"])
-    client = client_for(researcher)
+    client = signed_in(researcher)
     assert client.get(f"/projects/alpha/exports/{job.pk}/").status_code == 404
     assert client.post(f"/projects/alpha/exports/{job.pk}/cancel").status_code == 404
     assert client.get(f"/projects/beta/exports/{job.pk}/").status_code == 404
@@ -158,7 +151,7 @@ def test_the_export_list_shows_dates_with_years_and_downloads(researcher, alpha)
     job = ExportJob.objects.create(
         project=alpha, owner=researcher, format="weblinx", status=JobStatus.DONE, file="exports/a.tar.gz", size=10
     )
-    html = client_for(researcher).get("/projects/alpha/exports/").content.decode()
+    html = signed_in(researcher).get("/projects/alpha/exports/").content.decode()
     assert f"{job.created_at:%Y-%m-%d %H:%M}" in html
     assert f'href="/api/exports/{job.pk}/download/"' in html
 
@@ -174,7 +167,7 @@ def predictions_file(content) -> SimpleUploadedFile:
 def test_predictions_uploaded_from_the_page_are_queued(researcher, django_capture_on_commit_callbacks):
     rows = [{"demo_name": "abcdefg", "turn_index": 1, "output_predicted": 'click(uid="u")'}]
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = client_for(researcher).post(
+        response = signed_in(researcher).post(
             "/projects/alpha/evaluations/",
             {"format": "weblinx", "split": "test_iid", "predictions": predictions_file(rows)},
         )
@@ -194,7 +187,7 @@ def test_predictions_uploaded_from_the_page_are_queued(researcher, django_captur
 def test_bad_uploads_are_refused_on_the_form(researcher, fields, message):
     form = {"format": "weblinx", "split": "test_iid", "predictions": [{"demo_name": "x"}], **fields}
     form["predictions"] = predictions_file(form["predictions"])
-    response = client_for(researcher).post("/projects/alpha/evaluations/", form)
+    response = signed_in(researcher).post("/projects/alpha/evaluations/", form)
     assert response.status_code == 400
     assert message in response.content.decode()
     assert not Evaluation.objects.exists()
@@ -212,7 +205,7 @@ def test_a_finished_evaluation_shows_its_scores_coverage_and_data_version(resear
         data_version="ab" * 32,
         results={"aggregate": {"overall": 0.5, "intent_match": 1.0}, "coverage": {"turns": 40, "predicted": 12}},
     )
-    html = client_for(researcher).get(f"/projects/alpha/evaluations/{evaluation.pk}/").content.decode()
+    html = signed_in(researcher).get(f"/projects/alpha/evaluations/{evaluation.pk}/").content.decode()
     assert '<dd id="coverage">12 of 40</dd>' in html
     assert "ab" * 32 in html
     assert '<tr data-metric="overall"><td>overall</td><td class="num">0.5000</td></tr>' in html
@@ -224,7 +217,7 @@ def test_predictions_over_the_body_limit_are_refused_on_the_form(researcher, set
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
     rows = [{"demo_name": "abcdefg", "turn_index": index, "output_predicted": 'click(uid="u")'} for index in range(9)]
     form = {"format": "weblinx", "split": "test_iid", "predictions": predictions_file(rows)}
-    response = client_for(researcher).post("/projects/alpha/evaluations/", form)
+    response = signed_in(researcher).post("/projects/alpha/evaluations/", form)
     assert response.status_code == 400
     assert "over the limit of 100 bytes" in response.text
     assert not Evaluation.objects.exists()
@@ -249,7 +242,7 @@ def test_an_evaluation_shows_counts_as_whole_numbers_and_its_per_turn_scores(res
             "coverage": {"turns": 2, "predicted": 2},
         },
     )
-    html = client_for(researcher).get(f"/projects/alpha/evaluations/{evaluation.pk}/").content.decode()
+    html = signed_in(researcher).get(f"/projects/alpha/evaluations/{evaluation.pk}/").content.decode()
     assert '<tr data-metric="turns"><td>turns</td><td class="num">11</td></tr>' in html
     assert "11.0000" not in html
     assert '<table class="list" id="per-turn-scores">' in html
@@ -271,7 +264,7 @@ def test_an_exports_counts_are_tables_not_a_dict(researcher, alpha):
     job = ExportJob.objects.create(
         project=alpha, owner=researcher, format="weblinx", status=JobStatus.DONE, file="exports/a.tar.gz", counts=counts
     )
-    html = client_for(researcher).get(f"/projects/alpha/exports/{job.pk}/").content.decode()
+    html = signed_in(researcher).get(f"/projects/alpha/exports/{job.pk}/").content.decode()
     assert "{&#x27;" not in html
     assert "{'" not in html  # no Python dict
     assert '<table class="list counts" data-counts="Totals">' in html

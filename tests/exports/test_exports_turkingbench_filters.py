@@ -18,7 +18,7 @@ from agents.turkle import read_batch
 from annotation.actions import forms
 from annotation.actions.quality.decisions import check_reviewable, do_decide
 from annotation.models import ExportJob, JobStatus, Role
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.forms_data import make_batch, task_dir
 from workers.exports.jobs import run_export
 

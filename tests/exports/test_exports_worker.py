@@ -9,36 +9,19 @@ import tarfile
 import time
 
 import pytest
-from django.db import connection
 
 from annotation.actions import forms
 from annotation.actions.quality.decisions import check_reviewable, do_decide
 from annotation.models import ExportJob, JobStatus, Role
-from devtools.processes import celery_beat, celery_worker, database_url
-from tests.conftest import job_ended as ended
-from tests.conftest import make_user, poll_job
+from devtools.processes import celery_beat, celery_worker
+from tests.support.actors import make_user
 from tests.support.corpus import ingest_corpus
 from tests.support.forms_data import make_batch
+from tests.support.jobs import job_ended as ended
+from tests.support.jobs import poll_job
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 EXPORTS = "/api/exports/"
-
-
-@pytest.fixture
-def worker_env(media_storage, tmp_path, settings):
-    """The worker's settings: this test's database, files and export work folder."""
-    settings.EXPORT_TMP_DIR = tmp_path / "exports-tmp"
-    return {
-        "DATABASE_URL": database_url(connection.settings_dict),
-        "MEDIA_ROOT": str(media_storage),
-        "EXPORT_TMP_DIR": str(settings.EXPORT_TMP_DIR),
-    }
-
-
-@pytest.fixture
-def worker(worker_env, tmp_path):
-    with celery_worker(worker_env, tmp_path / "worker.log") as process:
-        yield process
 
 
 @pytest.fixture

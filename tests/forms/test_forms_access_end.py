@@ -14,7 +14,7 @@ from django.test import Client
 from annotation.actions import forms, manage, quality
 from annotation.actions.forms import gold
 from annotation.models import Assignment, AssignmentStatus, Membership, Role, Task
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, token_client
 from tests.support.forms_data import make_batch
 
 CSV = "topic,sentence\n" + "".join(f"t{i},s{i}\n" for i in range(6))

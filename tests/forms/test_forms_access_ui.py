@@ -14,10 +14,10 @@ from selenium.webdriver.common.by import By
 from annotation.actions import forms, manage, quality
 from annotation.actions.forms import gold
 from annotation.models import Assignment, AssignmentStatus, Membership, Project, Role, Task
-from tests.conftest import make_user
-from tests.forms.test_forms_tasks_ui import READY
+from tests.support.actors import make_user
 from tests.support.browser import use_session, wait_for
 from tests.support.forms_data import make_batch
+from tests.support.forms_ui import READY
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

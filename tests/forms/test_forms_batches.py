@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotation.actions import forms
 from annotation.models import Assignment, AssignmentStatus, Batch, Role
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, token_client
 from tests.support.forms_data import make_batch
 
 

@@ -12,10 +12,10 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
 from annotation.models import Membership, Project, Role
-from tests.conftest import make_user
-from tests.forms.test_forms_tasks_ui import READY, in_frame, text_of
+from tests.support.actors import make_user
 from tests.support.browser import use_session, wait_for
 from tests.support.forms_data import TEMPLATE, make_batch
+from tests.support.forms_ui import READY, in_frame, text_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

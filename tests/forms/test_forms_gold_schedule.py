@@ -13,13 +13,12 @@ from itertools import pairwise
 import lxml.html
 import pytest
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from annotation.actions import forms, quality
 from annotation.lib import goldschedule
 from annotation.models import Assignment, AssignmentStatus, Role, Task
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, signed_in, token_client
 from tests.support.forms_data import make_batch
 
 RATE = 0.25
@@ -45,12 +44,6 @@ def gold_batch(project, gold=GOLD_TASKS, regular=REGULAR_TASKS, per_task=40, nam
 
 def answer(assignment) -> dict:
     return {"polarity": "pos", "short": "x"}
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def active_of(worker, batch) -> Assignment:

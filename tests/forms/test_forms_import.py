@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from annotation.models import Batch, Project, Role, SplitConfig, Task
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.forms_data import CSV, TEMPLATE, task_dir, task_dirs, turkingbench_root
 
 BATCHES = "/api/batches/"

@@ -18,7 +18,7 @@ from django.test import Client
 
 from annotation.actions import forms
 from annotation.models import Role, Task
-from tests.conftest import make_user
+from tests.support.actors import make_user
 
 BATCHES = "/api/batches/"
 ROWS = 50_000

@@ -15,7 +15,7 @@ from django.test import Client
 from annotation.actions import Forbidden, forms, quality
 from annotation.actions.forms import gold
 from annotation.models import Assignment, AssignmentStatus, Batch, BatchBlock, Role
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, token_client
 from tests.support.forms_data import CSV, TEMPLATE, make_batch
 
 GOLD_CSV = "topic,sentence,Answer.polarity\n" + "".join(f"t{i},s{i},{'pos' if i % 2 else 'neg'}\n" for i in range(12))

@@ -2,18 +2,17 @@
 completion, who may work on a batch, concurrent accepts on the real database, and query counts."""
 
 import datetime as dt
-import threading
 
 import pytest
 from django.contrib.auth.models import Group
-from django.db import connection, connections
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.actions import Conflict, forms
 from annotation.models import Assignment, AssignmentStatus, Batch, Role, Task
-from tests.conftest import make_user
-from tests.support.forms_data import CSV, make_batch
+from tests.support.actors import make_user
+from tests.support.forms_data import CSV, make_batch, run_at_once
 
 NOW = timezone.now()
 
@@ -203,28 +202,6 @@ def test_batch_statistics_count_per_status_and_time_per_worker(batch, owner, tea
 
 
 # --- Concurrency and query counts ------------------------------------------------------------------------------
-
-
-def run_at_once(functions):
-    """Run each function in its own thread (own database connection), released together; returns results."""
-    barrier, results, errors = threading.Barrier(len(functions)), [None] * len(functions), []
-
-    def run(index, function):
-        try:
-            barrier.wait(timeout=30)
-            results[index] = function()
-        except Exception as error:  # noqa: BLE001 (reported below)
-            errors.append(error)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(i, f)) for i, f in enumerate(functions)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not errors, errors
-    return results
 
 
 @pytest.mark.django_db(transaction=True)

@@ -10,7 +10,7 @@ from django.test import Client
 
 from annotation.actions import forms
 from annotation.models import Batch, Membership, Project, Role
-from tests.conftest import token_client
+from tests.support.actors import token_client
 from tests.support.forms_data import make_batch
 
 EXPECTED = Path(__file__).parents[1] / "fixtures" / "form_results_expected.csv"

@@ -18,6 +18,7 @@ from django.utils import timezone
 from annotation.actions import forms
 from annotation.models import Assignment, AssignmentStatus, Batch, Task
 from devtools.processes import asgi_server, database_url
+from tests.support.actors import signed_in
 from tests.support.forms_data import make_batch, task_dirs
 
 FIELD = re.compile(r"\$\{(\w+)\}")
@@ -35,12 +36,6 @@ def assignment(batch, owner):
 
 def anonymous():
     return Client()
-
-
-def signed_in(user):
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def page_form(html: str):

@@ -23,9 +23,10 @@ from selenium.webdriver.support.ui import Select
 
 from annotation.actions import forms
 from annotation.models import Assignment, AssignmentStatus, Batch, Project, Role
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.browser import use_session, wait_for
 from tests.support.forms_data import make_batch, task_dir, task_dirs
+from tests.support.forms_ui import READY, in_frame, text_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -86,24 +87,6 @@ def wait_assignment_page(browser, other_than=None) -> int:
         return found if found and found != str(other_than) else None
 
     return int(wait_for(browser, ready, timeout=30))
-
-
-READY = "const e = document.querySelector(\"#assignment[data-ready='true']\"); return e ? e.dataset.id : null;"
-
-
-def text_of(browser, element_id):
-    """The element's text; None while it is missing or its page is being replaced (the page reloads itself)."""
-    try:
-        return browser.find_element(By.ID, element_id).text
-    except WebDriverException:
-        return None
-
-
-def in_frame(browser):
-    browser.switch_to.default_content()
-    frame = wait_for(browser, lambda d: d.find_element(By.ID, "task-frame"))
-    browser.switch_to.frame(frame)
-    wait_for(browser, lambda d: d.find_elements(By.ID, "mturk_form"))
 
 
 def by_name(browser, name, value=None):

@@ -11,8 +11,8 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from annotation.models import Batch
-from tests.platform.test_body_guard import Upload, limited_server
 from tests.support.forms_data import TEMPLATE
+from tests.support.processes import Upload, limited_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 from annotation.actions import forms
 from annotation.actions.forms.frames import SANDBOX
 from annotation.models import Batch, Project, Role
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.browser import use_session, wait_for
 from tests.support.forms_data import task_dir
 

@@ -24,8 +24,8 @@ from annotation.actions import Conflict, do_ingest_turns, do_store_blob_bytes
 from annotation.actions.events import session_group
 from annotation.models import Demonstration, DemoStatus, Membership, Project, Role, Turn
 from config.asgi import application
-from tests.conftest import make_user, start_demo
 from tests.support import payloads
+from tests.support.actors import make_user, signed_in, start_demo
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -766,12 +766,6 @@ def lead(alpha):
 @pytest.fixture
 def root(db):
     return get_user_model().objects.create_superuser("root", password="Root-Passw0rd!")
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def cookie_of(client: Client) -> bytes:

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotation.actions import live
 from annotation.models import Invitation
-from tests.conftest import make_user, start_demo
+from tests.support.actors import make_user, start_demo
 
 
 def browser(user) -> Client:

@@ -5,8 +5,8 @@ from django.test import Client
 
 from annotation.actions import do_ingest_turns, do_store_blob_bytes, live
 from annotation.models import Invitation, Role
-from tests.conftest import make_user, start_demo
 from tests.support import payloads
+from tests.support.actors import make_user, start_demo
 
 pytestmark = pytest.mark.django_db
 

@@ -19,17 +19,11 @@ from django.utils import timezone
 from annotation.actions.manage.invitations import do_create_invitation
 from annotation.models import Membership, ProjectInvitation, Role, token_digest
 from devtools.processes import asgi_server, database_url
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, signed_in, token_client
 from tests.support.site_client import Client as SiteClient
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "Fresh-Passw0rd-42"
-
-
-def client_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -52,7 +46,7 @@ def join_new(link, username, password=PASSWORD):
 
 
 def test_three_people_join_with_three_links_each_with_its_role(admin, alpha):
-    boss = client_for(admin)
+    boss = signed_in(admin)
     links = [make_link(boss, role=role) for role in ("annotator", "reviewer", "researcher")]
     assert len(set(links)) == 3
     for link, name in zip(links, ("ann", "rev", "res"), strict=True):
@@ -73,13 +67,13 @@ def test_three_people_join_with_three_links_each_with_its_role(admin, alpha):
 
 
 def test_a_signed_in_person_joins_with_one_click_and_a_member_is_refused(admin, alpha, beta, outsider, owner):
-    link = make_link(client_for(admin), role="reviewer")
-    member = client_for(owner).get(link)
+    link = make_link(signed_in(admin), role="reviewer")
+    member = signed_in(owner).get(link)
     assert member.status_code == 409
     assert "already a member" in member.content.decode()
-    assert client_for(owner).post(link).status_code == 409
+    assert signed_in(owner).post(link).status_code == 409
     assert Membership.objects.get(project=alpha, user=owner).role == Role.ANNOTATOR
-    outsider_client = client_for(outsider)
+    outsider_client = signed_in(outsider)
     page = outsider_client.get(link).content.decode()
     assert 'id="join"' in page
     assert "as <b>Reviewer</b>" in page
@@ -89,7 +83,7 @@ def test_a_signed_in_person_joins_with_one_click_and_a_member_is_refused(admin, 
 
 
 def test_a_new_account_must_pass_the_password_validators_and_take_a_free_username(admin, owner):
-    link = make_link(client_for(admin))
+    link = make_link(signed_in(admin))
     client, weak = join_new(link, "newbie", "12345678")
     assert weak.status_code == 400
     assert "password" in weak.content.decode().lower()
@@ -104,7 +98,7 @@ def test_a_new_account_must_pass_the_password_validators_and_take_a_free_usernam
 
 
 def test_expired_revoked_and_unknown_links_are_refused_and_create_nothing(admin, alpha, outsider):
-    boss = client_for(admin)
+    boss = signed_in(admin)
     expired, revoked = make_link(boss), make_link(boss)
     ProjectInvitation.objects.filter(pk=ProjectInvitation.objects.order_by("pk").first().pk).update(
         expires_at=timezone.now() - timedelta(minutes=1)
@@ -116,7 +110,7 @@ def test_expired_revoked_and_unknown_links_are_refused_and_create_nothing(admin,
         (revoked, 410, "revoked"),
         ("/join/not-a-real-token/", 404, "no such invitation link"),
     ]:
-        for answer in (Client().get(link), join_new(link, "ghost")[1], client_for(outsider).post(link)):
+        for answer in (Client().get(link), join_new(link, "ghost")[1], signed_in(outsider).post(link)):
             assert answer.status_code == status
             assert words in answer.content.decode()
     assert not get_user_model().objects.filter(username="ghost").exists()
@@ -125,20 +119,20 @@ def test_expired_revoked_and_unknown_links_are_refused_and_create_nothing(admin,
 
 def test_only_project_admins_and_site_admins_make_and_revoke_links(admin, alpha, owner, reviewer, researcher, outsider):
     for user in (owner, reviewer, researcher):
-        assert client_for(user).post("/projects/alpha/invitations/new", {"role": "admin", "days": 7}).status_code == 403
-        assert client_for(user).get("/projects/alpha/members/").status_code == 403
-    assert client_for(outsider).post("/projects/alpha/invitations/new", {"role": "admin", "days": 7}).status_code == 404
+        assert signed_in(user).post("/projects/alpha/invitations/new", {"role": "admin", "days": 7}).status_code == 403
+        assert signed_in(user).get("/projects/alpha/members/").status_code == 403
+    assert signed_in(outsider).post("/projects/alpha/invitations/new", {"role": "admin", "days": 7}).status_code == 404
     assert Client().post("/projects/alpha/invitations/new", {"role": "admin"}).status_code == 302  # to sign in
     assert not ProjectInvitation.objects.exists()
     superuser = get_user_model().objects.create_superuser("root", password="Root-Passw0rd!")
-    make_link(client_for(superuser))
+    make_link(signed_in(superuser))
     invitation = ProjectInvitation.objects.get()
-    assert client_for(owner).post(f"/projects/alpha/invitations/{invitation.pk}/revoke").status_code == 403
+    assert signed_in(owner).post(f"/projects/alpha/invitations/{invitation.pk}/revoke").status_code == 403
     assert ProjectInvitation.objects.get().state == "open"
 
 
 def test_the_invitation_form_names_the_bad_field(admin):
-    answer = client_for(admin).post("/projects/alpha/invitations/new", {"role": "boss", "days": 99})
+    answer = signed_in(admin).post("/projects/alpha/invitations/new", {"role": "boss", "days": 99})
     assert answer.status_code == 400
     page = answer.content.decode()
     assert "Select a valid choice" in page
@@ -148,7 +142,7 @@ def test_the_invitation_form_names_the_bad_field(admin):
 
 def test_with_mail_configured_the_link_is_mailed_too(settings, admin):
     settings.PASSWORD_RESET_ENABLED = True
-    link = make_link(client_for(admin), email="new@example.com")
+    link = make_link(signed_in(admin), email="new@example.com")
     assert len(mail.outbox) == 1
     assert mail.outbox[0].to == ["new@example.com"]
     assert f"http://testserver{link}" in mail.outbox[0].body
@@ -158,14 +152,14 @@ def test_with_mail_configured_the_link_is_mailed_too(settings, admin):
 
 def test_without_mail_no_mail_is_sent_and_the_page_says_copy(settings, admin):
     assert settings.PASSWORD_RESET_ENABLED is False
-    boss = client_for(admin)
+    boss = signed_in(admin)
     make_link(boss, email="new@example.com")
     assert mail.outbox == []
     assert "No mail is configured, so copy the link" in boss.get("/projects/alpha/members/").content.decode()
 
 
 def test_only_the_token_digest_is_stored(admin):
-    link = make_link(client_for(admin))
+    link = make_link(signed_in(admin))
     token = link.split("/")[2]
     assert len(token) >= 40
     assert not ProjectInvitation.objects.filter(token_sha256=token).exists()
@@ -231,13 +225,13 @@ def test_the_api_refuses_other_roles_non_members_and_bad_input(
 
 def test_revoking_another_projects_or_a_used_link_on_the_page_is_refused(admin, alpha, beta):
     bea = make_user("bea", beta, Role.ADMIN)
-    make_link(client_for(bea), project="beta")
+    make_link(signed_in(bea), project="beta")
     theirs = ProjectInvitation.objects.get()
-    assert client_for(admin).post(f"/projects/alpha/invitations/{theirs.pk}/revoke").status_code == 404
-    link = make_link(client_for(admin))
+    assert signed_in(admin).post(f"/projects/alpha/invitations/{theirs.pk}/revoke").status_code == 404
+    link = make_link(signed_in(admin))
     assert join_new(link, "joined")[1].status_code == 302
     used = ProjectInvitation.objects.get(project=alpha)
-    answer = client_for(admin).post(f"/projects/alpha/invitations/{used.pk}/revoke", follow=True)
+    answer = signed_in(admin).post(f"/projects/alpha/invitations/{used.pk}/revoke", follow=True)
     assert "used already: remove the member instead" in answer.content.decode()
     assert {row.state for row in ProjectInvitation.objects.all()} == {"open", "used"}
 
@@ -257,7 +251,7 @@ def test_ten_refused_sign_ups_stop_the_link_for_every_address_and_teammates_behi
 ):
     """A lab behind one address (NAT): refusals on one person's link stop that link only (the second outside review:
     ten refusals from one address locked the whole team out of their fresh links)."""
-    boss = client_for(admin)
+    boss = signed_in(admin)
     probed, other = make_link(boss), make_link(boss)
     names = ["owner", "teammate", "boss", "nobody", "OWNER"]
     for attempt in range(10):  # taken names, and free ones with a password the validators refuse
@@ -279,7 +273,7 @@ def test_ten_refused_sign_ups_stop_the_link_for_every_address_and_teammates_behi
 
 def test_the_refusal_ends_with_the_window(admin, owner, settings):
     settings.LOGIN_FAILURE_WINDOW_SECONDS = 5
-    link = make_link(client_for(admin))
+    link = make_link(signed_in(admin))
     for _ in range(10):
         assert sign_up_from(PROBER, link, "owner").status_code == 400
     assert sign_up_from(PROBER, link, "late").status_code == 429
@@ -292,10 +286,10 @@ def test_the_refusal_ends_with_the_window(admin, owner, settings):
 
 
 def test_a_signed_in_person_joins_with_one_click_however_often_others_failed(admin, owner, outsider):
-    link = make_link(client_for(admin))
+    link = make_link(signed_in(admin))
     for _ in range(10):
         assert join_new(link, "owner")[1].status_code == 400  # from the test client's address
-    assert client_for(outsider).post(link).status_code == 302
+    assert signed_in(outsider).post(link).status_code == 302
     assert Membership.objects.filter(user=outsider, project__name="alpha").exists()
 
 

@@ -8,16 +8,10 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, signed_in, token_client
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "Fresh-Passw0rd-42"
-
-
-def client_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -39,16 +33,16 @@ def new_account(client, username, password=PASSWORD, **extra):
 
 def test_site_admins_create_accounts_that_can_sign_in(root, staff):
     for admin, username in ((root, "carol"), (staff, "dave")):
-        answer = new_account(client_for(admin), username, email=f"{username}@example.com")
+        answer = new_account(signed_in(admin), username, email=f"{username}@example.com")
         assert answer.status_code == 302
         assert Client().login(username=username, password=PASSWORD)
-    page = client_for(staff).get("/people/").content.decode()
+    page = signed_in(staff).get("/people/").content.decode()
     assert 'data-username="carol"' in page
     assert 'data-username="dave"' in page
 
 
 def test_a_new_account_is_refused_with_a_weak_password_or_a_taken_username(root, owner):
-    client = client_for(root)
+    client = signed_in(root)
     weak = new_account(client, "carol", "password")
     assert weak.status_code == 400
     assert "too common" in weak.content.decode()
@@ -61,7 +55,7 @@ def test_a_new_account_is_refused_with_a_weak_password_or_a_taken_username(root,
 def test_only_site_admins_see_and_use_the_people_page(owner, reviewer, researcher, alpha):
     boss = make_user("boss", alpha, "admin")  # a project admin is no site admin
     for user in (owner, reviewer, researcher, boss):
-        client = client_for(user)
+        client = signed_in(user)
         assert client.get("/people/").status_code == 403
         assert new_account(client, "mallory").status_code == 403
         assert client.post(f"/people/{reviewer.pk}/deactivate").status_code == 403
@@ -73,32 +67,32 @@ def test_only_site_admins_see_and_use_the_people_page(owner, reviewer, researche
 
 
 def test_a_deactivated_person_cannot_sign_in_and_their_session_and_token_stop(root, owner):
-    session = client_for(owner)
+    session = signed_in(owner)
     api = token_client(owner)
     assert api.get("/api/projects/").status_code == 200
-    assert client_for(root).post(f"/people/{owner.pk}/deactivate").status_code == 302
+    assert signed_in(root).post(f"/people/{owner.pk}/deactivate").status_code == 302
     assert not Client().login(username="owner", password="owner-Passw0rd!")
     assert session.get("/projects/").status_code == 302  # signed out: to the sign-in page
     assert api.get("/api/projects/").status_code == 401
-    page = client_for(root).get("/people/").content.decode()
+    page = signed_in(root).get("/people/").content.decode()
     assert "deactivated" in page
-    assert client_for(root).post(f"/people/{owner.pk}/activate").status_code == 302
+    assert signed_in(root).post(f"/people/{owner.pk}/activate").status_code == 302
     assert Client().login(username="owner", password="owner-Passw0rd!")
 
 
 def test_nobody_deactivates_themselves_and_only_a_superuser_changes_a_superuser(root, staff):
-    own = client_for(staff).post(f"/people/{staff.pk}/deactivate")
+    own = signed_in(staff).post(f"/people/{staff.pk}/deactivate")
     assert own.status_code == 409
     assert "your own account" in own.content.decode()
-    assert client_for(staff).post(f"/people/{root.pk}/deactivate").status_code == 403
-    assert client_for(root).post(f"/people/{root.pk}/deactivate").status_code == 409
-    assert client_for(root).post("/people/99999/deactivate").status_code == 404
-    assert client_for(root).get(f"/people/{staff.pk}/deactivate").status_code == 405
+    assert signed_in(staff).post(f"/people/{root.pk}/deactivate").status_code == 403
+    assert signed_in(root).post(f"/people/{root.pk}/deactivate").status_code == 409
+    assert signed_in(root).post("/people/99999/deactivate").status_code == 404
+    assert signed_in(root).get(f"/people/{staff.pk}/deactivate").status_code == 405
     assert get_user_model().objects.filter(is_active=False).count() == 0
 
 
 def test_everyone_changes_their_password_on_the_account_page(owner, reviewer):
-    client = client_for(owner)
+    client = signed_in(owner)
     page = client.get("/account/").content.decode()
     assert "alpha: Annotator" in page
     wrong = client.post("/account/", {"old_password": "nope", "new_password1": PASSWORD, "new_password2": PASSWORD})
@@ -131,7 +125,7 @@ def new_key(username: str, password: str) -> str:
 
 
 def test_a_password_change_on_the_account_page_revokes_the_api_token_and_says_so(owner, reviewer):
-    client = client_for(owner)
+    client = signed_in(owner)
     old = new_key("owner", "owner-Passw0rd!")
     kept = new_key("reviewer", "reviewer-Passw0rd!")
     assert new_key("owner", "owner-Passw0rd!") == old  # the same key until the password changes
@@ -160,7 +154,7 @@ def test_a_password_change_on_the_account_page_revokes_the_api_token_and_says_so
 
 def test_an_admin_password_reset_and_a_deactivation_revoke_the_api_token(root, owner, reviewer):
     old = new_key("owner", "owner-Passw0rd!")
-    reset = client_for(root).post(
+    reset = signed_in(root).post(
         f"/admin/auth/user/{owner.pk}/password/",
         {"password1": PASSWORD, "password2": PASSWORD, "usable_password": "true"},
     )
@@ -170,9 +164,9 @@ def test_an_admin_password_reset_and_a_deactivation_revoke_the_api_token(root, o
     assert api_status(fresh) == 200
     # Deactivated: the token is deleted, not just refused; reactivated, the old key still does not work.
     other = new_key("reviewer", "reviewer-Passw0rd!")
-    assert client_for(root).post(f"/people/{owner.pk}/deactivate").status_code == 302
+    assert signed_in(root).post(f"/people/{owner.pk}/deactivate").status_code == 302
     assert not Token.objects.filter(user=owner).exists()
-    assert client_for(root).post(f"/people/{owner.pk}/activate").status_code == 302
+    assert signed_in(root).post(f"/people/{owner.pk}/activate").status_code == 302
     assert api_status(fresh) == 401
     assert api_status(new_key("owner", PASSWORD)) == 200
     assert api_status(other) == 200

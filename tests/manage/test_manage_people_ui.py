@@ -9,7 +9,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from annotation.models import Role
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.browser import click_and_confirm, sign_in_form, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from annotation.actions.manage.signin import do_forget_sign_in_failures, failure_key, sign_in_name
 from devtools.processes import asgi_server, database_url
-from tests.conftest import server_password
+from tests.support.actors import server_password
 from tests.support.site_client import Client as SiteClient
 
 ATTACKER, FRIEND, LOOPBACK = "203.0.113.7", "198.51.100.20", "127.0.0.1"

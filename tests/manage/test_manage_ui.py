@@ -10,8 +10,7 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from tests.platform.test_web_pages import RECORD_CSP_VIOLATIONS
-from tests.support.browser import click_and_confirm, make_driver, sign_in_form, wait_for
+from tests.support.browser import RECORD_CSP_VIOLATIONS, click_and_confirm, make_driver, sign_in_form, wait_for
 from tests.support.recorder_harness import api, live_platform
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -25,8 +25,8 @@ from annotation.models import (
     Task,
     Website,
 )
-from tests.conftest import make_user, token_client
-from tests.forms.test_forms_queue import run_at_once
+from tests.support.actors import make_user, token_client
+from tests.support.forms_data import run_at_once
 from tests.support.loopback import loopback_server
 from tests.support.mind2web_data import SEEDS, propose, review, start_round, website
 

@@ -9,10 +9,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from annotation.actions import mind2web
 from annotation.models import Demonstration, ProposalStatus, ProposedTask
-from tests.review.test_review_ui import open_page, wait_revision
 from tests.support.browser import use_session
 from tests.support.mind2web_data import SEEDS, website
 from tests.support.review_data import recorded_demo
+from tests.support.review_ui import open_page, wait_revision
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

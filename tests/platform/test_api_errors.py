@@ -11,7 +11,7 @@ from annotation.models import ExportJob
 from annotation.views import errors as error_views
 from api.auth import TokenAuthentication
 from config.body_guard import CHECKED_TOKEN
-from tests.conftest import make_user
+from tests.support.actors import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -144,7 +144,7 @@ def test_a_format_suffix_is_no_route_of_the_api(owner, api_for, path):
 def test_each_module_the_rest_framework_settings_name_imports_first_in_a_fresh_process(module, tmp_path):
     """DRF imports these by name when its ``APIView`` is defined, which the import-linter contracts cannot see: a
     module importing ``api.errors`` before anything else failed (errors → DRF views → the parser setting → errors)."""
-    from tests.platform.test_deployment_settings import run_python
+    from tests.support.processes import run_python
 
     imported = run_python(f"import django; django.setup(); import {module}", tmp_path, DEBUG="1")
 

@@ -10,7 +10,7 @@ from lxml import html
 
 from annotation.actions import live
 from annotation.models import Turn
-from tests.conftest import start_demo
+from tests.support.actors import start_demo
 from tests.support.review_data import recorded_demo
 
 POLICY = {

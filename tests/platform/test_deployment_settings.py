@@ -12,18 +12,9 @@ from django.core import checks
 from config.checks import check_secret_key
 from config.secret_key import DEVELOPMENT_KEY, ensure_key_file, read_key_file
 from devtools.processes import ROOT
+from tests.support.processes import run_python
 
 WEAK_KEYS = [DEVELOPMENT_KEY, "django-insecure-" + "x" * 50, "short-key"]
-
-
-def run_python(code: str, tmp_path, **env) -> subprocess.CompletedProcess:
-    """``python -c code`` with the real settings (not the test settings), a fresh VAR_DIR and ``env``."""
-    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "VAR_DIR": str(tmp_path), **env}
-    for name in [name for name, value in env.items() if value is None]:
-        environment.pop(name)
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.mark.parametrize("key", WEAK_KEYS)

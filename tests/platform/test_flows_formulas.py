@@ -29,7 +29,7 @@ from agents.cells import formula_like
 from agents.turkle import TaskDir
 from annotation.models import Assignment, AssignmentStatus, Batch, Role
 from devtools.processes import asgi_server, celery_worker, database_url
-from tests.conftest import make_user, server_password
+from tests.support.actors import make_user, server_password
 from tests.support.forms_data import make_batch
 from tests.support.site_client import Client
 

@@ -26,18 +26,11 @@ from django.test import Client
 
 from annotation.lib.splits import MIND2WEB_SPLITS
 from annotation.models import Role
-from tests.conftest import make_user, poll_job, token_client
-from tests.exports.test_exports_worker import worker, worker_env  # noqa: F401 (fixtures: a real Celery worker)
-from tests.recordings.test_recordings_blobs import MHTML
+from tests.support.actors import make_user, signed_in, token_client
+from tests.support.jobs import poll_job
 from tests.support.mind2web_data import propose, review, website
-from tests.support.payloads import BlobFile, browser_turn, intent_arguments, state_blobs, state_refs
+from tests.support.payloads import MHTML, BlobFile, browser_turn, intent_arguments, state_blobs, state_refs
 from tests.support.recorder import blob_url, finish, post_turns, put_blob, recordings_url, start_recording
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def people(project, role: str, *names: str) -> list:

@@ -7,19 +7,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Comment, DemoReview, DemoStatus, ExportJob, JobStatus, Membership, Role
-from tests.conftest import make_user, start_demo
+from tests.support.actors import make_user, signed_in, start_demo
 
 pytestmark = pytest.mark.django_db
 
 
-def client_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def home_of(user) -> str:
-    page = client_for(user).get("/")
+    page = signed_in(user).get("/")
     assert page.status_code == 200
     return page.content.decode()
 
@@ -84,8 +78,8 @@ def test_the_invitation_on_the_home_page_lets_a_teammate_join(owner, alpha, team
     invite = html.split('class="invite-url"', 1)[1].split('value="', 1)[1].split('"', 1)[0]
     assert f'data-copy="invite-{demo.name}"' in html  # the copy button
     path = invite.split("://", 1)[1].split("/", 1)[1]
-    assert client_for(teammate).get("/" + path).status_code == 200
-    assert client_for(teammate).post("/" + path).url == f"/sessions/{demo.name}/instruct"
+    assert signed_in(teammate).get("/" + path).status_code == 200
+    assert signed_in(teammate).post("/" + path).url == f"/sessions/{demo.name}/instruct"
 
 
 def test_a_task_mode_recording_has_no_invitation(owner, alpha):
@@ -108,7 +102,7 @@ def test_returned_demos_show_their_comment_count_and_link_to_the_review_page(own
     html = block(home_of(owner), "my-recordings")
     assert f'href="/review/{demo.name}/"' in html
     assert "2 comments" in html
-    page = client_for(owner).get(f"/review/{demo.name}/")
+    page = signed_in(owner).get(f"/review/{demo.name}/")
     assert page.status_code == 200
     assert "Wrong site" in page.content.decode()
 
@@ -126,14 +120,14 @@ def test_an_instructor_sees_the_demo_they_instruct_with_the_instructor_page(owne
     html = block(home_of(teammate), "my-instructing")
     assert f'href="/sessions/{demo.name}/instruct"' in html
     assert "Open instructor page" in html
-    assert client_for(teammate).get(f"/sessions/{demo.name}/instruct").status_code == 200
+    assert signed_in(teammate).get(f"/sessions/{demo.name}/instruct").status_code == 200
 
 
 def test_a_teammates_recording_is_not_linked_for_an_annotator(owner, alpha, teammate):
     demo = start_demo(teammate, alpha)
     html = home_of(owner)
     assert f"/sessions/{demo.name}/" not in html
-    assert client_for(owner).get(f"/sessions/{demo.name}/navigate").status_code == 404
+    assert signed_in(owner).get(f"/sessions/{demo.name}/navigate").status_code == 404
 
 
 # --- Reviewers ------------------------------------------------------------------------------------------
@@ -149,7 +143,7 @@ def test_a_reviewer_sees_the_queue_counts_linked_to_the_filtered_list(owner, alp
     assert 'data-status="validated">Validated</a> 1' in html
     assert 'data-status="in_review">In review</a> 0' in html
     assert 'data-project="beta"' not in html
-    listed = client_for(reviewer).get("/review/?project=alpha&status=recorded").content.decode()
+    listed = signed_in(reviewer).get("/review/?project=alpha&status=recorded").content.decode()
     assert listed.count("<tr data-name=") == 2
 
 
@@ -180,7 +174,7 @@ def test_a_reviewer_links_recorded_demos_to_review_but_recordings_to_nothing(own
     html = home_of(reviewer)
     assert f'href="/review/{recorded.name}/"' in html
     assert f"/sessions/{recording.name}/" not in html  # only admins observe a session
-    assert client_for(reviewer).get(f"/sessions/{recording.name}/instruct").status_code == 404
+    assert signed_in(reviewer).get(f"/sessions/{recording.name}/instruct").status_code == 404
     assert "my-recordings" not in html
 
 
@@ -188,7 +182,7 @@ def test_a_project_admin_may_observe_recordings(owner, alpha, admin):
     demo = start_demo(owner, alpha)
     html = block(home_of(admin), "review-queue")
     assert f'href="/sessions/{demo.name}/instruct"' in html
-    page = client_for(admin).get(f"/sessions/{demo.name}/instruct")
+    page = signed_in(admin).get(f"/sessions/{demo.name}/instruct")
     assert page.status_code == 200
     assert 'data-role="observer"' in page.content.decode()
 
@@ -223,7 +217,7 @@ def test_a_researcher_sees_the_api_docs_splits_and_recent_exports(alpha, beta, r
     assert f"/api/exports/{failed.pk}/download/" not in html
     assert "no validated demos" in html
     assert f"/api/exports/{other.pk}/" not in html
-    assert client_for(researcher).get("/projects/alpha/splits/").status_code == 200
+    assert signed_in(researcher).get("/projects/alpha/splits/").status_code == 200
 
 
 def test_a_researcher_without_exports_sees_the_empty_state(researcher):
@@ -241,7 +235,7 @@ def test_a_researcher_reads_recorded_demos_in_review(owner, alpha, researcher):
 
 
 def home_queries(user) -> int:
-    client = client_for(user)
+    client = signed_in(user)
     with CaptureQueriesContext(connection) as queries:
         assert client.get("/").status_code == 200
     return len(queries)
@@ -273,9 +267,9 @@ def test_the_home_page_makes_as_many_queries_for_20_demos_as_for_2(role, alpha, 
 def test_an_ended_sessions_page_links_to_its_review_page_for_those_who_may_open_it(owner, alpha, teammate, admin):
     demo = start_demo(owner, alpha, instructor=teammate, status=DemoStatus.RECORDED)
     for user, page in ((owner, "navigate"), (teammate, "instruct"), (admin, "instruct")):
-        html = client_for(user).get(f"/sessions/{demo.name}/{page}").content.decode()
+        html = signed_in(user).get(f"/sessions/{demo.name}/{page}").content.decode()
         assert f'id="review-link" href="/review/{demo.name}/"' in html
-        assert client_for(user).get(f"/review/{demo.name}/").status_code == 200
+        assert signed_in(user).get(f"/review/{demo.name}/").status_code == 200
 
 
 def test_the_review_page_links_to_the_chat_session_only_for_its_participants_and_admins(
@@ -288,18 +282,18 @@ def test_the_review_page_links_to_the_chat_session_only_for_its_participants_and
         admin: f"/sessions/{demo.name}/instruct",
     }
     for user, url in expected.items():
-        html = client_for(user).get(f"/review/{demo.name}/").content.decode()
+        html = signed_in(user).get(f"/review/{demo.name}/").content.decode()
         assert f'id="session-link" href="{url}"' in html
-        assert client_for(user).get(url).status_code == 200
+        assert signed_in(user).get(url).status_code == 200
     for user in (reviewer, researcher):  # they read the review, but have no place in the session
-        html = client_for(user).get(f"/review/{demo.name}/").content.decode()
+        html = signed_in(user).get(f"/review/{demo.name}/").content.decode()
         assert 'id="session-link"' not in html
-        assert client_for(user).get(f"/sessions/{demo.name}/instruct").status_code == 404
+        assert signed_in(user).get(f"/sessions/{demo.name}/instruct").status_code == 404
 
 
 def test_a_task_mode_review_page_has_no_session_link(owner, alpha):
     demo = start_demo(owner, alpha, mode="task", status=DemoStatus.RECORDED)
-    assert 'id="session-link"' not in client_for(owner).get(f"/review/{demo.name}/").content.decode()
+    assert 'id="session-link"' not in signed_in(owner).get(f"/review/{demo.name}/").content.decode()
 
 
 def test_an_admins_own_recordings_are_not_repeated_as_observable(alpha, admin, owner):

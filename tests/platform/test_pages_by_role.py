@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from annotation.models import Membership, Role
-from tests.conftest import make_user, start_demo
+from tests.support.actors import make_user, start_demo
 from tests.support.forms_data import make_batch
 from tests.support.mind2web_data import website
 

@@ -15,11 +15,10 @@ import zipfile
 import pytest
 from django.core.cache import cache
 from django.core.files.storage import default_storage
-from django.db import connection
 
 from annotation.models import DemoReview, ExportJob, JobStatus, Turn, TurnCuration, sha256_path
 from annotation.store.blobstore import S3ObjectReader
-from devtools.processes import celery_beat, celery_worker, database_url, free_port
+from devtools.processes import celery_beat, celery_worker, free_port
 from tests.support.corpus import ingest_corpus
 from tests.support.review_data import recorded_demo
 from workers.exports.dataset import RemoteStorageBlobs
@@ -33,22 +32,11 @@ MIB = 1024 * 1024
 
 
 @pytest.fixture
-def worker_env(s3_storage, tmp_path, settings):
-    """A worker on this test's database and bucket; exports in 5 MiB parts so even small ones are multipart."""
-    settings.EXPORT_TMP_DIR = tmp_path / "exports-tmp"
-    return {
-        **s3_storage,
-        "DATABASE_URL": database_url(connection.settings_dict),
-        "EXPORT_TMP_DIR": str(settings.EXPORT_TMP_DIR),
-        "S3_PART_MB": "5",
-        "S3_UPLOAD_CONCURRENCY": "2",
-    }
-
-
-@pytest.fixture
-def worker(worker_env, tmp_path):
-    with celery_worker(worker_env, tmp_path / "worker.log") as process:
-        yield process
+def worker_env(worker_env, s3_storage):
+    """A worker on this test's database and bucket (no media folder); exports in 5 MiB parts so even small ones are
+    multipart."""
+    local = {name: value for name, value in worker_env.items() if name != "MEDIA_ROOT"}
+    return {**local, **s3_storage, "S3_PART_MB": "5", "S3_UPLOAD_CONCURRENCY": "2"}
 
 
 def bucket_keys(s3_server, bucket: str, prefix: str = "") -> list[str]:

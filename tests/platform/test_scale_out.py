@@ -22,7 +22,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation.models import Demonstration, DemoStatus, Evaluation, ExportJob, JobStatus, Turn
 from devtools.processes import asgi_process, celery_worker, database_url
-from tests.conftest import start_demo
+from tests.support.actors import start_demo
 from tests.support.corpus import ingest_corpus
 from tests.support.payloads import numbered_turns, state_blobs, state_refs
 from workers.exports.jobs import sweep_export_folders

@@ -23,7 +23,7 @@ from annotation.actions.forms import frames
 from annotation.models import Role
 from config.logs import redact
 from devtools.processes import asgi_process, database_url
-from tests.conftest import make_user, server_password
+from tests.support.actors import make_user, server_password
 from tests.support.forms_data import make_batch
 from tests.support.site_client import Client
 from tests.support.url_patterns import all_patterns

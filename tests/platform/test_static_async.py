@@ -129,7 +129,7 @@ def test_a_page_passes_the_async_chain_with_its_headers():
 
 def test_the_asgi_application_imports_every_view_before_its_first_request(tmp_path):
     """The first request a server process served waited ~0.5 s for the URLconf's imports (views, DRF, serializers)."""
-    from tests.platform.test_deployment_settings import run_python
+    from tests.support.processes import run_python
 
     code = "import sys, config.asgi; print(sorted(m for m in ('config.urls', 'api.exports.views') if m in sys.modules))"
     loaded = run_python(code, tmp_path, DEBUG="1")

@@ -7,7 +7,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.support.browser import make_driver, sign_in_form
+from tests.support.browser import RECORD_CSP_VIOLATIONS, make_driver, sign_in_form
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -56,14 +56,6 @@ def test_api_docs_render_offline_with_every_ingest_endpoint(browser, platform):
     text = browser.find_element(By.TAG_NAME, "body").text
     for path in ("/api/recordings/", "/api/recordings/{name}/turns/", "/api/blobs/{sha256}"):
         assert path in text
-
-
-RECORD_CSP_VIOLATIONS = """
-window.__cspViolations = [];
-document.addEventListener("securitypolicyviolation", (event) => {
-  window.__cspViolations.push(`${event.violatedDirective} ${event.blockedURI} ${event.sourceFile}:${event.lineNumber}`);
-});
-"""
 
 
 POLICY_OF_THIS_PAGE = """

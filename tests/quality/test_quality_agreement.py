@@ -17,7 +17,7 @@ import pytest
 from annotation.actions import forms
 from annotation.lib import agreement as lib
 from annotation.models import ExportJob, JobStatus, Role
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.forms_data import make_batch
 from workers.exports.jobs import run_export
 

@@ -21,7 +21,7 @@ from lxml import html as lxml_html
 from annotation.actions import forms
 from annotation.lib.agreement import gold_text, percent
 from annotation.models import Assignment, ExportJob, JobStatus, Role
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, token_client
 from tests.support.forms_data import TEMPLATE, make_batch
 from workers.exports.jobs import run_export
 from workers.tasks import auto_approve_assignments

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from annotation.actions import forms, quality
 from annotation.models import Assignment, Role, Task
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, token_client
 from tests.support.forms_data import make_batch
 
 

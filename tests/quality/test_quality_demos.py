@@ -20,7 +20,7 @@ from annotation import synth
 from annotation.lib.quality import CHECKS
 from annotation.management.commands.synth_demos import ingest_demo
 from annotation.models import Demonstration, DemoStatus, ExportJob, JobStatus, Role, Turn, TurnType
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, token_client
 from workers.exports.exporters.mind2web import NAMESPACE
 from workers.exports.jobs import run_export
 from workers.tasks import realign_demo

@@ -9,7 +9,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from annotation.actions import review
 from annotation.models import DemoStatus, Role, Turn, TurnType
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.browser import use_session
 from tests.support.review_data import recorded_demo
 

@@ -11,7 +11,7 @@ from annotation.actions import Forbidden, forms
 from annotation.actions.forms import gold
 from annotation.lib import goldschedule
 from annotation.models import Role
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, token_client
 from tests.support.forms_data import make_batch
 
 # Six tasks; the CSV's Answer.* columns hold known answers (polarity, level) for the first three, blank cells for the

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from annotation.actions import forms
 from annotation.models import Assignment, Batch, FiguresVersion, Membership, Project, Role, Task
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, token_client
 from tests.support.forms_data import TEMPLATE, task_dir
 
 # Tasks 0 and 2 have a non-blank known answer; task 1's cells are all blank (empty or spaces), task 3 has no row

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from annotation.actions import forms
 from annotation.models import Assignment, Role
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.forms_data import make_batch
 
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from annotation.actions import forms, quality
 from annotation.models import Assignment, ReviewState, Role, Task
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, token_client
 from tests.support.forms_data import make_batch
 from workers.exports.jobs import run_export
 from workers.tasks import auto_approve_assignments

@@ -9,7 +9,7 @@ from selenium.webdriver.support.ui import Select
 
 from annotation.actions import quality
 from annotation.models import Assignment, Project, Role
-from tests.conftest import make_user
+from tests.support.actors import make_user
 from tests.support.browser import use_session, wait_for
 from tests.support.forms_data import make_batch
 

@@ -21,14 +21,28 @@ from PIL import Image, ImageChops
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import WebDriverWait
 
+from tests.support.recorder_browser import (
+    PROJECT,
+    VIEWPORT,
+    Browser,
+    browser_turns,
+    choose,
+    describe,
+    element_id,
+    frame_content_offset,
+    key_chord,
+    pause,
+    start_recording,
+    stop_and_collect,
+    tab_of,
+    url_of,
+    wait_for_url,
+)
 from tests.support.recorder_harness import (
     ELEMENT_INTENTS,
     UID,
-    BrowserCDP,
-    LivePlatform,
-    Recorder,
     api,
     blob_bytes,
     extension_browser,
@@ -41,14 +55,12 @@ from tests.support.recorder_harness import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PROJECT = "recorder"
 PASSWORD = "Zq7pw-Secret-4242"
 PASSWORD_PREFIX = PASSWORD[:5]
 CARD = "4111222233334444"
 PRIVATE_NOTE = "Priv4te-N0te"  # text inside a data-private element of form.html
 SECRETS = (PASSWORD_PREFIX, CARD, CARD[:8], PRIVATE_NOTE)
 QUOTE = "The quick brown fox jumps over the lazy dog"
-VIEWPORT = (1280, 800)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -59,13 +71,6 @@ VIEWPORT = (1280, 800)
 def live(tmp_path_factory):
     with live_platform(tmp_path_factory.mktemp("recorder-var"), "recorder", "navigator", PROJECT) as running:
         yield running
-
-
-@dataclass
-class Browser:
-    driver: object
-    cdp: BrowserCDP
-    recorder: Recorder
 
 
 @pytest.fixture(scope="module")
@@ -89,101 +94,14 @@ class Recording:
     seconds: float = 0.0
 
 
-def start_recording(browser: Browser, live: LivePlatform, **config) -> str:
-    """Start a demonstration (in the recorder's project) and return its name once the server has created it."""
-    listing = f"/api/recordings/?project__name={browser.recorder.project}"
-    known = {r["name"] for r in api(live.platform, listing, live.token)["results"]}
-    browser.recorder.start(task_description="Recorder end-to-end test", **config)
-
-    def created():
-        session = browser.recorder.status().get("session") or {}
-        if session.get("demoName"):
-            return session["demoName"]
-        listed = api(live.platform, listing, live.token)["results"]
-        fresh = [r["name"] for r in listed if r["name"] not in known]
-        return fresh[0] if len(fresh) == 1 else None
-
-    return wait_until(created, 60, interval=0.5, message="the recording created on the server")
-
-
-def stop_and_collect(browser: Browser, live: LivePlatform, name: str, timeout: float = 180) -> list[dict]:
-    """Stop, wait until the recorder uploaded everything and the server marked the demo recorded; its turns."""
-    failed = (browser.recorder.status().get("counters") or {}).get("failed", 0)
-    browser.recorder.stop()
-    status = browser.recorder.wait_idle(timeout)
-    assert status["counters"].get("failed", 0) == failed, f"turns refused by the server: {status}"
-    wait_until(
-        lambda: api(live.platform, f"/api/recordings/{name}/", live.token)["status"] == "recorded",
-        timeout,
-        interval=0.5,
-        message=f"demo {name} finished",
-    )
-    return stored_turns(live.platform, live.token, name)
-
-
-def pause(seconds: float = 0.35) -> None:
-    time.sleep(seconds)
-
-
-def element_id(turn: dict) -> str | None:
-    return (((turn.get("arguments") or {}).get("element") or {}).get("attributes") or {}).get("id")
-
-
 def uid_of(turn: dict) -> str | None:
     return (((turn.get("arguments") or {}).get("element") or {}).get("attributes") or {}).get(UID)
-
-
-def browser_turns(turns, intent=None, id_=None) -> list[dict]:
-    return [
-        t
-        for t in turns
-        if t["type"] == "browser"
-        and (intent is None or t["intent"] == intent)
-        and (id_ is None or element_id(t) == id_)
-    ]
 
 
 def one(turns, intent, id_=None) -> dict:
     found = browser_turns(turns, intent, id_)
     assert len(found) == 1, f"expected one {intent} on #{id_}, got {len(found)}:\n{describe(turns)}"
     return found[0]
-
-
-def url_of(turn) -> str:
-    arguments = turn.get("arguments") or {}
-    return (arguments.get("properties") or {}).get("url") or (arguments.get("metadata") or {}).get("url") or ""
-
-
-def tab_of(turn) -> int | None:
-    arguments = turn.get("arguments") or {}
-    if turn.get("intent") in ("load", "tabcreate", "tabremove", "tabswitch"):
-        tab = (arguments.get("properties") or {}).get("tabId")
-        if tab is not None:
-            return tab
-    return (arguments.get("metadata") or {}).get("tabId")
-
-
-def describe(turns) -> str:
-    """One line per turn, for assertion messages."""
-    lines = []
-    for t in turns:
-        if t["type"] == "chat":
-            lines.append(f"  {t['timestamp']:8.3f} chat {t.get('speaker')}: {t.get('utterance')!r}")
-            continue
-        a = t.get("arguments") or {}
-        extra = {k: a[k] for k in ("text", "value", "scrollX", "scrollY", "selected", "pasted") if k in a}
-        props = a.get("properties") or {}
-        if t["intent"] in ("load", "tabcreate", "tabremove", "tabswitch"):
-            extra |= {k: props.get(k) for k in ("url", "transitionType", "tabId", "tabIdOrigin") if k in props}
-        lines.append(
-            f"  {t['timestamp']:8.3f} {t['intent']:<10} #{element_id(t) or '-':<15} tab={tab_of(t)} {extra} "
-            f"{(a.get('metadata') or {}).get('url', '')}"
-        )
-    return "\n".join(lines)
-
-
-def key_chord(driver, key: str) -> None:
-    ActionChains(driver).key_down(Keys.CONTROL).send_keys(key).key_up(Keys.CONTROL).perform()
 
 
 def select_text(driver, element) -> None:
@@ -197,28 +115,6 @@ def select_text(driver, element) -> None:
     chain = ActionChains(driver).move_to_element_with_offset(element, start, 0).click_and_hold()
     chain.move_by_offset(int(width) + 2, 0).release().perform()
     assert driver.execute_script("return String(getSelection())").strip() == element.text
-
-
-def choose(select, label: str) -> None:
-    """Pick an option by typing its label into the focused <select>: real key events. Selenium's ``Select``
-    clicks the <option> through ChromeDriver's script atoms, whose events are untrusted (the recorder, rightly,
-    ignores untrusted events)."""
-    select.send_keys(label)
-    assert Select(select).first_selected_option.text == label
-
-
-def wait_for_url(driver, suffix: str, timeout: float = 20) -> None:
-    WebDriverWait(driver, timeout).until(
-        lambda d: d.current_url.endswith(suffix) and d.execute_script("return document.readyState") == "complete"
-    )
-
-
-def frame_content_offset(driver, iframe) -> dict:
-    """Where an iframe's viewport starts in the page's viewport: its box plus its border."""
-    return driver.execute_script(
-        "const f = arguments[0], r = f.getBoundingClientRect(); return {x: r.x + f.clientLeft, y: r.y + f.clientTop};",
-        iframe,
-    )
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -14,20 +14,26 @@ import pytest
 from PIL import Image
 from selenium.webdriver.common.by import By
 
-from tests.recordings.test_recorder import (
+from tests.support.browser import make_driver
+from tests.support.recorder_browser import (
+    ALLOWLIST,
+    ANIMATE,
     PROJECT,
     VIEWPORT,
     Browser,
     browser_turns,
     describe,
+    first_video_run,
+    frame_area,
     frame_content_offset,
+    inset,
+    last_video_frame,
     pause,
+    screenshots_of,
     start_recording,
     stop_and_collect,
     wait_for_url,
 )
-from tests.recordings.test_recorder_video_restart import ALLOWLIST, ANIMATE
-from tests.support.browser import make_driver
 from tests.support.recorder_harness import (
     EXTENSION_DIR,
     BrowserCDP,
@@ -35,7 +41,6 @@ from tests.support.recorder_harness import (
     api,
     blob_bytes,
     extension_browser,
-    http_get,
     live_platform,
     wait_until,
 )
@@ -94,23 +99,6 @@ def recorded(browser, live, servers):
     return turns, areas
 
 
-def inset(rect: dict, by: int = 2) -> tuple:
-    left, top = int(rect["x"]), int(rect["y"])
-    return (left + by, top + by, int(rect["x"] + rect["width"]) - by, int(rect["y"] + rect["height"]) - by)
-
-
-def screenshots_of(turns: list[dict]) -> dict:
-    """Every screenshot stored for the recording: sha256 → what it was taken for."""
-    shots = {}
-    for turn in browser_turns(turns):
-        where = f"{turn['intent']} at {turn['timestamp']:.3f}"
-        if turn.get("screenshot"):
-            shots[turn["screenshot"]] = where
-        for frame in turn.get("frames") or []:
-            shots.setdefault(frame["screenshot"], f"{frame.get('label')} frame of {where}")
-    return shots
-
-
 def test_actions_in_the_cross_site_frame_and_on_the_top_page_have_screenshots(recorded):
     turns, _ = recorded
     frame_click = next(t for t in browser_turns(turns, "click") if "localhost" in t["arguments"]["metadata"]["url"])
@@ -142,35 +130,6 @@ def test_every_screenshot_masks_the_private_areas_of_every_frame_and_nothing_els
 
 # --------------------------------------------------------------------------------------------------------------
 # The tab video: its frames are masked before MediaRecorder sees them
-
-
-def first_video_run(live, name: str) -> bytes:
-    """The recording's first run of tab video (its chunks through the API, in order), one WebM."""
-    chunks = sorted(api(live.platform, f"/api/recordings/{name}/video/", live.token), key=lambda c: c["index"])
-    assert chunks, "no video"
-    first_run = [c for c in chunks if c["started_at"] == chunks[0]["started_at"]]
-    return b"".join(http_get(live.platform, f"/api/blobs/{c['blob']}", live.token) for c in first_run)
-
-
-def frame_area(frame: Image.Image, rect: dict, by: int) -> Image.Image:
-    """The part of a video frame that shows ``rect`` (tab-viewport CSS px) inset by ``by``. Tab capture fits the page
-    into its frame size, centred (e.g. 1280 × 800 in 800 × 600: black bars above and below)."""
-    scale = min(frame.width / VIEWPORT[0], frame.height / VIEWPORT[1])
-    dx, dy = (frame.width - VIEWPORT[0] * scale) / 2, (frame.height - VIEWPORT[1] * scale) / 2
-    x0, y0, x1, y1 = inset(rect, by)
-    return frame.crop(tuple(round(v) for v in (dx + x0 * scale, dy + y0 * scale, dx + x1 * scale, dy + y1 * scale)))
-
-
-def last_video_frame(webm: bytes) -> Image.Image:
-    """The last frame of a WebM run (decoded forward: MediaRecorder WebM has no index)."""
-    import av
-
-    last = None
-    with av.open(io.BytesIO(webm)) as container:
-        for frame in container.decode(video=0):
-            last = frame
-    assert last is not None, "no decodable frame"
-    return last.to_image().convert("RGB")
 
 
 def test_the_tab_video_shows_private_areas_black(live, servers):

@@ -28,22 +28,31 @@ import pytest
 from PIL import Image
 from selenium.webdriver.common.by import By
 
-from tests.recordings.test_recorder import (
+from tests.support.recorder_browser import (
+    ALLOWLIST,
+    ANIMATE,
     VIEWPORT,
     Browser,
+    Panel,
     browser_turns,
     choose,
+    content_in_step_mode,
     describe,
+    element_id,
+    first_video_run,
+    frame_area,
+    inset,
     key_chord,
+    last_video_frame,
+    op_button,
     pause,
+    screenshots_of,
+    select,
     start_recording,
     stop_and_collect,
     url_of,
     wait_for_url,
 )
-from tests.recordings.test_recorder_privacy import first_video_run, frame_area, inset, last_video_frame, screenshots_of
-from tests.recordings.test_recorder_step import Panel, content_in_step_mode, element_id, op_button, select
-from tests.recordings.test_recorder_video_restart import ALLOWLIST, ANIMATE
 from tests.support.recorder_harness import (
     api,
     create_member,

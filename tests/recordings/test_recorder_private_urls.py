@@ -36,16 +36,19 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.recordings.test_recorder import (
+from tests.support.recorder_browser import (
     Browser,
+    Panel,
     browser_turns,
     choose,
+    content_in_step_mode,
     describe,
+    op_button,
+    select,
     start_recording,
     stop_and_collect,
     url_of,
 )
-from tests.recordings.test_recorder_step import Panel, content_in_step_mode, op_button, select
 from tests.support.recorder_harness import (
     api,
     create_member,

@@ -8,17 +8,15 @@ that decodes at the viewport size and shows the page it was taken on (its backgr
 leads to.
 """
 
-import io
 import time
 
 import pytest
-from PIL import Image
 from selenium.webdriver.common.by import By
 
-from tests.recordings.test_recorder import (
+from tests.support.recorder_browser import (
     PROJECT,
-    VIEWPORT,
     Browser,
+    background_of,
     browser_turns,
     describe,
     element_id,
@@ -49,15 +47,6 @@ def live(tmp_path_factory):
 def browser(live):
     with extension_browser(live, PROJECT) as (driver, cdp, recorder):
         yield Browser(driver, cdp, recorder)
-
-
-def background_of(png: bytes) -> tuple:
-    """The colour of the page's bottom-right corner (below and beside the fixture's content)."""
-    with Image.open(io.BytesIO(png)) as image:
-        image.load()
-        assert image.format == "PNG"
-        assert image.size == VIEWPORT
-        return image.convert("RGB").getpixel((VIEWPORT[0] - 5, VIEWPORT[1] - 5))
 
 
 def page_of(url: str) -> str:

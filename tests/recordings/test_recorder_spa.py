@@ -13,9 +13,10 @@ import time
 import pytest
 from selenium.webdriver.common.by import By
 
-from tests.recordings.test_recorder import (
+from tests.support.recorder_browser import (
     PROJECT,
     Browser,
+    background_of,
     browser_turns,
     describe,
     element_id,
@@ -24,7 +25,6 @@ from tests.recordings.test_recorder import (
     url_of,
     wait_for_url,
 )
-from tests.recordings.test_recorder_screenshots import background_of
 from tests.support.recorder_harness import (
     blob_bytes,
     extension_browser,

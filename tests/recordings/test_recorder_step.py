@@ -20,6 +20,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
 from annotation.lib.splits import MIND2WEB_SPLITS
+from tests.support.recorder_browser import Panel, content_in_step_mode, element_id, op_button, select
 from tests.support.recorder_harness import (
     Recorder,
     api,
@@ -84,60 +85,6 @@ def make_task(live, url: str) -> int:
 
 def page_number(driver, element_id: str) -> int:
     return int(driver.find_element(By.ID, element_id).text.strip() or 0)
-
-
-def content_in_step_mode(driver) -> bool:
-    """The page's content script itself is in step mode (its page-bridge replies carry its own state)."""
-    script = """
-        const done = arguments[0];
-        const id = "step-" + Math.random();
-        addEventListener("message", function on(e) {
-          if (e.data && e.data.type === "webtasks-bridge" && e.data.id === id && "reply" in e.data) {
-            removeEventListener("message", on);
-            done(!!(e.data.content && e.data.content.step));
-          }
-        });
-        postMessage({type: "webtasks-bridge", id, request: {type: "hello"}}, "*");
-    """
-    return driver.execute_async_script(script)
-
-
-class Panel:
-    """The side panel page, driven through its own buttons and fields."""
-
-    def __init__(self, recorder: Recorder):
-        self.recorder = recorder
-
-    def js(self, expression: str):
-        return self.recorder.evaluate(expression)
-
-    def quietly(self, expression: str):
-        return self.recorder.evaluate_quietly(expression)
-
-    def phase(self) -> str:
-        return self.quietly("document.body.dataset.stepPhase || ''") or ""
-
-    def selected(self, label: str) -> bool:
-        text = self.quietly("document.getElementById('step-selected').textContent") or ""
-        return self.phase() == "selected" and label in text
-
-    def operate(self, script: str) -> None:
-        self.js(f"(() => {{ {script}; return true; }})()")
-        wait_until(lambda: self.phase() == "idle", 60, message="the step performed")
-
-
-def select(driver, panel: Panel, element_id: str) -> None:
-    """A real click on the page's element: only selects it (the panel names it)."""
-    driver.find_element(By.ID, element_id).click()
-    wait_until(lambda: panel.selected(f"#{element_id}>"), 30, message=f"#{element_id} selected in the panel")
-
-
-def op_button(op: str) -> str:
-    return f"document.querySelector('#step-ops [data-op={op}]').click()"
-
-
-def element_id(turn: dict) -> str | None:
-    return (((turn.get("arguments") or {}).get("element") or {}).get("attributes") or {}).get("id")
 
 
 def test_a_step_mode_demonstration_of_an_assigned_task(live):

@@ -18,9 +18,9 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from tests.support.browser import make_driver
+from tests.support.recorder_browser import ALLOWLIST, ANIMATE
 from tests.support.recorder_harness import (
     EXTENSION_DIR,
-    EXTENSION_ID,
     BrowserCDP,
     LivePlatform,
     Recorder,
@@ -34,21 +34,7 @@ from tests.support.recorder_harness import (
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 PROJECT = "recorder-video"
-ALLOWLIST = f"--allowlisted-extension-id={EXTENSION_ID}"
 EBML_MAGIC = b"\x1a\x45\xdf\xa3"
-# Keeps the page repainting (tab capture only yields frames on repaints).
-ANIMATE = """
-const box = document.createElement('div');
-box.id = 'spinner';
-box.style.cssText = 'position:fixed;left:20px;bottom:20px;width:120px;height:120px;background:#c33;';
-document.body.appendChild(box);
-let n = 0;
-window.__spin = setInterval(() => {
-  n += 1;
-  box.style.transform = `translateX(${(n * 7) % 600}px) rotate(${n * 9}deg)`;
-  box.style.background = `hsl(${(n * 13) % 360}, 70%, 50%)`;
-}, 30);
-"""
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from annotation.models import Blob, ProjectBlob, Role, sha256_path
-from tests.conftest import make_user, token_client
+from tests.support.actors import make_user, token_client
 from tests.support.payloads import (
     BlobFile,
     browser_turn,
@@ -23,35 +23,17 @@ from tests.support.payloads import (
     state_refs,
 )
 from tests.support.recorder import (
+    BATCH,
     assert_nothing_stored,
     blob_url,
+    frame,
     missing,
+    post_batch,
     recordings_url,
     start_demo,
     stored_files,
     upload_blobs,
 )
-
-BATCH = "application/x-webtasks-batch"
-
-
-def frame(turns: list, blobs: list[BlobFile], sizes: dict | None = None, shas: dict | None = None) -> bytes:
-    """A batch body: the manifest line, then the blobs' bytes (``sizes``/``shas``: lie about blob i)."""
-    sizes, shas = sizes or {}, shas or {}
-    manifest = {
-        "turns": turns,
-        "blobs": [
-            {"sha256": shas.get(i, blob.sha256), "media_type": blob.media_type, "size": sizes.get(i, len(blob.data))}
-            for i, blob in enumerate(blobs)
-        ],
-    }
-    return json.dumps(manifest).encode() + b"\n" + b"".join(blob.data for blob in blobs)
-
-
-def post_batch(client, name: str, body: bytes, gzipped: bool = False, **headers):
-    if gzipped:
-        headers["HTTP_CONTENT_ENCODING"] = "gzip"
-    return client.post(recordings_url(name, "batch"), body, content_type=headers.pop("content_type", BATCH), **headers)
 
 
 def assert_refused(response, status: int, field: str) -> None:

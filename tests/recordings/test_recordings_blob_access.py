@@ -8,8 +8,7 @@ import pytest
 from django.apps import apps
 
 from annotation.models import Blob, ProjectBlob, Turn
-from tests.recordings.test_recordings_blobs import MHTML
-from tests.support.payloads import BlobFile, browser_turn, intent_arguments, png_bytes, state_blobs, state_refs
+from tests.support.payloads import MHTML, BlobFile, browser_turn, intent_arguments, png_bytes, state_blobs, state_refs
 from tests.support.recorder import (
     blob_url,
     missing,

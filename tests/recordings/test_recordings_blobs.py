@@ -7,22 +7,13 @@ import pytest
 
 from annotation import actions
 from annotation.models import Blob
-from tests.support.payloads import BlobFile, bboxes_json, jpeg_bytes, page_html, png_bytes, sha
+from tests.support.payloads import MHTML, BlobFile, bboxes_json, jpeg_bytes, page_html, png_bytes, sha
 from tests.support.recorder import assert_nothing_stored, blob_url, missing, put_blob, put_raw, stored_files
 
 
 @pytest.fixture
 def client(owner, api_for):
     return api_for(owner)
-
-
-# The start of what Chrome's pageCapture.saveAsMHTML writes.
-MHTML = (
-    b"From: <Saved by Blink>\r\nSnapshot-Content-Location: http://127.0.0.1/\r\nSubject: Page\r\n"
-    b'MIME-Version: 1.0\r\nContent-Type: multipart/related;\r\n\ttype="text/html";\r\n'
-    b'\tboundary="----MultipartBoundary--x----"\r\n\r\n------MultipartBoundary--x----\r\n'
-    b"Content-Type: text/html\r\n\r\n<html></html>\r\n------MultipartBoundary--x------\r\n"
-)
 
 
 def webp_bytes() -> bytes:

@@ -5,8 +5,7 @@ from datetime import timedelta
 import pytest
 
 from annotation.models import Demonstration, Turn, VideoChunk
-from tests.recordings.test_recordings_blobs import MHTML
-from tests.support.payloads import BlobFile, browser_turn, intent_arguments, png_bytes, state_blobs, state_refs
+from tests.support.payloads import MHTML, BlobFile, browser_turn, intent_arguments, png_bytes, state_blobs, state_refs
 from tests.support.recorder import post_turns, put_blob, recordings_url, start_demo, upload_blobs
 
 

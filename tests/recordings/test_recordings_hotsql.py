@@ -6,7 +6,7 @@ from django.db.models import Q, Subquery
 
 from annotation.models import Blob, ProjectBlob, Turn
 from annotation.store import hotsql
-from tests.conftest import start_demo
+from tests.support.actors import start_demo
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +84,7 @@ def loaded(instance) -> dict:
 
 def test_a_recording_comes_with_its_project_and_the_users_role_there(owner, alpha, beta, outsider):
     from annotation.models import Demonstration, Membership, Project, Role
-    from tests.conftest import make_user
+    from tests.support.actors import make_user
 
     alpha.category_choices, alpha.region_choices = ["Travel", "Shopping"], [{"name": "Europe", "codes": [1, 2.5]}]
     alpha.save()

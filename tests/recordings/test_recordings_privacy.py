@@ -12,9 +12,8 @@ import pytest
 
 from annotation.lib import redact
 from annotation.models import Turn
-from tests.recordings.test_recordings_batch import frame, post_batch
 from tests.support.payloads import browser_turn
-from tests.support.recorder import post_turns, recordings_url, start_demo
+from tests.support.recorder import frame, post_batch, post_turns, recordings_url, start_demo
 
 SECRET = "Pw0rd-Zebra-7731"
 MASK = "********"

@@ -137,7 +137,7 @@ def test_undo_restores_the_before_state_and_both_stay_in_history(demo, reviewer)
 
 
 def test_a_stale_revision_is_a_conflict_naming_who_changed_what(demo, reviewer, alpha):
-    from tests.conftest import make_user
+    from tests.support.actors import make_user
 
     second = make_user("second", alpha, Role.REVIEWER)
     turn = first(demo, type=TurnType.CHAT)
@@ -191,7 +191,7 @@ def test_annotator_cannot_validate_and_navigator_cannot_validate_own_demo(demo, 
 
 
 def test_the_instructor_of_a_chat_demo_cannot_validate_it_either(demo, alpha):
-    from tests.conftest import make_user
+    from tests.support.actors import make_user
 
     rita = make_user("rita", alpha, Role.REVIEWER)
     demo.instructor = rita
@@ -204,7 +204,7 @@ def test_the_instructor_of_a_chat_demo_cannot_validate_it_either(demo, alpha):
 
 
 def test_unsure_mark_needs_a_second_reviewer(demo, reviewer, alpha):
-    from tests.conftest import make_user
+    from tests.support.actors import make_user
 
     actions.do_set_unsure(reviewer, demo, 0, True)
     with pytest.raises(Forbidden):
@@ -237,7 +237,7 @@ def test_bad_input_is_refused(demo, reviewer):
 
 
 def test_undo_is_refused_when_a_later_edit_changed_the_same_text(demo, reviewer, alpha):
-    from tests.conftest import make_user
+    from tests.support.actors import make_user
 
     second = make_user("second", alpha, Role.REVIEWER)
     turn = first(demo, type=TurnType.CHAT)

@@ -299,7 +299,7 @@ def test_history_says_which_undos_a_later_edit_blocks(client, reviewer, demo):
 
 def test_an_open_page_can_ask_whether_the_demo_changed_elsewhere(client, reviewer, demo):
     from annotation.actions import review as actions
-    from tests.conftest import make_user
+    from tests.support.actors import make_user
 
     signed_in(client, reviewer)
     state = client.get(f"/review/{demo.name}/revision").json()

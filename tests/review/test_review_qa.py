@@ -10,9 +10,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from annotation.actions import review as actions
 from annotation.models import Edit, Turn, TurnType
-from tests.review.test_review_ui import item, keys, open_page, revision_of, timeline_ids, wait_revision
 from tests.support.browser import use_session
 from tests.support.review_data import recorded_demo
+from tests.support.review_ui import item, keys, open_page, revision_of, timeline_ids, wait_revision
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 from annotation.actions import review as actions
 from annotation.lib.quality import order_issues
 from annotation.models import Comment, Demonstration, DemoReview, DemoStatus, Role, Turn, TurnType
-from tests.conftest import make_user, start_demo
+from tests.support.actors import make_user, start_demo
 from tests.support.review_data import recorded_demo
 
 

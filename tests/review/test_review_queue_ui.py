@@ -6,7 +6,6 @@ import datetime as dt
 
 import pytest
 from django.core.cache import cache
-from django.db import connection
 from django.utils import timezone
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -15,10 +14,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from annotation.actions import do_finish_recording
 from annotation.models import Demonstration, DemoReview, DemoStatus, Turn
-from devtools.processes import celery_worker, database_url
-from tests.review.test_review_ui import keys, open_page, wait_shot_loaded
+from devtools.processes import celery_worker
 from tests.support.browser import use_session
 from tests.support.review_data import recorded_demo
+from tests.support.review_ui import keys, open_page, wait_shot_loaded
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -38,7 +37,7 @@ def confirm(browser):
 
 def test_the_list_shows_other_reviewers_decisions_live(browser, live_server, reviewer, alpha):
     from annotation.actions import review as actions
-    from tests.conftest import make_user
+    from tests.support.actors import make_user
 
     first, second, third = recorded_demo(seed=7), recorded_demo(seed=8), recorded_demo(seed=9)
     use_session(browser, live_server.url, reviewer)
@@ -178,11 +177,6 @@ def test_zoom_pan_and_side_by_side_keep_the_box_on_its_element(browser, live_ser
     assert not browser.find_element(By.ID, "shot-wrap").is_displayed()
     keys(browser, "c")
     assert browser.find_element(By.ID, "shot-wrap").is_displayed()
-
-
-@pytest.fixture
-def worker_env(media_storage):
-    return {"DATABASE_URL": database_url(connection.settings_dict), "MEDIA_ROOT": str(media_storage)}
 
 
 @pytest.mark.django_db(transaction=True)

@@ -10,43 +10,14 @@ from types import SimpleNamespace
 
 import av
 import pytest
-from PIL import Image, ImageDraw
+from PIL import Image
 
+from tests.support.review_data import FPS, mediarecorder_webm, picture
 from workers.review import realign
 
 RED, GREEN, BLUE, YELLOW = (220, 30, 30), (30, 200, 30), (30, 30, 220), (230, 230, 40)
-SIZE = (160, 90)
-FPS = 10
 CLUSTER_ID = b"\x1f\x43\xb6\x75"
 CUES_ID = b"\x1c\x53\xbb\x6b"
-
-
-def picture(color, n=0) -> Image.Image:
-    """A page-like picture: a coloured background with a moving box and some noise, so frames carry data."""
-    image = Image.new("RGB", SIZE, color)
-    draw = ImageDraw.Draw(image)
-    draw.rectangle((5 + (n * 3) % 120, 60, 25 + (n * 3) % 120, 80), fill=(250, 250, 250))
-    noise = Image.frombytes("L", (40, 20), os.urandom(800)).convert("RGB")
-    image.paste(noise, (110, 5))
-    return image
-
-
-def mediarecorder_webm(colors, codec="libvpx", seconds_each=1.0) -> bytes:
-    """A WebM as MediaRecorder writes it: live (no duration, no seek index), rare key frames, time from 0."""
-    out = io.BytesIO()
-    with av.open(out, "w", format="webm", options={"live": "1"}) as container:
-        stream = container.add_stream(codec, rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = *SIZE, "yuv420p"
-        stream.options = {"g": "1000", "deadline": "realtime", "cpu-used": "8"}
-        n = 0
-        for color in colors:
-            for _ in range(int(FPS * seconds_each)):
-                for packet in stream.encode(av.VideoFrame.from_image(picture(color, n))):
-                    container.mux(packet)
-                n += 1
-        for packet in stream.encode():
-            container.mux(packet)
-    return out.getvalue()
 
 
 def cut(video: bytes, pieces: int) -> list[bytes]:
@@ -394,7 +365,7 @@ def exported_alignment(researcher) -> dict:
     from django.test import Client
 
     from annotation.models import ExportJob, JobStatus
-    from tests.conftest import token_client
+    from tests.support.actors import token_client
     from workers.exports.jobs import run_export
 
     api = token_client(researcher)
@@ -433,7 +404,7 @@ def test_screenshot_alignment_flags_only_what_the_video_contradicts_and_a_review
 
     from annotation.actions.recordings import do_store_blob_bytes
     from annotation.models import DemoReview, Role, Turn, VideoChunk
-    from tests.conftest import make_user
+    from tests.support.actors import make_user
     from tests.support.review_data import recorded_demo
     from workers.tasks import realign_demo
 

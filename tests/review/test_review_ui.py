@@ -4,7 +4,6 @@ the demo; recorded page HTML is shown in a sandbox where its scripts do not run;
 
 import pytest
 from PIL import Image
-from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -14,6 +13,16 @@ from annotation.actions import do_store_blob_bytes
 from annotation.models import DemoStatus, Turn, TurnType
 from tests.support.browser import use_session
 from tests.support.review_data import recorded_demo
+from tests.support.review_ui import (
+    item,
+    keys,
+    open_page,
+    revision_of,
+    text_of,
+    timeline_ids,
+    wait_revision,
+    wait_shot_loaded,
+)
 from workers.exports.dataset import export_timeline
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -42,55 +51,10 @@ def review(browser, live_server, reviewer, demo):
     browser.get("about:blank")
 
 
-def open_page(browser, live_server, demo, anchor=""):
-    browser.get("about:blank")  # a fresh load even when only the anchor differs
-    browser.get(f"{live_server.url}/review/{demo.name}/{anchor}")
-    WebDriverWait(browser, 20).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-review-ready"))
-
-
-def wait_revision(browser, revision):
-    WebDriverWait(browser, 20).until(lambda d: revision_of(d) == revision)
-    WebDriverWait(browser, 20).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-review-ready"))
-
-
-def revision_of(browser):
-    try:
-        return int(text_of(browser, "revision"))
-    except (TypeError, ValueError):
-        return None
-
-
-def text_of(browser, element_id):
-    """The element's text; None while it is missing or the page is being replaced (a write reloads the page, and
-    an element found on the old document can be gone before its text is read)."""
-    try:
-        return browser.find_element(By.ID, element_id).text
-    except WebDriverException:
-        return None
-
-
 def wait_status(browser, label):
     """The page (reloaded after a workflow transition) shows ``label`` as the demo's status."""
     WebDriverWait(browser, 20).until(lambda d: label in (text_of(d, "status") or ""))
     WebDriverWait(browser, 20).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-review-ready"))
-
-
-def timeline_ids(browser):
-    return [int(li.get_attribute("data-id")) for li in browser.find_elements(By.CSS_SELECTOR, "#timeline li.turn")]
-
-
-def item(browser, turn):
-    return browser.find_element(By.ID, f"t{turn.pk}")
-
-
-def wait_shot_loaded(browser):
-    """The selected turn's screenshot has loaded (nothing in the viewer moves any more)."""
-    loaded = "const shot = document.getElementById('shot'); return shot.complete && shot.naturalWidth > 0"
-    WebDriverWait(browser, 20).until(lambda d: d.execute_script(loaded))
-
-
-def keys(browser, text):
-    browser.find_element(By.CSS_SELECTOR, "#timeline li.turn.selected").send_keys(text)
 
 
 def exported(demo):
@@ -255,7 +219,7 @@ def test_a_second_reviewer_gets_a_conflict_message(review, demo, reviewer):
 
 def test_a_change_made_elsewhere_is_announced_with_a_reload(review, demo):
     from annotation.actions import review as actions
-    from tests.conftest import make_user
+    from tests.support.actors import make_user
 
     colleague = make_user("colleague", demo.project, "reviewer")
     turn = Turn.objects.filter(demonstration=demo, type=TurnType.BROWSER).order_by("seq")[1]

@@ -5,20 +5,11 @@ import time
 
 import pytest
 from django.core.cache import cache
-from django.db import connection
 
 from annotation.models import DemoReview, Turn, TurnCuration
-from devtools.processes import celery_worker, database_url
 from tests.support.review_data import recorded_demo
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def worker(media_storage, tmp_path):
-    env = {"DATABASE_URL": database_url(connection.settings_dict), "MEDIA_ROOT": str(media_storage)}
-    with celery_worker(env, tmp_path / "worker.log") as process:
-        yield process
 
 
 def wait_for(check, timeout=120):

@@ -12,8 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from annotation.actions.stats import tables as stats
 from annotation.models import Role
 from annotation.synth.bulk import bulk_corpus
-from tests.conftest import make_user
 from tests.support import stats_data
+from tests.support.actors import make_user
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from annotation.actions.stats import activity
 from annotation.models import Assignment, AssignmentStatus, Batch, PayRates, ReviewState, Role, Task
 from annotation.synth.bulk import bulk_corpus
-from tests.conftest import make_user
 from tests.support import stats_data
+from tests.support.actors import make_user
 
 RATES = {
     "recording_per_hour": "7.50",

@@ -5,8 +5,7 @@ calendar heatmap is drawn."""
 import pytest
 from selenium.webdriver.common.by import By
 
-from tests.platform.test_web_pages import RECORD_CSP_VIOLATIONS
-from tests.support.browser import make_driver, sign_in_form, wait_for
+from tests.support.browser import RECORD_CSP_VIOLATIONS, make_driver, sign_in_form, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

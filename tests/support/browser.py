@@ -93,3 +93,11 @@ def click_and_confirm(driver, element, timeout=20) -> str:
     question = alert.text
     alert.accept()
     return question
+
+
+RECORD_CSP_VIOLATIONS = """
+window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.__cspViolations.push(`${event.violatedDirective} ${event.blockedURI} ${event.sourceFile}:${event.lineNumber}`);
+});
+"""

@@ -32,12 +32,12 @@ from annotation import actions, synth
 from annotation.management.commands.synth_demos import ingest_demo
 from annotation.models import Batch, Demonstration, Membership, Project, Role
 from devtools.standin_model import StandInModel
-from tests.review.test_review_realign_video import mediarecorder_webm
 from tests.support import forms_data
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, write_task
 from tests.support.forms_data import make_batch
 from tests.support.mind2web_data import website
 from tests.support.payloads import BlobFile, browser_turn, chat_turn, intent_arguments, state_blobs, state_refs
+from tests.support.review_data import mediarecorder_webm
 from tests.support.site_client import Client
 
 PASSWORD = "net-Passw0rd!"

@@ -6,9 +6,11 @@ only skip the suite allows.
 """
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
+from django.db import connections
 
 from annotation.actions.forms import BatchSettings, do_create_form_batch, parse_batch
 
@@ -58,3 +60,25 @@ def make_batch(project, user=None, template=TEMPLATE, csv_text=CSV, name="questi
     """A stored form batch from text, through the same parse and action as an upload."""
     parsed = parse_batch(template.encode(), csv_text.encode(), f"{name}.csv")
     return do_create_form_batch(user, project, name, parsed, BatchSettings(**settings))
+
+
+def run_at_once(functions):
+    """Run each function in its own thread (own database connection), released together; returns results."""
+    barrier, results, errors = threading.Barrier(len(functions)), [None] * len(functions), []
+
+    def run(index, function):
+        try:
+            barrier.wait(timeout=30)
+            results[index] = function()
+        except Exception as error:  # noqa: BLE001 (reported below)
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(i, f)) for i, f in enumerate(functions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    return results

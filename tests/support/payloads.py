@@ -175,3 +175,12 @@ def session_turns(refs: dict[str, str] | None = None) -> list[dict]:
 def numbered_turns(count: int, refs: dict[str, str] | None = None, prefix: str = "t") -> list[dict]:
     """``count`` click turns with distinct client ids and increasing timestamps."""
     return [browser_turn(f"{prefix}-{i}", "click", 1.0 + i, **(refs or {})) for i in range(count)]
+
+
+# The start of what Chrome's pageCapture.saveAsMHTML writes.
+MHTML = (
+    b"From: <Saved by Blink>\r\nSnapshot-Content-Location: http://127.0.0.1/\r\nSubject: Page\r\n"
+    b'MIME-Version: 1.0\r\nContent-Type: multipart/related;\r\n\ttype="text/html";\r\n'
+    b'\tboundary="----MultipartBoundary--x----"\r\n\r\n------MultipartBoundary--x----\r\n'
+    b"Content-Type: text/html\r\n\r\n<html></html>\r\n------MultipartBoundary--x------\r\n"
+)

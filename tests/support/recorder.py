@@ -3,6 +3,7 @@
 They return the raw response, so tests assert status codes and bodies themselves.
 """
 
+import json
 from pathlib import Path
 
 from annotation.models import Blob, Demonstration
@@ -75,3 +76,25 @@ def assert_nothing_stored(demo: Demonstration | None, media: Path, turns: int = 
         assert demo.turns.count() == turns
     assert Blob.objects.count() == blobs
     assert len(stored_files(media)) == blobs
+
+
+BATCH = "application/x-webtasks-batch"
+
+
+def frame(turns: list, blobs: list[BlobFile], sizes: dict | None = None, shas: dict | None = None) -> bytes:
+    """A batch body: the manifest line, then the blobs' bytes (``sizes``/``shas``: lie about blob i)."""
+    sizes, shas = sizes or {}, shas or {}
+    manifest = {
+        "turns": turns,
+        "blobs": [
+            {"sha256": shas.get(i, blob.sha256), "media_type": blob.media_type, "size": sizes.get(i, len(blob.data))}
+            for i, blob in enumerate(blobs)
+        ],
+    }
+    return json.dumps(manifest).encode() + b"\n" + b"".join(blob.data for blob in blobs)
+
+
+def post_batch(client, name: str, body: bytes, gzipped: bool = False, **headers):
+    if gzipped:
+        headers["HTTP_CONTENT_ENCODING"] = "gzip"
+    return client.post(recordings_url(name, "batch"), body, content_type=headers.pop("content_type", BATCH), **headers)
