@@ -1,4 +1,6 @@
-"""Shared fixtures: a few named actors reused by every test module, and isolated file storage.
+"""Fixtures every area shares: a few named actors, isolated file storage, a real Celery worker, the platform, the
+S3 server, a headless Chromium and the fixture pages; helpers live in ``tests/support``. A fixture that brings a
+browser, processes or S3 is tagged ``needs(...)`` and marks the tests that use it (``pytest_collection_modifyitems``).
 
 Actors in project ``alpha``: ``owner`` (annotator who records), ``teammate`` (another annotator), ``reviewer``,
 ``researcher``. ``outsider`` is an annotator of project ``beta`` only.
@@ -10,6 +12,7 @@ import pytest
 
 from annotation.models import Project, Role
 from tests.support.actors import make_user, token_client
+from tests.support.markers import marks_from_fixtures, needs
 
 
 @pytest.fixture(autouse=True)
@@ -77,6 +80,7 @@ def api_for():
 
 
 @pytest.fixture(scope="session")
+@needs("processes")
 def platform(tmp_path_factory):
     """The platform as `make run` starts it (server + worker + sample data), shared by the slow tests."""
     from devtools.processes import running_platform
@@ -102,6 +106,7 @@ def worker_env(media_storage, tmp_path, settings):
 
 
 @pytest.fixture
+@needs("processes")
 def worker(worker_env, tmp_path):
     """A real Celery worker process on ``worker_env`` for the length of the test."""
     from devtools.processes import celery_worker
@@ -111,6 +116,7 @@ def worker(worker_env, tmp_path):
 
 
 @pytest.fixture(scope="session")
+@needs("processes", "s3")
 def s3_server(tmp_path_factory):
     """A real S3-compatible server (SeaweedFS) on loopback for the whole run; each test takes its own bucket."""
     from devtools.s3server import s3_server as start_s3_server
@@ -144,6 +150,7 @@ def servers():
 
 
 @pytest.fixture(scope="module")
+@needs("browser")
 def browser():
     """One headless Chromium for a module's tests (modules that need the extension define their own)."""
     from tests.support.browser import make_driver
@@ -151,3 +158,10 @@ def browser():
     driver = make_driver()
     yield driver
     driver.quit()
+
+
+def pytest_collection_modifyitems(items):
+    """Each test gets the markers of what its fixtures bring (``tests/support/markers.py``)."""
+    for item in items:
+        for mark in sorted(marks_from_fixtures(item)):
+            item.add_marker(mark)

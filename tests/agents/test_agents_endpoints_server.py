@@ -27,7 +27,7 @@ from tests.support.forms_data import make_batch
 from tests.support.loopback import loopback_server
 from tests.support.site_client import Client
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 KEY = "sk-owner-ONLY-FOR-THE-MODEL-4242"
 SECRET = "INTERNAL-ADMIN-PAGE-SECRET-7070"
 ENDPOINTS = "/api/model-endpoints/"

@@ -31,7 +31,7 @@ from tests.support.forms_data import make_batch, task_dir, turkingbench_root
 from tests.support.jobs import job_ended as ended
 from tests.support.jobs import poll_job
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 RUNS = "/api/agent-runs/"
 KEY = "sk-llm-run-TOP-SECRET-55aa77"
 # test_easy tasks whose pages show their inputs (so the stand-in tells the instance from the prompt); the last one

@@ -16,7 +16,7 @@ from agents.solvers import DoNothing, Oracle
 from devtools.standin_model import NONSENSE, gold_book, standin_model
 from tests.support.agents_data import form_dataset, real_data
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.browser
 # test_easy tasks whose pages show their inputs, so that the stand-in tells the instance from the prompt (on
 # "Word Formality Annotation" the words come from a CDN script: the page, and so a model, never sees them).
 REAL_TASKS = ("Missing Adjective", "Scalar Adjectives Identification", "Goal feasibility")

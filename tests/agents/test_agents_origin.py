@@ -22,7 +22,7 @@ from devtools.standin_model import standin_model
 from tests.support.agents_data import write_task
 from tests.support.loopback import loopback_server
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.browser
 SECRET = "SECRET-of-the-other-service"
 REFUSAL = REFUSED.decode().strip()
 FIELD = '<p>${question}</p><input type="text" name="q" value="">'

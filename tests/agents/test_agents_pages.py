@@ -11,7 +11,7 @@ from tests.support.actors import make_user
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.support.forms_data import make_batch
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db]
 
 
 @pytest.fixture

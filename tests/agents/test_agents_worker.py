@@ -14,7 +14,7 @@ from tests.support.jobs import job_ended as ended
 from tests.support.jobs import poll_job
 from tests.support.loopback import loopback_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 RUNS = "/api/agent-runs/"
 REAL_TASKS = ("Formalize sentence", "Event effect")  # both in test_easy
 

@@ -20,7 +20,7 @@ from tests.support.forms_data import make_batch
 from tests.support.jobs import job_ended as ended
 from tests.support.jobs import poll_job
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 EXPORTS = "/api/exports/"
 
 

@@ -19,7 +19,7 @@ from tests.support.browser import use_session, wait_for
 from tests.support.forms_data import make_batch
 from tests.support.forms_ui import READY
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 CSV = "topic,sentence\nweather,It rains.\nsport,They won.\n"
 

@@ -17,7 +17,7 @@ from tests.support.browser import use_session, wait_for
 from tests.support.forms_data import TEMPLATE, make_batch
 from tests.support.forms_ui import READY, in_frame, text_of
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 # A task taller than the window: the frame must grow to it, the page scrolls once.
 TALL = TEMPLATE + "".join(f"<p class='filler'>Paragraph {i} of the long instructions.</p>" for i in range(80))

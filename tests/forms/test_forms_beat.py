@@ -12,7 +12,7 @@ from annotation.models import Assignment, AssignmentStatus, Task
 from devtools.processes import celery_beat, celery_worker, database_url
 from tests.support.forms_data import make_batch
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 
 def test_an_assignment_expires_by_the_beat_job(alpha, owner, teammate, tmp_path):

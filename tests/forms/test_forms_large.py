@@ -137,7 +137,7 @@ SQLITE_UPLOADS = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 def test_on_sqlite_a_batch_over_its_row_limit_is_a_413_naming_the_setting(tmp_path):
     """The platform on its embedded SQLite database (``make run``), in a process of its own: 5 rows are stored,
     6 rows (over ``FORM_SQLITE_MAX_ROWS`` = 5) are refused with a 413 naming the limit, through the API and the web

@@ -20,7 +20,7 @@ from tests.support.recorder_harness import (
     wait_until,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 PROJECT = "formrec"
 USER, PASSWORD = "formworker", "Formworker-Passw0rd!"

@@ -410,7 +410,7 @@ def frame_policies(url: str, assignment, submitted) -> dict:
     return policies
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_by_default_a_frame_loads_assets_only_from_its_own_server(alpha, owner, teammate, tmp_path, monkeypatch):
     """The server as `make run` starts it, without ``FORM_TASK_ASSET_SOURCES``: every asset directive of every kind

@@ -28,7 +28,7 @@ from tests.support.browser import use_session, wait_for
 from tests.support.forms_data import make_batch, task_dir, task_dirs
 from tests.support.forms_ui import READY, in_frame, text_of
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 GAME = "Text Game Eval"  # text, textarea, radio, a checkbox group, select; its own submit button
 STYLE = "Full sentence style annotations"  # twenty ranges; no submit button (ours is added)

@@ -14,7 +14,7 @@ from annotation.models import Batch
 from tests.support.forms_data import TEMPLATE
 from tests.support.processes import Upload, limited_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 MiB = 1024 * 1024
 ROWS = 200

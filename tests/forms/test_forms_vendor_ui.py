@@ -20,7 +20,7 @@ from tests.support.actors import make_user
 from tests.support.browser import use_session, wait_for
 from tests.support.forms_data import task_dir
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 GOAL = "Goal feasibility"  # bootstrap 4.0.0 css/js, jquery-3.2.1.slim, popper 1.12.9, Google Fonts (unmapped)
 SIMPLICITY = "Simplicity rating"  # jQuery 1.4 and jQuery UI 1.8 from ajax.googleapis.com (http:)

@@ -24,7 +24,7 @@ from tests.support.recorder_harness import (
     wait_until,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 PASSWORDS = {"livenav": "Navigator-Passw0rd!", "liveins": "Instructor-Passw0rd!"}
 ACCOUNTS = """

@@ -304,7 +304,7 @@ def sign_up_over_http(url: str, link: str, username: str, address: str, password
     return person.request("POST", link, urlencode(fields).encode(), headers)
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_probing_usernames_through_the_real_server_stops_after_ten_refusals(admin, alpha, owner, tmp_path):
     """Through the server (behind ``TRUSTED_PROXIES=127.0.0.1``, so each request names its client): ten sign-ups

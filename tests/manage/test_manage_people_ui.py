@@ -12,7 +12,7 @@ from annotation.models import Role
 from tests.support.actors import make_user
 from tests.support.browser import click_and_confirm, sign_in_form, wait_for
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 NEW_PASSWORD = "Joined-Passw0rd-77"
 
 

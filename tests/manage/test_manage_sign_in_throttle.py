@@ -126,7 +126,7 @@ def server_with(tmp_path):
         yield start
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_a_loopback_client_cannot_choose_its_address_with_x_forwarded_for(owner, server_with):
     """No trusted proxy by default: ten failures, each claiming another address, are ten failures of the
@@ -139,7 +139,7 @@ def test_a_loopback_client_cannot_choose_its_address_with_x_forwarded_for(owner,
     assert token_over_http(url, PASSWORD) == 429
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_behind_a_trusted_proxy_the_forwarded_client_address_is_counted(owner, server_with):
     """``TRUSTED_PROXIES=127.0.0.1``: the proxy's ``X-Forwarded-For`` names the client (the rightmost address it
@@ -169,7 +169,7 @@ def page_over_http(url: str, username: str, password: str) -> int:
     return SiteClient(url).sign_in(username, password).status
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_fullwidth_and_mathematical_spellings_of_a_name_share_its_count(server_owner, server_with):
     """Ten failures spread over ``owner``'s spellings are ten failures of ``owner``: the next attempt in any spelling,
@@ -190,7 +190,7 @@ def test_fullwidth_and_mathematical_spellings_of_a_name_share_its_count(server_o
         assert token_over_http(url, PASSWORD, username=spelling) == 429
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_failures_through_the_api_in_another_spelling_throttle_the_sign_in_page(server_owner, server_with):
     url = server_with()

@@ -13,7 +13,7 @@ from selenium.webdriver.support.ui import Select
 from tests.support.browser import RECORD_CSP_VIOLATIONS, click_and_confirm, make_driver, sign_in_form, wait_for
 from tests.support.recorder_harness import api, live_platform
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 PASSWORDS = {"mgadmin": "Admin-Passw0rd!", "mgnew": "Newcomer-Passw0rd!"}
 ACCOUNTS = """

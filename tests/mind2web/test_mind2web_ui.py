@@ -14,7 +14,7 @@ from tests.support.mind2web_data import SEEDS, website
 from tests.support.review_data import recorded_demo
 from tests.support.review_ui import open_page, wait_revision
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 
 def selected_id(browser):

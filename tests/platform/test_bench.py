@@ -35,7 +35,7 @@ def quick_figures(section: str, var_dir: Path) -> dict:
     return json.loads((var_dir / "bench" / "latest.json").read_text())[section]
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 def test_quick_ingest_bench_writes_its_figures_and_keeps_other_sections(tmp_path):
     results = tmp_path / "bench" / "latest.json"
     results.parent.mkdir()
@@ -77,7 +77,7 @@ def test_each_batch_uploads_the_blobs_it_uses_first():
     assert len(upload.batches) == 2
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 def test_quick_recorders_bench_uploads_every_action_once_through_the_real_server(tmp_path):
     figures = quick_figures("recorders", tmp_path)
     size = recorders.QUICK
@@ -149,7 +149,7 @@ def ingest_sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 def test_quick_export_bench_reports_the_ratio_against_tar_piped_through_pigz(tmp_path):
     figures = quick_figures("export", tmp_path)
     assert {"demos", "turns", "seconds", "pigz_seconds", "ratio_vs_pigz"} <= set(figures)
@@ -158,7 +158,7 @@ def test_quick_export_bench_reports_the_ratio_against_tar_piped_through_pigz(tmp
     assert figures["ratio_vs_pigz"] > 0  # tar | pigz seconds / export seconds, from unrounded times
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 def test_quick_review_bench_reports_time_and_a_constant_query_count(tmp_path):
     figures = quick_figures("review", tmp_path)
     assert {"server_ms_p50_100", "server_ms_p50_500", "queries_100", "queries_500"} <= set(figures)
@@ -167,7 +167,7 @@ def test_quick_review_bench_reports_time_and_a_constant_query_count(tmp_path):
     assert figures["queries_100"] == figures["queries_500"]
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 def test_quick_live_chat_bench_measures_latency_through_the_asgi_server(tmp_path):
     figures = quick_figures("live_chat", tmp_path)
     assert figures["sessions"] == 2
@@ -177,7 +177,7 @@ def test_quick_live_chat_bench_measures_latency_through_the_asgi_server(tmp_path
     assert (tmp_path / "bench" / "live-chat-server.log").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 def test_quick_form_tasks_bench_imports_the_real_tasks_and_times_pages_and_submits(tmp_path):
     from tests.support.forms_data import turkingbench_root
 
@@ -192,7 +192,7 @@ def test_quick_form_tasks_bench_imports_the_real_tasks_and_times_pages_and_submi
     assert figures["batch_page_ratio"] > 0
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.browser
 def test_quick_agent_eval_bench_runs_both_baselines_on_real_tasks(tmp_path):
     from tests.support.agents_data import real_data
@@ -213,7 +213,7 @@ def test_quick_agent_eval_bench_runs_both_baselines_on_real_tasks(tmp_path):
     assert figures["speedup_2_browsers_oracle"] > 0
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 def test_quick_stats_bench_times_the_stats_page_with_a_constant_query_count(tmp_path):
     figures = quick_figures("stats", tmp_path)
     assert {"demos", "turns", "stats_ms_p50", "queries"} <= set(figures)
@@ -232,7 +232,7 @@ def test_quick_export_s3_bench_compares_the_export_with_local_storage_and_a_plai
     assert figures["ratio_vs_local"] > 0  # local export seconds / S3 export seconds
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 def test_quick_form_tasks_large_bench_imports_one_batch_while_another_process_submits(tmp_path):
     figures = quick_figures("form_tasks_large", tmp_path)
     assert figures["rows"] == figures["tasks"] == 20_000
@@ -245,7 +245,7 @@ def test_quick_form_tasks_large_bench_imports_one_batch_while_another_process_su
     )
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 def test_quick_export_full_bench_exports_both_formats_against_pigz_with_the_peak_memory(tmp_path):
     figures = quick_figures("export_full", tmp_path)
     assert figures["demos"] == 40

@@ -12,7 +12,7 @@ from rest_framework.authtoken.models import Token
 from annotation.models import Blob
 from tests.support.processes import Upload, limited_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 LIMIT = 1024 * 1024  # the server's INGEST_MAX_BLOB_BYTES in these tests
 SHA = "ab" * 32

@@ -118,7 +118,7 @@ def call(url: str, token: str, method: str = "GET", body: bytes | None = None) -
         return error.code, error.headers, json.load(error)
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_the_servers_requests_share_its_pooled_connections(owner, media_storage, tmp_path):
     needs_postgresql()
@@ -147,7 +147,7 @@ def lock_waiters(pid: int) -> int:
         return cursor.fetchone()[0]
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_a_request_that_finds_no_free_connection_is_told_to_retry(owner, alpha, media_storage, tmp_path):
     """One pooled connection, held by a request blocked on a table lock: the next requests wait DB_POOL_TIMEOUT

@@ -82,7 +82,7 @@ def test_make_run_creates_a_private_random_key_on_its_first_run_and_uses_it(sett
     assert check_secret_key() == []
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 def test_make_run_refuses_to_start_on_a_development_key(tmp_path):
     environment = {**os.environ, "VAR_DIR": str(tmp_path), "SECRET_KEY": DEVELOPMENT_KEY, "DEBUG": "0"}
     environment.pop("DATABASE_URL", None)

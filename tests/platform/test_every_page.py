@@ -73,7 +73,7 @@ from tests.support.site_client import Client, page_links
 from tests.support.url_patterns import all_patterns
 
 # The module's data are committed by its fixture (and flushed after the module); each test reads them.
-pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+pytestmark = [pytest.mark.processes, pytest.mark.django_db]
 
 ANONYMOUS = "anonymous"
 # The pattern tests ask as one person of each role (the crawl goes as everyone).

@@ -33,7 +33,7 @@ from tests.support.actors import make_user, server_password
 from tests.support.forms_data import make_batch
 from tests.support.site_client import Client
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "Formula-Passw0rd!"
 TEMPLATE = '<p>${topic}: ${sentence}</p>\n<input type="text" name="short">\n<textarea name="long"></textarea>\n'

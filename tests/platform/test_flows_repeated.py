@@ -83,7 +83,7 @@ def archive_files(client, job_id: int) -> dict[str, bytes]:
         return {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile() or m.islnk()}
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_three_proposals_are_accepted_demonstrated_verified_and_exported(alpha, worker):  # noqa: F811
     proposers = people(alpha, Role.ANNOTATOR, "ana", "ben", "cleo")

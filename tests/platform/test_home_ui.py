@@ -10,7 +10,7 @@ from selenium.webdriver.common.by import By
 from tests.support.browser import make_driver, sign_in_form, wait_for
 from tests.support.recorder_harness import api, live_platform, stored_turns
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 PASSWORDS = {"homenav": "Navigator-Passw0rd!", "homerev": "Reviewer-Passw0rd!"}
 ACCOUNTS = """

@@ -11,7 +11,7 @@ import pytest
 
 from devtools.processes import ROOT, free_port, scratch_database, start_platform, stop_platform
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.processes
 
 
 def get_json(url: str, token: str):

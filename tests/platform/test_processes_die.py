@@ -18,7 +18,7 @@ import pytest
 
 from devtools.processes import ROOT, free_port, release, scratch_database, start_platform
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.processes
 
 INNER_TEST = """
 import os

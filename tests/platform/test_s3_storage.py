@@ -26,7 +26,7 @@ from workers.exports.jobs import sweep_export_folders
 from workers.exports.packs import demo_shas, pack_name
 from workers.exports.s3upload import MultipartWriter, abandoned_uploads
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 EXPORTS = "/api/exports/"
 MIB = 1024 * 1024
 

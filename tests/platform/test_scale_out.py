@@ -28,7 +28,7 @@ from tests.support.payloads import numbered_turns, state_blobs, state_refs
 from workers.exports.jobs import sweep_export_folders
 from workers.exports.s3upload import abandoned_uploads
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 RECORDERS, BATCHES, TURNS_PER_BATCH = 4, 6, 5
 
 

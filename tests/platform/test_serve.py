@@ -19,7 +19,7 @@ from config import serve
 from config.secret_key import DEVELOPMENT_KEY
 from devtools.processes import ROOT, asgi_process, database_url, free_port
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 CONNECTIONS = 128
 

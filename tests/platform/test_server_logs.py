@@ -106,7 +106,7 @@ def capabilities(alpha, owner, teammate):
 
 
 @pytest.mark.parametrize("workers", [1, 2], ids=["uvicorn", "config.serve"])
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_no_capability_token_reaches_the_servers_log(server, capabilities, workers):
     url, log = server(workers, EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend")
@@ -146,7 +146,7 @@ def test_no_capability_token_reaches_the_servers_log(server, capabilities, worke
 
 
 @pytest.mark.parametrize("workers", [1, 2], ids=["uvicorn", "config.serve"])
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_a_refusal_is_one_line_and_an_error_keeps_its_traceback(server, alpha, owner, researcher, workers):
     """403 and 404 pages, the API's 403 and 404: one line each with the method, the path, the status and who asked;
@@ -178,7 +178,7 @@ def test_a_refusal_is_one_line_and_an_error_keeps_its_traceback(server, alpha, o
     assert "raise PermissionDenied" not in text
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_a_server_error_keeps_its_traceback_without_the_token(server, tmp_path):
     """A real 500: the server on a database without tables (its health check needs none). The error is logged

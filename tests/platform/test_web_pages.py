@@ -9,7 +9,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.support.browser import RECORD_CSP_VIOLATIONS, make_driver, sign_in_form
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 
 def sign_in(browser, platform):

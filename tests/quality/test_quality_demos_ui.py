@@ -13,7 +13,7 @@ from tests.support.actors import make_user
 from tests.support.browser import use_session
 from tests.support.review_data import recorded_demo
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 
 def test_a_second_reviewer_finds_decides_and_the_admin_sees_it(browser, live_server, alpha):

@@ -13,7 +13,7 @@ from tests.support.actors import make_user
 from tests.support.browser import use_session, wait_for
 from tests.support.forms_data import make_batch
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 # Six tasks whose CSV carries known answers (Answer.polarity, Answer.level) for every one.
 GOLD_CSV = "topic,sentence,Answer.polarity,Answer.level\n" + "".join(

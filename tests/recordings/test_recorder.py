@@ -53,7 +53,7 @@ from tests.support.recorder_harness import (
     wait_until,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 PASSWORD = "Zq7pw-Secret-4242"
 PASSWORD_PREFIX = PASSWORD[:5]

@@ -4,7 +4,7 @@ import pytest
 
 from bench import recorder
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 
 def test_quick_recorder_bench_times_the_content_scripts_capture_functions():

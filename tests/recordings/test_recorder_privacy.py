@@ -45,7 +45,7 @@ from tests.support.recorder_harness import (
     wait_until,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 GREEN = (0x80, 0xE0, 0x80)  # the frame's background
 YELLOW = (0xF0, 0xC0, 0x40)  # the top page's plain field

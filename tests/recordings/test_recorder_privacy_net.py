@@ -63,7 +63,7 @@ from tests.support.recorder_harness import (
     wait_until,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 PROJECT = "privacy-net"
 PAGE = "/private-net.html"

@@ -32,7 +32,7 @@ from tests.support.recorder_harness import (
     live_platform,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 BACKGROUNDS = {"/hop-a.html": (0xFF, 0xD8, 0xD8), "/hop-b.html": (0xD8, 0xD8, 0xFF)}
 

@@ -31,7 +31,7 @@ from tests.support.recorder_harness import (
     live_platform,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 HOME, LIST, SEARCH, HOP = (0xD8, 0xFF, 0xD8), (0xFF, 0xFF, 0xD8), (0xD8, 0xFF, 0xFF), (0xFF, 0xD8, 0xD8)
 # Longer than HISTORY_COALESCE_MS plus a spaced screenshot: each step's load has its screenshot before the next.

@@ -34,7 +34,7 @@ from tests.support.recorder_harness import (
     wait_until,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 PROJECT = "step-mode"
 TASK = "Count once, search for blue shoes in large, and hover the box"

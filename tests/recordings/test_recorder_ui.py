@@ -31,7 +31,7 @@ from tests.support.recorder_harness import (
     wait_until,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 PROJECT = "recorder-ui"
 PANEL_URL = f"{EXTENSION_ORIGIN}/sidepanel/sidepanel.html"

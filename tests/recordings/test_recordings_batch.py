@@ -428,7 +428,7 @@ def test_a_gzipped_batch_whose_blobs_do_not_add_up_stores_nothing(client, demo, 
     assert_nothing_stored(demo, media_storage)
 
 
-@pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_batches_of_megabytes_through_the_real_server_are_stored_whole(owner, media_storage, tmp_path):
     """Bodies past ``FILE_UPLOAD_MAX_MEMORY_SIZE`` (2.5 MiB, where Django would spool them to a file) through uvicorn

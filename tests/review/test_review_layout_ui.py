@@ -9,7 +9,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from tests.support.browser import use_session
 from tests.support.review_data import recorded_demo
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 # Every element of the page that scrolls: its id (or class), and whether it has a vertical / horizontal scrollbar.
 SCROLLERS = """

@@ -14,7 +14,7 @@ from tests.support.browser import use_session
 from tests.support.review_data import recorded_demo
 from tests.support.review_ui import item, keys, open_page, revision_of, timeline_ids, wait_revision
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 BOX = {"x": 40, "y": 60, "width": 200, "height": 50}
 

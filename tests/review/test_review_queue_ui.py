@@ -19,7 +19,7 @@ from tests.support.browser import use_session
 from tests.support.review_data import recorded_demo
 from tests.support.review_ui import keys, open_page, wait_shot_loaded
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 
 def recorded_ago(demo, minutes):

@@ -33,7 +33,7 @@ from tests.support.recorder_harness import (
 )
 from workers.review import realign
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 PROJECT = "realign-video"
 COLOURS = [(240, 230, 40), (30, 30, 200), (220, 30, 30), (40, 220, 220)]  # distinct in grey too

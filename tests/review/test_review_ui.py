@@ -25,7 +25,7 @@ from tests.support.review_ui import (
 )
 from workers.exports.dataset import export_timeline
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 HOSTILE_PAGE = (
     b'<html><body><p id="static">Recorded page</p>'

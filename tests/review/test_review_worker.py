@@ -9,7 +9,7 @@ from django.core.cache import cache
 from annotation.models import DemoReview, Turn, TurnCuration
 from tests.support.review_data import recorded_demo
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 
 def wait_for(check, timeout=120):

@@ -7,7 +7,7 @@ from selenium.webdriver.common.by import By
 
 from tests.support.browser import RECORD_CSP_VIOLATIONS, make_driver, sign_in_form, wait_for
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
 
 @pytest.fixture(scope="module")
