@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import tarfile
-import time
 
 import pytest
 
@@ -19,6 +18,7 @@ from tests.support.corpus import ingest_corpus
 from tests.support.forms_data import make_batch
 from tests.support.jobs import job_ended as ended
 from tests.support.jobs import poll_job
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 EXPORTS = "/api/exports/"
@@ -94,14 +94,6 @@ def test_a_job_whose_worker_is_killed_midway_ends_failed_and_serves_nothing(
     assert exported_files(media_storage) == []
 
 
-def wait_for(condition, what: str, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
 def test_the_work_folder_of_a_killed_export_is_swept_by_beat(client, worker, worker_env, alpha, settings, tmp_path):
     """A SIGKILLed worker never runs its cleanup: the partial export (and its hard links) stays in EXPORT_TMP_DIR
     until beat's sweep reaps the job and removes the folder; a finished job's folder is gone at once."""
@@ -119,7 +111,7 @@ def test_the_work_folder_of_a_killed_export_is_swept_by_beat(client, worker, wor
         celery_worker(env, tmp_path / "sweeper.log"),
         celery_beat(env, tmp_path / "beat.log", tmp_path / "beat-schedule"),
     ):
-        wait_for(lambda: not left[0].exists(), "the sweep to remove the killed job's folder")
+        wait_until(lambda: not left[0].exists(), 60, 0.1, "the sweep to remove the killed job's folder")
         other = client.post(EXPORTS, {"project": "alpha", "format": "mind2web"}, format="json").json()["id"]
         assert poll(client, other, ended)[-1]["status"] == "done"
 

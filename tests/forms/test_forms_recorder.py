@@ -17,8 +17,8 @@ from tests.support.recorder_harness import (
     extension_browser,
     live_platform,
     stored_turns,
-    wait_until,
 )
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
 

@@ -14,6 +14,7 @@ from channels import DEFAULT_CHANNEL_LAYER
 from channels.db import database_sync_to_async
 from channels.layers import channel_layers, get_channel_layer
 from channels.testing import WebsocketCommunicator
+from channels_redis.core import RedisChannelLayer
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
@@ -31,6 +32,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 SITE = b"http://testserver"
 EXTENSION = b"chrome-extension://ojofndafcmbnamgfemifimjhmebbdglk"
+BLOCKING_READ_S = RedisChannelLayer.brpop_timeout  # how long channels_redis waits on an idle channel
 
 
 @pytest.fixture(autouse=True)
@@ -559,7 +561,9 @@ def test_an_idle_socket_stays_open_longer_than_the_channel_layers_blocking_read(
 
     async def scenario():
         navigator, _, _ = await joined(demo.name, owner)
-        await asyncio.sleep(12)
+        # Idle past one whole blocking read: nothing happens that could be waited on (the read ends empty), and its
+        # 5 s is channels_redis' own constant, which no setting shortens.
+        await asyncio.sleep(BLOCKING_READ_S + 1.5)
         await navigator.send_json_to({"type": "ping"})
         assert (await next_of(navigator, "pong"))["type"] == "pong"
         await navigator.disconnect()

@@ -15,14 +15,8 @@ from selenium.webdriver.support import expected_conditions as EC
 
 from tests.support import payloads
 from tests.support.browser import click_and_confirm, make_driver, sign_in_form, wait_for
-from tests.support.recorder_harness import (
-    Recorder,
-    api,
-    extension_browser,
-    live_platform,
-    stored_turns,
-    wait_until,
-)
+from tests.support.recorder_harness import Recorder, api, extension_browser, live_platform, stored_turns
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
@@ -269,7 +263,7 @@ def test_a_message_unacknowledged_when_the_page_is_closed_is_sent_when_it_is_ope
     server.start()
 
     wait_for(navigator, lambda d: d.find_element(By.ID, "connection").get_attribute("data-state") == "live", 60)
-    time.sleep(1)
+    time.sleep(1)  # an absence has no event to wait on: a message wrongly replayed would have arrived by now
     assert messages(navigator) == ["Instructor: Before the outage"]  # nobody had it
     instructor.get(f"{server.url}/sessions/{demo}/instruct")
     expected = ["Instructor: Before the outage", "Instructor: Typed while the server was down"]

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import tarfile
-import time
 import urllib.request
 import zipfile
 
@@ -21,6 +20,7 @@ from annotation.store.blobstore import S3ObjectReader
 from devtools.processes import celery_beat, celery_worker, free_port
 from tests.support.corpus import ingest_corpus
 from tests.support.review_data import recorded_demo
+from tests.support.waits import wait_until
 from workers.exports.dataset import RemoteStorageBlobs
 from workers.exports.jobs import sweep_export_folders
 from workers.exports.packs import demo_shas, pack_name
@@ -44,21 +44,12 @@ def bucket_keys(s3_server, bucket: str, prefix: str = "") -> list[str]:
     return sorted(item["Key"] for item in listed.get("Contents", []))
 
 
-def wait_for(condition, what: str, timeout: float = 120):
-    deadline = time.monotonic() + timeout
-    while not (result := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-    return result
-
-
 def finished_job(client, job_id, timeout=240):
     def ended():
         body = client.get(f"{EXPORTS}{job_id}/").json()
         return body if body["status"] in ("done", "failed", "cancelled") else None
 
-    return wait_for(ended, f"export {job_id} to end", timeout)
+    return wait_until(ended, timeout, 0.2, f"export {job_id} to end")
 
 
 def test_ingested_blobs_are_stored_in_the_bucket_and_read_back_whole_and_by_range(s3_server, s3_storage, api_for):
@@ -90,9 +81,11 @@ def test_the_worker_makes_thumbnails_and_realigns_from_the_bucket(s3_server, s3_
     client.force_login(reviewer)
     assert client.get(f"/review/{demo.name}/").status_code == 200
 
-    wait_for(lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True).exists(), "re-alignment")
-    thumb = wait_for(
+    wait_until(lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True).exists(), 120, 0.2, "re-alignment")
+    thumb = wait_until(
         lambda: (r := client.get(f"/review/thumbs/{framed.screenshot_id}"))["Content-Type"] == "image/webp" and r,
+        120,
+        0.2,
         "the thumbnail",
     )
 
@@ -186,7 +179,7 @@ def test_a_killed_export_leaves_nothing_downloadable_and_the_sweep_clears_the_bu
     ingest_corpus(project="alpha", demos=12, turns=30, elements=1500, seed=6)
     client = api_for(researcher)
     job_id = client.post(EXPORTS, {"project": "alpha", "format": "weblinx"}, format="json").json()["id"]
-    wait_for(lambda: list(abandoned_uploads(default_storage, "exports/")), "the upload to start", 240)
+    wait_until(lambda: list(abandoned_uploads(default_storage, "exports/")), 240, 0.2, "the upload to start")
     os.killpg(worker.pid, signal.SIGKILL)
     worker.wait()
     s3_server.client().put_object(Bucket=bucket, Key="exports/99999/orphan.tar.gz", Body=b"left by a killed worker")
@@ -196,8 +189,12 @@ def test_a_killed_export_leaves_nothing_downloadable_and_the_sweep_clears_the_bu
         celery_worker(env, tmp_path / "sweeper.log"),
         celery_beat(env, tmp_path / "beat.log", tmp_path / "beat-schedule"),
     ):
-        wait_for(lambda: not list(abandoned_uploads(default_storage, "exports/")), "the sweep to abort the upload")
-        wait_for(lambda: not bucket_keys(s3_server, bucket, "exports/99999/"), "the sweep to delete the orphan")
+        wait_until(
+            lambda: not list(abandoned_uploads(default_storage, "exports/")), 120, 0.2, "the sweep to abort the upload"
+        )
+        wait_until(
+            lambda: not bucket_keys(s3_server, bucket, "exports/99999/"), 120, 0.2, "the sweep to delete the orphan"
+        )
         other = client.post(EXPORTS, {"project": "alpha", "format": "mind2web"}, format="json").json()["id"]
         assert (ended := finished_job(client, other))["status"] == "done", ended["error"]
     sweep_export_folders()  # once more, here: a finished export is never swept
@@ -251,7 +248,9 @@ def test_an_export_fails_cleanly_on_a_blob_whose_stored_bytes_are_not_its_hash(
     page = Turn.objects.filter(demonstration=demo, page__isnull=False).first().page_id
     bucket = s3_storage["AWS_STORAGE_BUCKET_NAME"]
     # the worker packs the finished demo's blobs; without its pack the export reads each blob's own object
-    wait_for(lambda: pack_name(demo.name) in bucket_keys(s3_server, bucket, "blobpacks/"), "the demo's blob pack")
+    wait_until(
+        lambda: pack_name(demo.name) in bucket_keys(s3_server, bucket, "blobpacks/"), 120, 0.2, "the demo's blob pack"
+    )
     s3_server.client().delete_object(Bucket=bucket, Key=pack_name(demo.name))
     s3_server.client().put_object(Bucket=bucket, Key=sha256_path(page), Body=b"<html>not what was uploaded</html>")
     client = api_for(researcher)
@@ -301,7 +300,9 @@ def test_exports_read_each_demo_from_its_blob_pack_and_fall_back_to_single_blobs
     first, second = ingest_corpus(project="alpha", demos=2, turns=10, elements=150, seed=11)
     bucket, s3 = s3_storage["AWS_STORAGE_BUCKET_NAME"], s3_server.client()
     for demo in (first, second):
-        wait_for(lambda d=demo: pack_name(d.name) in bucket_keys(s3_server, bucket, "blobpacks/"), "the blob packs")
+        wait_until(
+            lambda d=demo: pack_name(d.name) in bucket_keys(s3_server, bucket, "blobpacks/"), 120, 0.2, "the blob packs"
+        )
     client = api_for(researcher)
     new_export = lambda: client.post(EXPORTS, {"project": "alpha", "format": "weblinx"}, format="json").json()["id"]  # noqa: E731
     before = exported_manifest(client, new_export())

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import threading
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -25,6 +24,7 @@ from devtools.processes import asgi_process, celery_worker, database_url
 from tests.support.actors import start_demo
 from tests.support.corpus import ingest_corpus
 from tests.support.payloads import numbered_turns, state_blobs, state_refs
+from tests.support.waits import wait_until
 from workers.exports.jobs import sweep_export_folders
 from workers.exports.s3upload import abandoned_uploads
 
@@ -126,14 +126,6 @@ class ChatSide:
             self.note(json.loads(self.sock.recv()))
 
 
-def wait_until(condition, what: str, timeout: float = 240):
-    deadline = time.monotonic() + timeout
-    while not (result := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-    return result
-
-
 def test_two_servers_and_two_workers_lose_and_duplicate_nothing_when_one_of_each_is_killed(
     shared_env, tmp_path, alpha, owner, instructor, researcher, s3_server
 ):
@@ -171,7 +163,7 @@ def test_two_servers_and_two_workers_lose_and_duplicate_nothing_when_one_of_each
 
         # Mid-way: both workers busy with exports and recorders half done → one server and one worker die.
         running = lambda: ExportJob.objects.filter(status=JobStatus.RUNNING).count() == 2  # noqa: E731
-        wait_until(lambda: running() and len(progress) == RECORDERS * BATCHES // 2, "both workers busy")
+        wait_until(lambda: running() and len(progress) == RECORDERS * BATCHES // 2, 240, 0.2, "both workers busy")
         held = set(ExportJob.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True))
         os.killpg(worker_1.pid, signal.SIGKILL)
         process_a.kill()
@@ -189,9 +181,9 @@ def test_two_servers_and_two_workers_lose_and_duplicate_nothing_when_one_of_each
         for thread in recorders:
             thread.join(timeout=240)
         ended = lambda: all(job["status"] in ("done", "failed") for job in jobs(research[1], exports))  # noqa: E731
-        wait_until(ended, "every export to end")
+        wait_until(ended, 240, 0.2, "every export to end")
         scored = lambda: research[1].call("GET", f"/api/evaluations/{evaluation}/")[1]["status"] == "done"  # noqa: E731
-        wait_until(scored, "the evaluation")
+        wait_until(scored, 240, 0.2, "the evaluation")
 
     assert errors == []
     assert all(api.failovers > 0 for api, order in zip(apis, orders, strict=True) if order[0] == server_a)

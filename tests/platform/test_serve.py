@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from django.db import connection
 from config import serve
 from config.secret_key import DEVELOPMENT_KEY
 from devtools.processes import ROOT, asgi_process, database_url, free_port
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -78,16 +78,6 @@ def healthy(port: int) -> int:
         client.close()
 
 
-def wait_until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout} s: {what}")
-
-
 def test_keep_alive_connections_spread_over_the_processes(env, tmp_path):
     with asgi_process(env, tmp_path / "server.log", workers=2) as (url, supervisor):
         port = int(url.rsplit(":", 1)[1])
@@ -120,7 +110,7 @@ def test_a_process_that_dies_is_replaced_and_the_other_keeps_answering(env, tmp_
             pids = children(supervisor.pid)
             return pids if len(pids) == 2 and first not in pids else None
 
-        replaced = wait_until(replaced, 60, "a new server process in place of the killed one")
+        replaced = wait_until(replaced, 60, 0.2, "a new server process in place of the killed one")
         assert second in replaced
         assert [healthy(port) for _ in range(20)] == [200] * 20  # new connections reach both, the new one too
         assert supervisor.poll() is None

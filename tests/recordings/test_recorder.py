@@ -50,8 +50,8 @@ from tests.support.recorder_harness import (
     live_platform,
     media_files,
     stored_turns,
-    wait_until,
 )
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
 

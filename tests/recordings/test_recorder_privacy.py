@@ -42,8 +42,8 @@ from tests.support.recorder_harness import (
     blob_bytes,
     extension_browser,
     live_platform,
-    wait_until,
 )
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
 

@@ -53,15 +53,8 @@ from tests.support.recorder_browser import (
     url_of,
     wait_for_url,
 )
-from tests.support.recorder_harness import (
-    api,
-    create_member,
-    extension_browser,
-    http_get,
-    leaks,
-    live_platform,
-    wait_until,
-)
+from tests.support.recorder_harness import api, create_member, extension_browser, http_get, leaks, live_platform
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
 

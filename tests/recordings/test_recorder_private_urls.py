@@ -57,8 +57,8 @@ from tests.support.recorder_harness import (
     leaks,
     live_platform,
     readable_forms,
-    wait_until,
 )
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
 

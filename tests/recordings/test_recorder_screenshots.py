@@ -69,7 +69,7 @@ def hops(browser, live, servers):
     driver = browser.driver
     driver.get(base + "/hop-a.html")
     wait_for_url(driver, "/hop-a.html")
-    time.sleep(1.0)
+    time.sleep(1.0)  # the page's content scripts injected before the recording starts; nothing shows when
     name = start_recording(browser, live)
     for _ in range(2):
         driver.find_element(By.ID, "hop-button").click()
@@ -83,7 +83,7 @@ def hops(browser, live, servers):
     # The textInput is sent at the link's pointerdown, with the page that is about to go away.
     driver.find_element(By.ID, "hop-input").send_keys("typed then left")
     follow_link(driver)
-    time.sleep(2.5)
+    time.sleep(2.5)  # past HISTORY_COALESCE_MS and a spaced screenshot: the last load is held back until its shot
     status = browser.recorder.status()
     turns = stop_and_collect(browser, live, name)
     print(f"\n{name}:\n{describe(turns)}\nscreenshots: {status.get('screenshots')}")

@@ -31,8 +31,8 @@ from tests.support.recorder_harness import (
     fixture_servers,
     live_platform,
     stored_turns,
-    wait_until,
 )
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
 

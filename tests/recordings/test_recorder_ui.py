@@ -28,8 +28,8 @@ from tests.support.recorder_harness import (
     extension_browser,
     live_platform,
     stored_turns,
-    wait_until,
 )
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
@@ -277,13 +277,14 @@ def test_alt_click_in_task_mode_is_recorded_as_a_fake_click_and_not_executed(bro
     driver.get(f"{main}/second.html")
     recorder = harness_recorder(browser, live)
     name = start_with_harness(recorder, live, mode="task")
-    time.sleep(1)
+    time.sleep(1)  # the page's content script learns the task mode from the service worker; nothing shows when
     link, button = driver.find_element(By.ID, "to-list"), driver.find_element(By.ID, "second-button")
     label = button.text
+    captured = recorder.captured()
     alt_click(driver, link)
-    time.sleep(1)
+    recorder.wait_captured(captured + 1)  # the fake click is a turn: the link's default was handled by then
     alt_click(driver, button)
-    time.sleep(1.5)
+    recorder.wait_captured(captured + 2)
     assert driver.current_url == f"{main}/second.html"  # the link was not followed
     assert driver.find_element(By.ID, "second-button").text == label != "Clicked"  # the handler did not run
     assert len(driver.window_handles) == 1  # nor opened anywhere else
@@ -313,12 +314,12 @@ def test_click_turns_carry_before_and_after_frames_that_decode_at_the_viewport_s
     driver.get(f"{main}/generated.html?elements=200")
     recorder = harness_recorder(browser, live)
     name = start_with_harness(recorder, live)
-    time.sleep(1.5)
+    time.sleep(1.5)  # pacing: each click's "before" frame is a screenshot, within Chrome's quota of 2 a second
     buttons = driver.find_elements(By.CSS_SELECTOR, "section button")[:5]
     assert len(buttons) == 5
     for button in buttons:
         button.click()
-        time.sleep(1.1)
+        time.sleep(1.1)  # pacing, as above: the extension takes no more screenshots than Chrome allows
     turns = stop_with_harness(recorder, live, name)
 
     clicks = browser_turns(turns, "click")

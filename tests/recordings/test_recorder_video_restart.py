@@ -28,8 +28,8 @@ from tests.support.recorder_harness import (
     blob_bytes,
     live_platform,
     stored_turns,
-    wait_until,
 )
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
 
@@ -115,11 +115,13 @@ def test_tab_video_is_recorded_as_webm_chunks_on_the_recording_clock(live, serve
             30,
             message="the tab video recording",
         )
+        # Pacing on the video's clock: the clicks a second apart, then more than two timeslices (VIDEO_TIMESLICE_MS,
+        # 2 s, a constant of the extension) of animation; the video has no state a test could wait on.
         time.sleep(1.0)
         driver.find_element(By.ID, "second-button").click()
         time.sleep(1.0)
         driver.find_element(By.ID, "title").click()
-        time.sleep(4.5)  # > 2 timeslices of animation
+        time.sleep(4.5)
         video_state = recorder.status().get("video")
         recorded_url = recorder.evaluate(f"chrome.tabs.get({int(video_state['tabId'])}).then(t => t.url)")
         assert recorded_url == base + "/second.html", (video_state, recorded_url)
@@ -172,21 +174,29 @@ def record_offline_and_restart(live: LivePlatform, base: str, profile: str, stop
         driver.get(base + "/second.html")
         wait_for_url(driver, "/second.html")
         name = start_recording(recorder, live)
-        time.sleep(1.0)
+        time.sleep(1.0)  # the start's own uploads done before the platform goes down (they are not what is tested)
         live.stop()
         try:
             driver.get(base + "/form.html")
             wait_for_url(driver, "/form.html")
-            time.sleep(1.0)
+            time.sleep(1.0)  # the page's content scripts injected; nothing shows when
+            captured = recorder.captured()
             driver.find_element(By.ID, "name").click()
             driver.find_element(By.ID, "name").send_keys("Offline")
             driver.find_element(By.ID, "agree").click()
             driver.find_element(By.ID, "title").click()
-            time.sleep(1.0)
+            recorder.wait_captured(captured + len(EXPECTED_OFFLINE))  # queued: the platform is down
             if stop_before_quit:
                 recorder.stop()
-            time.sleep(1.5)
-            status = recorder.status()
+
+            def settled():
+                """The state the assertions below read: the turns queued, and a stopped demo in the outbox."""
+                status = recorder.status()
+                stopped = bool(status.get("outbox")) and status.get("session") is None
+                queued = (status.get("counters") or {}).get("queued", 0) > 0
+                return status if queued and stopped == stop_before_quit else None
+
+            status = wait_until(settled, 30, interval=0.1, message="the recorder's state before the quit")
             print(f"\nbefore quit: {status.get('counters')} outbox={status.get('outbox')}")
             assert status["counters"]["queued"] > 0, status
             assert bool(status.get("outbox")) == stop_before_quit, status
@@ -222,7 +232,7 @@ def wait_for_offline_turns(live: LivePlatform, name: str, status: str) -> list[d
     restarted = time.monotonic()
     wait_until(uploaded, 180, interval=1.0, message=f"demo {name} uploaded ({status})")
     print(f"\nuploaded ({status}) {time.monotonic() - restarted:.1f}s after the restart")
-    time.sleep(3.0)  # anything uploaded twice would show up now
+    time.sleep(3.0)  # an absence (nothing uploaded twice) has no event to wait on: a retry would have come by now
     turns = stored_turns(live.platform, live.token, name)
     print(f"{name}:\n{describe(turns)}")
     client_ids = [t["client_id"] for t in turns]

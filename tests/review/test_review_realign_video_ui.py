@@ -29,8 +29,8 @@ from tests.support.recorder_harness import (
     blob_bytes,
     live_platform,
     stored_turns,
-    wait_until,
 )
+from tests.support.waits import wait_until
 from workers.review import realign
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
@@ -99,7 +99,7 @@ def record_colour_clicks(live, base: str) -> str:
                 driver.execute_script(f"setColour('rgb{colour}')")
                 time.sleep(0.8)
                 driver.find_element(By.ID, "act").click()
-                time.sleep(1.2)
+                time.sleep(1.2)  # the colour stays on screen for the video's frames: realignment reads them
         recorder.stop()
         recorder.wait_idle(120)
     finally:

@@ -1,24 +1,14 @@
 """The review page's background work on a real Celery worker: opening a demo enqueues thumbnails and the
 realign + quality task (after commit), the worker makes them, and the page and list then show them."""
 
-import time
-
 import pytest
 from django.core.cache import cache
 
 from annotation.models import DemoReview, Turn, TurnCuration
 from tests.support.review_data import recorded_demo
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
-
-
-def wait_for(check, timeout=120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError("the worker did not finish in time")
 
 
 def thumbnail_ready(client, sha):
@@ -30,9 +20,14 @@ def test_a_finished_recording_is_prepared_by_the_worker_before_anyone_opens_it(c
     shots = set(
         Turn.objects.filter(demonstration=demo).exclude(screenshot=None).values_list("screenshot_id", flat=True)
     )
-    wait_for(lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True, quality__isnull=False).exists())
+    wait_until(
+        lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True, quality__isnull=False).exists(),
+        120,
+        0.2,
+        "the worker's work",
+    )
     client.force_login(reviewer)
-    wait_for(lambda: all(thumbnail_ready(client, sha) for sha in shots))
+    wait_until(lambda: all(thumbnail_ready(client, sha) for sha in shots), 120, 0.2, "the worker's work")
     listed = client.get("/review/live", {"names": demo.name}).json()["demos"][demo.name]
     assert listed["issues"] == len(DemoReview.objects.get(pk=demo.pk).quality)
 
@@ -43,7 +38,12 @@ def forget_prepared(demo):
 
     from annotation.store.blobstore import thumbnail_path
 
-    wait_for(lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True, quality__isnull=False).exists())
+    wait_until(
+        lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True, quality__isnull=False).exists(),
+        120,
+        0.2,
+        "the worker's work",
+    )
     for sha in Turn.objects.filter(demonstration=demo).exclude(screenshot=None).values_list("screenshot_id", flat=True):
         default_storage.delete(thumbnail_path(sha))
     DemoReview.objects.filter(pk=demo.pk).update(realigned=False, quality=None)
@@ -59,8 +59,13 @@ def test_opening_a_demo_gets_thumbnails_suggestions_and_quality_from_the_worker(
     page = client.get(f"/review/{demo.name}/").text  # enqueues the work (the worker may be done at once)
     assert f'data-sha="{framed.screenshot_id}" data-pending="true"' in page
 
-    wait_for(lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True).exists())
-    wait_for(lambda: client.get(f"/review/thumbs/{framed.screenshot_id}")["Content-Type"] == "image/webp")
+    wait_until(lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True).exists(), 120, 0.2, "the worker's work")
+    wait_until(
+        lambda: client.get(f"/review/thumbs/{framed.screenshot_id}")["Content-Type"] == "image/webp",
+        120,
+        0.2,
+        "the worker's work",
+    )
     assert TurnCuration.objects.get(turn=framed).suggested_screenshot == framed.frames[1]["screenshot"]
     page = client.get(f"/review/{demo.name}/").text
     assert f'"suggested": "{framed.frames[1]["screenshot"]}"' in page

@@ -11,16 +11,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.support.recorder_harness import (
-    EXTENSION_ID,
-    BrowserCDP,
-    LivePlatform,
-    Recorder,
-    api,
-    http_get,
-    stored_turns,
-    wait_until,
-)
+from tests.support.recorder_harness import EXTENSION_ID, BrowserCDP, LivePlatform, Recorder, api, http_get, stored_turns
+from tests.support.waits import wait_until
 
 PROJECT = "recorder"
 

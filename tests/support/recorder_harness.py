@@ -33,6 +33,7 @@ from pathlib import Path
 import websocket
 
 from devtools.processes import free_port, scratch_database, start_platform, stop_platform
+from tests.support.waits import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTENSION_DIR = ROOT / "recorder_extension"
@@ -217,18 +218,6 @@ class BrowserCDP:
 # The extension
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.25, message: str = "condition"):
-    """Poll ``predicate`` until it returns a truthy value (returned) or ``timeout`` passes (TimeoutError)."""
-    deadline, last = time.monotonic() + timeout, None
-    while True:
-        last = predicate()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{message} not met after {timeout}s (last: {last!r})")
-        time.sleep(interval)
-
-
 class Recorder:
     """The extension's automation interface, evaluated in its side panel page in a window of its own."""
 
@@ -297,6 +286,14 @@ class Recorder:
 
     def status(self) -> dict:
         return self.send("status") or {}
+
+    def captured(self) -> int:
+        """How many turns this recorder has captured so far (its counter; compare with an earlier reading)."""
+        return (self.status().get("counters") or {}).get("captured", 0)
+
+    def wait_captured(self, at_least: int, timeout: float = 30) -> int:
+        """Wait until the recorder has captured ``at_least`` turns in all (a condition, not a fixed pause)."""
+        return wait_until(lambda: (count := self.captured()) >= at_least and count, timeout, 0.1, "turns captured")
 
     def wait_idle(self, timeout: float = 120) -> dict:
         """Wait until nothing is queued, every captured turn was uploaded (or failed) and every stopped demo was
