@@ -11,14 +11,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from annotation.actions import do_store_blob_bytes
 from annotation.models import DemoStatus, Turn, TurnType
-from tests.support.browser import use_session
+from tests.support.browser import text_of, use_session
 from tests.support.review_data import recorded_demo
 from tests.support.review_ui import (
     item,
     keys,
     open_page,
     revision_of,
-    text_of,
     timeline_ids,
     wait_revision,
     wait_shot_loaded,

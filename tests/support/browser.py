@@ -59,6 +59,15 @@ def wait_for(driver, condition, timeout=20):
     return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(poll)
 
 
+def text_of(browser, element_id):
+    """The element's text; None while it is missing or the page is being replaced (a write reloads the page, and
+    an element found on the old document can be gone before its text is read)."""
+    try:
+        return browser.find_element(By.ID, element_id).text
+    except WebDriverException:
+        return None
+
+
 # What ChromeDriver says when an element found in one document is read after the page replaced that document.
 DETACHED_NODE = "does not belong to the document"
 

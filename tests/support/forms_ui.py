@@ -1,19 +1,10 @@
 """Browser helpers for the form-task pages: the task frame, its text, and the page's ready state."""
 
-from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 
 from tests.support.browser import wait_for
 
 READY = "const e = document.querySelector(\"#assignment[data-ready='true']\"); return e ? e.dataset.id : null;"
-
-
-def text_of(browser, element_id):
-    """The element's text; None while it is missing or its page is being replaced (the page reloads itself)."""
-    try:
-        return browser.find_element(By.ID, element_id).text
-    except WebDriverException:
-        return None
 
 
 def in_frame(browser):

@@ -1,8 +1,9 @@
 """Browser helpers for the review page: open it, press keys, wait for a revision or a screenshot, read the timeline."""
 
-from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.support.browser import text_of
 
 
 def open_page(browser, live_server, demo, anchor=""):
@@ -20,15 +21,6 @@ def revision_of(browser):
     try:
         return int(text_of(browser, "revision"))
     except (TypeError, ValueError):
-        return None
-
-
-def text_of(browser, element_id):
-    """The element's text; None while it is missing or the page is being replaced (a write reloads the page, and
-    an element found on the old document can be gone before its text is read)."""
-    try:
-        return browser.find_element(By.ID, element_id).text
-    except WebDriverException:
         return None
 
 
