@@ -165,3 +165,15 @@ def pytest_collection_modifyitems(items):
     for item in items:
         for mark in sorted(marks_from_fixtures(item)):
             item.add_marker(mark)
+
+
+@pytest.fixture
+def admin(alpha):
+    """An admin of project ``alpha`` (user ``boss``)."""
+    return make_user("boss", alpha, Role.ADMIN)
+
+
+@pytest.fixture
+def boss(admin):
+    """The project's admin, by the name some tests give it."""
+    return admin

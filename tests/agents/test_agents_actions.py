@@ -6,19 +6,11 @@ from selenium.webdriver.common.by import By
 
 from agents import page
 from agents.actions import ActionError, Actions
-from agents.browser import make_driver
 from agents.harness import Harness, Solver, order_fields
 from agents.server import serve
 from tests.support.agents_data import form_dataset, real_data
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def driver():
-    browser = make_driver()
-    yield browser
-    browser.quit()
 
 
 @pytest.fixture(scope="module")

@@ -82,13 +82,6 @@ def received(services) -> list:
     return [r.path for service in {id(s): s for s in services.values()}.values() for r in service.requests]
 
 
-@pytest.fixture(scope="module")
-def driver():
-    browser = make_driver()
-    yield browser
-    browser.quit()
-
-
 @pytest.mark.parametrize("name", TEMPLATES)
 def test_the_origin_guard_alone_keeps_every_request_from_the_other_service(dataset, services, driver, name):
     """Served without the frame CSP: the guard is all that stands between the page and the other service."""

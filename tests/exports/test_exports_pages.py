@@ -13,11 +13,6 @@ from tests.support.actors import make_user, signed_in, start_demo
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def admin(alpha):
-    return make_user("boss", alpha, Role.ADMIN)
-
-
 # --- Splits ---------------------------------------------------------------------------------------------------
 
 

@@ -21,11 +21,6 @@ CSV = "topic,sentence\n" + "".join(f"t{i},s{i}\n" for i in range(6))
 
 
 @pytest.fixture
-def admin(alpha):
-    return make_user("boss", alpha, Role.ADMIN)
-
-
-@pytest.fixture
 def english(alpha, admin, owner, teammate):
     qualification = quality.do_create_qualification(alpha, "english")
     for worker in (owner, teammate):

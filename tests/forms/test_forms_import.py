@@ -31,11 +31,6 @@ def csv_instances(path: Path) -> tuple[list, list]:
     return list(seen), body
 
 
-@pytest.fixture
-def manager(alpha):
-    return make_user("manager", alpha, Role.RESEARCHER)
-
-
 def import_dirs(project="tb", *dirs, **options):
     out = io.StringIO()
     call_command("import_turkingbench", *[str(d) for d in dirs], project=project, stdout=out, **options)

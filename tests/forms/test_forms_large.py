@@ -17,18 +17,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from annotation.actions import forms
-from annotation.models import Role, Task
-from tests.support.actors import make_user
+from annotation.models import Task
 
 BATCHES = "/api/batches/"
 ROWS = 50_000
 TEMPLATE = '<p>${code}: ${text}</p><input name="label"><input type="submit">'
 ODD = ["tab\there", "back\\slash \\n not a newline", 'say "hi", then', "two\nlines", "naïve ☃ 数据 \U0001f600", ""]
-
-
-@pytest.fixture
-def manager(alpha):
-    return make_user("manager", alpha, Role.RESEARCHER)
 
 
 def large_csv() -> tuple[bytes, list]:

@@ -24,9 +24,9 @@ from selenium.webdriver.support.ui import Select
 from annotation.actions import forms
 from annotation.models import Assignment, AssignmentStatus, Batch, Project, Role
 from tests.support.actors import make_user
-from tests.support.browser import use_session, wait_for
+from tests.support.browser import text_of, use_session, wait_for
 from tests.support.forms_data import make_batch, task_dir, task_dirs
-from tests.support.forms_ui import READY, in_frame, text_of
+from tests.support.forms_ui import READY, in_frame
 
 pytestmark = pytest.mark.browser
 

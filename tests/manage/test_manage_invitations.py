@@ -26,11 +26,6 @@ pytestmark = pytest.mark.django_db
 PASSWORD = "Fresh-Passw0rd-42"
 
 
-@pytest.fixture
-def admin(alpha):
-    return make_user("boss", alpha, Role.ADMIN)
-
-
 def make_link(client, project="alpha", role="annotator", **extra) -> str:
     """Make a link on the members page and read it as the admin does: from the page it redirects to."""
     response = client.post(f"/projects/{project}/invitations/new", {"role": role, "days": 7, **extra})

@@ -14,11 +14,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def admin(alpha):
-    return make_user("boss", alpha, Role.ADMIN)
-
-
-@pytest.fixture
 def superuser(db):
     return get_user_model().objects.create_superuser("root", password="Root-Passw0rd!")
 

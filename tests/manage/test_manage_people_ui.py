@@ -8,17 +8,10 @@ from django.contrib.auth import get_user_model
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from annotation.models import Role
-from tests.support.actors import make_user
 from tests.support.browser import click_and_confirm, sign_in_form, wait_for
 
 pytestmark = pytest.mark.browser
 NEW_PASSWORD = "Joined-Passw0rd-77"
-
-
-@pytest.fixture
-def boss(alpha):
-    return make_user("boss", alpha, Role.ADMIN)
 
 
 def sign_out(browser):

@@ -38,11 +38,6 @@ def anonymous_get(url):
 WEBSITE = {"project": "alpha", "name": "exploretock", "url": "https://www.exploretock.com/", "domain": "Travel"}
 
 
-@pytest.fixture
-def site(alpha):
-    return website(alpha)
-
-
 # --- Websites -----------------------------------------------------------------------------------------------
 
 

@@ -1,16 +1,10 @@
 """The Mind2Web pages: a project's websites and counts, adding and importing websites and seed tasks, proposing
 (the seeded draw shown, the screening result after submission), the reviewers' queue, and who sees what."""
 
-import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation.models import ProposalRound, ProposalStatus, ProposedTask, Website
 from tests.support.mind2web_data import SEEDS, propose, website
-
-
-@pytest.fixture
-def site(alpha):
-    return website(alpha)
 
 
 def page(client, user, url):

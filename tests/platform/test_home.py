@@ -24,11 +24,6 @@ def block(html: str, block_id: str) -> str:
     return "" if start < 0 else html[start : html.find("</section>", start)]
 
 
-@pytest.fixture
-def admin(alpha):
-    return make_user("boss", alpha, Role.ADMIN)
-
-
 # --- Anonymous and outsiders ----------------------------------------------------------------------------
 
 

@@ -26,11 +26,6 @@ def page(user, url) -> str:
     return response.content.decode()
 
 
-@pytest.fixture
-def boss(alpha):
-    return make_user("boss", alpha, Role.ADMIN)
-
-
 def test_the_review_lists_bulk_actions_fit_each_role(alpha, owner, teammate, reviewer, researcher, boss):
     start_demo(owner, alpha, instructor=teammate, status="recorded")
     seen = {

@@ -23,11 +23,6 @@ def rhea(alpha):
 
 
 @pytest.fixture
-def boss(alpha):
-    return make_user("boss", alpha, Role.ADMIN)
-
-
-@pytest.fixture
 def worked(alpha, owner, teammate, instructor):
     """Three tasks, two assignments each: owner and teammate do all three; instructor does none yet."""
     batch = make_batch(alpha, assignments_per_task=2)

@@ -10,8 +10,7 @@ from agents import scoring
 from annotation.actions import Forbidden, forms
 from annotation.actions.forms import gold
 from annotation.lib import goldschedule
-from annotation.models import Role
-from tests.support.actors import make_user, token_client
+from tests.support.actors import token_client
 from tests.support.forms_data import make_batch
 
 # Six tasks; the CSV's Answer.* columns hold known answers (polarity, level) for the first three, blank cells for the
@@ -30,11 +29,6 @@ def right(task) -> dict:
 def wrong(task) -> dict:
     answers = right(task)
     return {**answers, "polarity": "neg" if answers["polarity"] == "pos" else "pos", "level": "none"}
-
-
-@pytest.fixture
-def admin(alpha):
-    return make_user("boss", alpha, Role.ADMIN)
 
 
 @pytest.fixture

@@ -7,14 +7,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from annotation.actions import forms
-from annotation.models import Assignment, Role
-from tests.support.actors import make_user
+from annotation.models import Assignment
 from tests.support.forms_data import make_batch
-
-
-@pytest.fixture
-def admin(alpha):
-    return make_user("boss", alpha, Role.ADMIN)
 
 
 @pytest.fixture

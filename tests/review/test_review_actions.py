@@ -6,13 +6,7 @@ import pytest
 from annotation.actions import ActionError, Conflict, Forbidden, NotFound, ValidationFailed
 from annotation.actions import review as actions
 from annotation.models import DemoReview, DemoStatus, Edit, EditKind, Membership, Role, Turn, TurnType
-from tests.support.review_data import recorded_demo
 from workers.exports.dataset import export_timeline
-
-
-@pytest.fixture
-def demo(alpha):
-    return recorded_demo()
 
 
 def revision(demo):

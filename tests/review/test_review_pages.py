@@ -3,18 +3,12 @@ HTML, thumbnails, and a review page whose query count does not grow with the num
 
 import json
 
-import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.models import DemoReview, DemoStatus, Edit, Turn, TurnType
 from tests.support.review_data import recorded_demo
 from workers.exports.dataset import export_timeline
-
-
-@pytest.fixture
-def demo(alpha):
-    return recorded_demo()
 
 
 def signed_in(client, user):

@@ -11,17 +11,11 @@ from selenium.webdriver.support.ui import WebDriverWait
 from annotation.actions import review as actions
 from annotation.models import Edit, Turn, TurnType
 from tests.support.browser import use_session
-from tests.support.review_data import recorded_demo
 from tests.support.review_ui import item, keys, open_page, revision_of, timeline_ids, wait_revision
 
 pytestmark = pytest.mark.browser
 
 BOX = {"x": 40, "y": 60, "width": 200, "height": 50}
-
-
-@pytest.fixture
-def demo(alpha):
-    return recorded_demo()
 
 
 @pytest.fixture

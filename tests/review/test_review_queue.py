@@ -16,7 +16,6 @@ from annotation.actions import review as actions
 from annotation.lib.quality import order_issues
 from annotation.models import Comment, Demonstration, DemoReview, DemoStatus, Role, Turn, TurnType
 from tests.support.actors import make_user, start_demo
-from tests.support.review_data import recorded_demo
 
 
 def waiting(owner, alpha, minutes_ago, status=DemoStatus.RECORDED):
@@ -304,11 +303,6 @@ def test_the_list_reads_a_constant_number_of_queries_with_assignees_and_claims(c
 
 
 # --- The review page: history in words, time order, live state ----------------------------------------------
-
-
-@pytest.fixture
-def demo(alpha):
-    return recorded_demo()
 
 
 def browser_turns(demo):

@@ -12,7 +12,6 @@ from selenium.webdriver.support.ui import WebDriverWait
 from annotation.actions import do_store_blob_bytes
 from annotation.models import DemoStatus, Turn, TurnType
 from tests.support.browser import text_of, use_session
-from tests.support.review_data import recorded_demo
 from tests.support.review_ui import (
     item,
     keys,
@@ -32,11 +31,6 @@ HOSTILE_PAGE = (
     b"try { parent.document.title = 'pwned'; } catch (e) {}</script>"
     b"<img src=\"x\" onerror=\"document.body.insertAdjacentHTML('beforeend', '<p id=ran2>ran</p>')\"></body></html>"
 )
-
-
-@pytest.fixture
-def demo(alpha):
-    return recorded_demo()
 
 
 @pytest.fixture

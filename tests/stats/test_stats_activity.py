@@ -33,11 +33,6 @@ def project(alpha, owner, instructor, reviewer, teammate):
     return alpha
 
 
-@pytest.fixture
-def admin(alpha):
-    return make_user("boss", alpha, Role.ADMIN)
-
-
 def read_csv(response) -> list[dict]:
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
