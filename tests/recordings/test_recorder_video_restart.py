@@ -174,29 +174,23 @@ def record_offline_and_restart(live: LivePlatform, base: str, profile: str, stop
         driver.get(base + "/second.html")
         wait_for_url(driver, "/second.html")
         name = start_recording(recorder, live)
-        time.sleep(1.0)  # the start's own uploads done before the platform goes down (they are not what is tested)
+        time.sleep(1.0)  # the new recording settles before the platform goes down; no state shows when
         live.stop()
         try:
             driver.get(base + "/form.html")
             wait_for_url(driver, "/form.html")
             time.sleep(1.0)  # the page's content scripts injected; nothing shows when
-            captured = recorder.captured()
             driver.find_element(By.ID, "name").click()
             driver.find_element(By.ID, "name").send_keys("Offline")
             driver.find_element(By.ID, "agree").click()
             driver.find_element(By.ID, "title").click()
-            recorder.wait_captured(captured + len(EXPECTED_OFFLINE))  # queued: the platform is down
+            # Stays a pause: Chrome must have written the extension's storage (its queue, the session) before it is
+            # quit, which shows nothing a test could wait on; the counters below are read only after it.
+            time.sleep(1.0)
             if stop_before_quit:
                 recorder.stop()
-
-            def settled():
-                """The state the assertions below read: the turns queued, and a stopped demo in the outbox."""
-                status = recorder.status()
-                stopped = bool(status.get("outbox")) and status.get("session") is None
-                queued = (status.get("counters") or {}).get("queued", 0) > 0
-                return status if queued and stopped == stop_before_quit else None
-
-            status = wait_until(settled, 30, interval=0.1, message="the recorder's state before the quit")
+            time.sleep(1.5)
+            status = recorder.status()
             print(f"\nbefore quit: {status.get('counters')} outbox={status.get('outbox')}")
             assert status["counters"]["queued"] > 0, status
             assert bool(status.get("outbox")) == stop_before_quit, status
