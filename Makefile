@@ -44,8 +44,8 @@ test: install  ## The whole suite: unit, API, integration, browser, extension (i
 test-js:  ## The recorder extension's unit tests (node's test runner)
 	npm ci --no-audit --no-fund --loglevel=error && node --test recorder_extension/tests/
 
-test-fast: install  ## The suite without real-browser and process tests
-	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile -m "not browser and not slow"
+test-fast: install  ## The suite without Chromium, real processes, S3 or long tests (the markers in pyproject.toml)
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile -m "not browser and not processes and not s3 and not slow"
 
 lint: install  ## ruff lint + format check, and the import contracts (pyproject.toml, docs/architecture.md)
 	$(BIN)/ruff check .

@@ -12,8 +12,8 @@ screenshot: the page HTML plus the bboxes JSON (UTF-8 bytes).
 
 import statistics
 
-from tests.e2e.browser import make_driver
-from tests.e2e.recorder_harness import EXTENSION_DIR, fixture_servers
+from tests.support.browser import make_driver
+from tests.support.recorder_harness import EXTENSION_DIR, fixture_servers
 
 FULL = {"elements": 2000, "iterations": 50}
 QUICK = {"elements": 300, "iterations": 8}

@@ -1,20 +1,18 @@
-"""Shared fixtures: a few named actors reused by every test module, and isolated file storage.
+"""Fixtures every area shares: a few named actors, isolated file storage, a real Celery worker, the platform, the
+S3 server, a headless Chromium and the fixture pages; helpers live in ``tests/support``. A fixture that brings a
+browser, processes or S3 is tagged ``needs(...)`` and marks the tests that use it (``pytest_collection_modifyitems``).
 
 Actors in project ``alpha``: ``owner`` (annotator who records), ``teammate`` (another annotator), ``reviewer``,
 ``researcher``. ``outsider`` is an annotator of project ``beta`` only.
 """
 
-import time
 import uuid
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.hashers import PBKDF2PasswordHasher
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
-from annotation.actions import do_start_recording
-from annotation.models import Demonstration, DemoStatus, Membership, Project, Role
+from annotation.models import Project, Role
+from tests.support.actors import make_user, token_client
+from tests.support.markers import marks_from_fixtures, needs
 
 
 @pytest.fixture(autouse=True)
@@ -34,22 +32,6 @@ def media_storage(settings, tmp_path):
         },
     }
     return tmp_path / "media"
-
-
-def server_password(user, password: str):
-    """Give ``user`` a password a server process started by a test can check: the test process hashes with MD5
-    (``fast_password_hashing``), which the server's settings do not accept. PBKDF2 with few iterations, to be quick."""
-    hasher = PBKDF2PasswordHasher()
-    user.password = hasher.encode(password, hasher.salt(), iterations=1000)
-    user.save(update_fields=["password"])
-    return user
-
-
-def make_user(username, project=None, role=None):
-    user = get_user_model().objects.create_user(username=username, password=f"{username}-Passw0rd!")
-    if project is not None:
-        Membership.objects.create(project=project, user=user, role=role)
-    return user
 
 
 @pytest.fixture
@@ -77,31 +59,6 @@ def instructor(alpha):
     return make_user("instructor", alpha, Role.ANNOTATOR)
 
 
-def start_demo(
-    navigator,
-    project,
-    instructor=None,
-    sees_screen=True,
-    mode="chat",
-    task="Find the weather in Montreal",
-    status=DemoStatus.RECORDING,
-) -> Demonstration:
-    """A demonstration started as the recorder starts one (a new client id each time), then given ``status``."""
-    demo, _ = do_start_recording(
-        navigator,
-        project,
-        f"client-{navigator.pk}-{Demonstration.objects.count()}",
-        mode=mode,
-        instructor=instructor,
-        instructor_sees_screen=sees_screen,
-        task_description=task,
-    )
-    if status != DemoStatus.RECORDING:
-        Demonstration.objects.filter(pk=demo.pk).update(status=status)
-        demo.refresh_from_db()
-    return demo
-
-
 @pytest.fixture
 def reviewer(alpha):
     return make_user("reviewer", alpha, Role.REVIEWER)
@@ -117,20 +74,13 @@ def outsider(beta):
     return make_user("outsider", beta, Role.ANNOTATOR)
 
 
-def token_client(user) -> APIClient:
-    """An API client authenticated the way the recorder is: ``Authorization: Token <key>``."""
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
-
-
 @pytest.fixture
 def api_for():
     return token_client
 
 
 @pytest.fixture(scope="session")
+@needs("processes")
 def platform(tmp_path_factory):
     """The platform as `make run` starts it (server + worker + sample data), shared by the slow tests."""
     from devtools.processes import running_platform
@@ -139,22 +89,34 @@ def platform(tmp_path_factory):
         yield running
 
 
-def job_ended(body) -> bool:
-    return body["status"] in ("done", "failed", "cancelled")
+@pytest.fixture
+def worker_env(media_storage, tmp_path, settings):
+    """A Celery worker's settings: this test's database, files and export work folder (a module that needs more
+    overrides this fixture and adds to it)."""
+    from django.db import connection
+
+    from devtools.processes import database_url
+
+    settings.EXPORT_TMP_DIR = tmp_path / "exports-tmp"
+    return {
+        "DATABASE_URL": database_url(connection.settings_dict),
+        "MEDIA_ROOT": str(media_storage),
+        "EXPORT_TMP_DIR": str(settings.EXPORT_TMP_DIR),
+    }
 
 
-def poll_job(client, url, until=job_ended, timeout=180) -> list:
-    """GET a background job's ``url`` until ``until(body)`` (a condition, never a fixed wait); every body seen."""
-    seen, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        seen.append(client.get(url).json())
-        if until(seen[-1]):
-            return seen
-        time.sleep(0.05)
-    raise AssertionError(f"{url} never reached the expected state: {seen[-1]}")
+@pytest.fixture
+@needs("processes")
+def worker(worker_env, tmp_path):
+    """A real Celery worker process on ``worker_env`` for the length of the test."""
+    from devtools.processes import celery_worker
+
+    with celery_worker(worker_env, tmp_path / "worker.log") as process:
+        yield process
 
 
 @pytest.fixture(scope="session")
+@needs("processes", "s3")
 def s3_server(tmp_path_factory):
     """A real S3-compatible server (SeaweedFS) on loopback for the whole run; each test takes its own bucket."""
     from devtools.s3server import s3_server as start_s3_server
@@ -176,3 +138,42 @@ def s3_storage(s3_server, settings):
     settings.AWS_DEFAULT_ACL, settings.AWS_S3_FILE_OVERWRITE = None, True
     settings.AWS_QUERYSTRING_EXPIRE = 300
     return env
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """The local fixture pages: ``(base URL, cross-origin base URL)``."""
+    from tests.support.recorder_harness import fixture_servers
+
+    with fixture_servers() as urls:
+        yield urls
+
+
+@pytest.fixture(scope="module")
+@needs("browser")
+def browser():
+    """One headless Chromium for a module's tests (modules that need the extension define their own)."""
+    from tests.support.browser import make_driver
+
+    driver = make_driver()
+    yield driver
+    driver.quit()
+
+
+def pytest_collection_modifyitems(items):
+    """Each test gets the markers of what its fixtures bring (``tests/support/markers.py``)."""
+    for item in items:
+        for mark in sorted(marks_from_fixtures(item)):
+            item.add_marker(mark)
+
+
+@pytest.fixture
+def admin(alpha):
+    """An admin of project ``alpha`` (user ``boss``)."""
+    return make_user("boss", alpha, Role.ADMIN)
+
+
+@pytest.fixture
+def boss(admin):
+    """The project's admin, by the name some tests give it."""
+    return admin

@@ -1,7 +1,7 @@
 """Secret URL parameters, masked in what ingest stores (docs/recorder-privacy.md, "On the server").
 
 The server's copy of the recorder's rule 1 (``recorder_extension/lib/redact.js``; one list, one set of cases, both
-checked by ``tests/test_recordings_privacy.py``): in any text, a ``name=value`` after ``?``, ``#``, ``&`` or ``;``
+checked by ``test_recordings_privacy.py``): in any text, a ``name=value`` after ``?``, ``#``, ``&`` or ``;``
 (so also ``&amp;`` in HTML, fragments such as ``#access_token=…`` and path parameters such as ``;jsessionid=…``) whose
 name contains one of ``SECRET_PARAMETER_PARTS`` (case-insensitive, ``+`` and ASCII ``%XX`` decoded) keeps its name and
 gets ``MASK`` as its value, and so does a URL's user-info password (``scheme://user:password@host``); an element whose

@@ -7,7 +7,7 @@ connection (same transaction, same connection pool) with table and column names 
 spelled out here. The token and the recording an upload is for are read as model instances (``instance``: each
 column converted as the ORM converts it), the token with its user and the recording with its project in one
 statement each, without the ORM's compilation of joins, subqueries and orderings (``Manager.raw`` took two
-statements and ~0.45 ms of CPU for a token and its user, this ~0.15). ``tests/test_recordings_hotsql.py`` checks each
+statements and ~0.45 ms of CPU for a token and its user, this ~0.15). ``test_recordings_hotsql.py`` checks each
 against the ORM query it replaces, field by field.
 """
 

@@ -1,6 +1,6 @@
 """Action errors on the app's pages, mapped in one place (``api/errors.py`` does the same for the API). No other
-module under ``annotation/views`` catches an ``ActionError`` (``tests/test_page_errors_lint.py``); a view says what a
-refusal becomes with one of these:
+module under ``annotation/views`` catches an ``ActionError`` (``tests/platform/test_page_errors_lint.py``); a view
+says what a refusal becomes with one of these:
 
 - ``action_errors`` (decorator): a page view calls the actions and lets their refusals out: ``NotFound`` becomes the
   404 page and ``Forbidden`` the 403 page (``handler404`` / ``handler403``), any other refusal (a conflict 409, invalid

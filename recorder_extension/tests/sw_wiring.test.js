@@ -2,7 +2,7 @@
  * service_worker.js itself, run as Chrome runs it: a global scope where importScripts loads its lib/ modules in its
  * order, with a fake chrome. Its top level must register every listener synchronously (an event that wakes a
  * stopped worker finds only those), and answer through the modules it wires (lib/recorder.js, lib/step_worker.js,
- * lib/navigation.js). Real browser runs of the whole extension are in tests/e2e/test_recorder*.py.
+ * lib/navigation.js). Real browser runs of the whole extension are in tests/recordings/test_recorder*.py.
  */
 "use strict";
 

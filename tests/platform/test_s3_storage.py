@@ -1,0 +1,320 @@
+"""The platform on S3 storage (django-storages) against a real S3-compatible server (SeaweedFS on loopback), with a
+real Celery worker: blob ingest, thumbnails, re-alignment, exports uploaded as they are made (multipart), streamed
+and ranged downloads, presigned redirects, and the sweep of what killed workers leave in the bucket."""
+
+import hashlib
+import io
+import json
+import os
+import signal
+import tarfile
+import urllib.request
+import zipfile
+
+import pytest
+from django.core.cache import cache
+from django.core.files.storage import default_storage
+
+from annotation.models import DemoReview, ExportJob, JobStatus, Turn, TurnCuration, sha256_path
+from annotation.store.blobstore import S3ObjectReader
+from devtools.processes import celery_beat, celery_worker, free_port
+from tests.support.corpus import ingest_corpus
+from tests.support.review_data import recorded_demo
+from tests.support.waits import wait_until
+from workers.exports.dataset import RemoteStorageBlobs
+from workers.exports.jobs import sweep_export_folders
+from workers.exports.packs import demo_shas, pack_name
+from workers.exports.s3upload import MultipartWriter, abandoned_uploads
+
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
+EXPORTS = "/api/exports/"
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+def worker_env(worker_env, s3_storage):
+    """A worker on this test's database and bucket (no media folder); exports in 5 MiB parts so even small ones are
+    multipart."""
+    local = {name: value for name, value in worker_env.items() if name != "MEDIA_ROOT"}
+    return {**local, **s3_storage, "S3_PART_MB": "5", "S3_UPLOAD_CONCURRENCY": "2"}
+
+
+def bucket_keys(s3_server, bucket: str, prefix: str = "") -> list[str]:
+    listed = s3_server.client().list_objects_v2(Bucket=bucket, Prefix=prefix)
+    return sorted(item["Key"] for item in listed.get("Contents", []))
+
+
+def finished_job(client, job_id, timeout=240):
+    def ended():
+        body = client.get(f"{EXPORTS}{job_id}/").json()
+        return body if body["status"] in ("done", "failed", "cancelled") else None
+
+    return wait_until(ended, timeout, 0.2, f"export {job_id} to end")
+
+
+def test_ingested_blobs_are_stored_in_the_bucket_and_read_back_whole_and_by_range(s3_server, s3_storage, api_for):
+    demo = ingest_corpus(project="alpha", demos=1, turns=12, elements=200, seed=3)[0]
+    turn = Turn.objects.filter(demonstration=demo, page__isnull=False).first()
+    stored = bucket_keys(s3_server, s3_storage["AWS_STORAGE_BUCKET_NAME"], "blobs/")
+    client = api_for(demo.navigator)
+
+    whole = client.get(f"/api/blobs/{turn.page_id}")
+    ranged = client.get(f"/api/blobs/{turn.page_id}", HTTP_RANGE="bytes=100-1123")
+    tail = client.get(f"/api/blobs/{turn.page_id}", HTTP_RANGE="bytes=-10")
+
+    assert sha256_path(turn.page_id) in stored
+    assert sha256_path(turn.screenshot_id) in stored
+    body = b"".join(whole.streaming_content)
+    assert hashlib.sha256(body).hexdigest() == turn.page_id
+    assert whole["Content-Length"] == str(len(body))
+    assert ranged.status_code == 206
+    assert ranged["Content-Range"] == f"bytes 100-1123/{len(body)}"
+    assert b"".join(ranged.streaming_content) == body[100:1124]
+    assert b"".join(tail.streaming_content) == body[-10:]
+    assert client.get(f"/api/blobs/{turn.page_id}", HTTP_RANGE=f"bytes={len(body)}-").status_code == 416
+
+
+def test_the_worker_makes_thumbnails_and_realigns_from_the_bucket(s3_server, s3_storage, client, reviewer, worker):
+    demo = recorded_demo()
+    cache.delete(f"review-work:{demo.pk}")
+    framed = Turn.objects.get(demonstration=demo, client_id="framed-turn")
+    client.force_login(reviewer)
+    assert client.get(f"/review/{demo.name}/").status_code == 200
+
+    wait_until(lambda: DemoReview.objects.filter(pk=demo.pk, realigned=True).exists(), 120, 0.2, "re-alignment")
+    thumb = wait_until(
+        lambda: (r := client.get(f"/review/thumbs/{framed.screenshot_id}"))["Content-Type"] == "image/webp" and r,
+        120,
+        0.2,
+        "the thumbnail",
+    )
+
+    keys = bucket_keys(s3_server, s3_storage["AWS_STORAGE_BUCKET_NAME"], "thumbs/")
+    assert f"thumbs/{framed.screenshot_id[:2]}/{framed.screenshot_id}.webp" in keys
+    assert thumb.content[:4] == b"RIFF"
+    assert TurnCuration.objects.get(turn=framed).suggested_screenshot == framed.frames[1]["screenshot"]
+
+
+def test_an_export_is_uploaded_in_parts_and_downloads_whole_and_by_range(
+    s3_server, s3_storage, researcher, api_for, worker, settings
+):
+    demos = ingest_corpus(project="alpha", demos=4, turns=30, elements=1200, seed=5)
+    client = api_for(researcher)
+
+    job_id = client.post(EXPORTS, {"project": "alpha", "format": "weblinx"}, format="json").json()["id"]
+    final = finished_job(client, job_id)
+
+    assert final["status"] == "done", final["error"]
+    key = f"exports/{job_id}/alpha-weblinx-{job_id}.tar.gz"
+    head = s3_server.client().head_object(Bucket=s3_storage["AWS_STORAGE_BUCKET_NAME"], Key=key)
+    assert final["size"] > 5 * MIB
+    assert head["ContentLength"] == final["size"]
+    assert head["ETag"].strip('"').endswith(f"-{-(-final['size'] // (5 * MIB))}")  # one part per 5 MiB
+    assert list(settings.EXPORT_TMP_DIR.iterdir()) == []  # the work folder is gone; the archive was never in it
+    data = b"".join(client.get(final["download_url"]).streaming_content)
+    assert hashlib.sha256(data).hexdigest() == final["sha256"]
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        names = tar.getnames()
+    assert sum(name.endswith("/replay.json") for name in names) == len(demos)
+    middle = client.get(final["download_url"], HTTP_RANGE=f"bytes={3 * MIB}-{6 * MIB - 1}")
+    assert middle.status_code == 206
+    assert b"".join(middle.streaming_content) == data[3 * MIB : 6 * MIB]
+
+
+def test_a_zip_export_downloads_through_a_presigned_redirect_with_range(
+    s3_storage, researcher, api_for, worker, settings
+):
+    ingest_corpus(project="alpha", demos=2, turns=20, elements=100, seed=9)
+    client = api_for(researcher)
+    job_id = client.post(
+        EXPORTS, {"project": "alpha", "format": "mind2web", "archive_format": "zip"}, format="json"
+    ).json()["id"]
+    final = finished_job(client, job_id)
+    assert final["status"] == "done", final["error"]
+    settings.S3_DOWNLOAD_REDIRECT = True
+
+    redirect = client.get(final["download_url"])
+
+    assert redirect.status_code == 302
+    assert redirect["Location"].startswith(s3_storage["AWS_S3_ENDPOINT_URL"])
+    with urllib.request.urlopen(redirect["Location"], timeout=30) as response:  # no token: the URL is the grant
+        data = response.read()
+        assert f"alpha-mind2web-{job_id}.zip" in response.headers["Content-Disposition"]
+    assert hashlib.sha256(data).hexdigest() == final["sha256"]
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert f"alpha-mind2web-{job_id}/manifest.json" in archive.namelist()
+    ranged = urllib.request.Request(redirect["Location"], headers={"Range": "bytes=10-19"})
+    with urllib.request.urlopen(ranged, timeout=30) as response:
+        assert response.status == 206
+        assert response.read() == data[10:20]
+    forged = redirect["Location"].replace(f"{job_id}.zip", f"{job_id}.zip.x")
+    with pytest.raises(urllib.error.HTTPError):
+        urllib.request.urlopen(forged, timeout=30)
+
+
+def test_the_multipart_writer_holds_a_bounded_number_of_parts(s3_server, s3_storage):
+    writer = MultipartWriter(default_storage, "exports/0/big.bin", "application/octet-stream", 5 * MIB, 2)
+    most_held, expected = 0, hashlib.sha256()
+    for index in range(12):
+        chunk = bytes([index]) * (2 * MIB)
+        expected.update(chunk)
+        writer.write(chunk)
+        most_held = max(most_held, len(writer.buffer) + 5 * MIB * len(writer.in_flight))
+    writer.complete()
+
+    assert most_held <= 3 * 5 * MIB  # the part being filled and at most two in flight
+    stored = s3_server.client().get_object(Bucket=s3_storage["AWS_STORAGE_BUCKET_NAME"], Key="exports/0/big.bin")
+    assert hashlib.sha256(stored["Body"].read()).hexdigest() == expected.hexdigest() == writer.digest.hexdigest()
+    assert writer.size == 24 * MIB
+
+
+def test_a_killed_export_leaves_nothing_downloadable_and_the_sweep_clears_the_bucket(
+    s3_server, s3_storage, researcher, api_for, worker, worker_env, settings, tmp_path
+):
+    """A worker killed mid-upload leaves an incomplete multipart upload (never visible as an object); an archive
+    whose job never got marked done is an orphan. Beat's sweep reaps the job, aborts the upload and deletes the
+    orphan, and keeps finished exports."""
+    settings.JOB_STALE_SECONDS = 10
+    bucket = s3_storage["AWS_STORAGE_BUCKET_NAME"]
+    ingest_corpus(project="alpha", demos=12, turns=30, elements=1500, seed=6)
+    client = api_for(researcher)
+    job_id = client.post(EXPORTS, {"project": "alpha", "format": "weblinx"}, format="json").json()["id"]
+    wait_until(lambda: list(abandoned_uploads(default_storage, "exports/")), 240, 0.2, "the upload to start")
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    s3_server.client().put_object(Bucket=bucket, Key="exports/99999/orphan.tar.gz", Body=b"left by a killed worker")
+
+    env = {**worker_env, "JOB_STALE_SECONDS": "10", "EXPORT_SWEEP_SECONDS": "1"}
+    with (
+        celery_worker(env, tmp_path / "sweeper.log"),
+        celery_beat(env, tmp_path / "beat.log", tmp_path / "beat-schedule"),
+    ):
+        wait_until(
+            lambda: not list(abandoned_uploads(default_storage, "exports/")), 120, 0.2, "the sweep to abort the upload"
+        )
+        wait_until(
+            lambda: not bucket_keys(s3_server, bucket, "exports/99999/"), 120, 0.2, "the sweep to delete the orphan"
+        )
+        other = client.post(EXPORTS, {"project": "alpha", "format": "mind2web"}, format="json").json()["id"]
+        assert (ended := finished_job(client, other))["status"] == "done", ended["error"]
+    sweep_export_folders()  # once more, here: a finished export is never swept
+
+    killed = ExportJob.objects.get(pk=job_id)
+    assert killed.status == JobStatus.FAILED
+    assert not killed.file
+    assert client.get(f"{EXPORTS}{job_id}/download/").status_code == 409
+    assert bucket_keys(s3_server, bucket, "exports/") == [f"exports/{other}/alpha-mind2web-{other}.tar.gz"]
+    assert not s3_server.client().list_multipart_uploads(Bucket=bucket).get("Uploads")
+
+
+def test_the_export_reader_copies_objects_and_names_what_is_missing(s3_server, s3_storage, tmp_path):
+    """Blobs for an export are read with presigned GETs through the storage client's own HTTP session: the bytes
+    (a body bigger than one read chunk included) and their sha256 come back; a missing object is named."""
+    small, big = b"<html>tiny</html>", os.urandom(3 * MIB + 17)
+    default_storage.save("blobs/aa/small", io.BytesIO(small))
+    default_storage.save("blobs/bb/big", io.BytesIO(big))
+    reader = S3ObjectReader(default_storage)
+
+    with (tmp_path / "copy").open("w+b") as out:
+        out.write(b"left from an earlier attempt" * 1000)
+        digests = [reader.copy("blobs/aa/small", out)]
+        out.seek(0)
+        copied_small = out.read()
+        digests.append(reader.copy("blobs/bb/big", out))
+        out.seek(0)
+        copied_big = out.read()
+
+    assert (copied_small, copied_big) == (small, big)
+    assert digests == [hashlib.sha256(small).hexdigest(), hashlib.sha256(big).hexdigest()]
+    with pytest.raises(FileNotFoundError, match="blobs/cc/absent"), (tmp_path / "absent").open("wb") as out:
+        reader.copy("blobs/cc/absent", out)
+
+
+def test_the_export_reader_gives_up_on_an_unreachable_server_after_its_attempts(s3_server, s3_storage, tmp_path):
+    from storages.backends.s3 import S3Storage
+
+    unreachable = S3Storage(endpoint_url=f"http://127.0.0.1:{free_port()}")
+    reader = S3ObjectReader(unreachable)
+    with pytest.raises(OSError, match=f"after {reader.ATTEMPTS} attempts"), (tmp_path / "x").open("wb") as out:
+        reader.copy("blobs/aa/small", out)
+
+
+def test_an_export_fails_cleanly_on_a_blob_whose_stored_bytes_are_not_its_hash(
+    s3_server, s3_storage, researcher, api_for, worker
+):
+    """Blobs are named by their sha256, so what comes back from the bucket is checked against it: a blob altered
+    in storage fails the export with its name, instead of shipping bytes the manifest would vouch for."""
+    demo = ingest_corpus(project="alpha", demos=1, turns=6, elements=120, seed=8)[0]
+    page = Turn.objects.filter(demonstration=demo, page__isnull=False).first().page_id
+    bucket = s3_storage["AWS_STORAGE_BUCKET_NAME"]
+    # the worker packs the finished demo's blobs; without its pack the export reads each blob's own object
+    wait_until(
+        lambda: pack_name(demo.name) in bucket_keys(s3_server, bucket, "blobpacks/"), 120, 0.2, "the demo's blob pack"
+    )
+    s3_server.client().delete_object(Bucket=bucket, Key=pack_name(demo.name))
+    s3_server.client().put_object(Bucket=bucket, Key=sha256_path(page), Body=b"<html>not what was uploaded</html>")
+    client = api_for(researcher)
+
+    job_id = client.post(EXPORTS, {"project": "alpha", "format": "weblinx"}, format="json").json()["id"]
+    final = finished_job(client, job_id)
+
+    assert final["status"] == "failed"
+    assert page in final["error"]
+    assert "does not match its sha256" in final["error"]
+    assert not bucket_keys(s3_server, bucket, f"exports/{job_id}/")
+
+
+def test_blobs_read_one_at_a_time_go_through_the_checked_reader(s3_server, s3_storage):
+    """``read`` (the Mind2Web exporter's pages and bboxes, outside any ``with`` block) uses the same presigned,
+    sha256-checked reader as the export's fetchers: altered bytes are refused by name."""
+    good, altered = b"<html>kept</html>", b"<html>original</html>"
+    good_sha, altered_sha = hashlib.sha256(good).hexdigest(), hashlib.sha256(altered).hexdigest()
+    default_storage.save(sha256_path(good_sha), io.BytesIO(good))
+    default_storage.save(sha256_path(altered_sha), io.BytesIO(b"<html>changed in the bucket</html>"))
+    blobs = RemoteStorageBlobs()
+
+    assert isinstance(blobs.reader, S3ObjectReader)
+    assert blobs.read(good_sha) == good
+    with pytest.raises(OSError, match=f"{altered_sha} read from storage does not match its sha256"):
+        blobs.read(altered_sha)
+
+
+def exported_manifest(client, job_id) -> dict:
+    """The finished export's manifest (``{path: {sha256, size}}``) of its data files, read from the archive as a user
+    downloads it. ``quality.json`` is left out: it carries the time it was generated, so two exports differ there."""
+    final = finished_job(client, job_id)
+    assert final["status"] == "done", final["error"]
+    data = b"".join(client.get(final["download_url"]).streaming_content)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        manifest = next(member for member in tar.getmembers() if member.name.endswith("/manifest.json"))
+        files = json.loads(tar.extractfile(manifest).read())["files"]
+    return {name: entry for name, entry in files.items() if name != "quality.json"}
+
+
+def test_exports_read_each_demo_from_its_blob_pack_and_fall_back_to_single_blobs(
+    s3_server, s3_storage, researcher, api_for, worker
+):
+    """Once a recording finishes the worker packs its blobs into one object; exports read a demo's blobs from it
+    (one GET) and give the same files as from the blobs' own objects. A pack is only a copy: a blob missing from it,
+    or a pack that fails its check, is read on its own."""
+    first, second = ingest_corpus(project="alpha", demos=2, turns=10, elements=150, seed=11)
+    bucket, s3 = s3_storage["AWS_STORAGE_BUCKET_NAME"], s3_server.client()
+    for demo in (first, second):
+        wait_until(
+            lambda d=demo: pack_name(d.name) in bucket_keys(s3_server, bucket, "blobpacks/"), 120, 0.2, "the blob packs"
+        )
+    client = api_for(researcher)
+    new_export = lambda: client.post(EXPORTS, {"project": "alpha", "format": "weblinx"}, format="json").json()["id"]  # noqa: E731
+    before = exported_manifest(client, new_export())
+    assert sum(name.endswith("/replay.json") for name in before) == 2
+
+    # the first demo's blobs now only in its pack: the export still has every file, with the same bytes
+    only_first = set(demo_shas(first)) - set(demo_shas(second))
+    assert only_first
+    for sha in only_first:
+        s3.delete_object(Bucket=bucket, Key=sha256_path(sha))
+    # the second demo's pack damaged: its blobs are read from their own objects
+    pack = s3.get_object(Bucket=bucket, Key=pack_name(second.name))["Body"].read()
+    s3.put_object(Bucket=bucket, Key=pack_name(second.name), Body=pack[:-100] + bytes(100))
+
+    assert exported_manifest(client, new_export()) == before
