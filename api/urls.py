@@ -61,7 +61,7 @@ urlpatterns = [
     path("blobs/missing/", recordings.MissingBlobsView.as_view(), name="blobs-missing"),
     path("blobs/<str:sha256>", recordings.BlobView.as_view(), name="blob"),
     # quality of demonstrations: agreement and second-review share, annotators' records, second reviews
-    path("quality/demos/<slug:project>/", quality_demos.AgreementView.as_view(), name="api-qa-demos"),
+    path("quality/demos/<slug:project>/", quality_demos.ReviewersView.as_view(), name="api-qa-demos"),
     path("quality/demos/<slug:project>/records/", quality_demos.RecordsView.as_view(), name="api-qa-records"),
     path("quality/demos/<slug:project>/records/<int:id>/", quality_demos.RecordView.as_view(), name="api-qa-record"),
     path("quality/second-reviews/", quality_demos.SecondReviewListView.as_view(), name="api-second-reviews"),

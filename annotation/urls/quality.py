@@ -2,31 +2,32 @@
 
 from django.urls import path, re_path
 
+from ..views.moved import moved
 from ..views.quality import agreement, demos, pages
 
 urlpatterns = [
-    # Review of form work (decisions, gold, settings, the results CSV back) and qualifications.
-    path("work/batches/<int:batch_id>/review/", pages.review_page, name="quality-review"),
-    path("work/batches/<int:batch_id>/review/decide", pages.review_decide, name="quality-review-decide"),
+    # Decisions on form work (approve, reject, reopen, undo; gold, settings, the results CSV back) and qualifications.
+    path("work/batches/<int:batch_id>/decisions/", pages.decisions_page, name="quality-decisions"),
+    path("work/batches/<int:batch_id>/decisions/decide", pages.decisions_decide, name="quality-decisions-decide"),
     path(
-        "work/batches/<int:batch_id>/review/<int:assignment_id>/reopen",
-        pages.review_reopen,
-        name="quality-review-reopen",
+        "work/batches/<int:batch_id>/decisions/<int:assignment_id>/reopen",
+        pages.decisions_reopen,
+        name="quality-decisions-reopen",
     ),
     path(
-        "work/batches/<int:batch_id>/review/<int:assignment_id>/",
-        pages.review_assignment,
-        name="quality-review-assignment",
+        "work/batches/<int:batch_id>/decisions/<int:assignment_id>/",
+        pages.decisions_assignment,
+        name="quality-decision",
     ),
     path(
-        "work/batches/<int:batch_id>/review/<int:assignment_id>/undo",
-        pages.review_undo,
-        name="quality-review-undo",
+        "work/batches/<int:batch_id>/decisions/<int:assignment_id>/undo",
+        pages.decisions_undo,
+        name="quality-decisions-undo",
     ),
-    path("work/batches/<int:batch_id>/review/gold", pages.review_gold, name="quality-review-gold"),
-    path("work/batches/<int:batch_id>/review/settings", pages.review_settings, name="quality-review-settings"),
-    path("work/batches/<int:batch_id>/review/upload", pages.review_upload, name="quality-review-upload"),
-    path("work/batches/<int:batch_id>/review/unblock", pages.review_unblock, name="quality-review-unblock"),
+    path("work/batches/<int:batch_id>/decisions/gold", pages.decisions_gold, name="quality-decisions-gold"),
+    path("work/batches/<int:batch_id>/decisions/settings", pages.decisions_settings, name="quality-decisions-settings"),
+    path("work/batches/<int:batch_id>/decisions/upload", pages.decisions_upload, name="quality-decisions-upload"),
+    path("work/batches/<int:batch_id>/decisions/unblock", pages.decisions_unblock, name="quality-decisions-unblock"),
     path("projects/<slug:name>/qualifications/", pages.qualifications_page, name="quality-qualifications"),
     path(
         "projects/<slug:name>/qualifications/new",
@@ -54,9 +55,20 @@ urlpatterns = [
         name="quality-agreement-csv",
     ),
     # Demonstrations: reviewers' agreement and the second-review share, annotators' records, second reviews.
-    path("projects/<slug:name>/quality/agreement/", demos.agreement_page, name="quality-reviewers"),
+    path("projects/<slug:name>/quality/reviewers/", demos.reviewers_page, name="quality-reviewers"),
     path("projects/<slug:name>/quality/records/", demos.records_page, name="quality-records"),
     path("projects/<slug:name>/quality/records/<int:id>/", demos.record_page, name="quality-record"),
     path("quality/second-reviews/", demos.second_reviews_page, name="quality-second-reviews"),
     path("quality/second-reviews/<str:name>/", demos.second_review_page, name="quality-second-review"),
+    # Old paths of renamed pages (one release): 308 to the new path, method and body kept.
+    moved("work/batches/<int:batch_id>/review/", "quality-decisions"),
+    moved("work/batches/<int:batch_id>/review/decide", "quality-decisions-decide"),
+    moved("work/batches/<int:batch_id>/review/<int:assignment_id>/", "quality-decision"),
+    moved("work/batches/<int:batch_id>/review/<int:assignment_id>/reopen", "quality-decisions-reopen"),
+    moved("work/batches/<int:batch_id>/review/<int:assignment_id>/undo", "quality-decisions-undo"),
+    moved("work/batches/<int:batch_id>/review/gold", "quality-decisions-gold"),
+    moved("work/batches/<int:batch_id>/review/settings", "quality-decisions-settings"),
+    moved("work/batches/<int:batch_id>/review/upload", "quality-decisions-upload"),
+    moved("work/batches/<int:batch_id>/review/unblock", "quality-decisions-unblock"),
+    moved("projects/<slug:name>/quality/agreement/", "quality-reviewers"),
 ]

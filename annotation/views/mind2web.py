@@ -62,7 +62,7 @@ def project_context(user, project) -> dict:
         rounds = ProposalRound.objects.filter(proposer=user, website__project=project)
         context["rounds"] = rounds.select_related("website", "assignment")[:50]
     if context["can_review"]:
-        context["pending"] = m2w.review_queue(user, project).count()
+        context["pending"] = m2w.screening_queue(user, project).count()
     if role in COUNTS:
         context["counts"] = m2w.verification_counts(project)
     return context
@@ -168,24 +168,24 @@ def round_page(request, round_id):
 @login_required
 @require_GET
 @action_errors
-def review_queue(request, project):
+def screening_queue(request, project):
     """Pending proposals, oldest first, with their screening: accept (editable), reject; j/k, a, e, r keys."""
     found = member_project(request.user, project)
     with refusals_as_messages(request):
-        queue = list(m2w.review_queue(request.user, found)[:200])
+        queue = list(m2w.screening_queue(request.user, found)[:200])
         context = {"project": found, "queue": queue, "max_chars": m2w.TASK_MAX_CHARS}
-        return render(request, "mind2web/review.html", context)
+        return render(request, "mind2web/screening.html", context)
     return redirect("mind2web-project", project=project)
 
 
 @login_required
 @require_POST
 @action_errors
-def proposal_review(request, proposal_id):
+def proposal_screen(request, proposal_id):
     decision = request.POST.get("decision")
-    proposal = m2w.check_proposal_reviewable(request.user, proposal_id)
+    proposal = m2w.check_proposal_screenable(request.user, proposal_id)
     with refusals_as_messages(request):
-        m2w.do_review(request.user, proposal_id, decision, request.POST.get("text"))
+        m2w.do_screen(request.user, proposal_id, decision, request.POST.get("text"))
         verb = "accepted" if decision == "accept" else "rejected"
         messages.success(request, f"Proposal {verb}: {proposal.text[:80]}")
-    return redirect("mind2web-review", project=proposal.website.project.name)
+    return redirect("mind2web-screening", project=proposal.website.project.name)

@@ -143,7 +143,7 @@ class RoundSubmitSerializer(serializers.Serializer):
     tasks = serializers.JSONField(help_text="1 to 5 task texts, each non-empty and at most 500 characters.")
 
 
-class ReviewSerializer(serializers.Serializer):
+class ScreenSerializer(serializers.Serializer):
     decision = serializers.CharField(help_text="accept or reject")
     text = serializers.CharField(
         required=False, allow_blank=True, help_text="Accept: the task as edited (blank = as proposed)."

@@ -163,8 +163,8 @@ class ProposalRoundViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSe
 
 
 class ProposalViewSet(viewsets.ReadOnlyModelViewSet):
-    """Proposed tasks: yours, and those of the projects you review (filter ``status``, ``website``,
-    ``project``); reviewers and admins accept (possibly edited) or reject them."""
+    """Proposed tasks: yours, and those of the projects you screen (filter ``status``, ``website``,
+    ``project``); reviewers and admins screen them: accept (possibly edited) or reject."""
 
     lookup_value_regex = "[0-9]+"
     serializer_class = ms.ProposalSerializer
@@ -181,15 +181,21 @@ class ProposalViewSet(viewsets.ReadOnlyModelViewSet):
             .order_by("created_at", "pk")
         )
 
-    @extend_schema(request=ms.ReviewSerializer, responses={200: ms.ProposalSerializer, **ERRORS})
+    @extend_schema(request=ms.ScreenSerializer, responses={200: ms.ProposalSerializer, **ERRORS})
     @action(detail=True, methods=["post"])
-    def review(self, request, pk=None):
-        """Accept (``text``: the edited task, blank = as proposed) or reject a pending proposal. Accepting makes a
-        demonstration task, assigned to the proposer unless the project sends them to the pool."""
-        m2w.check_proposal_reviewable(request.user, pk)  # a proposal not yours to review: 404/403 whatever the body
+    def screen(self, request, pk=None):
+        """Screening: accept (``text``: the edited task, blank = as proposed) or reject a pending proposal. Accepting
+        makes a demonstration task, assigned to the proposer unless the project sends them to the pool."""
+        m2w.check_proposal_screenable(request.user, pk)  # a proposal not yours to screen: 404/403 whatever the body
         data = body_object(request)
-        proposal = m2w.do_review(request.user, pk, data.get("decision"), data.get("text"))
+        proposal = m2w.do_screen(request.user, pk, data.get("decision"), data.get("text"))
         return Response(self.get_serializer(self.get_queryset().get(pk=proposal.pk)).data)
+
+    @extend_schema(exclude=True)
+    @action(detail=True, methods=["post"], url_path="review")
+    def review(self, request, pk=None):
+        """``…/review/``: the old path of ``…/screen/``, kept for one release (docs/api.md)."""
+        return self.screen(request, pk)
 
 
 class DemonstrationTaskViewSet(viewsets.ReadOnlyModelViewSet):

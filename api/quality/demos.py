@@ -43,7 +43,7 @@ def second_review_data(second, user) -> dict | None:
     return {"demo": second.demonstration.name, "project": second.demonstration.project.name, **item}
 
 
-class AgreementView(APIView):
+class ReviewersView(APIView):
     """A project's reviewers' agreement on second reviews and its second-review share."""
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
@@ -51,14 +51,14 @@ class AgreementView(APIView):
         """``{"project", "second_review_percent", "second_reviews": {"sent", "decided", "pending", "agreeing"},
         "pairs": [{"reviewers", "demos", "decisions": {"kappa", "items", "observed", "undefined"}, "turns": ...}]}``
         (reviewers, researchers and admins)."""
-        return Response(quality.project_agreement(quality.check_project_for_agreement(request.user, project)))
+        return Response(quality.reviewers_kappa(quality.check_project_for_reviewers(request.user, project)))
 
     @extend_schema(request=ShareSerializer, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def patch(self, request, project):
         """Set ``second_review_percent`` (0-100; project admins)."""
         found = quality.check_project_admin_for_settings(request.user, project)
         review.do_set_second_review_percent(found, body_of(request).get("second_review_percent"))
-        return Response(quality.project_agreement(found))
+        return Response(quality.reviewers_kappa(found))
 
 
 class RecordsView(APIView):

@@ -113,7 +113,7 @@ def test_a_web_upload_starts_unpublished_and_its_page_lists_what_to_check(alpha,
     assert values["time"] == "45 min"
     assert values["auto_approval"] == "work not reviewed within 72 h (3 days) is approved"
     links = {item: row.xpath(".//a")[0].get("href") for item, row in rows.items()}
-    assert links["gold"] == f"/work/batches/{web.pk}/review/#gold-form"
+    assert links["gold"] == f"/work/batches/{web.pk}/decisions/#gold-form"
     assert links["time"] == f"/work/batches/{web.pk}/#extend-form"
     for href in set(links.values()):  # every link opens for the batch's manager
         assert page(people["rex"]).get(href.split("#")[0]).status_code == 200
@@ -237,13 +237,13 @@ def test_unblock_as_every_role_with_a_reason_the_worker_reads(alpha, people):
     for batch in batches:
         for name, status in PAGE_REFUSALS.items():
             body = {"worker": "ann", "reason": "try again"}
-            assert page(people[name]).post(f"/work/batches/{batch.pk}/review/unblock", body).status_code == status
+            assert page(people[name]).post(f"/work/batches/{batch.pk}/decisions/unblock", body).status_code == status
             api = token_client(people[name]).post(f"/api/batch-quality/{batch.pk}/unblock/", body, format="json")
             assert api.status_code == status, (name, api.content)
         assert BatchBlock.objects.filter(batch=batch, worker=ann, lifted_at__isnull=True).exists()
     one, two, three = batches
     # a manager must say why, and name a blocked worker
-    missing = page(people["rex"]).post(f"/work/batches/{one.pk}/review/unblock", {"worker": "ann"}, follow=True)
+    missing = page(people["rex"]).post(f"/work/batches/{one.pk}/decisions/unblock", {"worker": "ann"}, follow=True)
     assert "reason: say why" in missing.content.decode()
     api = token_client(people["ada"])
     for body, status, field in (
@@ -258,9 +258,9 @@ def test_unblock_as_every_role_with_a_reason_the_worker_reads(alpha, people):
             assert response.json()["errors"][0]["field"] == field
     assert BatchBlock.objects.filter(worker=ann, lifted_at__isnull=True).count() == 3
     # the researcher on the review page, the admin through the API
-    review = document(page(people["rex"]).get(f"/work/batches/{one.pk}/review/"))
+    review = document(page(people["rex"]).get(f"/work/batches/{one.pk}/decisions/"))
     form = review.xpath('//table[@id="blocked-workers"]//tr[@data-worker="ann"]//form')[0]
-    assert form.get("action") == f"/work/batches/{one.pk}/review/unblock"
+    assert form.get("action") == f"/work/batches/{one.pk}/decisions/unblock"
     done = page(people["rex"]).post(form.get("action"), {"worker": "ann", "reason": "The gold answers were wrong."})
     assert done.status_code == 302
     answer = api.post(
@@ -276,7 +276,7 @@ def test_unblock_as_every_role_with_a_reason_the_worker_reads(alpha, people):
         == 409
     )
     # the record on the review page: who, when, why
-    record = document(page(people["ada"]).get(f"/work/batches/{one.pk}/review/"))
+    record = document(page(people["ada"]).get(f"/work/batches/{one.pk}/decisions/"))
     row = record.xpath('//table[@id="unblocked-workers"]//tr[@data-worker="ann"]')[0]
     assert "rex" in row.text_content()
     assert row.xpath('.//td[@class="lift-reason"]')[0].text_content() == "The gold answers were wrong."

@@ -480,7 +480,7 @@ def test_the_review_queue_lists_pending_proposals_with_their_screening(api_for, 
     propose(api_for(owner), site, [SEEDS[1] + " now", "Track my order"])
     rows = api_for(reviewer).get("/api/proposals/?status=pending&website__project__name=alpha").json()["results"]
     assert [r["too_similar"] for r in rows] == [True, False]
-    assert [p.text for p in mind2web.review_queue(make_user("r2", alpha, "reviewer"), alpha)] == [
+    assert [p.text for p in mind2web.screening_queue(make_user("r2", alpha, "reviewer"), alpha)] == [
         SEEDS[1] + " now",
         "Track my order",
     ]

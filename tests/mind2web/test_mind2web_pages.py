@@ -115,19 +115,19 @@ def test_nobody_else_opens_your_round(client, site, owner, teammate):
 
 def test_the_review_queue_flags_near_copies_and_reviews_from_the_page(client, api_for, site, owner, reviewer):
     propose(api_for(owner), site, [SEEDS[0] + " please", "Track my order"])
-    status, html = page(client, reviewer, "/mind2web/projects/alpha/review/")
+    status, html = page(client, reviewer, "/mind2web/projects/alpha/screening/")
     assert status == 200
     assert html.count('class="proposal too-similar"') == 1
     assert "too similar to: “" + SEEDS[0] in html
-    assert "mind2web/review.js" in html
+    assert "mind2web/screening.js" in html
     flagged, fresh = ProposedTask.objects.order_by("pk")
-    client.post(f"/mind2web/proposals/{fresh.pk}/review", {"decision": "accept", "text": "Track yesterday's order"})
-    client.post(f"/mind2web/proposals/{flagged.pk}/review", {"decision": "reject"})
+    client.post(f"/mind2web/proposals/{fresh.pk}/screen", {"decision": "accept", "text": "Track yesterday's order"})
+    client.post(f"/mind2web/proposals/{flagged.pk}/screen", {"decision": "reject"})
     fresh.refresh_from_db()
     flagged.refresh_from_db()
     assert (fresh.status, fresh.final_text) == (ProposalStatus.ACCEPTED, "Track yesterday's order")
     assert flagged.status == ProposalStatus.REJECTED
-    assert 'id="queue-empty"' in client.get("/mind2web/projects/alpha/review/").content.decode()
+    assert 'id="queue-empty"' in client.get("/mind2web/projects/alpha/screening/").content.decode()
     status, html = page(client, owner, "/mind2web/projects/alpha/")
     assert "Track yesterday&#x27;s order" in html
 
@@ -136,9 +136,9 @@ def test_annotators_do_not_review(client, api_for, site, owner, teammate):
     propose(api_for(owner), site, ["Track my order"])
     proposal = ProposedTask.objects.get()
     client.force_login(teammate)
-    response = client.get("/mind2web/projects/alpha/review/", follow=True)
+    response = client.get("/mind2web/projects/alpha/screening/", follow=True)
     assert "cannot review proposals" in response.content.decode()
-    client.post(f"/mind2web/proposals/{proposal.pk}/review", {"decision": "accept"})
+    client.post(f"/mind2web/proposals/{proposal.pk}/screen", {"decision": "accept"})
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.PENDING
 

@@ -31,7 +31,7 @@ def test_a_reviewer_works_the_proposal_queue_with_the_keyboard(browser, live_ser
     proposal_round = mind2web.do_start_round(owner, site)
     near, fresh = mind2web.do_submit_round(owner, proposal_round.pk, [SEEDS[0] + " please", "Track my order"])
     use_session(browser, live_server.url, reviewer)
-    browser.get(f"{live_server.url}/mind2web/projects/alpha/review/")
+    browser.get(f"{live_server.url}/mind2web/projects/alpha/screening/")
     WebDriverWait(browser, 20).until(lambda d: selected_id(d) == near.pk)
     assert "too similar to" in browser.find_element(By.CSS_SELECTOR, f'li[data-proposal="{near.pk}"]').text
 
@@ -74,7 +74,7 @@ def test_question_mark_lists_the_proposal_queues_keys(browser, live_server, alph
     site = website(alpha)
     mind2web.do_submit_round(owner, mind2web.do_start_round(owner, site).pk, ["Track my order"])
     use_session(browser, live_server.url, reviewer)
-    browser.get(f"{live_server.url}/mind2web/projects/alpha/review/")
+    browser.get(f"{live_server.url}/mind2web/projects/alpha/screening/")
     dialog = WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "shortcuts-dialog"))
     WebDriverWait(browser, 20).until(lambda d: dialog.get_attribute("data-ready") == "true")
     browser.find_element(By.TAG_NAME, "body").send_keys("?")

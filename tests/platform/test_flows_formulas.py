@@ -112,7 +112,7 @@ def download(client: Client, path: str, api=False) -> list[list[str]]:
 
 def upload_decisions(url: str, token: str, batch: Batch, data: bytes) -> dict:
     response = requests.post(
-        f"{url}/api/reviews/upload/",
+        f"{url}/api/decisions/upload/",
         headers={"Authorization": f"Token {token}"},
         data={"batch": batch.pk},
         files={"csv": ("results.csv", data, "text/csv")},

@@ -159,12 +159,12 @@ def test_empty_export_and_evaluation_lists_say_what_to_do_first(team):
 
 
 def test_the_quality_pages_link_the_reviewers_agreement_to_all_but_annotators(team):
-    agreement = shown(team, "/projects/alpha/quality/records/", ['href="/projects/alpha/quality/agreement/"'])
+    agreement = shown(team, "/projects/alpha/quality/records/", ['href="/projects/alpha/quality/reviewers/"'])
     assert {role for role, found in agreement.items() if found} == {"reviewer", "researcher", "admin"}
     for role, people in team.items():
         for user in people:
             expected = 403 if role == "annotator" else 200
-            assert status(user, "/projects/alpha/quality/agreement/") == expected, user.username
+            assert status(user, "/projects/alpha/quality/reviewers/") == expected, user.username
 
 
 def test_the_agent_runs_page_tells_each_role_what_comes_first(team):
@@ -184,7 +184,7 @@ def test_the_mind2web_project_page_shows_each_role_its_own_controls(team):
         "add": 'id="website-form"',
         "import": 'id="website-import-form"',
         "propose": 'id="propose"',
-        "review": 'href="/mind2web/projects/alpha/review/"',
+        "review": 'href="/mind2web/projects/alpha/screening/"',
         "counts": 'id="verification-counts"',
         "empty-manage": "No website yet: add one below",
         "empty-ask": "No website yet: researchers and admins add",
@@ -201,7 +201,7 @@ def test_the_mind2web_project_page_shows_each_role_its_own_controls(team):
         for user in people:
             queue = Client()
             queue.force_login(user)
-            response = queue.get("/mind2web/projects/alpha/review/", follow=True)
+            response = queue.get("/mind2web/projects/alpha/screening/", follow=True)
             reached = response.redirect_chain == [] and response.status_code == 200
             assert reached == ("review" in names[role]), user.username
 

@@ -1,5 +1,5 @@
 """One gold-accuracy figure per worker and batch, read as a team reads it: four workers through the real queue and
-task frames, then the review page, the agreement page and its CSV, the API (``/api/reviews/``, ``/api/agreement/``),
+task frames, then the review page, the agreement page and its CSV, the API (``/api/decisions/``, ``/api/agreement/``),
 the TurkingBench export's ``quality.json`` and the reason of a block all give the same value, equal to one computed
 by hand here (rejected gold answers count: rejecting one never moves the figure). Then every input of the cached
 figures changes in turn and the next read shows it at once."""
@@ -119,7 +119,7 @@ def page_of(user, url: str):
 
 def review_page_figures(user, batch) -> dict:
     """``{worker: (percent, gold answers)}`` from the review page's rows."""
-    root = page_of(user, f"/work/batches/{batch.pk}/review/")
+    root = page_of(user, f"/work/batches/{batch.pk}/decisions/")
     found = {}
     for row in root.xpath('//table[@id="review-rows"]/tbody/tr'):
         text = " ".join(row.xpath('td[@class="worker-gold"]')[0].text_content().split())
@@ -157,18 +157,18 @@ def test_one_gold_accuracy_everywhere_equal_to_the_hand_computed_one(worked, tea
     batch, rex = worked, team["rex"]
     api = token_client(rex)
     # rejecting gold answers (two of abe's, amy's first) does not raise or lower anyone's figure
-    abe_rows = api.get("/api/reviews/", {"batch": batch.pk, "worker": "abe"}).json()["results"]
-    amy_rows = api.get("/api/reviews/", {"batch": batch.pk, "worker": "amy"}).json()["results"]
+    abe_rows = api.get("/api/decisions/", {"batch": batch.pk, "worker": "abe"}).json()["results"]
+    amy_rows = api.get("/api/decisions/", {"batch": batch.pk, "worker": "amy"}).json()["results"]
     rejected = [abe_rows[0]["id"], abe_rows[1]["id"], amy_rows[0]["id"]]
     decided = api.post(
-        "/api/reviews/decide/",
+        "/api/decisions/decide/",
         {"decision": "reject", "feedback": "wrong level", "assignments": rejected},
         format="json",
     )
     assert decided.json() == {"changed": 3}
 
     reviews = {}
-    for row in api.get("/api/reviews/", {"batch": batch.pk, "page_size": 100}).json()["results"]:
+    for row in api.get("/api/decisions/", {"batch": batch.pk, "page_size": 100}).json()["results"]:
         reviews.setdefault(row["worker"], set()).add((row["worker_gold"], row["worker_gold_answers"]))
     assert all(len(values) == 1 for values in reviews.values())
     reviews = {worker: values.pop() for worker, values in reviews.items()}
@@ -209,23 +209,23 @@ def test_one_gold_accuracy_everywhere_equal_to_the_hand_computed_one(worked, tea
     refusal = token_client(team["amy"]).post(f"/api/batches/{batch.pk}/accept/")
     assert refusal.status_code == 403
     assert figure in refusal.json()["detail"]
-    blocked_row = page_of(rex, f"/work/batches/{batch.pk}/review/").xpath(
+    blocked_row = page_of(rex, f"/work/batches/{batch.pk}/decisions/").xpath(
         '//table[@id="blocked-workers"]//tr[@data-worker="amy"]'
     )
     assert figure in blocked_row[0].text_content()
     # the gold filters select by the same figure: below 0.5 is amy alone; at least 0.5 is ann, abe (0.5) and avi
-    below = api.get("/api/reviews/", {"batch": batch.pk, "gold_below": "0.5"}).json()["results"]
+    below = api.get("/api/decisions/", {"batch": batch.pk, "gold_below": "0.5"}).json()["results"]
     assert {row["worker"] for row in below} == {"amy"}
-    at_least = api.get("/api/reviews/", {"batch": batch.pk, "gold_at_least": "0.5"}).json()["results"]
+    at_least = api.get("/api/decisions/", {"batch": batch.pk, "gold_at_least": "0.5"}).json()["results"]
     assert {row["worker"] for row in at_least} == {"ann", "abe", "avi"}
     # the page says which answers the figure counts
-    note = page_of(rex, f"/work/batches/{batch.pk}/review/").xpath('//*[@id="gold-note"]')[0].text_content()
+    note = page_of(rex, f"/work/batches/{batch.pk}/decisions/").xpath('//*[@id="gold-note"]')[0].text_content()
     assert "rejected alike" in note
 
 
 def test_hidden_fields_and_blank_answers_stay_out_of_the_answer_tables(worked, team):
     batch, rex = worked, team["rex"]
-    root = page_of(rex, f"/work/batches/{batch.pk}/review/")
+    root = page_of(rex, f"/work/batches/{batch.pk}/decisions/")
     cells = [
         " ".join(cell.text_content().split()) for cell in root.xpath('//table[@id="review-rows"]//td[@class="answers"]')
     ]
@@ -288,24 +288,24 @@ def test_every_input_of_the_cached_figures_makes_the_next_read_compute_afresh(wo
 
     rows = {
         (r["worker"], r["task_index"]): r["id"]
-        for r in api.get("/api/reviews/", {"batch": batch.pk, "page_size": 100}).json()["results"]
+        for r in api.get("/api/decisions/", {"batch": batch.pk, "page_size": 100}).json()["results"]
     }
     # a submission (a fifth worker, through the queue and the task frame)
     late = make_user("lou", alpha, Role.ANNOTATOR)
     after(lambda: submit_in_frame(accept(late, batch), {"polarity": "pos", "level": "high"}), "submission")
     # review decisions: one by one, reopen, in bulk, by filter, by the results CSV, automatic approval
-    after(lambda: api.post(f"/api/reviews/{rows[('ann', 0)]}/approve/", {}, format="json"), "approve")
-    after(lambda: api.post(f"/api/reviews/{rows[('ann', 1)]}/reject/", {"feedback": "no"}, format="json"), "reject")
-    after(lambda: api.post(f"/api/reviews/{rows[('ann', 1)]}/reopen/"), "reopen")
+    after(lambda: api.post(f"/api/decisions/{rows[('ann', 0)]}/approve/", {}, format="json"), "approve")
+    after(lambda: api.post(f"/api/decisions/{rows[('ann', 1)]}/reject/", {"feedback": "no"}, format="json"), "reject")
+    after(lambda: api.post(f"/api/decisions/{rows[('ann', 1)]}/reopen/"), "reopen")
     bulk = {"decision": "approve", "assignments": [rows[("abe", 0)], rows[("abe", 1)]]}
-    after(lambda: api.post("/api/reviews/decide/", bulk, format="json"), "bulk decision")
+    after(lambda: api.post("/api/decisions/decide/", bulk, format="json"), "bulk decision")
     by_filter = {"decision": "approve", "filter": {"batch": batch.pk, "worker": "avi"}}
-    after(lambda: api.post("/api/reviews/decide/", by_filter, format="json"), "decision by filter")
+    after(lambda: api.post("/api/decisions/decide/", by_filter, format="json"), "decision by filter")
     upload = f"AssignmentId,Approve,Reject\n{rows[('abe', 2)]},,too short\n".encode()
 
     def upload_csv():
         data = {"batch": batch.pk, "csv": SimpleUploadedFile("r.csv", upload, content_type="text/csv")}
-        sent = api.post("/api/reviews/upload/", data, format="multipart")
+        sent = api.post("/api/decisions/upload/", data, format="multipart")
         assert sent.json() == {"approved": 0, "rejected": 1, "unchanged": 0}
 
     after(upload_csv, "results CSV")
@@ -347,7 +347,7 @@ def test_gold_changes_show_in_the_figures_at_once(worked, team):
     # abe's answers become task 0's known answers (polarity, level and short; not the hidden assignmentId): his
     # answer there now scores 1, and ann's (1 + 0 + 2/3) / 3: her level differs, and her short text "ann on 0"
     # against "abe on 0" has ROUGE-L F1 2/3 (the common subsequence "on 0")
-    mine = api.get("/api/reviews/", {"batch": batch.pk, "worker": "abe"}).json()["results"]
+    mine = api.get("/api/decisions/", {"batch": batch.pk, "worker": "abe"}).json()["results"]
     task0 = next(row for row in mine if row["task_index"] == 0)
     assert (
         admin.post(f"/api/batch-quality/{batch.pk}/gold/", {"assignment": task0["id"]}, format="json").status_code

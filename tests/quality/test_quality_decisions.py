@@ -39,7 +39,7 @@ def work_of(batch, username) -> list[int]:
 
 
 def trail(api, pk) -> list[dict]:
-    response = api.get(f"/api/reviews/{pk}/")
+    response = api.get(f"/api/decisions/{pk}/")
     assert response.status_code == 200, response.content
     return response.json()["trail"]
 
@@ -63,17 +63,17 @@ def test_every_kind_of_decision_lands_in_the_trail_read_through_the_api_and_the_
     batch = worked
     mine, theirs = work_of(batch, "owner"), work_of(batch, "teammate")
     api, api2 = token_client(researcher), token_client(rhea)
-    assert api.post(f"/api/reviews/{mine[0]}/approve/", {}, format="json").status_code == 200
-    rejected = api2.post(f"/api/reviews/{mine[1]}/reject/", {"feedback": "Copied <b>input</b>."}, format="json")
+    assert api.post(f"/api/decisions/{mine[0]}/approve/", {}, format="json").status_code == 200
+    rejected = api2.post(f"/api/decisions/{mine[1]}/reject/", {"feedback": "Copied <b>input</b>."}, format="json")
     assert rejected.json()["trail"][-1]["feedback"] == "Copied <b>input</b>."
-    bulk = api.post("/api/reviews/decide/", {"decision": "approve", "assignments": theirs[:2]}, format="json")
+    bulk = api.post("/api/decisions/decide/", {"decision": "approve", "assignments": theirs[:2]}, format="json")
     assert bulk.json() == {"changed": 2}
     csv = f'"AssignmentId","Approve","Reject"\r\n"{mine[2]}","","Too short"\r\n'.encode()
-    uploaded = api2.post("/api/reviews/upload/", {"batch": batch.pk, "csv": SimpleUploadedFile("r.csv", csv)})
+    uploaded = api2.post("/api/decisions/upload/", {"batch": batch.pk, "csv": SimpleUploadedFile("r.csv", csv)})
     assert uploaded.json() == {"approved": 0, "rejected": 1, "unchanged": 0}
     quality.do_update_quality_settings(batch, {"auto_approve_seconds": 60})
     assert quality.do_auto_approve_due(now=timezone.now() + dt.timedelta(minutes=5)) == 1  # theirs[2]
-    assert api.post(f"/api/reviews/{mine[1]}/reopen/", {}, format="json").status_code == 200
+    assert api.post(f"/api/decisions/{mine[1]}/reopen/", {}, format="json").status_code == 200
     assert kinds(api, mine[0]) == [("manual", "pending", "approved", "researcher", False)]
     assert kinds(api, mine[1]) == [
         ("manual", "pending", "rejected", "rhea", False),
@@ -84,10 +84,10 @@ def test_every_kind_of_decision_lands_in_the_trail_read_through_the_api_and_the_
     assert kinds(api2, theirs[2]) == [("auto", "pending", "approved", None, False)]
     # the page: each review row links to the assignment, whose page shows its answers and trail (escaped)
     client.force_login(boss)
-    page = text(client.get(f"/work/batches/{batch.pk}/review/"))
+    page = text(client.get(f"/work/batches/{batch.pk}/decisions/"))
     for pk in mine + theirs:
-        assert f'href="/work/batches/{batch.pk}/review/{pk}/"' in page
-    detail = client.get(f"/work/batches/{batch.pk}/review/{mine[1]}/")
+        assert f'href="/work/batches/{batch.pk}/decisions/{pk}/"' in page
+    detail = client.get(f"/work/batches/{batch.pk}/decisions/{mine[1]}/")
     assert detail.status_code == 200
     body = text(detail)
     assert body.count('data-kind="manual"') == 1
@@ -96,7 +96,7 @@ def test_every_kind_of_decision_lands_in_the_trail_read_through_the_api_and_the_
     assert "<b>input</b>" not in body
     assert "polarity" in body
     assert "pos" in body
-    auto = text(client.get(f"/work/batches/{batch.pk}/review/{theirs[2]}/"))
+    auto = text(client.get(f"/work/batches/{batch.pk}/decisions/{theirs[2]}/"))
     assert "Approved automatically" in auto
     assert "automatic" in auto
 
@@ -109,11 +109,11 @@ def test_undo_puts_the_work_back_to_pending_for_the_worker_and_the_figures(
     api, api2 = api_for(researcher), api_for(rhea)
     totals = lambda: api.get(f"/api/agreement/{batch.pk}/").json()["totals"]["assignments"]  # noqa: E731
     assert totals() == 6
-    api.post(f"/api/reviews/{mine[0]}/reject/", {"feedback": "Wrong polarity."}, format="json")
+    api.post(f"/api/decisions/{mine[0]}/reject/", {"feedback": "Wrong polarity."}, format="json")
     assert totals() == 5  # rejected work leaves the figures
     assert history(owner)[mine[0]] == ("rejected", "Wrong polarity.")
     # another researcher undoes it, with a reason kept in the trail
-    undone = api2.post(f"/api/reviews/{mine[0]}/undo/", {"reason": "It was right."}, format="json")
+    undone = api2.post(f"/api/decisions/{mine[0]}/undo/", {"reason": "It was right."}, format="json")
     assert undone.status_code == 200, undone.content
     assert undone.json()["review"] == "pending"
     assert undone.json()["feedback"] == ""
@@ -127,27 +127,27 @@ def test_undo_puts_the_work_back_to_pending_for_the_worker_and_the_figures(
     assert steps[1]["undoes"] == steps[0]["id"]
     assert steps[1]["feedback"] == "It was right."
     # the same decision again: already undone; an undo cannot be undone; nothing left to undo
-    again = api.post(f"/api/reviews/{mine[0]}/undo/", {"decision": steps[0]["id"]}, format="json")
+    again = api.post(f"/api/decisions/{mine[0]}/undo/", {"decision": steps[0]["id"]}, format="json")
     assert again.status_code == 409
     assert "already undone" in again.json()["detail"]
-    assert api.post(f"/api/reviews/{mine[0]}/undo/", {"decision": steps[1]["id"]}, format="json").status_code == 409
-    assert api.post(f"/api/reviews/{mine[0]}/undo/", {}, format="json").status_code == 409
+    assert api.post(f"/api/decisions/{mine[0]}/undo/", {"decision": steps[1]["id"]}, format="json").status_code == 409
+    assert api.post(f"/api/decisions/{mine[0]}/undo/", {}, format="json").status_code == 409
     # the second and third decisions on the same work: approve, undo, approve again
-    api.post(f"/api/reviews/{mine[0]}/approve/", {}, format="json")
-    assert api2.post(f"/api/reviews/{mine[0]}/undo/", {}, format="json").json()["review"] == "pending"
-    assert api.post(f"/api/reviews/{mine[0]}/approve/", {}, format="json").json()["review"] == "approved"
+    api.post(f"/api/decisions/{mine[0]}/approve/", {}, format="json")
+    assert api2.post(f"/api/decisions/{mine[0]}/undo/", {}, format="json").json()["review"] == "pending"
+    assert api.post(f"/api/decisions/{mine[0]}/approve/", {}, format="json").json()["review"] == "approved"
     assert [d["kind"] for d in trail(api, mine[0])] == ["manual", "undo", "manual", "undo", "manual"]
     assert history(owner)[mine[0]] == ("approved", "")
     # work whose decision was undone waits for a person: the automatic approval leaves it pending
-    api.post(f"/api/reviews/{theirs[0]}/approve/", {}, format="json")
-    api.post(f"/api/reviews/{theirs[0]}/undo/", {}, format="json")
+    api.post(f"/api/decisions/{theirs[0]}/approve/", {}, format="json")
+    api.post(f"/api/decisions/{theirs[0]}/undo/", {}, format="json")
     quality.do_update_quality_settings(batch, {"auto_approve_seconds": 60})
     assert quality.do_auto_approve_due(now=timezone.now() + dt.timedelta(minutes=5)) == 4
     assert history(teammate)[theirs[0]] == ("pending", "")
     # a decision id of another assignment's trail is a 404, a malformed one a 400 naming it
     other = trail(api, mine[0])[0]["id"]
-    assert api.post(f"/api/reviews/{theirs[0]}/undo/", {"decision": other}, format="json").status_code == 404
-    bad = api.post(f"/api/reviews/{theirs[0]}/undo/", {"decision": "x"}, format="json")
+    assert api.post(f"/api/decisions/{theirs[0]}/undo/", {"decision": other}, format="json").status_code == 404
+    bad = api.post(f"/api/decisions/{theirs[0]}/undo/", {"decision": "x"}, format="json")
     assert bad.status_code == 400
     assert bad.json()["errors"][0]["field"] == "decision"
 
@@ -159,38 +159,38 @@ def test_undo_after_the_window_or_of_a_superseded_decision_is_a_409(worked, rese
     api = api_for(researcher)
     old = timezone.now() - dt.timedelta(minutes=6)
     quality.do_decide(researcher, quality.check_reviewable(researcher, [mine[0]]), "approve", now=old)
-    late = api.post(f"/api/reviews/{mine[0]}/undo/", {}, format="json")
+    late = api.post(f"/api/decisions/{mine[0]}/undo/", {}, format="json")
     assert late.status_code == 409
     assert "older than 5 minutes" in late.json()["detail"]
     assert trail(api, mine[0])[0]["undoable"] is False
-    assert api.get(f"/api/reviews/{mine[0]}/").json()["review"] == "approved"  # it stands
+    assert api.get(f"/api/decisions/{mine[0]}/").json()["review"] == "approved"  # it stands
     # reject then reopen: the rejection is superseded until the reopen is undone
-    api.post(f"/api/reviews/{mine[1]}/reject/", {"feedback": "No."}, format="json")
-    api.post(f"/api/reviews/{mine[1]}/reopen/", {}, format="json")
+    api.post(f"/api/decisions/{mine[1]}/reject/", {"feedback": "No."}, format="json")
+    api.post(f"/api/decisions/{mine[1]}/reopen/", {}, format="json")
     reject_id, reopen_id = (d["id"] for d in trail(api, mine[1]))
-    superseded = api.post(f"/api/reviews/{mine[1]}/undo/", {"decision": reject_id}, format="json")
+    superseded = api.post(f"/api/decisions/{mine[1]}/undo/", {"decision": reject_id}, format="json")
     assert superseded.status_code == 409
     assert "superseded" in superseded.json()["detail"]
     task = Task.objects.get(assignments=mine[1])
     assert (task.taken, task.submitted, task.completed) == (1, 1, False)
-    back = api.post(f"/api/reviews/{mine[1]}/undo/", {"decision": reopen_id}, format="json")
+    back = api.post(f"/api/decisions/{mine[1]}/undo/", {"decision": reopen_id}, format="json")
     assert back.status_code == 200
     assert back.json()["reopened_at"] is None
     task.refresh_from_db()
     assert (task.taken, task.submitted, task.completed) == (2, 2, True)
-    assert api.post(f"/api/reviews/{mine[1]}/undo/", {"decision": reject_id}, format="json").json()["review"] == (
+    assert api.post(f"/api/decisions/{mine[1]}/undo/", {"decision": reject_id}, format="json").json()["review"] == (
         "pending"
     )
     # a reopened slot another worker took: the reopen stands
-    api.post(f"/api/reviews/{mine[2]}/reject/", {"feedback": "No."}, format="json")
-    api.post(f"/api/reviews/{mine[2]}/reopen/", {}, format="json")
+    api.post(f"/api/decisions/{mine[2]}/reject/", {"feedback": "No."}, format="json")
+    api.post(f"/api/decisions/{mine[2]}/reopen/", {}, format="json")
     taken = forms.do_accept_next(instructor, batch)
     assert taken.task_id == Task.objects.get(assignments=mine[2]).pk
-    refused = api.post(f"/api/reviews/{mine[2]}/undo/", {}, format="json")
+    refused = api.post(f"/api/decisions/{mine[2]}/undo/", {}, format="json")
     assert refused.status_code == 409
     assert "taken by another worker" in refused.json()["detail"]
-    assert api.get(f"/api/reviews/{mine[2]}/").json()["reopened_at"] is not None
-    assert api.post(f"/api/reviews/{theirs[0]}/undo/", {}, format="json").status_code == 409  # nothing decided
+    assert api.get(f"/api/decisions/{mine[2]}/").json()["reopened_at"] is not None
+    assert api.post(f"/api/decisions/{theirs[0]}/undo/", {}, format="json").status_code == 409  # nothing decided
 
 
 def test_undo_on_the_page(client, worked, researcher, rhea, owner):
@@ -198,11 +198,11 @@ def test_undo_on_the_page(client, worked, researcher, rhea, owner):
     mine = work_of(batch, "owner")
     client.force_login(researcher)
     client.post(
-        f"/work/batches/{batch.pk}/review/decide",
+        f"/work/batches/{batch.pk}/decisions/decide",
         {"decision": "reject", "feedback": "Not a sentence.", "assignment": [mine[0]]},
     )
     client.force_login(rhea)
-    url = f"/work/batches/{batch.pk}/review/{mine[0]}/"
+    url = f"/work/batches/{batch.pk}/decisions/{mine[0]}/"
     page = text(client.get(url))
     assert page.count('class="undo"') == 1
     done = client.post(f"{url}undo", {"reason": "Second look: fine."}, follow=True)
@@ -222,7 +222,7 @@ def test_a_decision_by_filter_is_confirmed_with_its_count_and_asked_again_when_t
 ):
     batch = worked
     theirs = work_of(batch, "teammate")
-    decide = f"/work/batches/{batch.pk}/review/decide"
+    decide = f"/work/batches/{batch.pk}/decisions/decide"
     client.force_login(researcher)
     form = {"decision": "reject", "feedback": "Too fast.", "scope": "filter", "worker": "teammate"}
     asked = client.post(decide, form)
@@ -232,7 +232,7 @@ def test_a_decision_by_filter_is_confirmed_with_its_count_and_asked_again_when_t
     assert "Too fast." in text(asked)
     assert quality.review_counts(batch)["rejected"] == 0  # nothing decided before the confirmation
     # meanwhile a colleague approves one of those rows
-    token_client(rhea).post(f"/api/reviews/{theirs[1]}/approve/", {}, format="json")
+    token_client(rhea).post(f"/api/decisions/{theirs[1]}/approve/", {}, format="json")
     stale = client.post(decide, {**form, "selection": asked.context["selection"]})
     assert stale.status_code == 409
     assert "The selection changed" in text(stale)
@@ -255,21 +255,21 @@ def test_the_api_confirms_a_decision_by_filter_with_a_dry_run(worked, researcher
     mine = work_of(batch, "owner")
     api = api_for(researcher)
     body = {"decision": "approve", "filter": {"batch": batch.pk, "worker": "owner"}}
-    dry = api.post("/api/reviews/decide/", {**body, "dry_run": True}, format="json").json()
+    dry = api.post("/api/decisions/decide/", {**body, "dry_run": True}, format="json").json()
     assert dry["changed"] == 0
     assert dry["selected"] == 3
-    api_for(rhea).post(f"/api/reviews/{mine[0]}/reject/", {"feedback": "No."}, format="json")
-    stale = api.post("/api/reviews/decide/", {**body, "selection": dry["selection"]}, format="json")
+    api_for(rhea).post(f"/api/decisions/{mine[0]}/reject/", {"feedback": "No."}, format="json")
+    stale = api.post("/api/decisions/decide/", {**body, "selection": dry["selection"]}, format="json")
     assert stale.status_code == 409
     assert "now selects 2 pending rows" in stale.json()["detail"]
     assert stale.json()["errors"][0]["field"] == "selection"
     assert [Assignment.objects.get(pk=pk).review for pk in mine] == ["rejected", "pending", "pending"]
-    again = api.post("/api/reviews/decide/", {**body, "dry_run": True}, format="json").json()
+    again = api.post("/api/decisions/decide/", {**body, "dry_run": True}, format="json").json()
     assert again["selected"] == 2
-    done = api.post("/api/reviews/decide/", {**body, "selection": again["selection"]}, format="json")
+    done = api.post("/api/decisions/decide/", {**body, "selection": again["selection"]}, format="json")
     assert done.json() == {"changed": 2}
     assert [d["kind"] for d in trail(api, mine[1])] == ["bulk"]
-    bad = api.post("/api/reviews/decide/", {**body, "selection": "nope"}, format="json")
+    bad = api.post("/api/decisions/decide/", {**body, "selection": "nope"}, format="json")
     assert bad.status_code == 400
     assert bad.json()["errors"][0]["field"] == "selection"
 
@@ -278,7 +278,7 @@ def test_reopen_is_confirmed_with_what_changes(client, worked, researcher):
     batch = worked
     mine = work_of(batch, "owner")
     client.force_login(researcher)
-    base = f"/work/batches/{batch.pk}/review"
+    base = f"/work/batches/{batch.pk}/decisions"
     client.post(f"{base}/decide", {"decision": "reject", "feedback": "No.", "assignment": mine[:2]})
     asked = client.post(f"{base}/{mine[0]}/reopen")
     assert asked.status_code == 200
@@ -298,37 +298,37 @@ def test_reopen_is_confirmed_with_what_changes(client, worked, researcher):
 def test_who_may_read_the_trail_and_undo(client, worked, researcher, owner, reviewer, alpha, beta, api_for):
     batch = worked
     mine = work_of(batch, "owner")
-    api_for(researcher).post(f"/api/reviews/{mine[0]}/reject/", {"feedback": "No."}, format="json")
+    api_for(researcher).post(f"/api/decisions/{mine[0]}/reject/", {"feedback": "No."}, format="json")
     elsewhere = make_user("elsewhere", beta, Role.RESEARCHER)
     for user, status in ((owner, 403), (reviewer, 403), (elsewhere, 404)):
-        assert api_for(user).post(f"/api/reviews/{mine[0]}/undo/", {}, format="json").status_code == status
-        assert api_for(user).get(f"/api/reviews/{mine[0]}/").status_code == status
+        assert api_for(user).post(f"/api/decisions/{mine[0]}/undo/", {}, format="json").status_code == status
+        assert api_for(user).get(f"/api/decisions/{mine[0]}/").status_code == status
         client.force_login(user)
-        assert client.post(f"/work/batches/{batch.pk}/review/{mine[0]}/undo").status_code == status
-        assert client.get(f"/work/batches/{batch.pk}/review/{mine[0]}/").status_code == status
-        assert client.post(f"/work/batches/{batch.pk}/review/{mine[0]}/reopen").status_code == status
+        assert client.post(f"/work/batches/{batch.pk}/decisions/{mine[0]}/undo").status_code == status
+        assert client.get(f"/work/batches/{batch.pk}/decisions/{mine[0]}/").status_code == status
+        assert client.post(f"/work/batches/{batch.pk}/decisions/{mine[0]}/reopen").status_code == status
     assert Assignment.objects.get(pk=mine[0]).review == "rejected"
     # an assignment of another batch under this batch's address is not found
     other = make_batch(alpha, name="other")
     client.force_login(researcher)
-    assert client.get(f"/work/batches/{other.pk}/review/{mine[0]}/").status_code == 404
+    assert client.get(f"/work/batches/{other.pk}/decisions/{mine[0]}/").status_code == 404
 
 
 def test_the_auto_approval_delay_is_given_in_minutes_on_the_page(client, worked, researcher, api_for):
     batch = worked
     client.force_login(researcher)
-    page = text(client.get(f"/work/batches/{batch.pk}/review/"))
+    page = text(client.get(f"/work/batches/{batch.pk}/decisions/"))
     assert "after minutes" in page
     assert 'name="auto_approve_minutes"' in page
     assert "seconds" not in page
-    saved = client.post(f"/work/batches/{batch.pk}/review/settings", {"auto_approve_minutes": "90"}, follow=True)
+    saved = client.post(f"/work/batches/{batch.pk}/decisions/settings", {"auto_approve_minutes": "90"}, follow=True)
     assert "Quality settings saved." in text(saved)
     assert 'value="90"' in text(saved)
     shown = api_for(researcher).get(f"/api/batch-quality/{batch.pk}/").json()
     assert (shown["auto_approve_seconds"], shown["auto_approve_minutes"]) == (5400, 90)
-    bad = client.post(f"/work/batches/{batch.pk}/review/settings", {"auto_approve_minutes": "1.5"}, follow=True)
+    bad = client.post(f"/work/batches/{batch.pk}/decisions/settings", {"auto_approve_minutes": "1.5"}, follow=True)
     assert "auto_approve_minutes" in text(bad)
-    off = client.post(f"/work/batches/{batch.pk}/review/settings", {"auto_approve_minutes": ""}, follow=True)
+    off = client.post(f"/work/batches/{batch.pk}/decisions/settings", {"auto_approve_minutes": ""}, follow=True)
     assert "Quality settings saved." in text(off)
     assert api_for(researcher).get(f"/api/batch-quality/{batch.pk}/").json()["auto_approve_minutes"] is None
     both = api_for(researcher).patch(
@@ -348,28 +348,28 @@ def test_nobody_decides_on_their_own_work_on_any_path(client, alpha, boss, rhea,
     (own,), (other,) = work_of(batch, "boss"), work_of(batch, "rhea")
     api = token_client(boss)
     for path, body in (
-        (f"/api/reviews/{own}/approve/", {}),
-        ("/api/reviews/decide/", {"decision": "approve", "assignments": [own, other]}),
+        (f"/api/decisions/{own}/approve/", {}),
+        ("/api/decisions/decide/", {"decision": "approve", "assignments": [own, other]}),
     ):
         refused = api.post(path, body, format="json")
         assert refused.status_code == 403
         assert "your own work" in refused.json()["detail"]
     dry = api.post(
-        "/api/reviews/decide/", {"decision": "approve", "filter": {"batch": batch.pk}, "dry_run": True}, format="json"
+        "/api/decisions/decide/", {"decision": "approve", "filter": {"batch": batch.pk}, "dry_run": True}, format="json"
     )
     assert dry.json()["selected"] == 2  # rhea's and teammate's, not boss's own
     csv = f'"AssignmentId","Approve","Reject"\r\n"{own}","x",""\r\n'.encode()
-    uploaded = api.post("/api/reviews/upload/", {"batch": batch.pk, "csv": SimpleUploadedFile("r.csv", csv)})
+    uploaded = api.post("/api/decisions/upload/", {"batch": batch.pk, "csv": SimpleUploadedFile("r.csv", csv)})
     assert uploaded.status_code == 400
     assert "your own work" in uploaded.content.decode()
-    decided = api.post("/api/reviews/decide/", {"decision": "approve", "filter": {"batch": batch.pk}}, format="json")
+    decided = api.post("/api/decisions/decide/", {"decision": "approve", "filter": {"batch": batch.pk}}, format="json")
     assert decided.json() == {"changed": 2}
     assert history(boss)[own] == ("pending", "")
-    rejected = token_client(rhea).post(f"/api/reviews/{own}/reject/", {"feedback": "Too short"}, format="json")
+    rejected = token_client(rhea).post(f"/api/decisions/{own}/reject/", {"feedback": "Too short"}, format="json")
     assert rejected.status_code == 200
-    assert api.post(f"/api/reviews/{own}/reopen/").status_code == 403
-    assert api.post(f"/api/reviews/{own}/undo/", {}, format="json").status_code == 403
+    assert api.post(f"/api/decisions/{own}/reopen/").status_code == 403
+    assert api.post(f"/api/decisions/{own}/undo/", {}, format="json").status_code == 403
     client.force_login(boss)
-    page = client.post(f"/work/batches/{batch.pk}/review/{own}/undo", {}, follow=True)
+    page = client.post(f"/work/batches/{batch.pk}/decisions/{own}/undo", {}, follow=True)
     assert "your own work" in text(page)
     assert history(boss)[own] == ("rejected", "Too short")

@@ -125,14 +125,14 @@ def test_only_admins_set_the_share_and_outsiders_do_not_see_the_project(team):
         team.api["otto"].patch("/api/quality/demos/alpha/", {"second_review_percent": 5}, format="json").status_code
         == 404
     )
-    page = team.pages["ada"].post("/projects/alpha/quality/agreement/", {"second_review_percent": "150"})
+    page = team.pages["ada"].post("/projects/alpha/quality/reviewers/", {"second_review_percent": "150"})
     assert page.status_code == 400
     assert b"second_review_percent" in page.content
-    page = team.pages["ada"].post("/projects/alpha/quality/agreement/", {"second_review_percent": "30"})
+    page = team.pages["ada"].post("/projects/alpha/quality/reviewers/", {"second_review_percent": "30"})
     assert page.status_code == 302
     assert team.api["res"].get("/api/quality/demos/alpha/").json()["second_review_percent"] == 30
     assert (
-        team.pages["rob"].post("/projects/alpha/quality/agreement/", {"second_review_percent": "1"}).status_code == 403
+        team.pages["rob"].post("/projects/alpha/quality/reviewers/", {"second_review_percent": "1"}).status_code == 403
     )
 
 
@@ -295,7 +295,7 @@ def test_second_reviews_go_to_another_reviewer_keep_the_first_decision_and_give_
             else:
                 assert reported["kappa"] == pytest.approx(kappa(first_labels, second_labels), abs=1e-6)
                 assert reported["undefined"] is None
-    page = team.pages["rob"].get("/projects/alpha/quality/agreement/")
+    page = team.pages["rob"].get("/projects/alpha/quality/reviewers/")
     assert page.status_code == 200
     for key in pairs:
         assert f'data-pair="{key[0]}|{key[1]}"'.encode() in page.content
@@ -415,7 +415,7 @@ def test_pages_and_api_as_every_role(team):
     edit(team.pages["rae"], demos[0], "transition", action="validate")
     ana = team.by_name("ana")
     expected = {  # path → {username: status}
-        "/projects/alpha/quality/agreement/": {"rae": 200, "ada": 200, "res": 200, "ana": 403, "otto": 404},
+        "/projects/alpha/quality/reviewers/": {"rae": 200, "ada": 200, "res": 200, "ana": 403, "otto": 404},
         "/projects/alpha/quality/records/": {"rae": 200, "ada": 200, "res": 200, "ana": 200, "otto": 404},
         f"/projects/alpha/quality/records/{ana.pk}/": {"rae": 200, "res": 200, "ana": 200, "ben": 200, "otto": 404},
         "/quality/second-reviews/": {"rae": 200, "rob": 200, "ana": 200, "otto": 200},
@@ -436,8 +436,8 @@ def test_pages_and_api_as_every_role(team):
     page = team.pages["ana"].get("/projects/alpha/quality/records/").content.decode()
     assert 'data-user="ana"' in page
     assert 'data-user="ben"' not in page
-    assert "quality/agreement" not in page
-    assert "quality/agreement" in team.pages["res"].get("/projects/alpha/quality/records/").content.decode()
+    assert "quality/reviewers" not in page
+    assert "quality/reviewers" in team.pages["res"].get("/projects/alpha/quality/records/").content.decode()
     # At 100 % every decided demo goes to a second review, to a reviewer who is not the first.
     second = team.api["rae"].get(f"/api/quality/second-reviews/{demos[0].name}/").json()["second_review"]
     assert second["reviewer"] in ("rob", "roz")

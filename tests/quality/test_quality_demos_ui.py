@@ -46,7 +46,7 @@ def test_a_second_reviewer_finds_decides_and_the_admin_sees_it(browser, live_ser
     assert f'"status": "{DemoStatus.VALIDATED}"' in browser.find_element(By.TAG_NAME, "body").text  # unchanged
 
     use_session(browser, live_server.url, admin)
-    browser.get(f"{live_server.url}/projects/alpha/quality/agreement/")
+    browser.get(f"{live_server.url}/projects/alpha/quality/reviewers/")
     assert browser.find_element(By.CSS_SELECTOR, '[data-count="decided"]').text == "1"
     assert browser.find_element(By.CSS_SELECTOR, '[data-count="agreeing"]').text == "0"
     row = browser.find_element(By.CSS_SELECTOR, 'tr[data-pair="rae|rob"]')

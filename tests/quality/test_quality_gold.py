@@ -78,7 +78,7 @@ def test_gold_tasks_come_at_the_rate_and_are_scored_with_the_turkingbench_metric
         left[kind] -= 1
         expected.append(kind)
     assert order == expected
-    rows = token_client(admin).get("/api/reviews/", {"batch": batch.pk, "worker": "owner"}).json()["results"]
+    rows = token_client(admin).get("/api/decisions/", {"batch": batch.pk, "worker": "owner"}).json()["results"]
     scores = {row["task_index"]: row["gold_score"] for row in rows}
     assert {i: scores[i] for i in (3, 4, 5)} == {3: None, 4: None, 5: None}
     assert scores[0] == 1.0
@@ -103,7 +103,7 @@ def test_workers_cannot_tell_gold_tasks_apart(alpha, admin, workers, client):
     page = client.get(f"/work/assignments/{gold.pk}/").content.decode().lower()
     assert "gold" not in page
     assert token_client(teammate).get(f"/api/batch-quality/{batch.pk}/").status_code == 403
-    assert token_client(teammate).get("/api/reviews/", {"batch": batch.pk}).status_code == 403
+    assert token_client(teammate).get("/api/decisions/", {"batch": batch.pk}).status_code == 403
 
 
 def test_a_careless_worker_is_blocked_told_why_and_their_pending_work_flagged(alpha, admin, workers, client):
@@ -128,10 +128,10 @@ def test_a_careless_worker_is_blocked_told_why_and_their_pending_work_flagged(al
     work_page = client.get("/work/").content.decode()
     assert f'data-batch="{batch.pk}"' not in work_page
     assert "blocked" in work_page
-    flagged = token_client(admin).get("/api/reviews/", {"batch": batch.pk, "flagged": "true"}).json()["results"]
+    flagged = token_client(admin).get("/api/decisions/", {"batch": batch.pk, "flagged": "true"}).json()["results"]
     assert {row["worker"] for row in flagged} == {"teammate"}
     assert len(flagged) == len(done)
-    low = token_client(admin).get("/api/reviews/", {"batch": batch.pk, "gold_below": "0.5"}).json()["results"]
+    low = token_client(admin).get("/api/decisions/", {"batch": batch.pk, "gold_below": "0.5"}).json()["results"]
     assert {row["worker"] for row in low} == {"teammate"}
     assert token_client(admin).get(f"/api/batch-quality/{batch.pk}/").json()["blocked"][0]["worker"] == "teammate"
     assert len(work(third, batch, right)) == 6  # the others carry on

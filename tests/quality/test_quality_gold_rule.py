@@ -57,7 +57,7 @@ def batch_with_blanks(alpha, admin, **settings):
 
 
 def scores(admin, batch) -> dict:
-    rows = token_client(admin).get("/api/reviews/", {"batch": batch.pk, "page_size": 100}).json()["results"]
+    rows = token_client(admin).get("/api/decisions/", {"batch": batch.pk, "page_size": 100}).json()["results"]
     return {(row["worker"], row["task_index"]): row["gold_score"] for row in rows}
 
 
@@ -106,9 +106,9 @@ def test_marking_a_task_without_a_known_value_is_refused_naming_the_field(alpha,
     assert "task 1 has no non-blank Answer.* value" in refused.json()["detail"]
     assert api.get(f"/api/batch-quality/{batch.pk}/").json()["gold_tasks"] == [0, 2]  # nothing changed
     client.force_login(admin)
-    page = client.post(f"/work/batches/{batch.pk}/review/gold", {"tasks": "3"}, follow=True).content.decode()
+    page = client.post(f"/work/batches/{batch.pk}/decisions/gold", {"tasks": "3"}, follow=True).content.decode()
     assert "task 3 has no non-blank Answer.* value" in page
-    one = client.post(f"/work/batches/{batch.pk}/review/gold", {"tasks": "1, x"}, follow=True).content.decode()
+    one = client.post(f"/work/batches/{batch.pk}/decisions/gold", {"tasks": "1, x"}, follow=True).content.decode()
     assert "expected task indices (from 0)" in one
     # an assignment with nothing but blanks, hidden fields and MTurk's parameters has no answer to be gold
     ann = crowd[0]
@@ -141,7 +141,7 @@ def test_marking_unmarking_and_marking_from_an_assignment_score_the_answers_agai
     assert batch.tasks.get(index=1).gold_answers == {"polarity": ["pos"], "level": ["high"]}
     found = scores(admin, batch)
     assert (found[("ann", 1)], found[("abe", 1)]) == (1.0, 0.5)
-    reviews = api.get("/api/reviews/", {"batch": batch.pk, "worker": "abe"}).json()["results"]
+    reviews = api.get("/api/decisions/", {"batch": batch.pk, "worker": "abe"}).json()["results"]
     # abe's gold answers: task 0 (1/2), task 1 (1/2), task 2 (its known level is low; his high: 0)
     assert {row["worker_gold"] for row in reviews} == {(0.5 + 0.5 + 0) / 3}
     assert {row["worker_gold_answers"] for row in reviews} == {3}
@@ -306,12 +306,12 @@ def test_the_review_page_numbers_tasks_from_0_and_takes_indices(alpha, admin, cr
     work(crowd[0], batch, lambda i: {"polarity": "pos"})
     client = Client()
     client.force_login(admin)
-    page = client.get(f"/work/batches/{batch.pk}/review/").content.decode()
+    page = client.get(f"/work/batches/{batch.pk}/decisions/").content.decode()
     cells = [" ".join(cell.text_content().split()) for cell in lxml.html.fromstring(page).xpath("//td[@class='task']")]
     assert "0 gold" in cells
     assert "3" in cells
     assert "Gold: tasks 0, 2." in page
-    marked = client.post(f"/work/batches/{batch.pk}/review/gold", {"tasks": "2", "gold": "0"}, follow=True)
+    marked = client.post(f"/work/batches/{batch.pk}/decisions/gold", {"tasks": "2", "gold": "0"}, follow=True)
     assert "Gold: task 0." in marked.content.decode()
 
 
@@ -330,19 +330,21 @@ def test_numbers_past_what_the_columns_hold_and_nul_bytes_are_400s_never_500s(al
         assert response.json()["errors"][0]["field"].startswith(field)
     client = Client()
     client.force_login(admin)
-    page = client.post(f"/work/batches/{batch.pk}/review/gold", {"tasks": "9223372036854775808"}, follow=True)
+    page = client.post(f"/work/batches/{batch.pk}/decisions/gold", {"tasks": "9223372036854775808"}, follow=True)
     assert page.status_code == 200
     assert "has no task 9223372036854775808" in page.content.decode()
-    assert client.get(f"/work/batches/{batch.pk}/review/", {"worker": "a\x00b"}).status_code == 400
-    assert api.get("/api/reviews/", {"batch": batch.pk, "worker": "a\x00b"}).status_code == 400
+    assert client.get(f"/work/batches/{batch.pk}/decisions/", {"worker": "a\x00b"}).status_code == 400
+    assert api.get("/api/decisions/", {"batch": batch.pk, "worker": "a\x00b"}).status_code == 400
     # a digit str.isdigit() takes and int() refuses (the third outside review: eight 500s)
-    assert api.get("/api/reviews/", {"batch": "²"}).status_code == 400
+    assert api.get("/api/decisions/", {"batch": "²"}).status_code == 400
     assert api.post("/api/batches/²/accept/", {}, format="json").status_code in (400, 404)
     assert api.post(f"/api/batch-quality/{batch.pk}/gold/", {"tasks": ["²"]}, format="json").status_code == 400
     for fields in ({"assignment": "²"}, {"tasks": "²"}):
-        assert client.post(f"/work/batches/{batch.pk}/review/gold", fields, follow=True).status_code == 200
+        assert client.post(f"/work/batches/{batch.pk}/decisions/gold", fields, follow=True).status_code == 200
     assert (
-        client.post(f"/work/batches/{batch.pk}/review/decide", {"assignment": "²", "decision": "approve"}).status_code
+        client.post(
+            f"/work/batches/{batch.pk}/decisions/decide", {"assignment": "²", "decision": "approve"}
+        ).status_code
         < 500
     )
     assert client.get("/agents/compare/", {"a": "²", "b": "1"}).status_code == 400

@@ -35,10 +35,10 @@ def text(response) -> str:
 def test_the_review_page_decides_on_selected_rows_and_by_filter(client, worked, researcher, owner, teammate):
     batch = worked
     client.force_login(researcher)
-    page = client.get(f"/work/batches/{batch.pk}/review/")
+    page = client.get(f"/work/batches/{batch.pk}/decisions/")
     assert page.status_code == 200
     assert text(page).count('class="row-select"') == 9
-    decide = f"/work/batches/{batch.pk}/review/decide"
+    decide = f"/work/batches/{batch.pk}/decisions/decide"
     rejected = client.post(
         decide,
         {"decision": "reject", "feedback": "Please write full sentences.", "assignment": ids_of(batch, "owner")[:2]},
@@ -54,9 +54,9 @@ def test_the_review_page_decides_on_selected_rows_and_by_filter(client, worked, 
         decide, {"decision": "approve", "scope": "filter", "worker": "teammate", "selection": selection}, follow=True
     )
     assert "Approved 3 assignments" in text(by_filter)
-    filtered = client.get(f"/work/batches/{batch.pk}/review/", {"review": "rejected"})
+    filtered = client.get(f"/work/batches/{batch.pk}/decisions/", {"review": "rejected"})
     assert text(filtered).count('class="row-select"') == 2
-    bad = client.get(f"/work/batches/{batch.pk}/review/", {"gold_below": "2"})
+    bad = client.get(f"/work/batches/{batch.pk}/decisions/", {"gold_below": "2"})
     assert bad.status_code == 400
     client.force_login(owner)
     history = text(client.get("/work/"))
@@ -71,7 +71,7 @@ def test_the_review_page_decides_on_selected_rows_and_by_filter(client, worked, 
 def test_reopen_gold_settings_and_upload_on_the_page(client, worked, researcher, admin, alpha):
     batch = worked
     client.force_login(researcher)
-    base = f"/work/batches/{batch.pk}/review"
+    base = f"/work/batches/{batch.pk}/decisions"
     first = ids_of(batch, "instructor")[0]
     client.post(f"{base}/decide", {"decision": "reject", "feedback": "no", "assignment": [first]})
     assert 'data-count="1"' in text(client.post(f"{base}/{first}/reopen"))  # the confirmation
@@ -99,9 +99,9 @@ def test_who_may_open_the_quality_pages(client, worked, owner, reviewer, researc
     batch = worked
     for user, status in ((owner, 403), (reviewer, 403), (researcher, 200), (admin, 200), (outsider, 404)):
         client.force_login(user)
-        assert client.get(f"/work/batches/{batch.pk}/review/").status_code == status, user.username
+        assert client.get(f"/work/batches/{batch.pk}/decisions/").status_code == status, user.username
         decide = client.post(
-            f"/work/batches/{batch.pk}/review/decide", {"decision": "approve", "assignment": ids_of(batch, "owner")}
+            f"/work/batches/{batch.pk}/decisions/decide", {"decision": "approve", "assignment": ids_of(batch, "owner")}
         )
         assert decide.status_code in (status, 302), user.username
     assert Assignment.objects.filter(review="approved").count() == 3  # owner's three, approved by the researcher

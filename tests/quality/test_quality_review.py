@@ -42,7 +42,7 @@ def worked(alpha, workers):
 
 
 def reviews(client, **params) -> list[dict]:
-    response = client.get("/api/reviews/", params)
+    response = client.get("/api/decisions/", params)
     assert response.status_code == 200, response.content
     return response.json()["results"]
 
@@ -59,14 +59,14 @@ def test_approve_and_reject_one_by_one_the_worker_reads_the_reason(worked, resea
     assert len(listed) == 6
     assert {row["review"] for row in listed} == {"pending"}
     first, second = done[("owner", 0)], done[("teammate", 0)]
-    approved = api.post(f"/api/reviews/{first.pk}/approve/", {}, format="json")
+    approved = api.post(f"/api/decisions/{first.pk}/approve/", {}, format="json")
     assert approved.status_code == 200
     assert approved.json()["review"] == "approved"
     assert approved.json()["reviewed_by"] == "researcher"
-    no_reason = api.post(f"/api/reviews/{second.pk}/reject/", {}, format="json")
+    no_reason = api.post(f"/api/decisions/{second.pk}/reject/", {}, format="json")
     assert no_reason.status_code == 400
     assert no_reason.json()["errors"][0]["field"] == "feedback"
-    rejected = api.post(f"/api/reviews/{second.pk}/reject/", {"feedback": "You copied the input."}, format="json")
+    rejected = api.post(f"/api/decisions/{second.pk}/reject/", {"feedback": "You copied the input."}, format="json")
     assert rejected.status_code == 200
     assert rejected.json()["review"] == "rejected"
     history = my_history(teammate)
@@ -74,22 +74,22 @@ def test_approve_and_reject_one_by_one_the_worker_reads_the_reason(worked, resea
     assert history[second.pk]["feedback"] == "You copied the input."
     assert my_history(owner)[first.pk]["review"] == "approved"
     # decided otherwise: 409, and the decision stands
-    again = api.post(f"/api/reviews/{second.pk}/approve/", {}, format="json")
+    again = api.post(f"/api/decisions/{second.pk}/approve/", {}, format="json")
     assert again.status_code == 409
     assert reviews(api, batch=batch.pk, review="rejected")[0]["id"] == second.pk
     # the same decision twice changes nothing
-    assert api.post(f"/api/reviews/{first.pk}/approve/", {}, format="json").status_code == 200
+    assert api.post(f"/api/decisions/{first.pk}/approve/", {}, format="json").status_code == 200
 
 
 def test_bulk_and_filter_decisions(worked, researcher, owner):
     batch, done = worked
     api = token_client(researcher)
     ids = [done[("teammate", i)].pk for i in range(3)]
-    bulk = api.post("/api/reviews/decide/", {"decision": "approve", "assignments": ids}, format="json")
+    bulk = api.post("/api/decisions/decide/", {"decision": "approve", "assignments": ids}, format="json")
     assert bulk.status_code == 200
     assert bulk.json() == {"changed": 3}
     by_filter = api.post(
-        "/api/reviews/decide/",
+        "/api/decisions/decide/",
         {"decision": "reject", "feedback": "Too short.", "filter": {"batch": batch.pk, "worker": "owner"}},
         format="json",
     )
@@ -98,10 +98,10 @@ def test_bulk_and_filter_decisions(worked, researcher, owner):
     assert {r["review"] for r in reviews(api, batch=batch.pk, worker="teammate")} == {"approved"}
     # a bulk list naming one decided otherwise refuses them all
     mixed = api.post(
-        "/api/reviews/decide/", {"decision": "approve", "assignments": [ids[0], done[("owner", 0)].pk]}, format="json"
+        "/api/decisions/decide/", {"decision": "approve", "assignments": [ids[0], done[("owner", 0)].pk]}, format="json"
     )
     assert mixed.status_code == 409
-    bad = api.get("/api/reviews/", {"batch": batch.pk, "gold_below": "1.5"})
+    bad = api.get("/api/decisions/", {"batch": batch.pk, "gold_below": "1.5"})
     assert bad.status_code == 400
     assert bad.json()["errors"][0]["field"] == "gold_below"
 
@@ -110,13 +110,13 @@ def test_refusals_other_project_404_worker_403_not_submitted_409(worked, researc
     batch, done = worked
     some = done[("owner", 1)].pk
     boss = make_user("bea", beta, Role.ADMIN)
-    assert token_client(boss).post(f"/api/reviews/{some}/approve/", {}, format="json").status_code == 404
-    assert token_client(boss).get("/api/reviews/", {"batch": batch.pk}).status_code == 404
+    assert token_client(boss).post(f"/api/decisions/{some}/approve/", {}, format="json").status_code == 404
+    assert token_client(boss).get("/api/decisions/", {"batch": batch.pk}).status_code == 404
     for worker in workers:
-        refused = token_client(worker).post(f"/api/reviews/{some}/approve/", {}, format="json")
+        refused = token_client(worker).post(f"/api/decisions/{some}/approve/", {}, format="json")
         assert refused.status_code == 403, worker.username
     active = forms.do_accept_next(workers[2], make_batch(alpha, name="more"))
-    not_yet = token_client(researcher).post(f"/api/reviews/{active.pk}/approve/", {}, format="json")
+    not_yet = token_client(researcher).post(f"/api/decisions/{active.pk}/approve/", {}, format="json")
     assert not_yet.status_code == 409
     assert Assignment.objects.get(pk=some).review == ReviewState.PENDING
 
@@ -128,15 +128,15 @@ def test_a_rejected_assignment_reopened_goes_to_another_worker(worked, researche
     task = Task.objects.get(pk=rejected.task_id)
     assert (task.taken, task.submitted, task.completed) == (2, 2, True)
     assert forms.do_accept_next(instructor, batch) is None  # every slot is taken
-    assert api.post(f"/api/reviews/{rejected.pk}/reopen/", {}, format="json").status_code == 409  # not rejected
-    api.post(f"/api/reviews/{rejected.pk}/reject/", {"feedback": "Wrong."}, format="json")
-    reopened = api.post(f"/api/reviews/{rejected.pk}/reopen/", {}, format="json")
+    assert api.post(f"/api/decisions/{rejected.pk}/reopen/", {}, format="json").status_code == 409  # not rejected
+    api.post(f"/api/decisions/{rejected.pk}/reject/", {"feedback": "Wrong."}, format="json")
+    reopened = api.post(f"/api/decisions/{rejected.pk}/reopen/", {}, format="json")
     assert reopened.status_code == 200
     assert reopened.json()["reopened_at"]
     task.refresh_from_db()
     assert (task.taken, task.submitted, task.completed) == (1, 1, False)
     assert api.get(f"/api/batches/{batch.pk}/").json()["tasks_done"] == 2  # the batch's counter follows
-    assert api.post(f"/api/reviews/{rejected.pk}/reopen/", {}, format="json").status_code == 409
+    assert api.post(f"/api/decisions/{rejected.pk}/reopen/", {}, format="json").status_code == 409
     assert forms.do_accept_next(owner, batch) is None  # the rejected worker does not get it back
     assert forms.do_accept_next(teammate, batch) is None
     taken = forms.do_accept_next(instructor, batch)
@@ -156,7 +156,7 @@ def test_automatic_approval_after_the_batch_delay(worked, researcher):
     )
     old = [done[("owner", i)] for i in range(3)]
     Assignment.objects.filter(pk__in=[a.pk for a in old]).update(submitted_at=timezone.now() - dt.timedelta(hours=2))
-    api.post(f"/api/reviews/{old[0].pk}/reject/", {"feedback": "no"}, format="json")
+    api.post(f"/api/decisions/{old[0].pk}/reject/", {"feedback": "no"}, format="json")
     Assignment.objects.filter(pk=old[1].pk).update(flagged="worker blocked")
     assert auto_approve_assignments() == 1  # the beat task: only the unflagged pending one past the delay
     states = {row["id"]: row["review"] for row in reviews(api, batch=batch.pk)}
@@ -186,7 +186,7 @@ def as_csv(rows: list[dict]) -> bytes:
 
 def upload(api, batch, data: bytes):
     return api.post(
-        "/api/reviews/upload/",
+        "/api/decisions/upload/",
         {"batch": batch.pk, "csv": SimpleUploadedFile("results.csv", data, content_type="text/csv")},
         format="multipart",
     )
@@ -241,8 +241,8 @@ def test_pay_counts_approved_work_and_shows_pending_apart(worked, researcher, al
     batch, done = worked
     PayRates.objects.create(project=alpha, per_submitted_assignment="1.00")
     api = token_client(researcher)
-    api.post(f"/api/reviews/{done[('owner', 0)].pk}/approve/", {}, format="json")
-    api.post(f"/api/reviews/{done[('owner', 1)].pk}/reject/", {"feedback": "no"}, format="json")
+    api.post(f"/api/decisions/{done[('owner', 0)].pk}/approve/", {}, format="json")
+    api.post(f"/api/decisions/{done[('owner', 1)].pk}/reject/", {"feedback": "no"}, format="json")
     rates = PayRates.for_project(alpha)
     report = {row["person"]: row for row in activity.pay_report(activity.activity(alpha, None, rates), rates)}
     assert report["owner"]["approved_assignments"] == 1
@@ -260,7 +260,9 @@ def test_rejected_work_leaves_the_results_export_and_agreement(worked, researche
     api = token_client(researcher)
     assert api.get(f"/api/agreement/{batch.pk}/").json()["totals"]["assignments"] == 6
     rejected = done[("teammate", 1)]
-    assert api.post(f"/api/reviews/{rejected.pk}/reject/", {"feedback": "Off topic."}, format="json").status_code == 200
+    assert (
+        api.post(f"/api/decisions/{rejected.pk}/reject/", {"feedback": "Off topic."}, format="json").status_code == 200
+    )
     assert api.get(f"/api/agreement/{batch.pk}/").json()["totals"]["assignments"] == 5
     statuses = {int(row["AssignmentId"]): row["AssignmentStatus"] for row in results(api, batch)}
     assert statuses[rejected.pk] == "Rejected"

@@ -83,7 +83,7 @@ def test_a_rejected_worker_reads_the_reason_in_their_history(team, browser, live
     for name in ("alice", "bob", "carol"):
         done[name] = submit_one(browser, live_server, people[name], batch, right)
         wait_for(browser, lambda d, first=done[name]: d.execute_script(READY) not in (None, str(first)), timeout=30)
-    as_user(browser, live_server, people["rhea"], f"/work/batches/{batch.pk}/review/")
+    as_user(browser, live_server, people["rhea"], f"/work/batches/{batch.pk}/decisions/")
     wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f'tr[data-assignment="{done["bob"]}"]'))
     browser.find_element(By.CSS_SELECTOR, f'tr[data-assignment="{done["bob"]}"] input.row-select').click()
     browser.find_element(By.ID, "feedback").send_keys("The sentence is negative: read it again.")
@@ -134,7 +134,7 @@ def test_a_blocked_worker_gets_no_more_tasks_of_that_batch(team, browser, live_s
         wait_for(browser, lambda d, first=first: d.execute_script(READY) not in (None, str(first)), timeout=30)
         open_work(browser, live_server)
         assert browser.find_elements(By.CSS_SELECTOR, f'#available-batches tr[data-batch="{batch.pk}"]'), name
-    as_user(browser, live_server, people["rhea"], f"/work/batches/{batch.pk}/review/?flagged=true")
+    as_user(browser, live_server, people["rhea"], f"/work/batches/{batch.pk}/decisions/?flagged=true")
     flagged = browser.find_elements(By.CSS_SELECTOR, "#review-rows tbody tr")
     assert [row.get_attribute("data-worker") for row in flagged] == ["carol"]
     assert browser.find_element(By.CSS_SELECTOR, '#blocked-workers tr[data-worker="carol"]')

@@ -42,7 +42,7 @@ EDITED = "Count once, type blue shoes, pick Large, hover the box and search"
 
 MAKE_TASK = """
 from django.contrib.auth import get_user_model
-from annotation.actions.mind2web.proposals import do_review, do_start_round, do_submit_round
+from annotation.actions.mind2web.proposals import do_screen, do_start_round, do_submit_round
 from annotation.models import Membership, Project, Role, Website
 User = get_user_model()
 project = Project.objects.get(name={project!r})
@@ -52,7 +52,7 @@ Membership.objects.get_or_create(project=project, user=reviewer, defaults={{"rol
 site = Website.objects.create(project=project, name="stepfixture", url={url!r}, domain="Shopping", subdomain="Fixture")
 round_ = do_start_round(annotator, site)
 proposal = do_submit_round(annotator, round_.pk, [{task!r}])[0]
-accepted = do_review(reviewer, proposal.pk, "accept")
+accepted = do_screen(reviewer, proposal.pk, "accept")
 print(accepted.demo_task.assignments.get().pk)
 """
 

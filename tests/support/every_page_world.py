@@ -397,7 +397,7 @@ def propose_and_review(world: World, sites: dict) -> None:
     for username, proposal, decision in decisions:
         if proposal is not None:
             world.expect(
-                world.client(username).post_json(f"/api/proposals/{proposal}/review/", {"decision": decision}),
+                world.client(username).post_json(f"/api/proposals/{proposal}/screen/", {"decision": decision}),
                 (200,),
                 f"{decision} a proposal",
             )
@@ -484,15 +484,15 @@ def quality_review(world: World) -> None:
     page); admins create a qualification and grant it; a batch's quality settings are set."""
     for reviewer, project in (("rex", "alpha"), ("bea", "beta")):
         client = world.client(reviewer)
-        listed = world.expect(client.get("/api/reviews/?review=pending", api=True), (200,), "list submitted work")
+        listed = world.expect(client.get("/api/decisions/?review=pending", api=True), (200,), "list submitted work")
         rows = listed.json()["results"] if listed.status == 200 else []
         if not rows:
             world.fail(f"{reviewer} found no submitted assignment to review in {project}")
             continue
-        world.expect(client.post_json(f"/api/reviews/{rows[0]['id']}/approve/", {}), (200,), "approve work")
+        world.expect(client.post_json(f"/api/decisions/{rows[0]['id']}/approve/", {}), (200,), "approve work")
         if len(rows) > 1:  # beta has one submission only
             decision = {"decision": "reject", "feedback": "Please read the instructions.", "assignment": rows[1]["id"]}
-            page = f"/work/batches/{rows[1]['batch']}/review/decide"
+            page = f"/work/batches/{rows[1]['batch']}/decisions/decide"
             world.expect(client.post(page, decision), (302,), "reject work on the review page")
         settings = {"gold_rate": 0.2, "gold_threshold": 0.3, "gold_min_answers": 5}
         world.expect(

@@ -47,4 +47,4 @@ def propose(client, site, tasks) -> dict:
 
 def review(client, proposal_id, decision, text=None):
     body = {"decision": decision, **({"text": text} if text is not None else {})}
-    return client.post(f"/api/proposals/{proposal_id}/review/", body, format="json")
+    return client.post(f"/api/proposals/{proposal_id}/screen/", body, format="json")

@@ -95,9 +95,9 @@ def mind2web_project(admin, users: dict) -> Project:
         proposal_round = mind2web.do_start_round(users[username], sites[site_name])
         proposed[username] = mind2web.do_submit_round(users[username], proposal_round.pk, texts)
     reviewer = users["rev"]
-    mind2web.do_review(reviewer, proposed["ana"][0].pk, "accept")
-    mind2web.do_review(reviewer, proposed["ben"][0].pk, "accept")
-    mind2web.do_review(reviewer, proposed["ben"][1].pk, "reject")
+    mind2web.do_screen(reviewer, proposed["ana"][0].pk, "accept")
+    mind2web.do_screen(reviewer, proposed["ben"][0].pk, "accept")
+    mind2web.do_screen(reviewer, proposed["ben"][1].pk, "reject")
     record_demonstration(project, users["ana"])
     return project
 

@@ -141,7 +141,7 @@ def references(website) -> list[tuple[str, str]]:
     return seeds + [(text, "accepted") for text in accepted]
 
 
-def screen(text: str, known: list[tuple[str, str]], threshold: int) -> list[dict]:
+def near_copies(text: str, known: list[tuple[str, str]], threshold: int) -> list[dict]:
     """The known tasks at least ``threshold`` similar to ``text`` (rapidfuzz token-set ratio, case and punctuation
     ignored), best first: ``[{"text", "score", "source"}]``."""
     choices = [t for t, _ in known]
@@ -167,7 +167,11 @@ def do_submit_round(user, round_id, texts) -> list[ProposedTask]:
         known = references(website)
         proposals = [
             ProposedTask(
-                round=proposal_round, website=website, proposer=user, text=t, similar_to=screen(t, known, threshold)
+                round=proposal_round,
+                website=website,
+                proposer=user,
+                text=t,
+                similar_to=near_copies(t, known, threshold),
             )
             for t in texts
         ]
@@ -178,9 +182,9 @@ def do_submit_round(user, round_id, texts) -> list[ProposedTask]:
 # --- Review -------------------------------------------------------------------------------------------------
 
 
-def review_queue(user, project):
+def screening_queue(user, project):
     """Pending proposals of ``project`` for a reviewer, oldest first; ``user``'s own are left out."""
-    check_can_review(user, project)
+    check_can_screen(user, project)
     return (
         ProposedTask.objects.filter(website__project=project, status=ProposalStatus.PENDING)
         .exclude(proposer=user)
@@ -189,12 +193,12 @@ def review_queue(user, project):
     )
 
 
-def check_can_review(user, project) -> None:
+def check_can_screen(user, project) -> None:
     if not project.has_role(user, REVIEW_ROLES):
         raise Forbidden(f"your role in {project.name!r} cannot review proposals (needs reviewer or admin)")
 
 
-def check_proposal_reviewable(user, proposal_id) -> ProposedTask:
+def check_proposal_screenable(user, proposal_id) -> ProposedTask:
     projects = Project.objects.for_user(user)
     proposal = (
         ProposedTask.objects.select_related("website__project", "proposer")
@@ -203,20 +207,20 @@ def check_proposal_reviewable(user, proposal_id) -> ProposedTask:
     )
     if proposal is None:
         raise NotFound(f"no proposal {proposal_id} among your projects")
-    check_can_review(user, proposal.website.project)
+    check_can_screen(user, proposal.website.project)
     if proposal.proposer_id == user.pk:
         raise Forbidden("you proposed this task: another reviewer must review it")
     return proposal
 
 
-def do_review(user, proposal_id, decision, text=None) -> ProposedTask:
+def do_screen(user, proposal_id, decision, text=None) -> ProposedTask:
     """``accept`` (with ``text`` when the reviewer edited it) or ``reject`` a pending proposal; 409 when it was
     reviewed already. Accepting makes the demonstration task."""
     if decision not in ("accept", "reject"):
         raise ValidationFailed(
             "decision must be accept or reject", [{"field": "decision", "message": "accept, reject"}]
         )
-    proposal = check_proposal_reviewable(user, proposal_id)
+    proposal = check_proposal_screenable(user, proposal_id)
     final = check_task_texts([proposal.text if text in (None, "") else text], "text")[0]
     with transaction.atomic():
         locked = ProposedTask.objects.select_for_update().get(pk=proposal.pk)

@@ -36,7 +36,7 @@ CHECK_NAMES = (*CHECKS, ALIGNMENT)
 # --- Who may see what ------------------------------------------------------------------------------------------
 
 
-def check_project_for_agreement(user, name: str) -> Project:
+def check_project_for_reviewers(user, name: str) -> Project:
     """The project's reviewers' agreement and second reviews: its reviewers, researchers and admins (404 for
     non-members, 403 for annotators)."""
     return check_project_role(user, name, VIEW_ALL_ROLES, "see reviewers' agreement")
@@ -135,7 +135,7 @@ def second_review_counts(project) -> dict:
     return {**counts, "pending": counts["sent"] - counts["decided"], "agreeing": agreeing}
 
 
-def project_agreement(project) -> dict:
+def reviewers_kappa(project) -> dict:
     """What the agreement page and ``GET /api/quality/demos/<project>/`` show."""
     return {
         "project": project.name,

@@ -58,12 +58,12 @@ def batch_context(user, batch, page=None) -> dict:
 
 # Where each item of the publish checklist is set: the batch's review page (quality settings, gold) or this page.
 CHECKLIST_LINKS = {
-    "gold": ("quality-review", "gold-form"),
-    "threshold": ("quality-review", "settings-form"),
-    "requirements": ("quality-review", "settings-form"),
+    "gold": ("quality-decisions", "gold-form"),
+    "threshold": ("quality-decisions", "settings-form"),
+    "requirements": ("quality-decisions", "settings-form"),
     "assignments": ("forms-batch", "add-form"),
     "time": ("forms-batch", "extend-form"),
-    "auto_approval": ("quality-review", "settings-form"),
+    "auto_approval": ("quality-decisions", "settings-form"),
 }
 
 

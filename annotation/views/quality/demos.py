@@ -29,10 +29,10 @@ def as_int(value: str):
 @require_http_methods(["GET", "POST"])
 @login_required
 @action_errors
-def agreement_page(request, name: str):
+def reviewers_page(request, name: str):
     """Reviewers' agreement on second reviews (κ per reviewer pair) and the project's second-review share (admins
     change it here)."""
-    project = quality.check_project_for_agreement(request.user, name)
+    project = quality.check_project_for_reviewers(request.user, name)
     refusal = Refusal()
     if request.method == "POST":
         quality.check_project_admin_for_settings(request.user, name)
@@ -41,7 +41,7 @@ def agreement_page(request, name: str):
             messages.success(request, f"{project.second_review_percent} % of reviewed demos now go to a second review.")
             return redirect("quality-reviewers", project.name)
     context = tabs_context(request.user, project, "quality")
-    context.update(figures=quality.project_agreement(project), error=refusal.detail)
+    context.update(figures=quality.reviewers_kappa(project), error=refusal.detail)
     return render(request, "quality/reviewers.html", context, status=refusal.status)
 
 

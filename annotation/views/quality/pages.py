@@ -27,7 +27,7 @@ def chosen_filters(data) -> dict:
 
 
 def back_to(batch_id, filters: dict):
-    url = reverse("quality-review", args=[batch_id])
+    url = reverse("quality-decisions", args=[batch_id])
     query = urlencode(filters)
     return redirect(f"{url}?{query}" if query else url)
 
@@ -35,7 +35,7 @@ def back_to(batch_id, filters: dict):
 @login_required
 @require_GET
 @action_errors
-def review_page(request, batch_id: int):
+def decisions_page(request, batch_id: int):
     """The batch's submitted work: filters, select all, approve or reject (with the reason the worker sees)."""
     batch = forms.check_batch_manageable(request.user, batch_id)
     filters = chosen_filters(request.GET)
@@ -54,7 +54,7 @@ def review_page(request, batch_id: int):
         "qualifications": list(Qualification.objects.filter(project=batch.project).order_by("name")),
         "workers": sorted(set(rows.values_list("worker__username", flat=True))),
     }
-    return render(request, "quality/review.html", context)
+    return render(request, "quality/decisions.html", context)
 
 
 def decision_of(request) -> str:
@@ -64,7 +64,7 @@ def decision_of(request) -> str:
 @login_required
 @require_POST
 @action_errors
-def review_decide(request, batch_id: int):
+def decisions_decide(request, batch_id: int):
     """Approve or reject the selected rows (``assignment``, repeated), or every pending row the filter selects
     (``scope=filter``): the latter first answers a confirmation counting the rows (and carrying their digest,
     ``selection``); confirmed, it acts on those rows only, or asks again when the selection changed meanwhile."""
@@ -126,7 +126,7 @@ def reviewed_in(request, batch_id: int, assignment_id: int):
 @login_required
 @require_POST
 @action_errors
-def review_reopen(request, batch_id: int, assignment_id: int):
+def decisions_reopen(request, batch_id: int, assignment_id: int):
     """Reopen a rejected assignment: its slot goes back to the queue for another worker. Without ``confirm`` it
     answers the confirmation (which assignment, of which batch, what changes)."""
     batch, assignment = reviewed_in(request, batch_id, assignment_id)
@@ -138,14 +138,14 @@ def review_reopen(request, batch_id: int, assignment_id: int):
         quality.do_reopen(request.user, assignment)
         messages.success(request, f"Reopened assignment {assignment.pk}: another worker can take its slot.")
     if request.POST.get("back") == "assignment":
-        return redirect("quality-review-assignment", batch_id=batch.pk, assignment_id=assignment.pk)
+        return redirect("quality-decision", batch_id=batch.pk, assignment_id=assignment.pk)
     return back_to(batch.pk, filters)
 
 
 @login_required
 @require_GET
 @action_errors
-def review_assignment(request, batch_id: int, assignment_id: int):
+def decisions_assignment(request, batch_id: int, assignment_id: int):
     """One submitted assignment as its reviewer reads it: its answers, its review and its decision trail (with
     Undo while a decision can be undone)."""
     batch, assignment = reviewed_in(request, batch_id, assignment_id)
@@ -163,7 +163,7 @@ def review_assignment(request, batch_id: int, assignment_id: int):
 @login_required
 @require_POST
 @action_errors
-def review_undo(request, batch_id: int, assignment_id: int):
+def decisions_undo(request, batch_id: int, assignment_id: int):
     """Undo a decision of the assignment's trail (``decision``, default its latest standing one), with a reason."""
     batch, assignment = reviewed_in(request, batch_id, assignment_id)
     with refusals_as_messages(request):
@@ -172,13 +172,13 @@ def review_undo(request, batch_id: int, assignment_id: int):
         undo = quality.do_undo(request.user, assignment, target, reason)
         state = undo.get_to_state_display().lower()
         messages.success(request, f"Undone: assignment {assignment.pk} is {state} again.")
-    return redirect("quality-review-assignment", batch_id=batch.pk, assignment_id=assignment.pk)
+    return redirect("quality-decision", batch_id=batch.pk, assignment_id=assignment.pk)
 
 
 @login_required
 @require_POST
 @action_errors
-def review_gold(request, batch_id: int):
+def decisions_gold(request, batch_id: int):
     """Mark gold tasks: task indices (from 0, as every page shows them) with their CSV answers, or one assignment's
     answers."""
     batch = forms.check_batch_manageable(request.user, batch_id)
@@ -210,7 +210,7 @@ def requirements_of(text: str) -> list[dict]:
 @login_required
 @require_POST
 @action_errors
-def review_settings(request, batch_id: int):
+def decisions_settings(request, batch_id: int):
     """Change the batch's quality settings; a value out of range is a message naming its field, nothing stored."""
     batch = forms.check_batch_manageable(request.user, batch_id)
     with refusals_as_messages(request):
@@ -234,20 +234,20 @@ def review_settings(request, batch_id: int):
 @login_required
 @require_POST
 @action_errors
-def review_unblock(request, batch_id: int):
+def decisions_unblock(request, batch_id: int):
     """Unblock a worker the batch's gold blocked, with the reason they read on their work page."""
     batch = forms.check_batch_manageable(request.user, batch_id)
     with refusals_as_messages(request):
         worker, reason = quality.check_unblock(batch, request.POST.get("worker"), request.POST.get("reason"))
         quality.do_unblock(request.user, batch, worker, reason)
         messages.success(request, f"Unblocked {worker.username}: they get tasks of {batch.name!r} again.")
-    return redirect(reverse("quality-review", args=[batch.pk]) + "#blocked-workers")
+    return redirect(reverse("quality-decisions", args=[batch.pk]) + "#blocked-workers")
 
 
 @login_required
 @require_POST
 @action_errors
-def review_upload(request, batch_id: int):
+def decisions_upload(request, batch_id: int):
     """Apply the Approve / Reject columns of the results CSV uploaded back: all the decisions, or none."""
     batch = forms.check_batch_manageable(request.user, batch_id)
     with refusals_as_messages(request):
