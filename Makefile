@@ -39,7 +39,7 @@ test: install  ## The whole suite: unit, API, integration, browser, extension (i
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile --durations=25
 
 test-js:  ## The recorder extension's unit tests (node's test runner)
 	npm ci --no-audit --no-fund --loglevel=error && node --test recorder_extension/tests/

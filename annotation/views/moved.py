@@ -1,6 +1,6 @@
 """Old page paths of renamed pages: a ``308 Permanent Redirect`` to the new path, with the query string, so a bookmark
 opens the new page and a form posted to the old path is posted again, body and method kept, to the new one. Kept
-for one release (docs/web-app.md, "Old paths")."""
+for one release (docs/api.md, "Old paths")."""
 
 from django.http import HttpResponsePermanentRedirect
 from django.urls import path, reverse
