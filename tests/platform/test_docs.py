@@ -182,3 +182,14 @@ def test_the_area_table_is_read():
 def test_the_area_table_names_files_that_exist():
     missing = [f"{area} / {column}: {name}" for area, column, name in table_paths() if not resolves(column, name)]
     assert not missing, "docs/architecture.md's area table names paths that do not exist: " + "; ".join(missing)
+
+
+def test_every_test_file_the_docs_name_exists():
+    """A test file a doc names (``tests/<area>/test_….py``, or a folder's pattern) is where the doc says."""
+    missing = []
+    for doc in current_docs():
+        for path in re.findall(r"tests/[A-Za-z0-9_/*\-]+\.py", doc.read_text()):
+            found = list(ROOT.glob(path)) if "*" in path else [ROOT / path] if (ROOT / path).exists() else []
+            if not found:
+                missing.append(f"{doc.name}: {path}")
+    assert not missing, missing

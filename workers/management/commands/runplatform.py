@@ -6,7 +6,8 @@ then runs the system checks (a known development key with ``DEBUG`` off stops it
 admin account and the sample project (first run only), then starts one ASGI server (uvicorn), one real Celery
 worker and Celery beat (periodic tasks) as child processes and supervises them: if one dies the others are
 stopped; Ctrl-C (SIGINT) or SIGTERM (to this process or to its process group) stops them all cleanly: SIGTERM to
-each child, SIGQUIT (the worker's cold shutdown) to any still running 10 s later, SIGKILL 10 s after that.
+each child, SIGQUIT (the worker's cold shutdown) to any still running 30 s later, SIGKILL 20 s after that (a
+worker finishing a task on a loaded machine needs more than 10 s).
 """
 
 import contextlib
@@ -156,7 +157,7 @@ class Command(BaseCommand):
             self.stderr.write(f"The {exited} process stopped (exit {children[exited].returncode}); stopping the rest.")
             code = 1
         except KeyboardInterrupt:
-            self.stdout.write("Stopping ...")
+            self.stdout.write("Stopping (the worker first finishes its current task, up to 30 s) ...")
             code = 0
         killed = stop_all(children)
         ended = ", ".join(f"{name} {'killed' if name in killed else 'stopped'}" for name in children)
@@ -198,7 +199,7 @@ def wait_any(children: dict) -> str:
         time.sleep(0.3)
 
 
-def stop_all(children: dict, grace=10, cold=10) -> list[str]:
+def stop_all(children: dict, grace=30, cold=20) -> list[str]:
     """SIGTERM to each (the worker's warm shutdown finishes its current tasks); after ``grace`` seconds SIGQUIT to
     what still runs (the worker's cold shutdown: its unfinished tasks go back to the queue, acknowledged late), and
     SIGKILL to what runs ``cold`` seconds later. Returns the names of the children that had to be killed."""
