@@ -14,16 +14,22 @@ from config import db_pool
 from .parsers import PayloadTooLarge
 
 
-def field_errors(data) -> list:
-    """DRF's ``{"field": ["message", ...]}`` validation errors as a flat list of ``{field, message}``."""
+def field_errors(data, prefix: str = "") -> list:
+    """DRF's ``{"field": ["message", ...]}`` validation errors as a flat list of ``{field, message}``; nested errors (a
+    list's item, a nested object's field) are named by their path, e.g. ``workers[0]``, ``filter.batch``."""
     if not isinstance(data, dict):
         return []
-    return [
-        {"field": name, "message": str(message)}
-        for name, messages in data.items()
-        if name != "detail"
-        for message in (messages if isinstance(messages, list) else [messages])
-    ]
+    found = []
+    for name, messages in data.items():
+        if name == "detail" and not prefix:
+            continue
+        field = f"{prefix}[{name}]" if isinstance(name, int) else f"{prefix}.{name}" if prefix else str(name)
+        for message in messages if isinstance(messages, list) else [messages]:
+            if isinstance(message, dict):
+                found += field_errors(message, field)
+            else:
+                found.append({"field": field, "message": str(message)})
+    return found
 
 
 def exception_handler(exc, context):

@@ -8,6 +8,9 @@ admin changes or removes it (others read it, 403 on a change). They read the pro
 admins change, and start a run from a form (other roles 403, people outside the project 404). Thin:
 ``actions.agents``, ``actions.endpoints``, ``actions.exports.jobs``."""
 
+import contextlib
+from urllib.parse import urlsplit, urlunsplit
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -37,9 +40,32 @@ SOLVERS = ("oracle", "do-nothing", "llm")
 KEY_HELP = "Stored as a secret and never shown back."
 
 
+class UrlWithoutCredentials(forms.TextInput):
+    """A URL shown back on a refused form without the credentials someone typed into it (``http://user:KEY@host``
+    is refused, and the key must not come back in the page)."""
+
+    def format_value(self, value):
+        value = super().format_value(value)
+        if not value or "@" not in value:
+            return value
+        try:
+            parts = urlsplit(value)
+            host = parts.hostname or ""
+        except ValueError:
+            return ""
+        if "@" in host:
+            return ""
+        netloc = f"[{host}]" if ":" in host else host
+        with contextlib.suppress(ValueError):
+            netloc += f":{parts.port}" if parts.port else ""
+        return urlunsplit(parts._replace(netloc=netloc))
+
+
 class EndpointForm(forms.Form):
     name = forms.SlugField(max_length=64, help_text="Unique in the project, e.g. local-vllm.")
-    url = forms.CharField(max_length=500, help_text="The base URL, e.g. http://127.0.0.1:8000/v1.")
+    url = forms.CharField(
+        max_length=500, widget=UrlWithoutCredentials, help_text="The base URL, e.g. http://127.0.0.1:8000/v1."
+    )
     model = forms.CharField(max_length=200, help_text="The model's name at the endpoint.")
     key = forms.CharField(
         required=False, max_length=4096, strip=True, widget=forms.PasswordInput(render_value=False), help_text=KEY_HELP
@@ -48,7 +74,7 @@ class EndpointForm(forms.Form):
 
 
 class EndpointChangeForm(forms.Form):
-    url = forms.CharField(max_length=500, help_text=URL_CHANGE_NOTE)
+    url = forms.CharField(max_length=500, widget=UrlWithoutCredentials, help_text=URL_CHANGE_NOTE)
     model = forms.CharField(max_length=200)
     key = forms.CharField(
         required=False,

@@ -56,6 +56,11 @@ def test_an_admin_changes_the_configuration_through_the_apis_rules(admin, alpha)
     assert refused.status_code == 400
     assert "valid_fraction + test_iid_fraction exceed 1" in refused.content.decode()
     assert SplitConfig.for_project(alpha).test_iid_fraction == 0.1
+    for seed in ("2147483648", "99999999999999999999"):  # a seed the column cannot hold: the field named, none stored
+        too_big = signed_in(admin).post("/projects/alpha/splits/", config_form(seed=seed))
+        assert too_big.status_code == 400
+        assert "expected a whole number from -2147483648 to 2147483647" in too_big.content.decode()
+    assert SplitConfig.for_project(alpha).seed == 3
 
 
 @pytest.mark.parametrize("role", [Role.ANNOTATOR, Role.REVIEWER, Role.RESEARCHER])

@@ -1,7 +1,12 @@
 """Researchers browse demonstrations by split and manage the split configuration."""
 
-import pytest
+from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+from django.db import connection
+
+from annotation.actions.exports.splits import do_update_split_config
+from annotation.actions.exports.splits import split_config_errors as split_actions_errors
 from annotation.lib.splits import MIND2WEB_SPLITS, WEBLINX_SPLITS
 from annotation.models import DemoStatus, Membership, Role, SplitConfig
 from tests.support.corpus import ingest_corpus
@@ -108,3 +113,49 @@ def test_outsiders_see_no_demonstrations_and_no_splits(outsider, api_for, corpus
 def test_researchers_cannot_record(client):
     response = client.post("/api/recordings/", {"project": "alpha", "client_id": "r-1"}, format="json")
     assert response.status_code == 403
+
+
+def test_a_seed_the_column_cannot_hold_is_refused_not_wrapped(alpha, api_for):
+    admin = api_for(Membership.objects.create(project=alpha, user=make_user("boss"), role=Role.ADMIN).user)
+    admin.patch("/api/projects/alpha/splits/", {"seed": 7}, format="json")
+
+    for seed in (2**31, -(2**31) - 1, 10**20):
+        refused = split_actions_errors({"seed": seed})
+        assert refused == {"seed": "expected a whole number from -2147483648 to 2147483647"}, seed
+        assert admin.patch("/api/projects/alpha/splits/", {"seed": seed}, format="json").status_code == 400
+
+    assert SplitConfig.objects.get(project=alpha).seed == 7
+
+
+def test_held_out_lists_have_a_size_limit(alpha, api_for):
+    admin = api_for(Membership.objects.create(project=alpha, user=make_user("boss"), role=Role.ADMIN).user)
+
+    many = admin.patch("/api/projects/alpha/splits/", {"held_out_websites": ["x"] * 1001}, format="json")
+    long = admin.patch("/api/projects/alpha/splits/", {"held_out_regions": ["x" * 201]}, format="json")
+
+    assert many.status_code == long.status_code == 400
+    assert many.json()["errors"][0]["field"] == "held_out_websites"
+    assert long.json()["errors"][0]["field"] == "held_out_regions"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_changes_at_once_both_land(alpha):
+    changes = [{"seed": 5}, {"valid_fraction": 0.3}, {"held_out_regions": ["Europe"]}, {"test_iid_fraction": 0.2}]
+
+    def change(data):
+        try:
+            return do_update_split_config(alpha, data)
+        finally:
+            connection.close()
+
+    for _ in range(3):
+        with ThreadPoolExecutor(max_workers=len(changes)) as pool:
+            list(pool.map(change, changes))
+        config = SplitConfig.objects.get(project=alpha)
+        assert (config.seed, config.valid_fraction, config.held_out_regions, config.test_iid_fraction) == (
+            5,
+            0.3,
+            ["Europe"],
+            0.2,
+        )
+        SplitConfig.objects.filter(project=alpha).update(seed=0, valid_fraction=0, held_out_regions=[])

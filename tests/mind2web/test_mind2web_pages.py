@@ -137,7 +137,7 @@ def test_annotators_do_not_review(client, api_for, site, owner, teammate):
     proposal = ProposedTask.objects.get()
     client.force_login(teammate)
     response = client.get("/mind2web/projects/alpha/screening/", follow=True)
-    assert "cannot review proposals" in response.content.decode()
+    assert "cannot screen proposals" in response.content.decode()
     client.post(f"/mind2web/proposals/{proposal.pk}/screen", {"decision": "accept"})
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.PENDING

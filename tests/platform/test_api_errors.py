@@ -149,3 +149,21 @@ def test_each_module_the_rest_framework_settings_name_imports_first_in_a_fresh_p
     imported = run_python(f"import django; django.setup(); import {module}", tmp_path, DEBUG="1")
 
     assert imported.returncode == 0, imported.stderr
+
+
+def test_nested_field_errors_are_named_by_their_path_not_printed_as_python():
+    from rest_framework.exceptions import ErrorDetail
+
+    from api.errors import field_errors
+
+    nested = {
+        "workers": {0: [ErrorDetail("Ensure this field has no more than 150 characters.", "max_length")]},
+        "filter": {"batch": [ErrorDetail("This field is required.", "required")]},
+        "name": [ErrorDetail("bad", "invalid")],
+    }
+
+    assert field_errors(nested) == [
+        {"field": "workers[0]", "message": "Ensure this field has no more than 150 characters."},
+        {"field": "filter.batch", "message": "This field is required."},
+        {"field": "name", "message": "bad"},
+    ]

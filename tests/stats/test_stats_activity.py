@@ -4,6 +4,7 @@ rates, the CSV downloads, who sees whose activity, the rates form, and a query c
 import csv
 import datetime as dt
 import io
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
@@ -130,6 +131,22 @@ def test_an_admin_sets_the_rates_and_a_bad_value_names_its_field(client, project
     assert response["Location"] == "/projects/alpha/activity/"
     rates = PayRates.objects.get(project=project)
     assert (rates.currency, rates.idle_gap_minutes) == ("EUR", 15)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_first_rates_saved_twice_at_once_are_one_row_and_no_error(alpha):
+    def save(currency):
+        try:
+            return activity.do_set_pay_rates(alpha, {"currency": currency})
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        saved = list(pool.map(save, ["EUR", "GBP", "CHF"]))
+
+    assert len(saved) == 3
+    assert PayRates.objects.filter(project=alpha).count() == 1
+    assert PayRates.objects.get(project=alpha).currency in {"EUR", "GBP", "CHF"}
 
 
 def activity_queries(client) -> int:

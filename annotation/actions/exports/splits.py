@@ -4,6 +4,8 @@ The rules themselves are pure (``annotation/lib/splits.py``); this module reads 
 configuration before it is stored.
 """
 
+from django.db import transaction
+
 from ...lib import splits as split_rules
 from ...models import Demonstration, DemoStatus, Role, SplitConfig
 from ..errors import Forbidden, ValidationFailed
@@ -11,6 +13,8 @@ from ..errors import Forbidden, ValidationFailed
 DEFAULT_STATUSES = (DemoStatus.VALIDATED,)
 FRACTIONS = ("valid_fraction", "test_iid_fraction", "test_task_fraction")
 HELD_OUT_LISTS = ("held_out_websites", "held_out_subcategories", "held_out_regions", "held_out_domains")
+SEED_RANGE = (-(2**31), 2**31 - 1)  # the column's (a 32-bit integer): a larger seed must be refused, not wrapped
+HELD_OUT_MAX_ENTRIES, HELD_OUT_MAX_CHARS = 1000, 200
 
 
 def facts(demo: Demonstration) -> split_rules.DemoFacts:
@@ -48,8 +52,13 @@ def split_reports(project, statuses=DEFAULT_STATUSES) -> dict:
 
 def split_config_errors(data: dict, instance=None) -> dict:
     """``{field: message}`` for a configuration change (``data`` may be partial; ``instance`` gives the rest)."""
+    if "seed" in data:
+        seed = data["seed"]
+        if isinstance(seed, bool) or not isinstance(seed, int) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+            return {"seed": f"expected a whole number from {SEED_RANGE[0]} to {SEED_RANGE[1]}"}
     for field in FRACTIONS:
-        if field in data and not 0 <= data[field] <= 1:
+        value = data.get(field, 0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
             return {field: "expected a fraction between 0 and 1"}
     valid = data.get("valid_fraction", getattr(instance, "valid_fraction", 0))
     test_iid = data.get("test_iid_fraction", getattr(instance, "test_iid_fraction", 0))
@@ -59,6 +68,10 @@ def split_config_errors(data: dict, instance=None) -> dict:
         value = data.get(field)
         if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             return {field: "expected a list of strings"}
+        if value is not None and len(value) > HELD_OUT_MAX_ENTRIES:
+            return {field: f"at most {HELD_OUT_MAX_ENTRIES} entries"}
+        if value is not None and any(len(v) > HELD_OUT_MAX_CHARS for v in value):
+            return {field: f"each entry at most {HELD_OUT_MAX_CHARS} characters"}
     return {}
 
 
@@ -69,16 +82,19 @@ def check_split_config_changeable(user, project) -> None:
 
 
 def do_update_split_config(project, data: dict) -> SplitConfig:
-    """Store a checked configuration, complete (the splits page) or partial (the API's PATCH: the rest is kept)."""
-    config = SplitConfig.for_project(project)
-    errors = split_config_errors(data, config)
-    if errors:
-        raise ValidationFailed(
-            "; ".join(f"{field}: {message}" for field, message in errors.items()),
-            [{"field": field, "message": message} for field, message in errors.items()],
-        )
-    for field in ("seed", *FRACTIONS, *HELD_OUT_LISTS):
-        if field in data:
+    """Store a checked configuration, complete (the splits page) or partial (the API's PATCH: the rest is kept). The
+    row is locked while the change is checked against it and applied: two changes at once both land, one after the
+    other."""
+    with transaction.atomic():
+        config = SplitConfig.objects.select_for_update().get(pk=SplitConfig.for_project(project).pk)
+        errors = split_config_errors(data, config)
+        if errors:
+            raise ValidationFailed(
+                "; ".join(f"{field}: {message}" for field, message in errors.items()),
+                [{"field": field, "message": message} for field, message in errors.items()],
+            )
+        changed = [field for field in ("seed", *FRACTIONS, *HELD_OUT_LISTS) if field in data]
+        for field in changed:
             setattr(config, field, data[field])
-    config.save()
+        config.save(update_fields=changed or None)
     return config

@@ -195,7 +195,7 @@ def screening_queue(user, project):
 
 def check_can_screen(user, project) -> None:
     if not project.has_role(user, REVIEW_ROLES):
-        raise Forbidden(f"your role in {project.name!r} cannot review proposals (needs reviewer or admin)")
+        raise Forbidden(f"your role in {project.name!r} cannot screen proposals (needs reviewer or admin)")
 
 
 def check_proposal_screenable(user, proposal_id) -> ProposedTask:

@@ -133,7 +133,7 @@ def check_turn_batch(turns, project: Project, uploaded: dict | None = None) -> l
     if not errors:
         errors = check_duplicate_ids(turns) + check_blob_references(turns, project, uploaded)
     if errors:
-        raise ValidationFailed(f"{len(errors)} problem(s) in the batch; nothing was stored", errors)
+        raise ValidationFailed(f"{len(errors)} problem(s) in the turns sent; nothing was stored", errors)
     return turns
 
 

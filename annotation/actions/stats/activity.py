@@ -23,6 +23,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from django.db.models import Case, Count, DurationField, ExpressionWrapper, F, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -258,15 +259,18 @@ def check_pay_rates_changeable(user, project_name: str):
 
 def do_set_pay_rates(project, values: dict) -> PayRates:
     """Store the project's pay rates (the fields of ``PAY_RATE_FIELDS`` in ``values``; the others are kept), checked
-    by the model's validators (400 naming the field)."""
-    rates = PayRates.for_project(project)
-    for name in PAY_RATE_FIELDS:
-        if name in values:
-            setattr(rates, name, values[name])
-    try:
-        rates.full_clean(exclude=["project"])
-    except DjangoValidationError as error:
-        problems = [{"field": field, "message": " ".join(messages)} for field, messages in error.message_dict.items()]
-        raise ValidationFailed("; ".join(f"{p['field']}: {p['message']}" for p in problems), problems) from None
-    rates.save()
+    by the model's validators (400 naming the field). The row is made once and locked while it changes: two saves at
+    once (the first rates of a project included) both land, one after the other."""
+    with transaction.atomic():
+        PayRates.objects.get_or_create(project=project)
+        rates = PayRates.objects.select_for_update().get(project=project)
+        for name in PAY_RATE_FIELDS:
+            if name in values:
+                setattr(rates, name, values[name])
+        try:
+            rates.full_clean(exclude=["project"])
+        except DjangoValidationError as error:
+            problems = [{"field": f, "message": " ".join(messages)} for f, messages in error.message_dict.items()]
+            raise ValidationFailed("; ".join(f"{p['field']}: {p['message']}" for p in problems), problems) from None
+        rates.save()
     return rates

@@ -28,7 +28,8 @@ PER_TURN_ROWS = 500  # the evaluation page's per-turn table; every row is in the
 
 
 class SplitConfigForm(forms.Form):
-    """The split configuration as a person types it; lists one per line. Validated by the API's serializer."""
+    """The split configuration as a person types it; lists one per line. Checked by the action
+    (``split_config_errors``)."""
 
     seed = forms.IntegerField()
     valid_fraction = forms.FloatField(help_text="WebLINX valid, 0 to 1.")
