@@ -9,7 +9,9 @@ gets ``MASK`` as its value, and so does a URL's user-info password (``scheme://u
 private fields wherever they reappear; the server cannot know those values, so only this rule runs here. Pure.
 """
 
+import contextlib
 import re
+from urllib.parse import urlsplit, urlunsplit
 
 MASK = "********"
 
@@ -87,3 +89,21 @@ def mask_arguments(value, path: str = "arguments") -> list[str]:
                 value[key] = MASK
                 masked.append(f"{path}.{key}")
     return masked
+
+
+def without_userinfo(url: str) -> str:
+    """The URL without the user and password typed into it (``http://user:KEY@host:8000/v1`` → ``http://host:8000/v1``),
+    for showing a refused URL back; "" when it cannot be read as a URL with a host."""
+    if not url or "@" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return ""
+    if "@" in host:
+        return ""
+    netloc = f"[{host}]" if ":" in host else host
+    with contextlib.suppress(ValueError):
+        netloc += f":{parts.port}" if parts.port else ""
+    return urlunsplit(parts._replace(netloc=netloc))

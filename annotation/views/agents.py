@@ -8,9 +8,6 @@ admin changes or removes it (others read it, 403 on a change). They read the pro
 admins change, and start a run from a form (other roles 403, people outside the project 404). Thin:
 ``actions.agents``, ``actions.endpoints``, ``actions.exports.jobs``."""
 
-import contextlib
-from urllib.parse import urlsplit, urlunsplit
-
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -26,6 +23,7 @@ from ..actions.endpoints import LIMITS, URL_CHANGE_NOTE
 from ..actions.errors import Conflict
 from ..actions.exports import jobs
 from ..actions.manage.access import check_project_role
+from ..lib.redact import without_userinfo
 from ..models import AgentMetric, ModelEndpoint, ModelLimits, Project, Role
 from .exports.pages import cancel_from_page
 from .page_errors import action_errors, refusals_as_messages, refusals_on_form
@@ -45,20 +43,7 @@ class UrlWithoutCredentials(forms.TextInput):
     is refused, and the key must not come back in the page)."""
 
     def format_value(self, value):
-        value = super().format_value(value)
-        if not value or "@" not in value:
-            return value
-        try:
-            parts = urlsplit(value)
-            host = parts.hostname or ""
-        except ValueError:
-            return ""
-        if "@" in host:
-            return ""
-        netloc = f"[{host}]" if ":" in host else host
-        with contextlib.suppress(ValueError):
-            netloc += f":{parts.port}" if parts.port else ""
-        return urlunsplit(parts._replace(netloc=netloc))
+        return without_userinfo(super().format_value(value))
 
 
 class EndpointForm(forms.Form):

@@ -193,3 +193,18 @@ def test_secret_url_parameters_a_recorder_sends_raw_are_stored_masked_over_the_b
     assert stored["load-1"]["arguments"]["properties"]["url"] == MASKED_URL
     assert stored["hover-1"]["arguments"]["metadata"]["url"] == MASKED_URL
     assert_secrets_nowhere(client, demo.name)
+
+
+@pytest.mark.parametrize(
+    ("typed", "shown"),
+    [
+        ("http://user:KEY@127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+        ("https://KEY@example.org/v1?q=1", "https://example.org/v1?q=1"),
+        ("http://u:KEY@[::1]:9/v1", "http://[::1]:9/v1"),
+        ("http://u:KEY@[::1/v1", ""),  # not a URL: nothing of it comes back
+        ("http://127.0.0.1/v1", "http://127.0.0.1/v1"),
+        ("", ""),
+    ],
+)
+def test_a_url_is_shown_back_without_its_userinfo(typed, shown):
+    assert redact.without_userinfo(typed) == shown
