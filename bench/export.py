@@ -21,7 +21,7 @@ from pathlib import Path
 
 from devtools.processes import scratch_database
 
-from .ingest import manage, server_env
+from .ingest import manage, migrate, server_env
 
 FULL = {"demos": 100, "turns": 40, "elements": 2000}
 QUICK = {"demos": 3, "turns": 8, "elements": 100}
@@ -102,9 +102,9 @@ def run(quick: bool = False) -> dict:
     size = QUICK if quick else FULL
     work = Path(tempfile.mkdtemp(prefix="bench-export-"))
     try:
-        with scratch_database("bench_export") as database_url:
+        with scratch_database("bench_export", migrated=True) as database_url:
             env = server_env(work / "var", database_url)
-            manage(env, "migrate", "--noinput", "-v", "0")
+            migrate(env, database_url)
             generated, job = generate_and_export(env, size, PROJECT)
             directory = work / "export" / PROJECT
             manage(env, "export_dataset", "--format", "weblinx", "--out", str(directory), "--project", PROJECT)

@@ -11,7 +11,7 @@ directory ``export_dataset`` writes for the same demos. Targets: ``ratio_vs_pigz
 the lower of the two formats) >= 1.0, ``peak_rss_mb`` (the higher) <= 1,024.
 
 It takes long (the corpus alone is ~10 GB of files): ``EXPORT_FULL_TURNS`` (default 100,000) and
-``EXPORT_FULL_DEMOS`` (default 2,337) make it smaller; ``--quick`` uses 40 demos and 1,000 turns.
+``EXPORT_FULL_DEMOS`` (default 2,337) make it smaller; ``--quick`` uses 10 demos and 250 turns.
 """
 
 import json
@@ -26,10 +26,10 @@ from pathlib import Path
 from devtools.processes import scratch_database
 
 from .export import PROJECT, pigz_seconds
-from .ingest import ROOT, manage, server_env
+from .ingest import ROOT, manage, migrate, server_env
 
 FULL = {"demos": 2337, "turns": 100_000, "elements": 200, "templates": 24, "template_turns": 50}
-QUICK = {"demos": 40, "turns": 1000, "elements": 200, "templates": 3, "template_turns": 30}
+QUICK = {"demos": 10, "turns": 250, "elements": 200, "templates": 3, "template_turns": 30}
 FORMATS = ("weblinx", "mind2web")
 
 COPY = """
@@ -103,9 +103,9 @@ def run(quick: bool = False) -> dict:
     work = Path(tempfile.mkdtemp(prefix="bench-export-full-"))
     figures = {}
     try:
-        with scratch_database("bench_export_full") as database_url:
+        with scratch_database("bench_export_full", migrated=True) as database_url:
             env = server_env(work / "var", database_url)
-            manage(env, "migrate", "--noinput", "-v", "0")
+            migrate(env, database_url)
             corpus = build_corpus(env, size)
             # the templates stay "recorded": the jobs export the validated copies only
             for name in FORMATS:

@@ -22,7 +22,7 @@ from devtools.processes import scratch_database
 from devtools.s3server import s3_server
 
 from .export import generate_and_export
-from .ingest import manage, server_env
+from .ingest import migrate, server_env
 
 FULL = {"demos": 16, "turns": 40, "elements": 2000}
 QUICK = {"demos": 2, "turns": 8, "elements": 100}
@@ -42,15 +42,15 @@ def run(quick: bool = False) -> dict:
     size = QUICK if quick else FULL
     work = Path(tempfile.mkdtemp(prefix="bench-export-s3-"))
     try:
-        with scratch_database("bench_export_s3") as database_url, s3_server(work / "s3") as server:
+        with scratch_database("bench_export_s3", migrated=True) as database_url, s3_server(work / "s3") as server:
             env = {**server_env(work / "var", database_url), **server.env()}
-            manage(env, "migrate", "--noinput", "-v", "0")
+            migrate(env, database_url)
             # the worker packs each demo's blobs once its recording finishes (workers/exports/packs.py)
             generated, job = generate_and_export(env, size, PROJECT, prepare=[("pack_blobs", "--project", PROJECT)])
             put = raw_put_seconds(server, job["name"], work)
-        with scratch_database("bench_export_s3_local") as local_url:
+        with scratch_database("bench_export_s3_local", migrated=True) as local_url:
             env = server_env(work / "var-local", local_url)
-            manage(env, "migrate", "--noinput", "-v", "0")
+            migrate(env, local_url)
             _, local = generate_and_export(env, size, PROJECT)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from devtools.processes import scratch_database
 
-from .ingest import ROOT, manage, server_env
+from .ingest import ROOT, manage, migrate, server_env
 
 FULL = {"rows": 20_000, "requests": 60, "big": 100_000}
 QUICK = {"rows": 1, "requests": 5, "big": 300}
@@ -129,9 +129,9 @@ def run(quick: bool = False) -> dict:
     size = QUICK if quick else FULL
     work = Path(tempfile.mkdtemp(prefix="bench-forms-"))
     try:
-        with scratch_database("bench_forms") as database_url:
+        with scratch_database("bench_forms", migrated=True) as database_url:
             env = server_env(work / "var", database_url)
-            manage(env, "migrate", "--noinput", "-v", "0")
+            migrate(env, database_url)
             script = MEASURE.format(data=str(data_dir()), rows=size["rows"], requests=size["requests"], big=size["big"])
             measured = json.loads(manage(env, "shell", "-c", script).strip().splitlines()[-1])
     finally:

@@ -227,6 +227,13 @@ def manage(env: dict, *args: str) -> str:
     return done.stdout
 
 
+def migrate(env: dict, database_url: str | None) -> None:
+    """The bench's database ready: a PostgreSQL scratch database is a copy of a migrated one
+    (``scratch_database(migrated=True)``); SQLite's new file is migrated here."""
+    if database_url is None:
+        manage(env, "migrate", "--noinput", "-v", "0")
+
+
 @contextlib.contextmanager
 def asgi_server(env: dict, log_path: Path, workers: int = 1):
     """The ASGI server `make run` starts, serving ``config.asgi`` on a free port, output to ``log_path``; always
@@ -301,10 +308,10 @@ def run(quick: bool = False) -> dict:
     work = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     log_path = Path(os.environ.get("VAR_DIR") or ROOT / "var") / "bench" / "ingest-server.log"
     try:
-        with scratch_database("bench_ingest") as database_url:
+        with scratch_database("bench_ingest", migrated=True) as database_url:
             database = "postgresql" if database_url else "sqlite"
             env = server_env(work / "var", database_url)
-            manage(env, "migrate", "--noinput", "-v", "0")
+            migrate(env, database_url)
             setup = SETUP.format(project=project, navigator=navigator, instructor=instructor)
             token = manage(env, "shell", "-c", setup).strip().splitlines()[-1]
             with asgi_server(env, log_path) as port:

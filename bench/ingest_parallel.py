@@ -94,9 +94,9 @@ def run(quick: bool = False) -> dict:
     work = Path(tempfile.mkdtemp(prefix="bench-ingest-parallel-"))
     log_path = Path(os.environ.get("VAR_DIR") or ingest.ROOT / "var") / "bench" / "ingest-parallel-server.log"
     try:
-        with scratch_database("bench_ingest_parallel") as database_url:
+        with scratch_database("bench_ingest_parallel", migrated=True) as database_url:
             env = ingest.server_env(work / "var", database_url)
-            ingest.manage(env, "migrate", "--noinput", "-v", "0")
+            ingest.migrate(env, database_url)
             setup = SETUP.format(project=project, navigators=navigators, instructor=instructor)
             tokens = ingest.manage(env, "shell", "-c", setup).strip().splitlines()[-1].split()
             workers = server_workers(database_url)

@@ -23,7 +23,7 @@ import websocket
 
 from devtools.processes import scratch_database
 
-from .ingest import ROOT, asgi_server, manage, server_env
+from .ingest import ROOT, asgi_server, manage, migrate, server_env
 
 FULL = {"sessions": 50, "messages": 20}
 QUICK = {"sessions": 2, "messages": 4}
@@ -130,9 +130,9 @@ def run(quick: bool = False) -> dict:
     work = Path(tempfile.mkdtemp(prefix="bench-live-"))
     log_path = Path(os.environ.get("VAR_DIR") or ROOT / "var") / "bench" / "live-chat-server.log"
     try:
-        with scratch_database("bench_live") as database_url:
+        with scratch_database("bench_live", migrated=True) as database_url:
             env = server_env(work / "var", database_url)
-            manage(env, "migrate", "--noinput", "-v", "0")
+            migrate(env, database_url)
             setup = SETUP.format(project=f"live-{suffix}", suffix=suffix, sessions=size["sessions"])
             state = json.loads(manage(env, "shell", "-c", setup).strip().splitlines()[-1])
             with asgi_server(env, log_path) as port:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from devtools.processes import scratch_database
 
-from .ingest import manage, server_env
+from .ingest import manage, migrate, server_env
 
 FULL = {"tasks": 4000, "requests": 15}
 QUICK = {"tasks": 40, "requests": 3}
@@ -146,9 +146,9 @@ def run(quick: bool = False) -> dict:
     size = QUICK if quick else FULL
     work = Path(tempfile.mkdtemp(prefix="bench-quality-"))
     try:
-        with scratch_database("bench_quality") as database_url:
+        with scratch_database("bench_quality", migrated=True) as database_url:
             env = server_env(work / "var", database_url)
-            manage(env, "migrate", "--noinput", "-v", "0")
+            migrate(env, database_url)
             measured = json.loads(manage(env, "shell", "-c", MEASURE.format(**size)).strip().splitlines()[-1])
     finally:
         shutil.rmtree(work, ignore_errors=True)

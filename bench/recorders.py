@@ -288,9 +288,9 @@ def run(quick: bool = False) -> dict:
     log_path = Path(os.environ.get("VAR_DIR") or ingest.ROOT / "var") / "bench" / "recorders-server.log"
     steps = CAPACITY_QUICK if quick else CAPACITY
     try:
-        with scratch_database("bench_recorders") as database_url:
+        with scratch_database("bench_recorders", migrated=True) as database_url:
             env = ingest.server_env(work / "var", database_url)
-            ingest.manage(env, "migrate", "--noinput", "-v", "0")
+            ingest.migrate(env, database_url)
             setup = SETUP.format(project=project, count=max(size["recorders"], steps[-1]), prefix=prefix)
             tokens = json.loads(ingest.manage(env, "shell", "-c", setup).strip().splitlines()[-1])
             workers = server_workers(database_url)

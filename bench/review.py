@@ -13,7 +13,7 @@ from pathlib import Path
 
 from devtools.processes import scratch_database
 
-from .ingest import manage, server_env
+from .ingest import manage, migrate, server_env
 
 FULL = {"turns": (100, 500), "elements": 300, "requests": 15}
 QUICK = {"turns": (10, 30), "elements": 60, "requests": 3}
@@ -57,9 +57,9 @@ def run(quick: bool = False) -> dict:
     size = QUICK if quick else FULL
     work = Path(tempfile.mkdtemp(prefix="bench-review-"))
     try:
-        with scratch_database("bench_review") as database_url:
+        with scratch_database("bench_review", migrated=True) as database_url:
             env = server_env(work / "var", database_url)
-            manage(env, "migrate", "--noinput", "-v", "0")
+            migrate(env, database_url)
             for seed, turns in enumerate(size["turns"]):
                 store_demo(env, turns, size["elements"], seed)
             script = MEASURE.format(project=PROJECT, requests=size["requests"])

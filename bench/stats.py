@@ -17,10 +17,10 @@ from pathlib import Path
 
 from devtools.processes import scratch_database
 
-from .ingest import manage, server_env
+from .ingest import manage, migrate, server_env
 
 FULL = {"demos": 2337, "turns": 100_000, "requests": 15}
-QUICK = {"demos": 40, "turns": 1000, "requests": 3}
+QUICK = {"demos": 10, "turns": 250, "requests": 3}
 
 MEASURE = """
 import json, statistics, time
@@ -63,9 +63,9 @@ def run(quick: bool = False) -> dict:
     size = QUICK if quick else FULL
     work = Path(tempfile.mkdtemp(prefix="bench-stats-"))
     try:
-        with scratch_database("bench_stats") as database_url:
+        with scratch_database("bench_stats", migrated=True) as database_url:
             env = server_env(work / "var", database_url)
-            manage(env, "migrate", "--noinput", "-v", "0")
+            migrate(env, database_url)
             measured = json.loads(manage(env, "shell", "-c", MEASURE.format(**size)).strip().splitlines()[-1])
     finally:
         shutil.rmtree(work, ignore_errors=True)

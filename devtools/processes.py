@@ -12,7 +12,9 @@ stopped by SIGTERM or SIGKILL (a time limit, a cancelled CI job) runs no ``final
 """
 
 import contextlib
+import hashlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -66,15 +68,30 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def scratch_database(prefix: str = "webdemos"):
-    """A fresh PostgreSQL database URL when DATABASE_URL is PostgreSQL (dropped afterwards), else None (SQLite)."""
+def scratch_database(prefix: str = "webdemos", migrated: bool = False):
+    """A fresh PostgreSQL database URL when DATABASE_URL is PostgreSQL (dropped afterwards), else None (SQLite).
+    ``migrated``: a copy of a database the migrations already ran on (``migrated_template``), so a server or bench
+    started on it skips the ten seconds of migrating an empty one; without it, an empty database (a first run)."""
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
         yield None
         return
-    config = dj_database_url.parse(url)
+    admin = admin_connection(url)
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    admin = {
+    template = f' TEMPLATE "{migrated_template(url)}"' if migrated else ""
+    with psycopg.connect(**admin) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"{template}')
+    try:
+        yield url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(**admin) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def admin_connection(url: str) -> dict:
+    """psycopg's connection arguments for the database of ``url`` (where databases are created and dropped)."""
+    config = dj_database_url.parse(url)
+    return {
         "host": config["HOST"],
         "port": config["PORT"] or 5432,
         "user": config["USER"],
@@ -82,13 +99,54 @@ def scratch_database(prefix: str = "webdemos"):
         "dbname": config["NAME"],
         "autocommit": True,
     }
+
+
+def migrations_digest() -> str:
+    """What the migrated template depends on: every migration file here and the pinned requirements (the
+    migrations of Django's and other packages' apps)."""
+    digest = hashlib.sha256()
+    for path in sorted([*ROOT.glob("*/migrations/*.py"), ROOT / "requirements.txt"]):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+TEMPLATE_PREFIX = "webdemos_migrated_"
+
+
+def migrated_template(url: str) -> str:
+    """The name of a database every migration has run on, made once per set of migrations (under an advisory
+    lock, so processes starting at once make it once) and kept for the next run; older ones are dropped."""
+    admin = admin_connection(url)
+    name = TEMPLATE_PREFIX + migrations_digest()
     with psycopg.connect(**admin) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield url.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with psycopg.connect(**admin) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", [TEMPLATE_PREFIX])
+        try:
+            found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+            if found is None:
+                for (old,) in conn.execute(
+                    "SELECT datname FROM pg_database WHERE datname LIKE %s", [TEMPLATE_PREFIX + "%"]
+                ).fetchall():
+                    conn.execute(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
+                building = f"{name}_building"
+                conn.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
+                conn.execute(f'CREATE DATABASE "{building}"')
+                env = {**os.environ, "DATABASE_URL": url.rsplit("/", 1)[0] + f"/{building}"}
+                env.setdefault("SECRET_KEY", secrets.token_urlsafe(48))
+                done = subprocess.run(
+                    [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+                    cwd=ROOT,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                )
+                if done.returncode != 0:
+                    conn.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
+                    raise RuntimeError(f"migrating the template database failed:\n{done.stdout}{done.stderr}")
+                conn.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", [TEMPLATE_PREFIX])
+    return name
 
 
 @dataclass
@@ -190,7 +248,7 @@ def stop_platform(platform: Platform, timeout: float = 30) -> int:
 
 @contextlib.contextmanager
 def running_platform(var_dir: Path, *extra):
-    with scratch_database() as database_url:
+    with scratch_database(migrated=True) as database_url:
         platform = start_platform(var_dir, database_url, free_port(), *extra)
         try:
             yield platform

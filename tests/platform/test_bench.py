@@ -1,4 +1,6 @@
-"""The benchmark runner: the ingest section runs end to end (quick) and merges its figures into latest.json."""
+"""The benchmark runner: results merged into latest.json, the CPU of a process tree, the ingest and recorders
+sections' corpora, and the ingest and recorders sections run end to end (quick). The other sections' quick runs are
+in ``test_bench_*.py``, one file per group so the suite's processes share them out."""
 
 import hashlib
 import io
@@ -6,33 +8,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from bench import ingest, recorders, run
+from tests.support.benches import quick_figures, run_quick
 
-ROOT = Path(__file__).resolve().parents[2]
 INGEST_KEYS = {"turns", "turns_per_s", "mb_per_s", "raw_write_mb_per_s", "ratio_vs_raw"}
-
-
-def run_quick(section: str, var_dir: Path, timeout=300) -> subprocess.CompletedProcess:
-    """``python -m bench.run --only SECTION --quick`` with its results under ``var_dir``; fails on a non-zero exit."""
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--only", section, "--quick"],
-        cwd=ROOT,
-        env={**os.environ, "VAR_DIR": str(var_dir)},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done
-
-
-def quick_figures(section: str, var_dir: Path) -> dict:
-    run_quick(section, var_dir)
-    return json.loads((var_dir / "bench" / "latest.json").read_text())[section]
 
 
 @pytest.mark.processes
@@ -97,15 +79,6 @@ def test_quick_recorders_bench_uploads_every_action_once_through_the_real_server
     assert figures["recorders_at_1s"] == max(held, default=0)
 
 
-def test_quick_ingest_parallel_bench_stores_every_clients_sessions(tmp_path):
-    figures = quick_figures("ingest_parallel", tmp_path)
-    assert figures["clients"] == 4
-    assert figures["demos"] >= 4  # the bench read every demo back with all its turns (check_stored)
-    assert figures["turns"] > 0
-    assert figures["ratio_vs_raw"] == pytest.approx(figures["mb_per_s"] / figures["raw_write_mb_per_s"], rel=0.02)
-    assert figures["server_cpu_seconds"] > 0
-
-
 def test_tree_cpu_counts_the_processes_under_a_process():
     from bench import cpu
 
@@ -147,109 +120,3 @@ def test_each_recorder_sends_valid_blobs_of_its_own(db):
 
 def ingest_sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-@pytest.mark.processes
-def test_quick_export_bench_reports_the_ratio_against_tar_piped_through_pigz(tmp_path):
-    figures = quick_figures("export", tmp_path)
-    assert {"demos", "turns", "seconds", "pigz_seconds", "ratio_vs_pigz"} <= set(figures)
-    assert figures["demos"] == 3
-    assert figures["turns"] == 24
-    assert figures["ratio_vs_pigz"] > 0  # tar | pigz seconds / export seconds, from unrounded times
-
-
-@pytest.mark.processes
-def test_quick_review_bench_reports_time_and_a_constant_query_count(tmp_path):
-    figures = quick_figures("review", tmp_path)
-    assert {"server_ms_p50_100", "server_ms_p50_500", "queries_100", "queries_500"} <= set(figures)
-    assert figures["server_ms_p50_100"] > 0
-    assert figures["server_ms_p50_500"] > 0
-    assert figures["queries_100"] == figures["queries_500"]
-
-
-@pytest.mark.processes
-def test_quick_live_chat_bench_measures_latency_through_the_asgi_server(tmp_path):
-    figures = quick_figures("live_chat", tmp_path)
-    assert figures["sessions"] == 2
-    assert figures["messages"] == 8  # every message reached the other side
-    assert 0 < figures["latency_ms_p50"] <= figures["latency_ms_p95"] <= figures["latency_ms_max"]
-    assert figures["channel_layer"] == ("redis" if os.environ.get("REDIS_URL") else "in-memory")
-    assert (tmp_path / "bench" / "live-chat-server.log").exists()
-
-
-@pytest.mark.processes
-def test_quick_form_tasks_bench_imports_the_real_tasks_and_times_pages_and_submits(tmp_path):
-    from tests.support.forms_data import turkingbench_root
-
-    turkingbench_root()  # skips, naming TURKINGBENCH_DATA, when it is not set
-    figures = quick_figures("form_tasks", tmp_path)
-    assert figures["rows"] >= 2000  # one pass over the 28 tasks
-    assert {"import_rows_per_s", "page_ms_p50", "submit_ms_p50"} <= set(figures)
-    assert all(figures[key] > 0 for key in ("import_rows_per_s", "page_ms_p50", "submit_ms_p50"))
-    assert figures["requests"] == 5
-    assert figures["batch_page_tasks"] == 300
-    assert all(figures[key] > 0 for key in ("batch_page_ms_p50", "batch_page_last_ms_p50", "batch_page_small_ms_p50"))
-    assert figures["batch_page_ratio"] > 0
-
-
-@pytest.mark.processes
-@pytest.mark.browser
-def test_quick_agent_eval_bench_runs_both_baselines_on_real_tasks(tmp_path):
-    from tests.support.agents_data import real_data
-
-    real_data()  # skips, naming TURKINGBENCH_DATA, when the real tasks are not there
-    figures = quick_figures("agent_eval", tmp_path)
-    assert {"instances", "instances_per_min", "oracle_score", "do_nothing_score", "harness_share"} <= set(figures)
-    assert figures["instances"] == 4  # two tasks, one instance, two solvers
-    assert figures["oracle_score"] > figures["do_nothing_score"]
-    assert 0 <= figures["harness_share"] < 1
-    # The llm solver against the stand-in model server (another process) answering gold. Not always the oracle's
-    # score: on some real tasks the page never shows the inputs (CDN scripts), so the stand-in cannot tell the
-    # instance (docs/agents.md, "Benchmark").
-    assert figures["llm_instances"] == 2
-    assert figures["do_nothing_score"] < figures["llm_score"] <= figures["oracle_score"]
-    assert figures["llm_harness_cpu_ms_per_call"] > 0
-    assert figures["speedup_2_browsers"] > 0
-    assert figures["speedup_2_browsers_oracle"] > 0
-
-
-@pytest.mark.processes
-def test_quick_stats_bench_times_the_stats_page_with_a_constant_query_count(tmp_path):
-    figures = quick_figures("stats", tmp_path)
-    assert {"demos", "turns", "stats_ms_p50", "queries"} <= set(figures)
-    assert (figures["demos"], figures["turns"]) == (40, 1000)
-    assert figures["stats_ms_p50"] > 0
-    assert figures["stats_ms_p50_small"] > 0
-    assert figures["queries"] == figures["queries_small"]
-
-
-def test_quick_export_s3_bench_compares_the_export_with_local_storage_and_a_plain_upload(tmp_path):
-    figures = quick_figures("export_s3", tmp_path)
-    assert {"mb_per_s", "raw_put_mb_per_s", "ratio_vs_raw_put", "cpu_seconds", "ratio_vs_local"} <= set(figures)
-    assert figures["demos"] == 2
-    assert figures["archive_mb"] >= 0
-    assert figures["ratio_vs_raw_put"] > 0  # upload seconds / export seconds, from unrounded times
-    assert figures["ratio_vs_local"] > 0  # local export seconds / S3 export seconds
-
-
-@pytest.mark.processes
-def test_quick_form_tasks_large_bench_imports_one_batch_while_another_process_submits(tmp_path):
-    figures = quick_figures("form_tasks_large", tmp_path)
-    assert figures["rows"] == figures["tasks"] == 20_000
-    assert figures["import_rows_per_s"] > 0
-    assert figures["submits_during_import"] >= 1
-    assert (
-        0
-        < figures["page_ms_p50"]
-        == max(figures["batch_page_ms_p50"], figures["work_page_ms_p50"], figures["batch_list_ms_p50"])
-    )
-
-
-@pytest.mark.processes
-def test_quick_export_full_bench_exports_both_formats_against_pigz_with_the_peak_memory(tmp_path):
-    figures = quick_figures("export_full", tmp_path)
-    assert figures["demos"] == 40
-    assert figures["turns"] == 1000  # the validated copies only: the ingested templates stay "recorded"
-    assert figures["mind2web_steps"] > 0
-    assert figures["ratio_vs_pigz"] == min(figures["weblinx_ratio_vs_pigz"], figures["mind2web_ratio_vs_pigz"])
-    assert 0 < figures["peak_rss_mb"] < 4096

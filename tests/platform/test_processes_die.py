@@ -20,6 +20,19 @@ from devtools.processes import ROOT, free_port, release, scratch_database, start
 
 pytestmark = pytest.mark.processes
 
+INNER_CONFTEST = """
+import pytest
+
+from devtools.processes import running_platform
+from tests.conftest import s3_server  # noqa: F401
+
+
+@pytest.fixture(scope="session")
+def platform(tmp_path_factory):
+    with running_platform(tmp_path_factory.mktemp("platform-var"), "--no-sample") as running:
+        yield running
+"""
+
 INNER_TEST = """
 import os
 import time
@@ -98,7 +111,7 @@ def drop_database(url: str) -> None:
 
 
 def test_a_test_run_stopped_by_sigterm_leaves_no_server_running(tmp_path):
-    (tmp_path / "conftest.py").write_text("from tests.conftest import platform, s3_server  # noqa: F401\n")
+    (tmp_path / "conftest.py").write_text(INNER_CONFTEST)
     (tmp_path / "test_inner.py").write_text(INNER_TEST)
     ready = tmp_path / "ready"
     env = {**os.environ, "READY_FILE": str(ready), "VAR_DIR": str(tmp_path / "var"), "CELERY_QUEUE": "sigterm-run"}
@@ -141,8 +154,8 @@ def test_a_test_run_stopped_by_sigterm_leaves_no_server_running(tmp_path):
 
 
 def test_make_run_killed_outright_takes_its_server_worker_and_beat_with_it(tmp_path):
-    with scratch_database() as database_url:
-        platform = start_platform(tmp_path, database_url, free_port())
+    with scratch_database(migrated=True) as database_url:
+        platform = start_platform(tmp_path, database_url, free_port(), "--no-sample")
         children: dict[int, str] = {}
         try:
             children = descendants(platform.process.pid)
@@ -170,8 +183,8 @@ def test_make_run_stopped_by_a_signal_stops_every_child_cleanly(tmp_path, how):
     """SIGTERM to `make run`'s process group (what a service manager or ``kill -- -PGID`` sends) stops the server,
     the worker and beat as Ctrl-C does: each ends on its own (none has to be killed), the worker's pool is not shot
     from under it (no ``WorkerLostError``), and nothing is left running."""
-    with scratch_database() as database_url:
-        platform = start_platform(tmp_path, database_url, free_port())
+    with scratch_database(migrated=True) as database_url:
+        platform = start_platform(tmp_path, database_url, free_port(), "--no-sample")
         children: dict[int, str] = {}
         try:
             children = descendants(platform.process.pid)

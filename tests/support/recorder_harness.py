@@ -471,7 +471,7 @@ class LivePlatform:
 @contextlib.contextmanager
 def live_platform(var_dir, database_prefix: str, username: str, project: str):
     """A platform with its own scratch database and an annotator of ``project``; ``live.token`` is theirs."""
-    with scratch_database(database_prefix) as database_url:
+    with scratch_database(database_prefix, migrated=True) as database_url:
         live = LivePlatform(var_dir, database_url, free_port())
         live.start()
         try:

@@ -1,0 +1,28 @@
+"""The benchmarks' quick runs, as the bench tests start them: ``python -m bench.run --only SECTION --quick``."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_quick(section: str, var_dir: Path, timeout=300) -> subprocess.CompletedProcess:
+    """``python -m bench.run --only SECTION --quick`` with its results under ``var_dir``; fails on a non-zero exit."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--only", section, "--quick"],
+        cwd=ROOT,
+        env={**os.environ, "VAR_DIR": str(var_dir)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def quick_figures(section: str, var_dir: Path) -> dict:
+    run_quick(section, var_dir)
+    return json.loads((var_dir / "bench" / "latest.json").read_text())[section]
