@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from devtools.standin_model import standin_model
 from tests.support.corpus import ingest_corpus
-from tests.support.metrics_data import gold_output
+from tests.support.metrics_data import SPLIT, DemoBuilder, build_export, gold_output
 from tests.support.weblinx_official import official_evaluation, official_turns
 from workers.agents.predict import Settings, items_for
 from workers.exports.dataset import export_demos, storage_blobs
@@ -116,3 +116,34 @@ def test_every_turn_is_an_option_and_the_default_scores_only_the_official_ones(e
     every_turn = weblinx.evaluate(data, split, predictions, turns="all")
     assert every_turn["outside"] == []
     assert every_turn["aggregate"]["turns"] > ours["aggregate"]["turns"]
+
+
+def test_the_official_turn_set_follows_the_official_selection_in_its_corners(tmp_path):
+    """Chat turns take the screenshot before them (none, or a broken one, leaves them out); a textInput without an
+    element stays (the official check compares its intent with "textinput"); hover, copy, paste, tabs never."""
+    root = build_export(tmp_path / "wl")
+    demo = DemoBuilder(root, "deltaaa")
+    demo.chat("navigator", "Hello, before any screenshot")  # 0: no screenshot before it
+    demo.chat("instructor", "Open the flights")  # 1
+    demo.browser("click", "q")  # 2
+    demo.chat("navigator", "Clicked")  # 3: takes turn 2's good screenshot
+    demo.browser("click", "go")  # 4: broken below
+    demo.chat("navigator", "It broke")  # 5: takes turn 4's broken screenshot
+    for intent in ("textInput", "click", "change", "submit"):  # 6-9: without an element
+        demo.browser(intent, element=False, text="x")
+    for intent in ("hover", "copy", "paste", "tabcreate", "tabswitch", "scroll", "load"):  # 10-16
+        demo.browser(intent, "q")
+    demo.browser("click", "go")  # 17: no screenshot below
+    demo.chat("navigator", "Own screenshot")  # 18: its own good one below
+    demo.turns[4]["state"]["screenshot_status"] = "broken"
+    del demo.turns[17]["state"]["screenshot"]
+    demo.turns[18]["state"] = {"screenshot": "screenshot-18-0.png", "screenshot_status": "good"}
+    demo.write()
+    splits = json.loads((root / "splits.json").read_text())
+    (root / "splits.json").write_text(json.dumps({**splits, SPLIT: [*splits[SPLIT], "deltaaa"]}))
+
+    ours = split_turns(root, SPLIT)
+    assert ours == official_turns(root, SPLIT)
+    assert [index for name, index in ours if name == "deltaaa"] == [2, 3, 6, 15, 16, 18]
+    every = [index for name, index in split_turns(root, SPLIT, "all") if name == "deltaaa"]
+    assert every == [i for i in range(19) if i != 1]
