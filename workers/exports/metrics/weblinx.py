@@ -393,15 +393,15 @@ def score(
     if not isinstance(predictions, list):
         raise PredictionError(f"predictions must be a list, got {type(predictions).__name__}")
     rows, dropped, outside, seen, chosen = [], [], [], {}, {}
+    official = rounding == "official"
     for index, prediction in enumerate(predictions):
         name, turn_index, output = check_prediction(prediction, index, replays, "a known demonstration")
         replay_turns = locate_turn(replays[name], name, turn_index, index, seen)
         if name not in chosen:
-            chosen[name] = set(range(len(replay_turns))) if turns == "all" else set(turn_indices(replay_turns, turns))
+            chosen[name] = scored_turns(replay_turns, turns)
         if turn_index not in chosen[name]:
             outside.append({"demo_name": name, "turn_index": turn_index})
             continue
-        official = rounding == "official"
         row = score_prediction(replay_turns, turn_index, output, lambda page, name=name: pages(name, page), official)
         (dropped if "reason" in row else rows).append({"demo_name": name, "turn_index": turn_index, **row})
     return {
@@ -415,6 +415,11 @@ def score(
         "outside": outside,
         "predictions": len(predictions),
     }
+
+
+def scored_turns(replay_turns: list, turns: str) -> set[int]:
+    """The positions a prediction may be scored on: the official turn set's, or with ``all`` any turn."""
+    return set(range(len(replay_turns))) if turns == "all" else set(turn_indices(replay_turns, turns))
 
 
 def locate_turn(replay: dict, name: str, turn_index: int, index: int, seen: dict) -> list:
