@@ -11,6 +11,7 @@ from django.db import transaction
 from agents import llm
 
 from ..lib.splits import SPLITS
+from ..lib.weblinx_turns import DEFAULT_TURN_SET, TURN_SETS
 from ..models import ExportFormat, PredictionRun, Project
 from . import queue
 from .endpoints import capped_default, check_endpoint_for_project, check_within_limit, model_limits
@@ -21,12 +22,13 @@ from .exports.splits import DEFAULT_STATUSES, selected_demos, split_of
 
 FORMATS = (ExportFormat.WEBLINX, ExportFormat.MIND2WEB)
 MAX_CANDIDATES = 25  # Mind2Web: the letters B to Z (A is "None of the above")
-DEFAULTS = {"temperature": 0.0, "max_tokens": 256, "timeout": 60.0, "candidates": 10}
+DEFAULTS = {"temperature": 0.0, "max_tokens": 256, "timeout": 60.0, "candidates": 10, "turns": DEFAULT_TURN_SET}
 
 
 def with_defaults(project, settings: dict) -> dict:
     """The run's settings with a default for each one not given (None), the defaults within the project's limits:
-    temperature 0, 256 tokens, 60 s, ``PREDICT_IN_FLIGHT`` requests in flight, 10 Mind2Web choices."""
+    temperature 0, 256 tokens, 60 s, ``PREDICT_IN_FLIGHT`` requests in flight, 10 Mind2Web choices, the official
+    WebLINX turns."""
     limits = model_limits(project)
     defaults = {
         **DEFAULTS,
@@ -48,6 +50,7 @@ def check_prediction_request(project, fmt, split, endpoint_name, settings: dict)
     project's model limits, and the split has demonstrations to predict."""
     check_choice("format", fmt, FORMATS)
     check_choice("split", split, SPLITS[fmt])
+    check_turns(fmt, settings.get("turns", DEFAULT_TURN_SET))
     endpoint = check_endpoint_for_project(project, endpoint_name)
     shown = SimpleNamespace(url=endpoint.url, model=endpoint.model, key="", **settings_for_client(settings))
     problems = [
@@ -72,13 +75,20 @@ def check_prediction_request(project, fmt, split, endpoint_name, settings: dict)
     return endpoint
 
 
+def check_turns(fmt, turns) -> None:
+    """WebLINX: ``official`` or ``all`` (``annotation.lib.weblinx_turns``); Mind2Web asks every step."""
+    check_choice("turns", turns, TURN_SETS)
+    if fmt == ExportFormat.MIND2WEB and turns != DEFAULT_TURN_SET:
+        raise invalid("turns", f"Mind2Web asks about every step; {turns!r} applies to weblinx only")
+
+
 def settings_for_client(settings: dict) -> dict:
     return {key: settings[key] for key in ("temperature", "max_tokens", "timeout", "in_flight")}
 
 
 def do_create_prediction_run(user, project, fmt, split, endpoint_name, settings: dict, evaluate=True, send=True):
-    """Create a run with ``settings`` (temperature, max_tokens, timeout, in_flight, candidates; one None or absent
-    takes its default, ``with_defaults``) and enqueue it."""
+    """Create a run with ``settings`` (temperature, max_tokens, timeout, in_flight, candidates, turns; one None or
+    absent takes its default, ``with_defaults``) and enqueue it."""
     settings = with_defaults(project, settings)
     endpoint = check_prediction_request(project, fmt, split, endpoint_name, settings)
     with transaction.atomic():
@@ -91,6 +101,7 @@ def do_create_prediction_run(user, project, fmt, split, endpoint_name, settings:
             endpoint_name=endpoint.name,
             model=endpoint.model,
             candidates=settings.get("candidates", 10),
+            turns=settings["turns"],
             evaluate=bool(evaluate),
             **settings_for_client(settings),
         )
@@ -125,11 +136,13 @@ def chat_endpoint(run: PredictionRun) -> llm.Endpoint:
 
 
 def compare_runs(first: PredictionRun, second: PredictionRun) -> dict:
-    """Two runs' aggregate scores side by side: ``{"rows": [{"metric", "a", "b", "change"}], "same_split"}``."""
+    """Two runs' aggregate scores side by side: ``{"rows": [{"metric", "a", "b", "change"}], "same_split"}`` (the
+    same format, split and turns: comparable figures)."""
     a, b = (run.results.get("aggregate") or {} for run in (first, second))
     rows = []
     for metric in dict.fromkeys([*a, *b]):
         x, y = a.get(metric), b.get(metric)
         change = y - x if isinstance(x, int | float) and isinstance(y, int | float) else None
         rows.append({"metric": metric, "a": x, "b": y, "change": change})
-    return {"rows": rows, "same_split": (first.format, first.split) == (second.format, second.split)}
+    same = (first.format, first.split, first.turns) == (second.format, second.split, second.turns)
+    return {"rows": rows, "same_split": same}

@@ -169,8 +169,9 @@ class AgentModelAnswer(models.Model):
 
 class PredictionRun(Job):
     """A model's predictions for one split of a project's WebLINX or Mind2Web export (``workers/agents/predict.py``):
-    the worker exports the split, asks the endpoint for every turn or step, keeps the predictions file, the answers
-    it could not read (with the raw answer) and the usage; with ``evaluate`` it scores them on the same export."""
+    the worker exports the split, asks the endpoint for each WebLINX turn of ``turns`` or each Mind2Web step, keeps
+    the predictions file, the answers it could not read (with the raw answer) and the usage; with ``evaluate`` it
+    scores them on the same export."""
 
     format = models.CharField(max_length=16, help_text="weblinx or mind2web.")
     split = models.CharField(max_length=32)
@@ -184,6 +185,11 @@ class PredictionRun(Job):
     in_flight = models.PositiveSmallIntegerField(default=4, help_text="Requests at once.")
     timeout = models.FloatField(default=60.0, help_text="Seconds per request.")
     candidates = models.PositiveSmallIntegerField(default=10, help_text="Mind2Web: choices shown.")
+    turns = models.CharField(
+        max_length=16,
+        default="official",
+        help_text="WebLINX: the turns asked and scored, official (the official code's) or all.",
+    )
     evaluate = models.BooleanField(default=True, help_text="Score the predictions when they are made.")
     predictions = models.JSONField(default=list, blank=True, help_text="The predictions file (evaluations take it).")
     failures = models.JSONField(default=list, blank=True, help_text="Answers that could not be read, raw, with why.")

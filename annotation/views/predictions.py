@@ -51,7 +51,7 @@ def run_list(request):
                 request.POST.get("format", ""),
                 request.POST.get("split", ""),
                 request.POST.get("endpoint", ""),
-                numbers_from(request.POST),
+                {**numbers_from(request.POST), "turns": request.POST.get("turns") or None},
                 evaluate=request.POST.get("evaluate") == "on",
             )
             return redirect("agents-prediction", prediction_id=run.pk)
@@ -63,6 +63,7 @@ def run_list(request):
         "endpoints": endpoints,
         "projects": sorted({endpoint.project.name for endpoint in endpoints}),
         "formats": actions.FORMATS,
+        "turn_sets": actions.TURN_SETS,
         "splits": sorted({split for fmt in actions.FORMATS for split in SPLITS[fmt]}),
         "in_flight": settings.PREDICT_IN_FLIGHT,
     }

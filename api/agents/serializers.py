@@ -264,6 +264,7 @@ class PredictionRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
             "in_flight",
             "timeout",
             "candidates",
+            "turns",
             "evaluate",
             "status",
             "progress",
@@ -315,5 +316,12 @@ class PredictionRunCreateSerializer(serializers.Serializer):
     )
     candidates = serializers.IntegerField(
         required=False, default=None, allow_null=True, help_text="Mind2Web: choices shown (1 to 25, default 10)."
+    )
+    turns = serializers.CharField(
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="WebLINX: official (default: the turns the official code predicts) or all (every turn but the "
+        "instructor's chat); asked and scored.",
     )
     evaluate = serializers.BooleanField(required=False, default=True, help_text="Score the predictions at once.")

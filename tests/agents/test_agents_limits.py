@@ -242,7 +242,7 @@ def test_a_prediction_run_whose_split_emptied_or_has_nothing_to_ask_fails_saying
     first, second = (api_for(team["rex"]).get(f"/api/prediction-runs/{pk}/").json() for pk in runs)
     assert first["status"] == second["status"] == JobStatus.FAILED
     assert first["error"] == (
-        f"nothing to predict: the weblinx export of split '{split}' has no turns the navigator acts on (no "
+        f"nothing to predict: the weblinx export of split '{split}' has no official turns to predict (no "
         "validated demonstration of the split has any)"
     )
     assert second["error"] == f"nothing to predict: split '{split}' has no validated demonstrations (any more)"

@@ -85,7 +85,8 @@ def test_weblinx_gold_answers_score_as_the_gold_and_are_evaluated_in_one_step(ex
     predictions = json.loads(out.read_text())
     assert [(p["demo_name"], p["turn_index"]) for p in predictions] == [tuple(i.key.values()) for i in items]
     assert [p["output_predicted"] for p in predictions] == answers
-    assert len(predictions) >= 15  # at least one demonstration of 24 turns (which split it is in varies)
+    # At least one demonstration of 24 turns (which split it is in varies), its turns the official code predicts.
+    assert len(predictions) >= 8
     # The prompt is the official one, built with the weblinx package's processing.
     system = server.requests[0]["body"]["messages"][0]["content"]
     assert "The user's first and last 5 utterances are:" in system

@@ -16,6 +16,7 @@ from tests.support.corpus import ingest_corpus
 from workers.agents.predict_runs import run_prediction
 from workers.exports.dataset import export_demos, storage_blobs
 from workers.exports.exporters import get_exporter
+from workers.exports.metrics.weblinx_data import split_turns
 
 pytestmark = pytest.mark.django_db
 
@@ -65,13 +66,16 @@ def start(api, **body):
     return api.post(RUNS, {"project": "corpus", "endpoint": "stand-in", **body}, format="json")
 
 
-def test_runs_from_the_api_are_made_evaluated_read_and_compared(world, api_for, django_capture_on_commit_callbacks):
+def test_runs_from_the_api_are_made_evaluated_read_and_compared(
+    world, api_for, django_capture_on_commit_callbacks, tmp_path
+):
     project, people, splits = world
     rex, rita = api_for(people["rex"]), api_for(people["rita"])
     with standin_model(default="text:Answer: B.\nAction: CLICK\nValue:") as server:
         add_endpoint(rex, server.url)
         created = []
-        for fmt, body in (("mind2web", {"candidates": 5}), ("mind2web", {"candidates": 1}), ("weblinx", {})):
+        runs = [("mind2web", {"candidates": 5}), ("mind2web", {"candidates": 1}), ("weblinx", {})]
+        for fmt, body in [*runs, ("weblinx", {"turns": "all"})]:
             with django_capture_on_commit_callbacks(execute=False):  # the worker is this test: run it below
                 response = start(rex, format=fmt, split=splits[fmt], in_flight=2, **body)
             assert response.status_code == 202, response.content
@@ -94,6 +98,13 @@ def test_runs_from_the_api_are_made_evaluated_read_and_compared(world, api_for, 
     assert len(weblinx["failures"]) == weblinx["predicted"]  # "Answer: B" is no WebLINX action: recorded, scored 0
     assert weblinx["failures"][0]["answer"].startswith("Answer: B.")
     assert weblinx["results"]["aggregate"]["intent_match"] == 0
+    # By default the turns the official code predicts, scored by the official protocol; "all" is an option.
+    every = rex.get(f"{RUNS}{created[3]}/").json()
+    assert (weblinx["turns"], every["turns"]) == ("official", "all")
+    assert (weblinx["results"]["turns"], weblinx["results"]["rounding"]) == ("official", "official")
+    assert every["results"]["turns"] == "all"
+    assert weblinx["usage"]["items"] == len(split_turns(tmp_path / "weblinx", splits["weblinx"])) > 0
+    assert every["usage"]["items"] > weblinx["usage"]["items"]
 
     # The pages: the list, a run with its scores and unreadable answers, its file, and two runs side by side.
     page = Client()
@@ -120,6 +131,9 @@ def test_runs_from_the_api_are_made_evaluated_read_and_compared(world, api_for, 
         in page.get("/agents/predictions/compare/", {"a": created[0], "b": created[2]}).content.decode()
     )
     assert page.get("/agents/predictions/compare/", {"a": created[0]}).status_code == 400
+    other_turns = page.get("/agents/predictions/compare/", {"a": created[2], "b": created[3]}).content.decode()
+    assert 'id="split-warning"' in other_turns
+    assert "all turns" in page.get(f"/agents/predictions/{created[3]}/").content.decode()
 
 
 def test_the_page_starts_a_run_and_bad_settings_are_named(world, api_for, django_capture_on_commit_callbacks):
@@ -141,6 +155,12 @@ def test_the_page_starts_a_run_and_bad_settings_are_named(world, api_for, django
         in page.post("/agents/predictions/", {**form, "temperature": "hot"}, follow=True).content.decode()
     )
     assert PredictionRun.objects.count() == 1
+    refused = page.post("/agents/predictions/", {**form, "turns": "all"}, follow=True).content.decode()
+    assert "turns: Mind2Web asks about every step" in refused
+    weblinx = {**form, "format": "weblinx", "split": splits["weblinx"], "turns": "all"}
+    with django_capture_on_commit_callbacks(execute=False):
+        page.post("/agents/predictions/", weblinx)
+    assert PredictionRun.objects.get(format="weblinx").turns == "all"
 
     # The endpoint cannot be reached: the run fails with the reason, on its page; the key is not in it.
     run_prediction(run.pk)
@@ -160,6 +180,8 @@ def test_the_page_starts_a_run_and_bad_settings_are_named(world, api_for, django
         ({"format": "weblinx", "split": "valid", "in_flight": 0}, "in_flight"),
         ({"format": "weblinx", "split": "valid", "temperature": 9}, "temperature"),
         ({"format": "mind2web", "split": "train", "candidates": 99}, "candidates"),
+        ({"format": "weblinx", "split": "valid", "turns": "some"}, "turns"),
+        ({"format": "mind2web", "split": "train", "turns": "all"}, "turns"),
     ],
 )
 def test_a_bad_request_is_a_400_naming_the_field_and_stores_nothing(world, api_for, body, field):

@@ -49,18 +49,35 @@ def test_scores_a_weblinx_split_and_prints_the_aggregate(weblinx_export, tmp_pat
     scores = json.loads(out.read_text())
     expected = weblinx.evaluate(weblinx_export, SPLIT, PREDICTIONS_MAIN)
     assert scores == {"format": "weblinx", "split": SPLIT, **json.loads(json.dumps(expected))}
+    assert (scores["turns"], scores["rounding"]) == ("official", "official")
     assert out.read_text().startswith('{\n  "format": "weblinx",')
-    assert "WebLINX valid: 20 turns scored, 8 predictions dropped" in printed
+    dropped, outside = len(expected["dropped"]), len(expected["outside"])
+    assert outside > 0  # hover, copy, paste, tab and instructor turns: the official code never predicts them
+    title = f"WebLINX valid (official turns, official rounding): {expected['aggregate']['turns']} turns scored, "
+    assert title + f"{dropped} predictions dropped, {outside} outside the turns" in printed
     table = printed_table(printed)
     assert table == {key: f"{expected['aggregate'][key]:.4f}" for key in weblinx.AGGREGATE_KEYS}
 
 
-def test_official_rounding_option(weblinx_export, tmp_path):
+def test_every_turn_and_exact_scores_are_options(weblinx_export, tmp_path):
     predictions = write_json(tmp_path / "results.json", PREDICTIONS_MAIN)
     out = tmp_path / "scores.json"
-    run(format="weblinx", data=weblinx_export, split=SPLIT, predictions=predictions, out=out, official_rounding=True)
-    expected = weblinx.evaluate(weblinx_export, SPLIT, PREDICTIONS_MAIN, official_rounding=True)
+    printed = run(
+        format="weblinx",
+        data=weblinx_export,
+        split=SPLIT,
+        predictions=predictions,
+        out=out,
+        turns="all",
+        rounding="exact",
+    )
+    expected = weblinx.evaluate(weblinx_export, SPLIT, PREDICTIONS_MAIN, turns="all", rounding="exact")
     assert json.loads(out.read_text())["aggregate"] == pytest.approx(expected["aggregate"])
+    assert "WebLINX valid (all turns, exact rounding): 20 turns scored, 8 predictions dropped, 0 outside" in printed
+    official = weblinx.evaluate(weblinx_export, SPLIT, PREDICTIONS_MAIN)
+    assert official["aggregate"]["turns"] < expected["aggregate"]["turns"]
+    with pytest.raises(CommandError, match="turns: expected one of official, all, got 'some'"):
+        run(format="weblinx", data=weblinx_export, split=SPLIT, predictions=predictions, out=out, turns="some")
 
 
 def test_scores_a_mind2web_split_and_prints_the_aggregate(mind2web_export, tmp_path):

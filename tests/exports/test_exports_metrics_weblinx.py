@@ -29,6 +29,9 @@ from workers.exports.metrics.weblinx_parse import parse_output
 
 ORACLE_METRICS = ["exact-match", "intent-match", "chrf", "iou", "urlf"]
 OFFICIAL_INTENTS = ["change", "click", "load", "say", "scroll", "submit", "textinput"]
+# The metrics turn by turn, on every prediction and to every digit (tests/agents/test_agents_weblinx_protocol.py
+# checks the official turn set and rounding).
+EVERY_TURN_EXACT = {"turns": "all", "rounding": "exact"}
 
 
 # The other intents and parser corner cases: compared turn by turn with the oracle.
@@ -145,14 +148,14 @@ def assert_same_aggregate(ours: dict, theirs: dict, tol=1e-9):
 
 
 def test_scores_every_turn_as_the_official_evaluator(export):
-    ours = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN)
+    ours = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN, **EVERY_TURN_EXACT)
     theirs = official_scores(export, PREDICTIONS_MAIN)
     assert len(theirs) == 20
     assert_same_turns(ours, theirs)
 
 
 def test_aggregates_as_the_official_evaluator(export, tmp_path):
-    ours = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN)
+    ours = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN, **EVERY_TURN_EXACT)
     theirs = official_aggregate(tmp_path / "results", official_scores(export, PREDICTIONS_MAIN))
     assert_same_aggregate(ours, theirs)
     assert ours["aggregate"]["turns"] == 20
@@ -165,7 +168,7 @@ def test_aggregates_as_the_official_evaluator(export, tmp_path):
 
 
 def test_scores_other_intents_and_parser_corners_as_the_official_evaluator(export, tmp_path):
-    ours = metrics.evaluate(export, SPLIT, PREDICTIONS_MORE)
+    ours = metrics.evaluate(export, SPLIT, PREDICTIONS_MORE, **EVERY_TURN_EXACT)
     theirs = official_scores(export, PREDICTIONS_MORE)
     assert {row["intent"] for row in ours["per_turn"]} >= {"hover", "copy", "paste", "tabcreate", "scroll"}
     assert_same_turns(ours, theirs)
@@ -181,7 +184,7 @@ def test_official_aggregation_raises_on_hover_turns_but_ours_scores_them(export,
     pd.DataFrame(theirs).to_csv(path, index=False)
     with pytest.raises(KeyError):
         compute_aggregated_scores(tmp_path / "results", splits=[SPLIT], project_names=["project"], verbose=False)
-    assert metrics.evaluate(export, SPLIT, PREDICTIONS_MORE)["by_intent"]["hover"]["turns"] == 2
+    assert metrics.evaluate(export, SPLIT, PREDICTIONS_MORE, **EVERY_TURN_EXACT)["by_intent"]["hover"]["turns"] == 2
 
 
 def test_official_rounding_reproduces_the_official_pipeline(export, tmp_path):
@@ -200,16 +203,16 @@ def test_official_rounding_reproduces_the_official_pipeline(export, tmp_path):
         check_hashes=False,
     )
     records = compute_aggregated_scores(results, splits=[SPLIT], project_names=["project"], verbose=False)
-    ours = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN, official_rounding=True)
+    ours = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN, turns="all")
     assert_same_aggregate(ours, records_by_name(records))
     csv = pd.read_csv(model_dir / "eval_scores.csv").to_dict("records")
     assert_same_turns(ours, csv)
-    exact = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN)
+    exact = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN, **EVERY_TURN_EXACT)
     assert exact["aggregate"] != ours["aggregate"]  # the rounding is visible on this data
 
 
 def test_drops_the_reference_turns_the_official_evaluator_drops(export):
-    result = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN)
+    result = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN, **EVERY_TURN_EXACT)
     reasons = {(row["demo_name"], row["turn_index"]): row["reason"] for row in result["dropped"]}
     assert reasons == {
         ("alphaaa", 6): "a click followed by a submit on the same element",
@@ -229,7 +232,7 @@ def turn(result, demo, index):
 
 
 def test_turn_scores_follow_the_intent(export):
-    result = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN)
+    result = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN, **EVERY_TURN_EXACT)
     assert turn(result, "alphaaa", 3)["score"] == 1  # click: IoU
     assert turn(result, "alphaaa", 2)["score"] == pytest.approx(1)  # load: URL F1, www and slashes ignored
     assert turn(result, "alphaaa", 19)["urlf"] == pytest.approx(2 / 3)  # "www.wikipedia.org" -> "ikipedia.org"
@@ -249,7 +252,7 @@ def test_turn_scores_follow_the_intent(export):
 
 
 def test_wrong_intents_count_as_zero_in_every_group(export):
-    result = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN)
+    result = metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN, **EVERY_TURN_EXACT)
     rows = result["per_turn"]
     wrong = [row for row in rows if not row["intent_match"]]
     assert wrong
@@ -270,8 +273,8 @@ def test_score_works_on_loaded_replays_with_any_page_loader(export):
         calls.append((demo_name, page))
         return directory(demo_name, page)
 
-    result = metrics.score(replays, pages, PREDICTIONS_MAIN)
-    assert result == metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN)
+    result = metrics.score(replays, pages, PREDICTIONS_MAIN, **EVERY_TURN_EXACT)
+    assert result == metrics.evaluate(export, SPLIT, PREDICTIONS_MAIN, **EVERY_TURN_EXACT)
     assert ("alphaaa", "page-3-1.html") in calls
 
 
@@ -310,14 +313,14 @@ def test_a_zero_area_box_scores_zero_where_the_official_code_divides_by_zero():
         IOUMetric().score({"element": element}, {"element": element})
     state = PageState(uids=frozenset({"tiny"}), bboxes={"tiny": box(*LAYOUT["tiny"])})
     replays = {"d": {"data": [bare_turn("click", "tiny")]}}
-    result = metrics.score(replays, lambda name, page: state, [p("d", 0, 'click(uid="tiny")')])
+    result = metrics.score(replays, lambda name, page: state, [p("d", 0, 'click(uid="tiny")')], turns="all")
     assert result["per_turn"][0]["iou"] == 0
 
 
 def test_a_click_before_a_submit_without_element_is_kept():
     state = PageState(uids=frozenset({"go"}), bboxes={"go": box(*LAYOUT["go"])})
     replays = {"d": {"data": [bare_turn("click", "go"), bare_turn("submit")]}}
-    result = metrics.score(replays, lambda name, page: state, [p("d", 0, 'click(uid="go")')])
+    result = metrics.score(replays, lambda name, page: state, [p("d", 0, 'click(uid="go")')], turns="all")
     assert result["per_turn"][0]["score"] == 1
 
 
@@ -470,7 +473,7 @@ def test_scores_a_synthetic_export_as_the_official_evaluator(tmp_path, monkeypat
             for index, turn in enumerate(turns):
                 other = uids[(index + 3) % len(uids)].split('uid="')[1].split('"')[0] if uids else "none"
                 predictions.append(p(name, index, perturbed_output(turn, (index + len(name)) % 5, other)))
-        ours = metrics.evaluate(out, split, predictions)
+        ours = metrics.evaluate(out, split, predictions, **EVERY_TURN_EXACT)
         theirs = official_scores(out, predictions, split)
         assert_same_turns(ours, theirs)
         assert_same_aggregate(ours, official_aggregate(tmp_path / "results" / split, theirs, split=split))

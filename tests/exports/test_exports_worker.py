@@ -185,7 +185,9 @@ def test_an_evaluation_is_scored_on_the_worker_and_bad_predictions_fail_with_a_r
     assert len(good_result["results"]["per_turn"]) <= len(predictions)
     listed = client.get("/api/demonstrations/", {"project__name": "alpha", "split": split, "status": "validated"})
     split_turns = sum(demo["turn_count"] for demo in listed.json()["results"])
-    assert good_result["results"]["coverage"] == {"turns": split_turns, "predicted": len(predictions)}
+    coverage, outside = good_result["results"]["coverage"], good_result["results"]["outside"]
+    assert 0 < coverage["predicted"] <= coverage["turns"] < split_turns  # the official turns: no hover, tab, instructor
+    assert coverage["predicted"] == len(predictions) - len(outside)
     assert len(good_result["data_version"]) == 64
     assert bad_result["data_version"] == ""  # nothing was scored
     assert bad_result["status"] == "failed"

@@ -2,8 +2,9 @@
 the predictions file that ``manage.py evaluate`` and ``POST /api/evaluations/`` take (``docs/agents.md``,
 "Predictions for WebLINX and Mind2Web").
 
-- **WebLINX**: one request per turn the navigator acts on (every turn but the instructor's chat); the answer is
-  the next action string, ``click(uid="…")``, ``say(speaker="navigator", utterance="…")``, … The prompt follows
+- **WebLINX**: one request per turn of the turn set (``annotation.lib.weblinx_turns``: by default the turns the
+  official modelling code predicts; ``all``: every turn but the instructor's chat); the answer is the next action
+  string, ``click(uid="…")``, ``say(speaker="navigator", utterance="…")``, … The prompt follows
   the official WebLINX action-model prompt and is built with the official ``weblinx`` package's processing: the
   instructor's first and last utterances (``processing.prompt.format_utterances``), the previous turns
   (``format_prev_turns`` with ``utils.format.format_intent_automatically``) and the page's HTML pruned to the
@@ -41,6 +42,7 @@ from weblinx.processing.prompt import format_prev_turns, format_utterances
 from weblinx.utils.format import format_intent_automatically
 
 from agents.llm import BudgetExhausted, ChatClient
+from annotation.lib.weblinx_turns import DEFAULT_TURN_SET, TURN_SETS, turn_indices
 
 from ..exports.metrics import MetricsError, mind2web
 from ..exports.metrics import weblinx as weblinx_metrics
@@ -60,6 +62,8 @@ class Settings:
     html_chars: int = 8000  # characters of the page kept in a prompt
     prev_turns: int = 5  # WebLINX: previous turns shown; Mind2Web: previous actions shown
     utterances: int = 5  # WebLINX: instructor utterances shown (the first and the last ones)
+    turns: str = DEFAULT_TURN_SET  # WebLINX: the turns asked about (annotation.lib.weblinx_turns)
+    rounding: str = "official"  # WebLINX: the evaluation's rounding (workers.exports.metrics.weblinx)
 
 
 @dataclass
@@ -129,11 +133,12 @@ def weblinx_items(data: Path, split: str, settings: Settings) -> list[Item]:
             raise PredictError(f"{path}: not readable JSON ({exc})") from exc
         replay = weblinx.Replay(replay_json, demo_name=name, base_dir=str(demos))
         chats = [turn for turn in replay if turn.type == "chat" and turn.get("speaker") == "instructor"]
+        asked = set(turn_indices(replay_json.get("data") or [], settings.turns))
         html = None  # the page last seen: a chat turn is answered on it
         for turn in replay:
             html = page_html(turn) or html
-            if turn.type == "chat" and turn.get("speaker") == "instructor":
-                continue  # the instructor speaks; the navigator's actions are predicted
+            if turn.index not in asked:
+                continue
             earlier = [chat for chat in chats if chat.index < turn.index]
             context = format_utterances(earlier, num_utterances=settings.utterances)
             previous = format_prev_turns(
@@ -277,11 +282,13 @@ def items_for(fmt: str, data: Path | str, split: str, settings: Settings | None 
     """Every request of the split, in order (PredictError naming what cannot be read)."""
     if fmt not in FORMATS:
         raise PredictError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    data = Path(data)
+    data, settings = Path(data), settings or Settings()
+    if settings.turns not in TURN_SETS:
+        raise PredictError(f"turns: expected one of {', '.join(TURN_SETS)}, got {settings.turns!r}")
     if not data.is_dir():
         raise PredictError(f"data directory {data} does not exist")
     try:
-        return ITEMS[fmt](data, split, settings or Settings())
+        return ITEMS[fmt](data, split, settings)
     except MetricsError as exc:
         raise PredictError(str(exc)) from exc
 
@@ -354,10 +361,11 @@ def predict(
     }
 
 
-def evaluate(fmt: str, data: Path | str, split: str, predictions: list[dict]) -> dict:
-    """The evaluation of ``predictions`` (``workers.exports.metrics``), as ``manage.py evaluate`` writes it."""
-    data = Path(data)
+def evaluate(fmt: str, data: Path | str, split: str, predictions: list[dict], settings: Settings | None = None) -> dict:
+    """The evaluation of ``predictions`` (``workers.exports.metrics``), as ``manage.py evaluate`` writes it; WebLINX
+    with the settings' ``turns`` and ``rounding``."""
+    data, settings = Path(data), settings or Settings()
     if fmt == "weblinx":
-        return weblinx_metrics.evaluate(data, split, predictions)
+        return weblinx_metrics.evaluate(data, split, predictions, turns=settings.turns, rounding=settings.rounding)
     records = json.loads((data / f"{split}.json").read_text(encoding="utf-8"))
     return mind2web.evaluate(records, predictions)

@@ -45,7 +45,7 @@ def execute(run: PredictionRun, workdir: Path) -> None:
             out,
             run.split,
             client,
-            Settings(candidates=run.candidates),
+            Settings(candidates=run.candidates, turns=run.turns),
             lambda done, total: asking(done / max(1, total)),
         )
     except EndpointError as error:
@@ -54,7 +54,7 @@ def execute(run: PredictionRun, workdir: Path) -> None:
     finally:
         client.close()
     if not made["items"]:
-        what = "turns the navigator acts on" if run.format == "weblinx" else "steps"
+        what = f"{run.turns} turns to predict" if run.format == "weblinx" else "steps"
         error = (
             f"nothing to predict: the {run.format} export of split {run.split!r} has no {what} (no validated "
             "demonstration of the split has any)"
@@ -64,7 +64,7 @@ def execute(run: PredictionRun, workdir: Path) -> None:
     results = {}
     if run.evaluate and made["predictions"]:
         Progress(run, 0.9, 0)(1, force=True)
-        results = evaluate(run.format, out, run.split, made["predictions"])
+        results = evaluate(run.format, out, run.split, made["predictions"], Settings(turns=run.turns))
         results["coverage"] = {"items": made["items"], "predicted": len(made["predictions"])}
     finish_clean(
         run,

@@ -196,6 +196,7 @@ def run_evaluation(evaluation_id: int) -> None:
 def evaluate(evaluation: Evaluation, workdir: Path) -> None:
     """Export the evaluated split with the same exporter researchers download, then score it."""
     from .metrics import mind2web, weblinx
+    from .metrics.weblinx_data import split_turns
 
     if evaluation.format == "turkingbench":
         return evaluate_form_tasks(evaluation, workdir)
@@ -208,17 +209,14 @@ def evaluate(evaluation: Evaluation, workdir: Path) -> None:
         demos = blobs.prefetch(demos)
         get_exporter(evaluation.format).export(demos, out, blobs, lambda done: exporting(done / total))
     if evaluation.format == "weblinx":
-        results = weblinx.evaluate(out, evaluation.split, evaluation.predictions)
-        turns = sum(
-            len(weblinx.load_replay(out / "demonstrations" / name).get("data") or [])
-            for name in weblinx.split_names(out, evaluation.split)
-        )
+        results = weblinx.evaluate(out, evaluation.split, evaluation.predictions)  # the official protocol
+        turns, outside = len(split_turns(out, evaluation.split)), len(results["outside"])
     else:
         records = json.loads((out / f"{evaluation.split}.json").read_text())
         results = mind2web.evaluate(records, evaluation.predictions)
-        turns = len(results["per_step"])
+        turns, outside = len(results["per_step"]), 0
     # The evaluators refuse repeated or unknown turns, so every prediction names a distinct turn of the split.
-    results["coverage"] = {"turns": turns, "predicted": len(evaluation.predictions)}
+    results["coverage"] = {"turns": turns, "predicted": len(evaluation.predictions) - outside}
     finish_clean(evaluation, workdir, JobStatus.DONE, results=results, data_version=tree_sha256(out))
 
 

@@ -22,15 +22,22 @@ Pipeline, as ``weblinx.eval.auto_eval_and_save`` + ``compute_aggregated_scores``
    ``conditional`` holds the official "score" column instead: wrong-intent turns are left out of the element
    group, text group and overall. An empty mean is None.
 
-Scores are exact by default. ``official_rounding=True`` rounds IoU, chrF and URL F1 to 2 decimals before the
-turn score and the means, as the official pipeline does by writing ``eval_scores.csv`` with ``round(2)``; that
-reproduces its published numbers exactly.
+The protocol is the official one by default:
+
+- ``turns="official"`` scores only the predictions on the turns the official modelling code predicts
+  (``annotation.lib.weblinx_turns``); the others are listed in ``outside``, not scored. ``turns="all"`` scores
+  every prediction, on any turn.
+- ``rounding="official"`` rounds IoU, chrF and URL F1 to 2 decimals before the turn score and the means, as the
+  official pipeline does by writing ``eval_scores.csv`` with ``round(2)``; the means are not rounded.
+  ``rounding="exact"`` keeps every digit.
+
+With both official, the aggregate equals ``compute_aggregated_scores`` on ``auto_eval_and_save``'s output for the
+same predictions.
 
 Where the official code crashes (a zero-area box compared with itself, an empty page, a submit without an
 element after a click), this module picks the obvious score instead (IoU 0, no uids, keep the click).
 """
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +46,10 @@ from urllib.parse import urlparse
 
 from sacrebleu.metrics import CHRF
 
+from annotation.lib.weblinx_turns import DEFAULT_TURN_SET, TURN_SETS, turn_indices
+
 from . import DatasetError, PredictionError, mean, require_field
+from .weblinx_data import load_replay, split_names
 from .weblinx_pages import NO_PAGE, UID, DirectoryPages, PageLoader, PageState
 from .weblinx_parse import normalize_intent, parse_output
 
@@ -47,6 +57,7 @@ ELEMENT_INTENTS = frozenset({"click", "hover", "textinput", "submit", "change", 
 TEXT_INTENTS = frozenset({"say", "textinput", "copy", "paste", "load", "change"})
 CHECKED_INTENTS = frozenset({"change", "click", "textinput", "submit"})  # dropped when their element is unknown
 AGGREGATE_KEYS = ("intent_match", "element_group", "text_group", "overall")
+ROUNDINGS = ("official", "exact")
 _CHRF = CHRF()  # sacrebleu's sentence_chrf defaults: char order 6, word order 0, beta 2
 
 
@@ -358,30 +369,57 @@ def check_prediction(prediction, index: int, known: Mapping | set, where: str) -
     return name, turn_index, output
 
 
+def check_protocol(turns: str, rounding: str) -> None:
+    if turns not in TURN_SETS:
+        raise PredictionError(f"turns: expected one of {', '.join(TURN_SETS)}, got {turns!r}")
+    if rounding not in ROUNDINGS:
+        raise PredictionError(f"rounding: expected one of {', '.join(ROUNDINGS)}, got {rounding!r}")
+
+
 def score(
-    replays: Mapping[str, dict], pages: PageLoader, predictions: Sequence[dict], *, official_rounding: bool = False
+    replays: Mapping[str, dict],
+    pages: PageLoader,
+    predictions: Sequence[dict],
+    *,
+    turns: str = DEFAULT_TURN_SET,
+    rounding: str = "official",
 ) -> dict:
     """Score predictions against loaded replays (``{demo_name: replay.json content}``), pages from ``pages``.
 
-    Returns ``{"per_turn", "aggregate", "conditional", "by_intent", "dropped", "predictions"}``; the module
-    docstring defines each number. Rows keep the order of the predictions.
+    Returns ``{"per_turn", "aggregate", "conditional", "by_intent", "dropped", "outside", "predictions", "turns",
+    "rounding"}``; the module docstring defines each number. Rows keep the order of the predictions.
     """
+    check_protocol(turns, rounding)
     if not isinstance(predictions, list):
         raise PredictionError(f"predictions must be a list, got {type(predictions).__name__}")
-    rows, dropped, seen = [], [], {}
+    rows, dropped, outside, seen, chosen = [], [], [], {}, {}
+    official = rounding == "official"
     for index, prediction in enumerate(predictions):
         name, turn_index, output = check_prediction(prediction, index, replays, "a known demonstration")
-        turns = locate_turn(replays[name], name, turn_index, index, seen)
-        row = score_prediction(turns, turn_index, output, lambda page, name=name: pages(name, page), official_rounding)
+        replay_turns = locate_turn(replays[name], name, turn_index, index, seen)
+        if name not in chosen:
+            chosen[name] = scored_turns(replay_turns, turns)
+        if turn_index not in chosen[name]:
+            outside.append({"demo_name": name, "turn_index": turn_index})
+            continue
+        row = score_prediction(replay_turns, turn_index, output, lambda page, name=name: pages(name, page), official)
         (dropped if "reason" in row else rows).append({"demo_name": name, "turn_index": turn_index, **row})
     return {
+        "turns": turns,
+        "rounding": rounding,
         "per_turn": rows,
         "aggregate": aggregate(rows),
         "conditional": aggregate(rows, unconditional=False),
         "by_intent": by_intent(rows),
         "dropped": dropped,
+        "outside": outside,
         "predictions": len(predictions),
     }
+
+
+def scored_turns(replay_turns: list, turns: str) -> set[int]:
+    """The positions a prediction may be scored on: the official turn set's, or with ``all`` any turn."""
+    return set(range(len(replay_turns))) if turns == "all" else set(turn_indices(replay_turns, turns))
 
 
 def locate_turn(replay: dict, name: str, turn_index: int, index: int, seen: dict) -> list:
@@ -417,32 +455,12 @@ def _state(turn: dict, pages) -> PageState:
     return NO_PAGE if page is None else pages(page)
 
 
-def split_names(data_dir: Path, split: str) -> list[str]:
-    """The demo names of ``split`` in ``data_dir/splits.json``; DatasetError if absent."""
-    path = Path(data_dir) / "splits.json"
-    splits = _read_json(path)
-    if not isinstance(splits, dict):
-        raise DatasetError(f"{path}: expected an object of split name -> demo names")
-    if split not in splits:
-        raise DatasetError(f"unknown split {split!r}; {path} has: {', '.join(sorted(splits)) or 'none'}")
-    return list(splits[split])
-
-
-def load_replay(demo_dir: Path) -> dict:
-    return _read_json(Path(demo_dir) / "replay.json")
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise DatasetError(f"{path} does not exist") from exc
-    except (OSError, ValueError) as exc:
-        raise DatasetError(f"{path}: not readable JSON ({exc})") from exc
-
-
-def evaluate(data_dir: Path, split: str, predictions: list[dict], *, official_rounding: bool = False) -> dict:
-    """Score predictions (the official results.json format) against split ``split`` of a WebLINX export."""
+def evaluate(
+    data_dir: Path, split: str, predictions: list[dict], *, turns: str = DEFAULT_TURN_SET, rounding: str = "official"
+) -> dict:
+    """Score predictions (the official results.json format) against split ``split`` of a WebLINX export, with the
+    protocol ``turns`` and ``rounding`` (the module docstring)."""
+    check_protocol(turns, rounding)
     data_dir = Path(data_dir)
     names = set(split_names(data_dir, split))
     if not isinstance(predictions, list):
@@ -452,4 +470,4 @@ def evaluate(data_dir: Path, split: str, predictions: list[dict], *, official_ro
     demos_dir = data_dir / "demonstrations"
     wanted = dict.fromkeys(prediction["demo_name"] for prediction in predictions)
     replays = {name: load_replay(demos_dir / name) for name in wanted}
-    return score(replays, DirectoryPages(demos_dir), predictions, official_rounding=official_rounding)
+    return score(replays, DirectoryPages(demos_dir), predictions, turns=turns, rounding=rounding)

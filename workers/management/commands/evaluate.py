@@ -5,7 +5,9 @@
     manage.py evaluate --format turkingbench --data DIR --predictions preds.json --out scores.json [--metric paper]
 
 WebLINX: EXPORT holds ``splits.json`` and ``demonstrations/``; predictions are the official results.json list of
-``{demo_name, turn_index, output_predicted}``. Mind2Web: EXPORT holds ``<split>.json`` record lists; predictions
+``{demo_name, turn_index, output_predicted}``, scored by the official protocol (``--turns official``: only the
+turns the official code predicts; ``--rounding official``: turn metrics to 2 decimals) unless told otherwise.
+Mind2Web: EXPORT holds ``<split>.json`` record lists; predictions
 are ``{annotation_id, action_index, backend_node_id, operation: {op, value}}``. The scores (``workers.exports.metrics``)
 are written as JSON and the aggregate is printed. TurkingBench: DIR holds ``tasks/<name>/template.html +
 batch.csv`` (and ``splits/``); predictions are ``{task, instance, fields}`` entries, applied on the real pages in
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from django.core.management import BaseCommand, CommandError
 
+from annotation.lib.weblinx_turns import DEFAULT_TURN_SET, TURN_SETS
 from workers.exports.metrics import MetricsError, mind2web, weblinx
 
 FORMATS = ("weblinx", "mind2web", "turkingbench")
@@ -40,6 +43,22 @@ def mind2web_records(data: Path, split: str) -> list:
     return read_json(path, "split file")
 
 
+def add_weblinx_protocol(parser) -> None:
+    """``--turns`` and ``--rounding``: the WebLINX protocol, official by default (``predict`` takes them too)."""
+    parser.add_argument(
+        "--turns",
+        choices=TURN_SETS,
+        default=DEFAULT_TURN_SET,
+        help="WebLINX: official = the turns the official code predicts; all = every turn but the instructor's chat.",
+    )
+    parser.add_argument(
+        "--rounding",
+        choices=weblinx.ROUNDINGS,
+        default="official",
+        help="WebLINX: official = turn metrics to 2 decimals, as the official pipeline's CSV; exact = every digit.",
+    )
+
+
 def format_value(value) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
@@ -57,11 +76,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--predictions", required=True, type=Path, help="JSON list of predictions.")
         parser.add_argument("--out", required=True, type=Path, help="Where to write the scores (JSON).")
-        parser.add_argument(
-            "--official-rounding",
-            action="store_true",
-            help="WebLINX: round turn metrics to 2 decimals first, as the official pipeline's CSV does.",
-        )
+        add_weblinx_protocol(parser)
         parser.add_argument(
             "--metric",
             choices=("official", "paper"),
@@ -83,7 +98,8 @@ class Command(BaseCommand):
             raise CommandError(f"--split is required for {options['format']}")
         try:
             if options["format"] == "weblinx":
-                result = weblinx.evaluate(data, split, predictions, official_rounding=options["official_rounding"])
+                protocol = {"turns": options["turns"], "rounding": options["rounding"]}
+                result = weblinx.evaluate(data, split, predictions, **protocol)
             else:
                 result = mind2web.evaluate(mind2web_records(data, split), predictions)
         except MetricsError as exc:
@@ -126,7 +142,10 @@ class Command(BaseCommand):
     def print_table(self, format_name: str, split: str, result: dict) -> None:
         aggregate = result["aggregate"]
         if format_name == "weblinx":
-            title = f"WebLINX {split}: {aggregate['turns']} turns scored, {len(result['dropped'])} predictions dropped"
+            title = (
+                f"WebLINX {split} ({result['turns']} turns, {result['rounding']} rounding): {aggregate['turns']} turns "
+                f"scored, {len(result['dropped'])} predictions dropped, {len(result['outside'])} outside the turns"
+            )
         else:
             title = f"Mind2Web {split}: {aggregate['tasks']} tasks, {aggregate['steps']} steps (macro averages)"
         rows = [(key, value) for key, value in aggregate.items() if key not in ("turns", "tasks", "steps")]

@@ -2,12 +2,15 @@
 OpenAI-compatible endpoint, as the predictions file ``manage.py evaluate`` takes (``workers.agents.predict``).
 
     manage.py predict --format weblinx|mind2web --data EXPORT --split S --out preds.json \\
-        --url http://127.0.0.1:8000/v1 --model NAME [--key-env OPENAI_API_KEY] [--evaluate]
+        --url http://127.0.0.1:8000/v1 --model NAME [--key-env OPENAI_API_KEY] [--evaluate] \\
+        [--turns official|all] [--rounding official|exact]
     manage.py predict ... --project P --endpoint NAME        # a model endpoint stored in the project
 
 ``preds.json`` is the list of predictions; ``preds.report.json`` holds the answers that could not be read
 (``failures``, with the raw answer), the token and time usage and why the run stopped early, if it did. With
-``--evaluate`` the predictions are scored at once (``preds.scores.json``, the aggregate printed). The key is read
+``--evaluate`` the predictions are scored at once (``preds.scores.json``, the aggregate printed), as ``evaluate``
+scores them. WebLINX: ``--turns`` picks the turns asked about and scored, ``--rounding`` the evaluation's rounding,
+both official by default. The key is read
 from the environment variable ``--key-env`` names (a key on the command line would show in process lists) or
 from the stored endpoint; it is never printed or written.
 """
@@ -27,7 +30,7 @@ from annotation.models import Project
 from workers.agents.predict import FORMATS, PredictError, Settings, evaluate, predict
 from workers.exports.metrics import MetricsError
 
-from .evaluate import format_value
+from .evaluate import add_weblinx_protocol, format_value
 
 
 class Command(BaseCommand):
@@ -52,13 +55,19 @@ class Command(BaseCommand):
         parser.add_argument("--candidates", type=int, default=Settings.candidates, help="Mind2Web: choices shown.")
         parser.add_argument("--html-chars", type=int, default=Settings.html_chars, help="Page characters kept.")
         parser.add_argument("--evaluate", action="store_true", help="Score the predictions at once.")
+        add_weblinx_protocol(parser)
 
     def handle(self, *args, **options):
         for key in ("data", "out"):  # call_command passes keyword values as given
             options[key] = Path(options[key])
         endpoint = self.endpoint(options)
         out = options["out"]
-        run_settings = Settings(candidates=options["candidates"], html_chars=options["html_chars"])
+        run_settings = Settings(
+            candidates=options["candidates"],
+            html_chars=options["html_chars"],
+            turns=options["turns"],
+            rounding=options["rounding"],
+        )
         client = ChatClient(endpoint, budget=Budget(max_requests=options["max_requests"]))
         try:
             result = predict(options["format"], options["data"], options["split"], client, run_settings, self.progress)
@@ -84,7 +93,7 @@ class Command(BaseCommand):
         if result["stopped"]:
             self.stdout.write(self.style.WARNING(f"stopped early: {result['stopped']}"))
         if options["evaluate"]:
-            self.evaluate(options, result["predictions"], out)
+            self.evaluate(options, result["predictions"], out, run_settings)
 
     def endpoint(self, options) -> Endpoint:
         in_flight = options["in_flight"] or settings.PREDICT_IN_FLIGHT
@@ -118,11 +127,11 @@ class Command(BaseCommand):
             )
         return Endpoint(url, model, key, **sampling)
 
-    def evaluate(self, options, predictions: list, out: Path) -> None:
+    def evaluate(self, options, predictions: list, out: Path, run_settings: Settings) -> None:
         if not predictions:
             raise CommandError("nothing to evaluate: no answer could be read")
         try:
-            scores = evaluate(options["format"], options["data"], options["split"], predictions)
+            scores = evaluate(options["format"], options["data"], options["split"], predictions, run_settings)
         except MetricsError as exc:
             raise CommandError(f"evaluation: {exc}") from exc
         scores_path = out.with_suffix(".scores.json")
