@@ -16,6 +16,7 @@ urlpatterns = [
         agents.instance_screenshot,
         name="agents-screenshot",
     ),
+    path("agents/runs/<int:run_id>/instances/<int:row_id>/answer.txt", agents.instance_answer, name="agents-answer"),
     path("agents/compare/", agents.compare, name="agents-compare"),
     path("agents/predictions/", predictions.run_list, name="agents-predictions"),
     path("agents/predictions/<int:prediction_id>/", predictions.run_detail, name="agents-prediction"),
