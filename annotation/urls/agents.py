@@ -26,6 +26,11 @@ urlpatterns = [
         predictions.run_predictions,
         name="agents-prediction-file",
     ),
+    path(
+        "agents/predictions/<int:prediction_id>/failures.json",
+        predictions.run_failures,
+        name="agents-prediction-failures",
+    ),
     path("agents/predictions/compare/", predictions.compare, name="agents-predictions-compare"),
     path("projects/<slug:name>/agents/new/", agents.run_new, name="agents-new"),
     path("projects/<slug:name>/agents/limits/", agents.limits, name="agents-limits"),
