@@ -42,6 +42,7 @@ VOCABULARY = (*FIELD_ACTIONS, *VISUAL_ACTIONS, "scroll_to_element")
 PAGE_CHARS = 40_000  # the page text given to the model is cut after this many characters (about 10k tokens)
 MAX_OPTIONS = 500  # per field; past it the prompt says how many more there are and to write the exact value
 MAX_LINE_CHARS = 500  # the most of an answer's line quoted in a field's error or an unapplied entry
+MAX_UNAPPLIED = 200  # entries of an instance's unapplied list kept; one more says how many were left out
 MAX_TEMPLATE_CHARS = 20_000
 PLACEHOLDERS = ("{task}", "{instructions}", "{page}", "{fields}")
 
@@ -401,6 +402,9 @@ class LLMSolver(Solver):
         if not plan.leading_done:
             why = "not run: no field was displayed to run it with"
             entries.extend(unapplied_entry(call.source, None, why) for call in plan.leading)
+        if len(entries) > MAX_UNAPPLIED:
+            left_out = f"and {len(entries) - MAX_UNAPPLIED} more lines no field took (the whole answer has them)"
+            entries = [*entries[:MAX_UNAPPLIED], unapplied_entry("", None, left_out)]
         return entries
 
     def why_unapplied(self, name: str) -> str:

@@ -11,8 +11,8 @@ from agents import answers
 from agents.answers import MAX_ANSWER_CHARS, cut_answer, redact_answer
 from agents.browser import make_driver
 from agents.harness import run as run_solver
-from agents.llm import ChatClient, Endpoint
-from agents.llm_solver import MAX_OPTIONS, LLMSolver, describe_fields
+from agents.llm import ChatClient, Completion, Endpoint
+from agents.llm_solver import MAX_OPTIONS, MAX_UNAPPLIED, LLMSolver, PagePlan, describe_fields, unapplied_entry
 from agents.server import serve
 from devtools.standin_model import standin_model
 from tests.support.agents_data import form_dataset
@@ -73,6 +73,21 @@ def test_every_option_is_listed_up_to_the_cap_and_the_prompt_says_how_many_more(
     assert f"'v{MAX_OPTIONS - 1}'" in line
     assert f"'v{MAX_OPTIONS}'" not in line
     assert line.endswith("… and 120 more not listed here: write the exact value you mean")
+
+
+def test_an_instance_keeps_at_most_max_unapplied_entries_and_says_how_many_more():
+    solver = LLMSolver(client=None)
+    lines = [unapplied_entry(f"launch_rocket({n})", None, "not a call of the action library") for n in range(250)]
+    solver.plan = PagePlan(Completion("…"), {}, [], {}, lines, leading_done=True)
+    kept = solver.instance_unapplied()
+    assert kept[:MAX_UNAPPLIED] == lines[:MAX_UNAPPLIED]
+    assert kept[MAX_UNAPPLIED:] == [
+        {
+            "line": "",
+            "field": None,
+            "reason": f"and {250 - MAX_UNAPPLIED} more lines no field took (the whole answer has them)",
+        }
+    ]
 
 
 ANSWER = "\n".join(
