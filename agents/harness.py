@@ -16,8 +16,7 @@ final read) the harness checks that the browser is still on the instance URL's o
 template's script took it elsewhere, the instance ends there (``LeftOrigin``): nothing more of that page is read
 nor given to the solver, every field is reported skipped with ``LEFT_ORIGIN`` and the instance scores 0.
 
-``run`` samples instances with a seeded generator and records the seed and the sample. The result is a plain
-dict (``RunResult.as_dict``) in the evaluation output format of ``docs/agents.md``.
+``run`` samples instances with a seeded generator, recording seed and sample: ``RunResult.as_dict`` (docs/agents.md).
 """
 
 from __future__ import annotations
@@ -144,6 +143,10 @@ class Solver:
         """What the solver answered for the instance just run, kept with it (the llm solver: the model's answer)."""
         return None
 
+    def instance_unapplied(self) -> list[dict]:
+        """What of its answer the solver could not apply to any field (``{"line", "field", "reason"}`` each)."""
+        return []
+
 
 @dataclass
 class FieldResult:
@@ -168,6 +171,7 @@ class InstanceResult:
     fields: list[FieldResult]
     answer: str | None = None  # the solver's own record of the instance (Solver.instance_answer)
     ended: str | None = None  # why the instance ended early (``LEFT_ORIGIN``)
+    unapplied: list[dict] = field(default_factory=list)  # Solver.instance_unapplied
 
     @property
     def score(self) -> float:
@@ -285,6 +289,7 @@ class Harness:
             result.score, result.prediction, result.skipped = None, None, LEFT_ORIGIN
         result = InstanceResult(task.name, instance, url, self.metric, list(results.values()), ended=LEFT_ORIGIN)
         result.answer = self.solver.instance_answer()
+        result.unapplied = self.solver.instance_unapplied()
         return result
 
     def _run_instance(self, task: TaskDir, instance: int, url: str, results: dict[str, FieldResult]) -> InstanceResult:
@@ -312,6 +317,7 @@ class Harness:
         self._score(fields, gold, results)
         result = InstanceResult(task.name, instance, url, self.metric, list(results.values()))
         result.answer = self.solver.instance_answer()
+        result.unapplied = self.solver.instance_unapplied()
         return result
 
     def _solve(self, request: FieldRequest, result: FieldResult) -> None:
@@ -409,6 +415,9 @@ class _Stoppable(Solver):
 
     def instance_answer(self) -> str | None:
         return self.inner.instance_answer()
+
+    def instance_unapplied(self) -> list[dict]:
+        return self.inner.instance_unapplied()
 
 
 def run_parallel(

@@ -13,6 +13,9 @@ built on the ``openai`` package, for runs that last: importable without Django.
 - The answer cache: a dict-like object (``get`` and ``__setitem__``, e.g. a dict, ``DirectoryCache``, or the
   platform's rows) keyed by ``cache_key(model, messages, temperature, max_tokens)``; an answer found there is
   returned without asking the model (``cached=True``) and costs no budget, so a resumed run never asks again.
+- Every answer's text is **redacted** of the endpoint's key (``redact_answer``: the key, so ``Bearer <key>`` too,
+  becomes ``[key]``) and **cut** at ``MAX_ANSWER_CHARS`` (``cut_answer``) before it is returned or cached, so
+  nothing downstream (calls, page values, errors, stored answers, predictions) holds more or holds the key.
 - ``EndpointError(reason)``: the endpoint cannot be used (unreachable, an address it may not reach, an answer that
   is not JSON or not a chat completion, a reply larger than the cap, a refused key, another refusal, still failing
   after the retries); the run stops with ``reason``. A reason says the status or the kind of failure and never
@@ -29,7 +32,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import socket
 import ssl
 import threading
@@ -43,6 +45,8 @@ import httpx2
 import openai
 
 from . import netguard
+from .answers import cut_answer, redact_answer
+from .answers import redact_token as _redacted
 
 log = logging.getLogger(__name__)
 
@@ -264,14 +268,6 @@ def _media_type(response) -> str:
     return given if given in KNOWN_MEDIA_TYPES else "another media type"
 
 
-def _redacted(text: str, key: str) -> str:
-    """``text`` with every whole-token occurrence of ``key`` masked (a short key is not masked inside other words:
-    the key ``k`` leaves "refused the key" readable, and still masks ``/v1/k/`` or ``?api_key=k``)."""
-    if not key:
-        return text
-    return re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", "[key]", text)
-
-
 def _causes(error: BaseException | None) -> list[BaseException]:
     """``error`` and its causes (the openai client wraps httpx's errors, which wrap httpcore's and the socket's)."""
     chain = []
@@ -386,7 +382,7 @@ class ChatClient:
                 with self._lock:
                     self.cache_hits += 1
                 return Completion(
-                    stored["text"],
+                    self._kept(stored["text"]),
                     stored.get("tokens_in", 0),
                     stored.get("tokens_out", 0),
                     stored.get("seconds", 0.0),
@@ -399,10 +395,15 @@ class ChatClient:
         except EndpointError as error:  # the key masked in every reason, whatever the reason holds
             raise EndpointError(_redacted(error.reason, self.endpoint.key)) from None
         completion.seconds = time.perf_counter() - started
+        completion.text = self._kept(completion.text)
         self.budget.spend(completion.tokens_in + completion.tokens_out)
         if self.cache is not None:
             self.cache[key] = completion.as_dict()
         return completion
+
+    def _kept(self, text: str) -> str:
+        """An answer's text as it is used and stored: the key masked, then cut at ``MAX_ANSWER_CHARS``."""
+        return cut_answer(redact_answer(text, self.endpoint.key))
 
     def _ask_with_retries(self, messages: list[dict]) -> Completion:
         attempt = 0

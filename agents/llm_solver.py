@@ -10,9 +10,12 @@ The answer is parsed strictly (``parse_calls``: Python's ``ast``, literal argume
 line that is not a call of the vocabulary (``VOCABULARY``), or whose arguments do not fit, is a *problem*. Then,
 as the harness reaches each field, the calls naming it are run; the visual calls (``click``, ``type``,
 ``scroll``) go with the named call before them (those before any named call, with the first field). A call that
-fails, or a problem naming the field, is that field's error (the harness restores the field and goes on); a
-field no call names, while the answer has problems no field could be given, gets them as its error. The raw
-answer is kept (``answer``) for the instance.
+fails, a checkbox value that is none of the group's, or a problem naming the field, is that field's error (the
+harness restores the field and goes on). Prose (a line that does not even look like a call) is never an error.
+What could not be applied otherwise is the instance's ``unapplied`` list (``instance_unapplied``), each entry the
+raw line, the field it names and why: a call naming a field the page does not have (with the name that matches
+it but for case), a field that was not displayed at its turn, a call-like line naming no field, an answer with
+no call at all. The raw answer is kept (``answer``) for the instance.
 
 An endpoint that cannot be used (``EndpointError``) or a spent budget (``BudgetExhausted``) stops the run
 (``harness.StopRun``), never a field's error.
@@ -28,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import scoring
-from .actions import Actions
+from .actions import NUMERIC, Actions
 from .harness import FieldRequest, Solver, StopRun
 from .llm import BudgetExhausted, ChatClient, Completion, EndpointError
 from .turkle import TaskDir
@@ -37,7 +40,9 @@ FIELD_ACTIONS = ("modify_text", "modify_checkbox", "modify_radio", "modify_selec
 VISUAL_ACTIONS = ("click", "type", "scroll")
 VOCABULARY = (*FIELD_ACTIONS, *VISUAL_ACTIONS, "scroll_to_element")
 PAGE_CHARS = 40_000  # the page text given to the model is cut after this many characters (about 10k tokens)
-MAX_OPTIONS = 50
+MAX_OPTIONS = 500  # per field; past it the prompt says how many more there are and to write the exact value
+MAX_LINE_CHARS = 500  # the most of an answer's line quoted in a field's error or an unapplied entry
+MAX_UNAPPLIED = 200  # entries of an instance's unapplied list kept; one more says how many were left out
 MAX_TEMPLATE_CHARS = 20_000
 PLACEHOLDERS = ("{task}", "{instructions}", "{page}", "{fields}")
 
@@ -118,6 +123,7 @@ class Parsed:
     problems: list[tuple[str, str]] = field(default_factory=list)  # (line, what is wrong)
 
 
+CALL_LIKE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*\(")  # ``name(`` or ``a.b.name(``
 _SIGNATURES = {name: inspect.signature(getattr(Actions, name)) for name in VOCABULARY}
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n(.*?)```", re.DOTALL)
 
@@ -208,7 +214,9 @@ def describe_fields(infos: list[dict]) -> str:
             line += " (not shown yet)"
         if info.get("options"):
             shown = [f"{value!r}" + (f" ({text})" if text and text != value else "") for value, text in info["options"]]
-            line += "; values: " + ", ".join(shown[:MAX_OPTIONS]) + (" …" if len(shown) > MAX_OPTIONS else "")
+            line += "; values: " + ", ".join(shown[:MAX_OPTIONS])
+            if len(shown) > MAX_OPTIONS:
+                line += f" … and {len(shown) - MAX_OPTIONS} more not listed here: write the exact value you mean"
         if info.get("range"):
             low, high, step = info["range"]
             line += f"; from {low or 0} to {high or 100}" + (f" by {step}" if step else "")
@@ -254,9 +262,18 @@ class PagePlan:
     by_field: dict[str, list[Call]]
     leading: list[Call]
     problems_by_field: dict[str, list[tuple[str, str]]]
-    loose_problems: list[tuple[str, str]]
+    unapplied: list[dict]  # the instance's entries found when the answer was read (see ``instance_unapplied``)
     charged: bool = False  # whether the answer's cost was recorded on a field yet
     leading_done: bool = False
+
+
+def unapplied_entry(line: str, field: str | None, reason: str) -> dict:
+    """One entry of an instance's ``unapplied`` list: the answer's line (cut), the field it names, why."""
+    return {"line": _cut(line), "field": field, "reason": reason}
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " […]"
 
 
 class LLMSolver(Solver):
@@ -272,11 +289,12 @@ class LLMSolver(Solver):
         self.task: TaskDir | None = None
         self.instance = 0
         self.plan: PagePlan | None = None
+        self.page_fields: list[str] = []  # the fields of the page the prompt listed
         self.calls = 0
         self.cpu_seconds = 0.0  # this thread's CPU for the model calls: the prompt, the request, the parse
 
     def begin_instance(self, task: TaskDir, instance: int) -> None:
-        self.task, self.instance, self.plan = task, instance, None
+        self.task, self.instance, self.plan, self.page_fields = task, instance, None, []
 
     def instance_answer(self) -> str | None:
         return self.plan.answer.text if self.plan else None
@@ -287,6 +305,7 @@ class LLMSolver(Solver):
         driver, task = request.driver, self.task
         request.check_origin()
         infos = driver.execute_script(FIELD_INFO, [n for n in task.field_names if n not in scoring.EXCLUDED_NAMES])
+        self.page_fields = [info["name"] for info in infos]
         prompt = render_prompt(
             self.template,
             {
@@ -327,14 +346,17 @@ class LLMSolver(Solver):
                 current = by_field.setdefault(call.field, [])
                 current.append(call)
         problems_by_field: dict[str, list] = {}
-        loose = []
+        unapplied = []
         for line, reason in parsed.problems:
             name = _mentioned(line)
             if name is not None and name in self.task.field_names:
                 problems_by_field.setdefault(name, []).append((line, reason))
-            else:
-                loose.append((line, reason))
-        return PagePlan(answer, by_field, leading, problems_by_field, loose)
+            elif CALL_LIKE.match(line):
+                unapplied.append(unapplied_entry(line, name, reason))
+            # else prose: never an error (the raw answer is kept)
+        if not parsed.calls and not problems_by_field and not unapplied:
+            unapplied.append(unapplied_entry("", None, "the answer holds no call of the action library"))
+        return PagePlan(answer, by_field, leading, problems_by_field, unapplied)
 
     def solve(self, request: FieldRequest) -> None:
         if self.plan is None:
@@ -354,19 +376,74 @@ class LLMSolver(Solver):
             plan.leading_done = True
             calls = plan.leading + calls
         for call in calls:
+            check_values(request, call)
             try:
                 getattr(request.actions, call.method)(*call.args, **call.kwargs)
             except StopRun:
                 raise
             except Exception as error:  # the call failed on the page: this field's error
-                raise AnswerError(f"{call.source} failed: {type(error).__name__}: {_first_line(error)}") from None
+                raise AnswerError(f"{_cut(call.source)} failed: {type(error).__name__}: {_first_line(error)}") from None
         problems = plan.problems_by_field.pop(request.name, [])
         if problems:
-            raise AnswerError("; ".join(f"{line!r}: {reason}" for line, reason in problems))
-        if not calls and plan.loose_problems:
-            shown = "; ".join(f"{line[:120]!r}: {reason}" for line, reason in plan.loose_problems[:3])
-            more = f" (and {len(plan.loose_problems) - 3} more)" if len(plan.loose_problems) > 3 else ""
-            raise AnswerError(f"no call for this field; the answer has lines that are not calls: {shown}{more}")
+            raise AnswerError("; ".join(f"{_cut(line)!r}: {reason}" for line, reason in problems))
+
+    def instance_unapplied(self) -> list[dict]:
+        """What of the answer was not applied to any field (see the module docstring): the entries found when the
+        answer was read, then the calls and problems naming fields the harness never gave the solver."""
+        plan = self.plan
+        if plan is None:
+            return []
+        entries = list(plan.unapplied)
+        for name, calls in plan.by_field.items():
+            entries.extend(unapplied_entry(call.source, name, self.why_unapplied(name)) for call in calls)
+        for name, problems in plan.problems_by_field.items():
+            why = self.why_unapplied(name)
+            entries.extend(unapplied_entry(line, name, f"{reason}; and {why}") for line, reason in problems)
+        if not plan.leading_done:
+            why = "not run: no field was displayed to run it with"
+            entries.extend(unapplied_entry(call.source, None, why) for call in plan.leading)
+        if len(entries) > MAX_UNAPPLIED:
+            left_out = f"and {len(entries) - MAX_UNAPPLIED} more lines no field took (the whole answer has them)"
+            entries = [*entries[:MAX_UNAPPLIED], unapplied_entry("", None, left_out)]
+        return entries
+
+    def why_unapplied(self, name: str) -> str:
+        """Why calls naming ``name`` were never run: no such field (naming the field that matches but for case or
+        spaces), a field the model does not fill, or one the harness did not reach while it was displayed."""
+        if name in scoring.EXCLUDED_NAMES:
+            return f"{name!r} is not a field the model fills"
+        if name in self.page_fields:
+            return "the field was not displayed when its turn came (or the instance ended first)"
+        known = self.page_fields or [n for n in self.task.field_names if n not in scoring.EXCLUDED_NAMES]
+        near = [n for n in known if n.strip().lower() == name.strip().lower()]
+        if near:
+            return f"unknown field {name!r}: the page has {near[0]!r} (names must match exactly, case included)"
+        return f"unknown field {name!r}: the page has no field of that name"
+
+
+CHECKBOX_VALUES = """return Array.from(document.getElementsByName(arguments[0])).filter(e => e.type === 'checkbox')
+  .map(e => e.value);"""
+
+
+def check_values(request: FieldRequest, call: Call) -> None:
+    """``AnswerError`` when a checkbox call lists a value none of the group's boxes has (the action library would
+    click the others and leave that one out silently); radio and select calls raise on their own."""
+    if call.method != "modify_checkbox":
+        return
+    given = call.args[1] if len(call.args) > 1 else call.kwargs.get("input_value", "")
+    wanted = [str(v) for v in given] if isinstance(given, list | tuple) else str(given).split("|")
+    wanted = [value for value in wanted if value not in ("", "nan")]
+    if not wanted:
+        return
+    request.check_origin()
+    values = request.driver.execute_script(CHECKBOX_VALUES, request.name) or []
+    missing = [v for v in wanted if v not in values and not (NUMERIC.match(v) and str(int(float(v))) in values)]
+    if missing:
+        shown = ", ".join(repr(v) for v in values[:MAX_OPTIONS]) or "none"
+        raise AnswerError(
+            f"{_cut(call.source)} was not applied: {', '.join(map(repr, missing))} is not among the values of "
+            f"checkbox group {request.name!r} ({shown})"
+        )
 
 
 def _first_line(error: Exception) -> str:

@@ -13,7 +13,8 @@ consumed one per request, then the default one applies:
 - ``non-json``: an HTML page with status 200; ``not-chat``: JSON without ``choices``;
 - ``hang``: no answer until the server stops (or ``hang_seconds``);
 - ``echo``: the last user message back (to see what the model was given);
-- ``text:<anything>``: that text.
+- ``text:<anything>``: that text; ``key:<anything>``: that text with ``{key}`` replaced by the key it got (a
+  model echoing its key, which the client must mask).
 
 Every answer reports ``usage`` (prompt tokens: characters / 4; completion tokens likewise, at least 1). The server
 counts requests by behaviour and keeps the bodies and headers it got (``requests``); ``GET <any>/stats`` answers
@@ -249,6 +250,9 @@ class _Handler(BaseHTTPRequestHandler):
             text = prompt_text({"messages": messages[-1:]})
         elif behaviour.startswith("text:"):
             text = behaviour[5:]
+        elif behaviour.startswith("key:"):
+            given = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            text = behaviour[4:].replace("{key}", given)
         else:
             text = f"unknown behaviour {behaviour}"
         answer = {

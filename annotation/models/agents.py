@@ -114,7 +114,12 @@ class AgentRunInstance(models.Model):
     instance = models.PositiveIntegerField(help_text="0-based distinct instance (Task.index).")
     score = models.FloatField(null=True, blank=True)
     screenshot = models.FileField(max_length=300, blank=True, help_text="The whole page after the solver, PNG.")
-    answer = models.TextField(blank=True, help_text="llm: the model's raw answer for the page.")
+    answer = models.TextField(
+        blank=True, help_text="llm: the model's answer for the page (the key masked, cut at MAX_ANSWER_CHARS)."
+    )
+    unapplied = models.JSONField(
+        default=list, blank=True, help_text="llm: what of the answer no field took: [{line, field, reason}]."
+    )
 
     class Meta:
         ordering = ["run", "pk"]

@@ -11,7 +11,7 @@ admins change, and start a run from a form (other roles 403, people outside the 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -29,6 +29,8 @@ from .exports.pages import cancel_from_page
 from .page_errors import action_errors, refusals_as_messages, refusals_on_form
 
 RUNS_SHOWN = 100
+ANSWER_SHOWN = 5_000  # characters of a model's answer an instance's page shows; the whole is its download
+VALUE_SHOWN = 1_000  # characters of a field's value, call or error an instance's page shows
 
 
 # --- The pages' forms: types only; the rules (ranges, limits, the solver allow-list, the endpoint, the prompt
@@ -202,8 +204,31 @@ def run_resume(request, run_id: int):
 @require_GET
 @action_errors
 def instance_detail(request, run_id: int, row_id: int):
+    """An instance's fields and screenshot, and (llm) the model's answer cut at ``ANSWER_SHOWN`` characters with a
+    download of the whole as stored, and what of it no field took."""
     row = actions.check_instance_readable(request.user, run_id, row_id)
-    return render(request, "agents/instance.html", {"run": row.run, "row": row, "fields": row.fields.order_by("pk")})
+    context = {
+        "run": row.run,
+        "row": row,
+        "fields": row.fields.order_by("pk"),
+        "answer_shown": row.answer[:ANSWER_SHOWN],
+        "answer_cut": len(row.answer) > ANSWER_SHOWN,
+        "value_shown": VALUE_SHOWN,
+    }
+    return render(request, "agents/instance.html", context)
+
+
+@login_required
+@require_GET
+@action_errors
+def instance_answer(request, run_id: int, row_id: int):
+    """The model's whole answer for the instance, as stored (the key masked, at most ``MAX_ANSWER_CHARS``), as a
+    text file: the run's readers only (the project's researchers and admins)."""
+    row = actions.check_instance_readable(request.user, run_id, row_id)
+    response = HttpResponse(row.answer, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="agent-run-{row.run_id}-instance-{row.pk}-answer.txt"'
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 @login_required

@@ -97,6 +97,17 @@ def run_predictions(request, prediction_id: int):
 
 
 @login_required
+@require_GET
+@action_errors
+def run_failures(request, prediction_id: int):
+    """The answers that could not be read, whole as stored (the page shows 500 characters of each): a download."""
+    run = actions.check_run_readable(request.user, prediction_id)
+    response = HttpResponse(json.dumps(run.failures, indent=1), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="failures-{run.pk}-{run.format}-{run.split}.json"'
+    return response
+
+
+@login_required
 @require_POST
 @action_errors
 def run_cancel(request, prediction_id: int):

@@ -6,7 +6,14 @@ from agents.llm import MAX_IN_FLIGHT, MAX_TEMPERATURE, MAX_TOKENS_LIMIT
 from agents.llm_solver import MAX_TEMPLATE_CHARS
 from annotation.actions.agents import MAX_BROWSERS, MAX_BUDGET, MAX_INSTANCES_PER_TASK, MAX_SEED
 from annotation.actions.endpoints import LIMITS, URL_CHANGE_NOTE
-from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint, ModelLimits, PredictionRun
+from annotation.models import (
+    AgentFieldResult,
+    AgentRun,
+    AgentRunInstance,
+    ModelEndpoint,
+    ModelLimits,
+    PredictionRun,
+)
 
 from ..exports.serializers import JobFieldsMixin
 
@@ -170,6 +177,29 @@ class AgentFieldResultSerializer(serializers.ModelSerializer):
             "model_seconds",
         ]
         read_only_fields = fields
+
+
+class UnappliedSerializer(serializers.Serializer):
+    line = serializers.CharField(help_text="The answer's line (cut at 500 characters); empty: the whole answer.")
+    field = serializers.CharField(allow_null=True, help_text="The field it names, if any.")
+    reason = serializers.CharField(help_text="Why no field took it.")
+
+
+class AgentRunInstanceSerializer(serializers.ModelSerializer):
+    """An instance a run opened: its score, the model's answer as stored (the key masked, at most
+    ``MAX_ANSWER_CHARS`` characters) and what of it no field took."""
+
+    task = serializers.CharField(source="task_name", read_only=True)
+    unapplied = UnappliedSerializer(many=True, read_only=True)
+    page = serializers.SerializerMethodField(help_text="The instance in the web app.")
+
+    class Meta:
+        model = AgentRunInstance
+        fields = ["id", "task", "instance", "score", "answer", "unapplied", "page"]
+        read_only_fields = fields
+
+    def get_page(self, row) -> str:
+        return self.context["request"].build_absolute_uri(f"/agents/runs/{row.run_id}/instances/{row.pk}/")
 
 
 class ModelEndpointSerializer(serializers.ModelSerializer):

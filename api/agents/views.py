@@ -77,6 +77,18 @@ class AgentRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnl
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(a.AgentFieldResultSerializer(page, many=True).data)
 
+    @extend_schema(request=None, responses={200: a.AgentRunInstanceSerializer(many=True), **ERRORS})
+    @action(detail=True, methods=["get"], filter_backends=[])
+    def instances(self, request, pk=None):
+        """Every instance the run stored so far: its score, the model's answer (llm; the endpoint's key masked, at
+        most ``MAX_ANSWER_CHARS`` characters) and ``unapplied``, what of the answer no field took, each with its line
+        and why (calls naming a field the page does not have, fields not displayed, lines naming no field).
+        Paginated."""
+        run = self.get_object()
+        page = self.paginate_queryset(run.instances.order_by("pk"))
+        context = self.get_serializer_context()
+        return self.get_paginated_response(a.AgentRunInstanceSerializer(page, many=True, context=context).data)
+
 
 @extend_schema_view(retrieve=extend_schema(responses={200: a.ModelEndpointSerializer, 404: ERRORS[404]}))
 class ModelEndpointViewSet(viewsets.ReadOnlyModelViewSet):

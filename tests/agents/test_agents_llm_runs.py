@@ -1,9 +1,9 @@
 """The ``llm`` solver in agent runs through the REST API, on a real Celery worker with real headless Chromium
 browsers, against the deterministic stand-in model server on loopback (never the Internet): answering gold it
-scores like the oracle on real TurkingBench tasks; nonsense and malformed answers are every field's error; 429 with
-Retry-After, a 500 and a hang are retried; an unusable endpoint fails the run with the reason on its page; a budget
-stops the run cleanly; a resumed run (after its worker was killed) never asks the model again; the key never
-appears in a page, the API or the worker's log."""
+scores like the oracle on real TurkingBench tasks; nonsense is no field's error, malformed calls are the errors of
+the fields they name; 429 with Retry-After, a 500 and a hang are retried; an unusable endpoint fails the run with
+the reason on its page; a budget stops the run cleanly; a resumed run (after its worker was killed) never asks the
+model again; the key never appears in a page, the API or the worker's log."""
 
 import io
 import os
@@ -169,7 +169,7 @@ def test_answering_gold_the_llm_solver_scores_like_the_oracle_with_its_cost_reco
     assert not any(KEY.encode() in data for data in contents)
 
 
-def test_nonsense_scores_no_better_than_doing_nothing_with_every_field_s_error(client, worker, endpoint, model):
+def test_nonsense_scores_no_better_than_doing_nothing_and_is_no_field_s_error(client, worker, endpoint, model):
     model.default = "nonsense"
     llm_id = start(client, solver="llm", endpoint="stand-in", instances=1, seed=2)
     nothing_id = start(client, solver="do-nothing", instances=1, seed=2)
@@ -179,11 +179,12 @@ def test_nonsense_scores_no_better_than_doing_nothing_with_every_field_s_error(c
     assert llm["results"]["overall"] <= nothing["results"]["overall"]
     solved = AgentFieldResult.objects.filter(row__run_id=llm_id, skipped="")
     assert solved.exists()
-    for field in solved:
-        assert field.error.startswith("AnswerError: no call for this field; the answer has lines that are not calls")
-        assert "I think the weather is lovely today" in field.error
-        assert field.calls == []
-    assert len(llm["results"]["errors"]) == solved.count()
+    assert [(f.error, f.calls) for f in solved] == [("", [])] * solved.count()
+    assert llm["results"]["errors"] == []
+    for row in client.get(f"{RUNS}{llm_id}/instances/").json()["results"]:
+        assert row["unapplied"] == [
+            {"line": "", "field": None, "reason": "the answer holds no call of the action library"}
+        ]
 
 
 def test_malformed_answers_are_the_errors_of_the_fields_they_name_and_the_run_goes_on(client, worker, alpha):

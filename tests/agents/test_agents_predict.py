@@ -1,7 +1,8 @@
 """`manage.py predict`: a model's predictions for WebLINX and Mind2Web exports made here (the platform's own
 exporters on the synthetic corpus), asked of the stand-in model server on loopback (``devtools.standin_model``,
 the real chat-completions API), evaluated in one step. Gold answers score as the gold does; malformed answers are
-recorded with the raw answer and the run goes on; the key is sent to the endpoint and never shown."""
+recorded with the raw answer and the run goes on; the key is sent to the endpoint and never shown, not even
+when an answer echoes it."""
 
 import json
 from io import StringIO
@@ -170,3 +171,13 @@ def test_bad_arguments_and_an_unusable_endpoint_are_named(exports, tmp_path, mon
         predict(tmp_path, monkeypatch, "weblinx", data, weblinx_split(data), url=server.url, in_flight=1)
     assert KEY not in str(failed.value)
     assert not (tmp_path / "preds.json").exists()
+
+
+def test_an_answer_echoing_the_key_is_masked_in_the_predictions_and_the_report(exports, tmp_path, monkeypatch):
+    wl, wl_split = exports / "weblinx", weblinx_split(exports / "weblinx")
+    with standin_model(default="key:Authorization: Bearer {key}\nmy key is {key}") as server:
+        out, text = predict(tmp_path, monkeypatch, "weblinx", wl, wl_split, url=server.url, in_flight=4)
+        assert_key_never_shown(server, out, text)
+    report = json.loads(out.with_suffix(".report.json").read_text())
+    assert report["failures"]
+    assert {failure["answer"] for failure in report["failures"]} == {"Authorization: Bearer [key]\nmy key is [key]"}

@@ -156,6 +156,7 @@ def store_instance(run: AgentRun, task: Task | None, result: InstanceResult, gol
         "instance": result.instance,
         "score": scoring.json_number(result.score),
         "answer": result.answer or "",
+        "unapplied": result.unapplied,
     }
     fields = [
         {
