@@ -40,7 +40,7 @@ def run_with(alpha, researcher, name: str, key: str, text: str) -> AgentRun:
 
 
 def test_the_migration_masks_the_key_in_stored_answers_and_cuts_long_ones(alpha, researcher):
-    migration = importlib.import_module("annotation.migrations.0030_mask_keys_in_stored_answers")
+    migration = importlib.import_module("annotation.migrations.0031_mask_keys_in_stored_answers")
     long_text = f"Bearer {KEY}\n" + "y" * (MAX_ANSWER_CHARS + 500)
     run = run_with(alpha, researcher, "echo", KEY, long_text)
     keyless = run_with(alpha, researcher, "open", "", f"no key here {KEY}")

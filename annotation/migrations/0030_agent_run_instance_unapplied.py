@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0028_turn_curation_suggested_from'),
+        ('annotation', '0029_predictionrun_turns'),
     ]
 
     operations = [

@@ -75,6 +75,6 @@ def forwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("annotation", "0029_agent_run_instance_unapplied")]
+    dependencies = [("annotation", "0030_agent_run_instance_unapplied")]
 
     operations = [migrations.RunPython(forwards, migrations.RunPython.noop)]
