@@ -46,6 +46,7 @@ class AgentRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
             "model_seconds",
             "status",
             "progress",
+            "activity",
             "error",
             "sampled",
             "results",
