@@ -3,20 +3,28 @@ server: a model's 100 KB answer goes into its field, a 5 MB one is that field's 
 command is stopped at its time limit, said why, and the run goes on; a cancel while a command is stuck ends the
 browsers and frees the worker; the heartbeat says where the run is."""
 
+import os
+import secrets
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
 
 from agents.browser import process_tree
 from annotation.models import AgentFieldResult, AgentRun, AgentRunInstance, JobStatus, ModelLimits
+from devtools.processes import ROOT, database_url
 from devtools.standin_model import standin_model
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.support.forms_data import make_batch
 from tests.support.jobs import job_ended as ended
 from tests.support.jobs import poll_job
+from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 RUNS = "/api/agent-runs/"
@@ -148,3 +156,37 @@ def test_cancelling_a_run_stuck_in_a_browser_command_ends_its_browsers_and_frees
     while chromium_under(worker.pid):  # the do-nothing run's browser quits as its run ends
         assert time.monotonic() < deadline, chromium_under(worker.pid)
         time.sleep(0.1)
+
+
+def test_ctrl_c_cancels_a_run_agent_stuck_in_a_browser_command_and_says_so(alpha, form_batch, researcher, tmp_path):
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "VAR_DIR": str(tmp_path),
+        "SECRET_KEY": secrets.token_urlsafe(48),
+        "DATABASE_URL": database_url(connection.settings_dict),
+    }
+    command = [sys.executable, "manage.py", "run_agent", "--project", "alpha", "--split", "all", "--solver", HANGS]
+    command += ["--browsers", "1", "--out", str(tmp_path / "out"), "--user", "researcher"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+
+        def stuck():
+            assert process.poll() is None, process.communicate()
+            run = AgentRun.objects.filter(status=JobStatus.RUNNING).first()
+            browsers = run.activity.get("browsers") if run else None
+            return bool(browsers) and browsers[0]["field"] == "story" and chromium_under(process.pid)
+
+        wait_until(stuck, 120, message="run_agent stuck in its first field")
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    assert process.returncode != 0
+    run = AgentRun.objects.get()
+    assert f"agent run {run.pk} cancelled: interrupted (Ctrl-C)" in err
+    assert run.status == JobStatus.CANCELLED
+    assert not (tmp_path / "out" / "scores.json").exists()
