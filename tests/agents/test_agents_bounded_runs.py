@@ -190,3 +190,17 @@ def test_ctrl_c_cancels_a_run_agent_stuck_in_a_browser_command_and_says_so(alpha
     assert f"agent run {run.pk} cancelled: interrupted (Ctrl-C)" in err
     assert run.status == JobStatus.CANCELLED
     assert not (tmp_path / "out" / "scores.json").exists()
+
+
+def test_a_cancel_while_the_model_hangs_asks_it_no_more(client, worker, alpha, form_batch):
+    with standin_model(default="hang") as model:
+        body = {"project": "alpha", "name": "hangs", "url": model.url, "model": "m", "key": "k"}
+        assert client.post("/api/model-endpoints/", body, format="json").status_code == 201
+        run_id = start(client, solver="llm", endpoint="hangs", browsers=1, timeout=3)
+        wait_until(lambda: model.answered() >= 1, 120, 0.05, "the model asked")
+        assert client.post(f"{RUNS}{run_id}/cancel/").json()["status"] == "cancelled"
+        # The solo worker runs one task at a time: the next run finishing means the cancelled one let go of it.
+        assert finished(client, start(client, solver="do-nothing", instances=1))["status"] == "done"
+
+        assert model.counts["hang"] == 1  # the request in flight ran out its timeout; no try after it
+    assert AgentRun.objects.get(pk=run_id).status == JobStatus.CANCELLED

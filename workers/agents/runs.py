@@ -21,7 +21,7 @@
    field past its time is that field's error, an instance past its time has its browser ended and is stored
    unscored with why (``ended``); each heartbeat records where the run is (``activity``: instances done of the
    total, each browser's task, instance, field and seconds). A cancel is noticed at the next heartbeat and ends the
-   browsers, even one stuck in a command (a model request still waits for its answer or its ``timeout``).
+   browsers, even one stuck in a command (a model request in flight runs out its ``timeout``; no retry follows).
 
 The ``llm`` solver asks the run's model endpoint through ``agents.llm.ChatClient`` with the run's settings, its
 budget counted from what the run already asked, and its answers cached in ``AgentModelAnswer`` rows: a resumed run
@@ -145,7 +145,8 @@ def browser_count(run: AgentRun) -> int:
 
 
 def llm_client(run: AgentRun, stop: threading.Event) -> ChatClient:
-    """The run's chat client: its endpoint and settings, the budget left, the answers it has, a cancellable wait."""
+    """The run's chat client: its endpoint and settings, the budget left, the answers it has, a wait between tries
+    that a stopping run cuts short (``wait_or_stop``)."""
     if run.endpoint is None:
         raise StopRun("the run's model endpoint was removed; add one and start a new run")
     endpoint = chat_endpoint(
@@ -158,7 +159,13 @@ def llm_client(run: AgentRun, stop: threading.Event) -> ChatClient:
     answers = RunAnswers(run)
     requests, tokens = answers.spent()
     budget = Budget(run.budget_requests, run.budget_tokens, requests=requests, tokens=tokens)
-    return ChatClient(endpoint, cache=answers, budget=budget, sleep=stop.wait)
+    return ChatClient(endpoint, cache=answers, budget=budget, sleep=functools.partial(wait_or_stop, stop))
+
+
+def wait_or_stop(stop: threading.Event, seconds: float) -> None:
+    """The client's wait before asking again, cut short by a stopping run, which then asks no more."""
+    if stop.wait(seconds):
+        raise StopRun("the run is stopping")
 
 
 def preview_pages(batches: dict[str, Batch], sampled: dict[str, list[int]]) -> tuple[dict, dict]:
