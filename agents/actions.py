@@ -16,6 +16,12 @@ ones included, because the official scorer depends on them:
 - ``modify_range`` sets the property and the attribute to a *number*; anything else raises (the official code
   pastes the value into JavaScript unquoted).
 
+Long text is not typed key by key (a 100 KB value would take minutes): past ``TYPED_CHARS`` characters, the
+value goes into the field in chunks, each with the ``beforeinput``/``input`` events typing makes, and its last
+``TYPED_TAIL`` characters are typed (key events); a text longer than ``max_text_chars`` is refused (``ActionError``
+naming the field). A field's actions are timed (``begin_field``): past its limit, counted from its first action,
+the next action raises ``FieldTimeLimit``.
+
 Every ``modify_*`` returns its canonical call string, e.g. ``self.actions.modify_radio('q1', '3')`` (the value as
 the string the official code prints; quoted with Python's ``repr`` so that any value parses back), and appends it
 to ``history``: the oracle's history is the gold action sequence. The paper's visual actions (its Table 3, absent
@@ -24,9 +30,11 @@ from the official code) are here too: ``click(x, y)``, ``type(text)``, ``scroll(
 
 from __future__ import annotations
 
+import functools
 import math
 import platform
 import re
+import time
 import urllib.request
 
 from selenium.common.exceptions import NoSuchElementException
@@ -47,10 +55,43 @@ if (el.tagName === 'TEXTAREA') { el.innerHTML = el.value; return el.name; }
 if (el.tagName === 'INPUT') { el.setAttribute('value', el.value); return el.name; }
 return null;
 """
+TYPED_CHARS = 1_000  # a text up to this long is typed key by key (about 400 characters a second)
+TYPED_TAIL = 20  # a longer one: its last characters are typed, the rest inserted in chunks
+CHUNK_CHARS = 20_000
+MAX_TEXT_CHARS = 200_000  # a longer text is refused (``Actions(max_text_chars=...)``)
+# Insert a chunk of text at the focused field's caret as typing does: ``beforeinput`` (a page may cancel it), the
+# text (within ``maxlength``), then ``input``. Inputs without a selection (email, number) get it appended.
+INSERT_TEXT = """
+const [text] = arguments, el = document.activeElement;
+if (!el || !['INPUT', 'TEXTAREA'].includes(el.tagName)) return false;
+let chunk = text;
+const start = el.selectionStart ?? el.value.length, end = el.selectionEnd ?? el.value.length;
+if (el.maxLength >= 0) chunk = chunk.slice(0, Math.max(0, el.maxLength - el.value.length + end - start));
+const init = {bubbles: true, inputType: 'insertText', data: chunk};
+if (!el.dispatchEvent(new InputEvent('beforeinput', {...init, cancelable: true}))) return true;
+try { el.setRangeText(chunk, start, end, 'end'); } catch (error) { el.value += chunk; }
+el.dispatchEvent(new InputEvent('input', init));
+return true;
+"""
 
 
 class ActionError(ValueError):
     """An action that cannot be done as asked (no such option, not a number ...)."""
+
+
+class FieldTimeLimit(Exception):
+    """A field's actions ran past its time limit (``Actions.begin_field``): the rest of them are not done."""
+
+
+def timed(method):
+    """An action that first checks the field's clock (``Actions.begin_field``)."""
+
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        self.check_time()
+        return method(self, *args, **kwargs)
+
+    return checked
 
 
 def xpath_literal(text: str) -> str:
@@ -74,19 +115,66 @@ def is_nan(value) -> bool:
 class Actions:
     """What an agent may do on a task page. Fields are found by ``name`` (the first element with it)."""
 
-    def __init__(self, driver, wait_seconds: float = 10):
+    def __init__(self, driver, wait_seconds: float = 10, max_text_chars: int = MAX_TEXT_CHARS):
         self.driver = driver
         self.wait_seconds = wait_seconds
+        self.max_text_chars = max_text_chars
         self.history: list[str] = []  # state-changing calls, in order (modify_*, click, type, scroll)
         self.last_result = None  # what the last execute_js_command returned
         self.last_image: bytes | None = None  # PNG of the last take_* screenshot
+        self.field_seconds: float | None = None
+        self.field_started: float | None = None
 
     def _record(self, call: str) -> str:
         self.history.append(call)
         return call
 
+    # --- Time ------------------------------------------------------------------------------------------------
+
+    def begin_field(self, seconds: float | None) -> None:
+        """A new field: its actions may take ``seconds`` from the first one (None: no limit). The time a solver
+        spends before acting (a model's answer) is not counted."""
+        self.field_seconds, self.field_started = seconds, None
+
+    def check_time(self) -> None:
+        """Start the field's clock, or ``FieldTimeLimit`` when the field is past its limit."""
+        if self.field_seconds is None:
+            return
+        now = time.monotonic()
+        if self.field_started is None:
+            self.field_started = now
+        elif now - self.field_started > self.field_seconds:
+            raise FieldTimeLimit(
+                f"the field's actions took more than its limit of {self.field_seconds:g} s; the rest were not done"
+            )
+
+    def _check_length(self, input_name: str | None, text: str) -> None:
+        if len(text) > self.max_text_chars:
+            where = f" for {input_name!r}" if input_name else ""
+            raise ActionError(
+                f"the text{where} has {len(text):,} characters; at most {self.max_text_chars:,} are typed into a field"
+            )
+
+    def _type(self, chain: ActionChains, text: str) -> None:
+        """Perform ``chain`` and then type ``text`` into the focused field (newlines as ENTER): key by key up to
+        ``TYPED_CHARS``, else in chunks with their input events, then the last ``TYPED_TAIL`` characters by key."""
+        if len(text) > TYPED_CHARS:
+            chain.perform()
+            head, text = text[:-TYPED_TAIL], text[-TYPED_TAIL:]
+            for start in range(0, len(head), CHUNK_CHARS):
+                self.check_time()
+                self.driver.execute_script(INSERT_TEXT, head[start : start + CHUNK_CHARS])
+            self.check_time()
+            chain = ActionChains(self.driver)
+        for index, line in enumerate(re.split(r"[\n\r]", text)):
+            if index:
+                chain.send_keys(Keys.ENTER)
+            chain.send_keys(line)
+        chain.perform()
+
     # --- Locating --------------------------------------------------------------------------------------------
 
+    @timed
     def wait_for_element(self, input_name: str) -> tuple[str, WebElement]:
         """Wait (up to ``wait_seconds``) for the first element named ``input_name``; return it."""
         element = WebDriverWait(self.driver, self.wait_seconds).until(
@@ -94,6 +182,7 @@ class Actions:
         )
         return call_string("wait_for_element", input_name), element
 
+    @timed
     def scroll_to_element(self, input_name: str) -> tuple[str, WebElement]:
         """Scroll the first element named ``input_name`` to the middle of the viewport; return it."""
         _, element = self.wait_for_element(input_name)
@@ -104,6 +193,7 @@ class Actions:
         self.driver.maximize_window()
         return "self.actions.maximize_window()"
 
+    @timed
     def execute_js_command(self, command: str, *args) -> str:
         """Run JavaScript in the page; the outcome is kept in ``last_result``."""
         self.last_result = self.driver.execute_script(command, *args)
@@ -111,26 +201,25 @@ class Actions:
 
     # --- The five field actions ------------------------------------------------------------------------------
 
+    @timed
     def modify_text(self, input_name: str, input_value) -> str:
         """Type ``input_value`` into a text input or textarea, then write it where the scorer reads it."""
         call = call_string("modify_text", input_name, str(input_value))
         if not input_value or input_value == "nan" or is_nan(input_value):
             return self._record(call)
+        self._check_length(input_name, str(input_value))
         _, element = self.scroll_to_element(input_name)
         chain = ActionChains(self.driver).move_to_element(element).click()
         select_all = Keys.COMMAND if platform.system() == "Darwin" else Keys.CONTROL
         chain.key_down(select_all).send_keys("a").key_up(select_all).send_keys(Keys.BACKSPACE)
-        for index, line in enumerate(re.split(r"[\n\r]", str(input_value))):
-            if index:
-                chain.send_keys(Keys.ENTER)
-            chain.send_keys(line)
-        chain.perform()
+        self._type(chain, str(input_value))
         if element.tag_name == "textarea":
             self.driver.execute_script("arguments[0].innerHTML = arguments[1]", element, input_value)
         elif element.tag_name == "input":
             self.driver.execute_script('arguments[0].setAttribute("value", arguments[1])', element, input_value)
         return self._record(call)
 
+    @timed
     def modify_checkbox(self, input_name: str, input_value) -> str:
         """Click each checkbox of the group whose value is listed (``"a|b"``, or a list). Clicks toggle."""
         if isinstance(input_value, list | tuple):
@@ -156,6 +245,7 @@ class Actions:
                 found = True
         return found
 
+    @timed
     def modify_radio(self, input_name: str, input_value) -> str:
         """Select the radio button of the group whose value is ``input_value``."""
         if isinstance(input_value, float):
@@ -188,6 +278,7 @@ class Actions:
         except NoSuchElementException:
             return None
 
+    @timed
     def modify_select(self, input_name: str, input_value) -> str:
         """Choose the option whose value is ``input_value`` (or its int form, ``"2.0"`` → ``"2"``)."""
         element = self.driver.find_element(By.NAME, input_name)
@@ -206,6 +297,7 @@ class Actions:
         self.driver.execute_script('arguments[0].setAttribute("selected", "");', select.first_selected_option)
         return self._record(call_string("modify_select", input_name, str(input_value)))
 
+    @timed
     def modify_range(self, input_name: str, input_value) -> str:
         """Set a range input to a number (property and attribute, as JavaScript writes the number)."""
         call = call_string("modify_range", input_name, str(input_value))
@@ -223,6 +315,7 @@ class Actions:
 
     # --- Seeing the page -------------------------------------------------------------------------------------
 
+    @timed
     def take_screenshot(self, path: str | None = None) -> str:
         """Scroll to the bottom until the page stops growing, then a viewport screenshot (``last_image``)."""
         height = self.driver.execute_script("return document.body.scrollHeight")
@@ -236,12 +329,14 @@ class Actions:
         _save(self.last_image, path)
         return "self.actions.take_screenshot()"
 
+    @timed
     def take_full_screenshot(self, path: str | None = None) -> str:
         """The whole page in one PNG (Chromium's full-page capture; the official code stitches viewports)."""
         self.last_image = full_page_png(self.driver)
         _save(self.last_image, path)
         return "self.actions.take_full_screenshot()"
 
+    @timed
     def take_element_screenshot(self, input_name: str, path: str | None = None) -> str:
         """A PNG of the first element named ``input_name`` (scrolled into view)."""
         self.last_image = self.driver.find_element(By.NAME, input_name).screenshot_as_png
@@ -255,6 +350,7 @@ class Actions:
 
     # --- The paper's visual actions (Table 3) ----------------------------------------------------------------
 
+    @timed
     def click(self, x: float, y: float) -> str:
         """A mouse click at viewport coordinates (CSS pixels)."""
         chain = ActionChains(self.driver)
@@ -262,18 +358,16 @@ class Actions:
         chain.perform()
         return self._record(call_string("click", x, y))
 
+    @timed
     def type(self, text: str) -> str:
         """Type ``text`` into the focused element (newlines as ENTER), then, like ``modify_text``, copy the focused
         field's value into its ``value`` attribute / ``innerHTML`` so the official scorer sees it."""
-        chain = ActionChains(self.driver)
-        for index, line in enumerate(re.split(r"[\n\r]", str(text))):
-            if index:
-                chain.send_keys(Keys.ENTER)
-            chain.send_keys(line)
-        chain.perform()
+        self._check_length(None, str(text))
+        self._type(ActionChains(self.driver), str(text))
         self.driver.execute_script(SYNC_FOCUSED)
         return self._record(call_string("type", str(text)))
 
+    @timed
     def scroll(self, dx: float, dy: float) -> str:
         """Scroll the page by (dx, dy) CSS pixels, at once (no smooth-scrolling animation to wait for)."""
         self.driver.execute_script(

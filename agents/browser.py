@@ -8,13 +8,20 @@ included. By default that is all: task pages load their CDN scripts and styles f
 runs must not depend on (and tests may not use), so those requests fail at once and identically every time (the
 browser also resolves only loopback host names). ``allow_network=True`` lets public hosts through as well.
 ``WebDriverClock`` measures the time spent inside WebDriver commands (the benchmark's ``harness_share``).
+
+A browser stuck in a command (a page script that never returns, a command that never ends) is ended from another
+thread with ``end_browser``: ChromeDriver and every process under it (Chromium's) are killed at once, so the
+command waiting on them fails at once. ``Deadline`` does that when a block runs past its time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -140,3 +147,72 @@ class WebDriverClock:
                 self.commands += 1
 
         driver.execute = timed_execute
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process under it (children, their children ...), read from ``/proc`` (Linux)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdecimal():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        parent = int(stat.rpartition(")")[2].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    return tree
+
+
+def end_browser(driver) -> bool:
+    """Kill the driver's ChromeDriver and every process under it (Chromium's), all listed before any is killed so
+    none escapes to init. A WebDriver command waiting on them fails at once; ``quit()`` still cleans up. True when
+    there was something to kill."""
+    process = getattr(getattr(driver, "service", None), "process", None)
+    if process is None or process.poll() is not None:
+        return False
+    for pid in process_tree(process.pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        process.wait(timeout=10)
+    return True
+
+
+class Deadline:
+    """``with Deadline(driver, seconds):`` ends the browser (``end_browser``) if the block is still running after
+    ``seconds`` (None: never), so a command stuck in it fails; ``expired`` then says so. A block that ends in time
+    cancels it (the lock makes "ended in time" and "expired" exclusive)."""
+
+    def __init__(self, driver, seconds: float | None):
+        self.driver, self.seconds = driver, seconds
+        self.expired = False
+        self._done = False
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self):
+        if self.seconds is not None:
+            self._timer = threading.Timer(self.seconds, self._expire)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.expired = True
+        end_browser(self.driver)
+
+    def __exit__(self, *exc) -> bool:
+        with self._lock:
+            self._done = True
+        if self._timer is not None:
+            self._timer.cancel()
+        return False

@@ -16,22 +16,29 @@ final read) the harness checks that the browser is still on the instance URL's o
 template's script took it elsewhere, the instance ends there (``LeftOrigin``): nothing more of that page is read
 nor given to the solver, every field is reported skipped with ``LEFT_ORIGIN`` and the instance scores 0.
 
-``run`` samples instances with a seeded generator, recording seed and sample: ``RunResult.as_dict`` (docs/agents.md).
+Time is bounded (``Limits``): a field's actions past ``field_seconds`` (from its first action) stop with the field's
+error (``FieldTimeLimit``) and the instance goes on; an instance still running after ``instance_seconds`` has its
+browser ended (``agents.browser.Deadline``: whatever command was stuck fails) and ends there like one that left its
+origin, every field skipped with why; its caller then needs a new browser (``browser_ended``). ``current`` says
+where the harness is (task, instance, field), for a run's heartbeat.
+
+``run`` samples instances with a seeded generator and records the seed and the sample. The result is a plain
+dict (``RunResult.as_dict``) in the evaluation output format of ``docs/agents.md``; ``agents.parallel`` runs
+instances on several browsers.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import queue
 import random
-import threading
-from collections.abc import Callable, Iterator
+import time
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from . import page, scoring
-from .actions import Actions
+from .actions import MAX_TEXT_CHARS, Actions
+from .browser import Deadline
 from .originguard import origin_of
 from .turkle import TaskDir
 
@@ -39,6 +46,22 @@ log = logging.getLogger(__name__)
 
 
 LEFT_ORIGIN = "the page navigated away to another origin"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How long one field's actions and one instance may take (seconds; None: no limit), and the longest text
+    typed into a field."""
+
+    field_seconds: float | None = None
+    instance_seconds: float | None = None
+    text_chars: int = MAX_TEXT_CHARS
+
+
+def over_time(limits: Limits, field: str | None) -> str:
+    """Why an instance stopped at its time limit."""
+    where = f" (in field {field!r})" if field else ""
+    return f"the instance ran past its time limit of {limits.instance_seconds:g} s{where}; its browser was ended"
 
 
 class LeftOrigin(Exception):
@@ -170,7 +193,7 @@ class InstanceResult:
     metric: str
     fields: list[FieldResult]
     answer: str | None = None  # the solver's own record of the instance (Solver.instance_answer)
-    ended: str | None = None  # why the instance ended early (``LEFT_ORIGIN``)
+    ended: str | None = None  # why the instance ended early (``LEFT_ORIGIN``, ``over_time``)
     unapplied: list[dict] = field(default_factory=list)  # Solver.instance_unapplied
 
     @property
@@ -204,7 +227,10 @@ class RunResult:
         data = {
             "metric": self.metric,
             "fields": [{**row, "score": scoring.json_number(row["score"])} for row in rows],
-            "instances": [{"task": r.task, "instance": r.instance, "score": r.score} for r in self.instances],
+            "instances": [
+                {"task": r.task, "instance": r.instance, "score": r.score, **({"ended": r.ended} if r.ended else {})}
+                for r in self.instances
+            ],
             "tasks": {
                 task: {key: scoring.json_number(v) for key, v in table.items()} for task, table in every_task.items()
             },
@@ -263,31 +289,52 @@ def oracle_gold(field_type: str, raw: list) -> list:
 class Harness:
     """Drives one browser through instances with one solver."""
 
-    def __init__(self, driver, solver: Solver, metric: str = scoring.OFFICIAL):
+    def __init__(self, driver, solver: Solver, metric: str = scoring.OFFICIAL, limits: Limits | None = None):
         if metric not in scoring.METRICS:
             raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(scoring.METRICS)}")
-        self.driver = driver
         self.solver = solver
         self.metric = metric
-        self.actions = Actions(driver)
+        self.limits = limits or Limits()
+        self.current: dict | None = None  # {"task", "instance", "field", "started"} while an instance runs
+        self.use_driver(driver)
+
+    def use_driver(self, driver) -> None:
+        """Go on with this browser (a new one after ``browser_ended``)."""
+        self.driver, self.browser_ended = driver, False
+        self.actions = Actions(driver, max_text_chars=self.limits.text_chars)
 
     def run_instance(self, task: TaskDir, instance: int, url: str) -> InstanceResult:
         guard = getattr(self.driver, "origin_guard", None)
         if guard is not None:
             guard.allow_only(url)
         results: dict[str, FieldResult] = {}
+        self.current = {"task": task.name, "instance": instance, "field": None, "started": time.monotonic()}
+        deadline = Deadline(self.driver, self.limits.instance_seconds)
         try:
-            return self._run_instance(task, instance, url, results)
+            with deadline:
+                return self._run_instance(task, instance, url, results)
         except LeftOrigin:
-            log.warning("%s #%s: %s (%s)", task.name, instance, LEFT_ORIGIN, url)
-            return self._left_origin(task, instance, url, results)
+            if not deadline.expired:
+                log.warning("%s #%s: %s (%s)", task.name, instance, LEFT_ORIGIN, url)
+                return self._ended(task, instance, url, results, LEFT_ORIGIN)
+        except Exception:  # a command of the browser the deadline ended; anything else is raised
+            if not deadline.expired:
+                raise
+        finally:
+            if deadline.expired:
+                self.browser_ended = True
+            field_name, self.current = self.current["field"], None
+        why = over_time(self.limits, field_name)
+        log.warning("%s #%s: %s", task.name, instance, why)
+        return self._ended(task, instance, url, results, why)
 
-    def _left_origin(self, task: TaskDir, instance: int, url: str, results: dict[str, FieldResult]) -> InstanceResult:
-        """The instance as far as it went: every field skipped (its value is not read), the solver's calls kept."""
+    def _ended(self, task: TaskDir, instance: int, url: str, results: dict[str, FieldResult], why: str):
+        """The instance as far as it went: every field skipped with ``why`` (its value is not read), the solver's
+        calls kept."""
         for name in task.field_names:
             result = results.setdefault(name, FieldResult(task.name, instance, name, ""))
-            result.score, result.prediction, result.skipped = None, None, LEFT_ORIGIN
-        result = InstanceResult(task.name, instance, url, self.metric, list(results.values()), ended=LEFT_ORIGIN)
+            result.score, result.prediction, result.skipped = None, None, why
+        result = InstanceResult(task.name, instance, url, self.metric, list(results.values()), ended=why)
         result.answer = self.solver.instance_answer()
         result.unapplied = self.solver.instance_unapplied()
         return result
@@ -308,6 +355,7 @@ class Harness:
         instructions = task.instructions(instance)
         for f in fields:
             check_origin(self.driver, url)
+            self.current["field"] = f.name
             if page.is_displayed(self.driver, f.name):
                 request = FieldRequest(task.name, instance, f, instructions, self.actions, url=url)
                 if self.solver.uses_gold:
@@ -323,6 +371,7 @@ class Harness:
     def _solve(self, request: FieldRequest, result: FieldResult) -> None:
         before = page.snapshot_fields(self.driver, request.name)
         start = len(self.actions.history)
+        self.actions.begin_field(self.limits.field_seconds)
         try:
             self.solver.solve(request)
         except (StopRun, LeftOrigin):
@@ -388,113 +437,3 @@ def run(
             if progress:
                 progress(len(result.instances), total)
     return result
-
-
-@dataclass
-class Item:
-    """One instance to run: its task, index and page."""
-
-    task: TaskDir
-    instance: int
-    url: str
-
-
-class _Stoppable(Solver):
-    """A thread's solver that stops solving (leaves the remaining fields alone) once the run is stopping."""
-
-    def __init__(self, inner: Solver, stop: threading.Event):
-        self.inner, self.stop = inner, stop
-        self.name, self.uses_gold = inner.name, inner.uses_gold
-
-    def begin_instance(self, task, instance: int) -> None:
-        self.inner.begin_instance(task, instance)
-
-    def solve(self, request: FieldRequest) -> None:
-        if not self.stop.is_set():
-            self.inner.solve(request)
-
-    def instance_answer(self) -> str | None:
-        return self.inner.instance_answer()
-
-    def instance_unapplied(self) -> list[dict]:
-        return self.inner.instance_unapplied()
-
-
-def run_parallel(
-    items: list[Item],
-    browsers: int,
-    make_driver: Callable[[], object],
-    make_solver: Callable[[], Solver],
-    *,
-    metric: str = scoring.OFFICIAL,
-    after: Callable[[object, InstanceResult], object] | None = None,
-    stop: threading.Event | None = None,
-    tick: float = 0.5,
-    thread_exit: Callable[[], None] | None = None,
-) -> Iterator[tuple[Item, InstanceResult, object] | None]:
-    """Run ``items`` on ``browsers`` threads, each with its own browser (``make_driver()``: its own profile) and
-    solver (``make_solver()``), taking the next item when one is done.
-
-    Yields ``(item, result, extra)`` as instances finish (``extra = after(driver, result)``, run in the instance's
-    thread, e.g. a screenshot), and None every ``tick`` seconds in between (for a heartbeat). A ``StopRun`` or any
-    failure in a thread stops the others after their current instance (whose result is dropped) and is raised
-    here; so does a browser that cannot start. Closing the generator, or setting ``stop``, stops them the same
-    way. Every browser is quit before the generator ends; ``thread_exit()`` runs at the end of each thread."""
-    stop = stop or threading.Event()
-    work: queue.SimpleQueue[Item] = queue.SimpleQueue()
-    for item in items:
-        work.put(item)
-    out: queue.SimpleQueue = queue.SimpleQueue()
-    count = max(1, min(browsers, len(items)))
-
-    def worker():
-        driver = None
-        try:
-            driver = make_driver()
-            harness = Harness(driver, _Stoppable(make_solver(), stop), metric)
-            while not stop.is_set():
-                try:
-                    item = work.get_nowait()
-                except queue.Empty:
-                    break
-                result = harness.run_instance(item.task, item.instance, item.url)
-                if stop.is_set():
-                    break
-                out.put(("done", item, result, after(driver, result) if after else None))
-        except BaseException as error:  # handed to the caller's thread, which raises it
-            stop.set()
-            out.put(("error", error))
-        finally:
-            if driver is not None:
-                try:
-                    driver.quit()
-                except Exception:  # a browser that died already
-                    log.warning("a browser of the run did not quit cleanly", exc_info=True)
-            if thread_exit is not None:
-                thread_exit()
-            out.put(("exit",))
-
-    threads = [threading.Thread(target=worker, name=f"agent-browser-{n}", daemon=True) for n in range(count)]
-    for thread in threads:
-        thread.start()
-    failure: BaseException | None = None
-    try:
-        running = count
-        while running:
-            try:
-                message = out.get(timeout=tick)
-            except queue.Empty:
-                yield None
-                continue
-            if message[0] == "exit":
-                running -= 1
-            elif message[0] == "error":
-                failure = failure or message[1]
-            elif not stop.is_set():
-                yield message[1], message[2], message[3]
-        if failure is not None:
-            raise failure
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join()

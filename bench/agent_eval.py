@@ -27,10 +27,11 @@ import time
 from pathlib import Path
 
 from agents.browser import WebDriverClock, make_driver
-from agents.harness import Item, run_parallel, sample_instances
 from agents.harness import run as run_solver
+from agents.harness import sample_instances
 from agents.llm import ChatClient, Endpoint
 from agents.llm_solver import LLMSolver
+from agents.parallel import Item, run_parallel
 from agents.server import serve
 from agents.solvers import DoNothing, Oracle
 from agents.turkle import Dataset

@@ -364,6 +364,12 @@ EXPORT_SWEEP_SECONDS = env_int("EXPORT_SWEEP_SECONDS", 300)
 # Agent runs (docs/agents.md): python:module:Class solvers the API may start, by module prefix (the code must be
 # installed on the workers). `manage.py run_agent` may load any module.
 AGENT_SOLVER_MODULES = env_list("AGENT_SOLVER_MODULES", ["agents"])
+# Bounds of an agent run's work in its browsers: a field's actions (from its first; the model's answer not counted),
+# a whole instance (page load to scores, the model's answer included: its browser is ended past it), and the
+# longest text typed into a field. A real template's field takes a second or two, an instance well under a minute.
+AGENT_FIELD_SECONDS = env_int("AGENT_FIELD_SECONDS", 60)
+AGENT_INSTANCE_SECONDS = env_int("AGENT_INSTANCE_SECONDS", 600)
+AGENT_TEXT_MAX_CHARS = env_int("AGENT_TEXT_MAX_CHARS", 200_000)
 # Every periodic task, in one place (`make run` starts beat beside the worker).
 CELERY_BEAT_SCHEDULE = {
     "sweep-export-folders": {"task": "workers.sweep_export_folders", "schedule": EXPORT_SWEEP_SECONDS},

@@ -33,8 +33,12 @@ class Progress:
         now = time.monotonic()
         if force or now - self.last >= BEAT_SECONDS:
             self.last = now
-            if not beat(self.job, self.start + self.share * fraction):
+            if not beat(self.job, self.start + self.share * fraction, **self.fields()):
                 raise JobStopped(f"job {self.job.pk} is no longer running")
+
+    def fields(self) -> dict:
+        """What else each heartbeat records (an agent run: where it is)."""
+        return {}
 
 
 JOB_MODELS = {model.__name__.lower(): model for model in (ExportJob, Evaluation, AgentRun, PredictionRun)}

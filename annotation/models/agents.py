@@ -100,6 +100,12 @@ class AgentRun(Job):
     tokens_in = models.PositiveBigIntegerField(default=0)
     tokens_out = models.PositiveBigIntegerField(default=0)
     model_seconds = models.FloatField(default=0.0, help_text="Time spent waiting for answers.")
+    activity = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Where the run is, with each heartbeat: {"done", "total", "browsers": [{"task", "instance", '
+        '"field", "seconds"}]} (instances done of the total; what each browser works on, for how long).',
+    )
 
     def __str__(self):
         return f"agent run {self.pk} of {self.project} ({self.solver}, {self.split}, {self.status})"
@@ -119,6 +125,9 @@ class AgentRunInstance(models.Model):
     )
     unapplied = models.JSONField(
         default=list, blank=True, help_text="llm: what of the answer no field took: [{line, field, reason}]."
+    )
+    ended = models.CharField(
+        max_length=300, blank=True, help_text="Why the instance ended early (left its origin, past its time limit)."
     )
 
     class Meta:

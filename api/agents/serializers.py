@@ -53,6 +53,7 @@ class AgentRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
             "model_seconds",
             "status",
             "progress",
+            "activity",
             "error",
             "sampled",
             "results",

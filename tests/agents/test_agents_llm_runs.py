@@ -295,8 +295,10 @@ def test_a_run_resumed_after_its_worker_was_killed_answers_from_its_cache(
     client, worker_env, alpha, tmp_path, settings
 ):
     make_batch(alpha, template=FORM, csv_text=csv_text(FORM_HEADER, FORM_ROWS), name="Form task")
-    # The first page's answer makes its browser type a long text (seconds); the second page's request hangs.
-    answer = "text:modify_text('name', '" + " ".join(f"word{n}" for n in range(600)) + "')"
+    # The first page's answer makes its browser type two texts key by key (seconds: each just under the length past
+    # which text goes in by chunks); the second page's request hangs.
+    words = " ".join(f"word{n}" for n in range(135))
+    answer = f"text:modify_text('name', '{words}')\nmodify_text('story', '{words}')"
     with standin_model(default=answer) as model:
         model.script = [answer, "hang"]
         body = {"project": "alpha", "name": "slow", "url": model.url, "model": "slow", "key": KEY}

@@ -7,10 +7,11 @@ import re
 import pytest
 
 from agents.browser import make_driver
-from agents.harness import Item, StopRun, run_parallel, sample_instances
+from agents.harness import StopRun, sample_instances
 from agents.harness import run as run_solver
 from agents.llm import Budget, ChatClient, Endpoint
 from agents.llm_solver import DEFAULT_TEMPLATE, LLMSolver, check_template, parse_calls, render_prompt
+from agents.parallel import Item, run_parallel
 from agents.server import serve
 from agents.solvers import DoNothing, Oracle
 from devtools.standin_model import NONSENSE, gold_book, standin_model

@@ -38,3 +38,16 @@ class Gate(Solver):
         deadline = time.monotonic() + 60
         while not (self.folder / "release").exists() and time.monotonic() < deadline:
             time.sleep(0.02)
+
+
+class Hangs(Oracle):
+    """The oracle, except that on instance 0 its first field runs a page script that never returns (with an hour's
+    script timeout): a browser command stuck for good, as a page's endless loop makes it."""
+
+    name = "hangs"
+
+    def solve(self, request):
+        if request.instance == 0:
+            request.driver.set_script_timeout(3600)
+            request.actions.execute_js_command("for (;;) {}")
+        super().solve(request)

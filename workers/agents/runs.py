@@ -7,7 +7,7 @@
    resumed run skips the instances it already stored.
 3. Each instance's preview page, rendered by the platform's form-task code (``task_page(..., mode="preview")``),
    is served on loopback to the run's headless Chromium browsers (``browsers``, default the worker's cores; each
-   its own profile, one thread each, ``agents.harness.run_parallel``), with the headers of the web app's task
+   its own profile, one thread each, ``agents.parallel.run_parallel``), with the headers of the web app's task
    frames (``frame_headers``: sandboxed, no network access from its scripts); each browser loads nothing but that
    server's origin (``agents.originguard``), and an instance whose page left it is stored unscored, without a
    screenshot;
@@ -16,8 +16,12 @@
 4. ``agents.harness.Harness`` orders the fields (spec §4.1), calls the solver per field (a solver that raises
    leaves its field untouched), reads the page (§4.3) and scores. Every field's value, gold, score and (llm) model
    cost is stored as the run goes, with a full-page screenshot per instance; the run's scores (the evaluation
-   output format, over every stored instance) are written when it is done. A cancel is noticed within one field
-   (or one model call).
+   output format, over every stored instance) are written when it is done.
+5. Work is bounded (``run_limits``: ``AGENT_FIELD_SECONDS``, ``AGENT_INSTANCE_SECONDS``, ``AGENT_TEXT_MAX_CHARS``): a
+   field past its time is that field's error, an instance past its time has its browser ended and is stored
+   unscored with why (``ended``); each heartbeat records where the run is (``activity``: instances done of the
+   total, each browser's task, instance, field and seconds). A cancel is noticed at the next heartbeat and ends the
+   browsers, even one stuck in a command (a model request in flight runs out its ``timeout``; no retry follows).
 
 The ``llm`` solver asks the run's model endpoint through ``agents.llm.ChatClient`` with the run's settings, its
 budget counted from what the run already asked, and its answers cached in ``AgentModelAnswer`` rows: a resumed run
@@ -30,6 +34,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -41,16 +46,17 @@ from agents.actions import full_page_png
 from agents.browser import make_driver
 from agents.harness import (
     FieldResult,
+    Harness,
     InstanceResult,
-    Item,
+    Limits,
     RunResult,
     StopRun,
     on_origin,
-    run_parallel,
     sample_instances,
 )
 from agents.llm import Budget, ChatClient
 from agents.llm_solver import LLMSolver
+from agents.parallel import Item, run_parallel
 from agents.server import serve_pages
 from agents.solvers import load_solver
 from annotation.actions import agents as agent_actions
@@ -76,14 +82,35 @@ LLM = "llm"
 
 
 class RunProgress(Progress):
-    """``Progress`` that also knows how many instances are done, so a beat between instances keeps the fraction."""
+    """``Progress`` that also knows how many instances are done, so a beat between instances keeps the fraction, and
+    records where each browser is (``activity``)."""
 
     def __init__(self, job, total: int, done: int = 0):
         super().__init__(job, 0.0, 1.0)
         self.total, self.done = max(1, total), done
+        self.harnesses: list[Harness] = []  # filled by run_parallel, one per browser thread
 
     def beat(self, force: bool = False) -> None:
         self(self.done / self.total, force)
+
+    def fields(self) -> dict:
+        return {"activity": activity(self.done, self.total, self.harnesses)}
+
+
+def activity(done: int, total: int, harnesses: list[Harness]) -> dict:
+    """Instances done of the total, and what each browser works on (task, instance, field, seconds so far)."""
+    now, browsers = time.monotonic(), []
+    for harness in list(harnesses):
+        current = harness.current
+        if current is not None:
+            where = {key: current[key] for key in ("task", "instance", "field")}
+            browsers.append({**where, "seconds": round(now - current["started"], 1)})
+    return {"done": done, "total": total, "browsers": browsers}
+
+
+def run_limits() -> Limits:
+    """The bounds of a run's work in its browsers (``docs/configuration.md``)."""
+    return Limits(settings.AGENT_FIELD_SECONDS, settings.AGENT_INSTANCE_SECONDS, settings.AGENT_TEXT_MAX_CHARS)
 
 
 class RunAnswers:
@@ -118,7 +145,8 @@ def browser_count(run: AgentRun) -> int:
 
 
 def llm_client(run: AgentRun, stop: threading.Event) -> ChatClient:
-    """The run's chat client: its endpoint and settings, the budget left, the answers it has, a cancellable wait."""
+    """The run's chat client: its endpoint and settings, the budget left, the answers it has, a wait between tries
+    that a stopping run cuts short (``wait_or_stop``)."""
     if run.endpoint is None:
         raise StopRun("the run's model endpoint was removed; add one and start a new run")
     endpoint = chat_endpoint(
@@ -131,7 +159,13 @@ def llm_client(run: AgentRun, stop: threading.Event) -> ChatClient:
     answers = RunAnswers(run)
     requests, tokens = answers.spent()
     budget = Budget(run.budget_requests, run.budget_tokens, requests=requests, tokens=tokens)
-    return ChatClient(endpoint, cache=answers, budget=budget, sleep=stop.wait)
+    return ChatClient(endpoint, cache=answers, budget=budget, sleep=functools.partial(wait_or_stop, stop))
+
+
+def wait_or_stop(stop: threading.Event, seconds: float) -> None:
+    """The client's wait before asking again, cut short by a stopping run, which then asks no more."""
+    if stop.wait(seconds):
+        raise StopRun("the run is stopping")
 
 
 def preview_pages(batches: dict[str, Batch], sampled: dict[str, list[int]]) -> tuple[dict, dict]:
@@ -157,6 +191,7 @@ def store_instance(run: AgentRun, task: Task | None, result: InstanceResult, gol
         "score": scoring.json_number(result.score),
         "answer": result.answer or "",
         "unapplied": result.unapplied,
+        "ended": result.ended or "",
     }
     fields = [
         {
@@ -211,7 +246,10 @@ def stored_result(run: AgentRun) -> RunResult:
             )
             for f in row.fields.all()
         ]
-        result.instances.append(InstanceResult(row.task_name, row.instance, "", run.metric, fields))
+        instance = InstanceResult(
+            row.task_name, row.instance, "", run.metric, fields, ended=row.ended or None, unapplied=row.unapplied
+        )
+        result.instances.append(instance)
     return result
 
 
@@ -257,6 +295,8 @@ def execute(run: AgentRun, workdir: Path) -> None:
             after=screenshot_on_origin,
             stop=stop,
             thread_exit=close_old_connections_of_thread,
+            limits=run_limits(),
+            harnesses=progress.harnesses,
         )
         try:
             with contextlib.closing(running):

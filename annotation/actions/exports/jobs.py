@@ -199,13 +199,14 @@ def claim_job(model, pk):
     return model.objects.select_related("project", "owner").get(pk=pk) if claimed else None
 
 
-def beat(job, progress: float) -> bool:
-    """Record progress and a heartbeat; False when the job is no longer running (cancelled or reaped)."""
+def beat(job, progress: float, **fields) -> bool:
+    """Record progress and a heartbeat (and ``fields``, e.g. an agent run's ``activity``); False when the job is no
+    longer running (cancelled or reaped)."""
     job.progress = max(0.0, min(1.0, progress))
     return bool(
         type(job)
         .objects.filter(pk=job.pk, status=JobStatus.RUNNING)
-        .update(progress=job.progress, heartbeat_at=timezone.now())
+        .update(progress=job.progress, heartbeat_at=timezone.now(), **fields)
     )
 
 

@@ -5,9 +5,10 @@
         [--endpoint NAME --temperature T --max-tokens N --timeout S --in-flight N --budget-requests N]
 
 The run is stored like one started through ``POST /api/agent-runs/`` (visible in the API and the web app), but
-runs in this process, in its own headless Chromium. DIR gets ``scores.json`` (the evaluation output of
-``docs/agents.md`` plus solver, seed and sampled) and ``actions.json`` (the calls per field; the oracle's are the
-gold action sequences).
+runs in this process, in its own headless Chromium. It always ends, and says how: done (and why it stopped early:
+a spent budget, instances past their time limit), failed (why), or cancelled (Ctrl-C cancels it). DIR gets
+``scores.json`` (the evaluation output of ``docs/agents.md`` plus solver, seed and sampled) and ``actions.json``
+(the calls per field; the oracle's are the gold action sequences).
 """
 
 import json
@@ -16,7 +17,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management import BaseCommand, CommandError
 
-from annotation.actions import ActionError, do_create_agent_run
+from annotation.actions import ActionError, do_cancel_job, do_create_agent_run
 from annotation.actions.agents import RUN_MODEL_SETTINGS
 from annotation.models import AgentRun, JobStatus, Project
 from workers.agents.runs import action_sequences, execute
@@ -70,10 +71,15 @@ class Command(BaseCommand):
         except ActionError as error:
             raise CommandError(error.detail) from error
         self.stderr.write(f"agent run {run.pk}: {run.solver} on {project.name} {run.split}")
-        run_job(AgentRun, run.pk, execute)
+        try:
+            run_job(AgentRun, run.pk, execute)
+        except KeyboardInterrupt:
+            do_cancel_job(run)
+            raise CommandError(f"agent run {run.pk} cancelled: interrupted (Ctrl-C)") from None
         run.refresh_from_db()
         if run.status != JobStatus.DONE:
-            raise CommandError(f"agent run {run.pk} {run.status}: {run.error}")
+            why = run.error or "by its owner or a project admin (the API or the web app)"
+            raise CommandError(f"agent run {run.pk} {run.status}: {why}")
         out = options["out"]
         out.mkdir(parents=True, exist_ok=True)
         (out / "scores.json").write_text(json.dumps(run.results, indent=2) + "\n")
@@ -83,6 +89,8 @@ class Command(BaseCommand):
             f"agent run {run.pk} ({results['metric']} metric): {len(results['instances'])} instances, "
             f"overall {results['overall']}; written to {out / 'scores.json'}"
         )
+        for line in stopped_early(results):
+            self.stdout.write(line)
 
     def owner(self, username):
         users = get_user_model().objects
@@ -90,3 +98,10 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"no user {username!r}" if username else "no superuser: give --user")
         return user
+
+
+def stopped_early(results: dict) -> list[str]:
+    """Why a done run stopped before the end, and which instances ended early and why."""
+    lines = [f"stopped early: {results['stopped']}"] if results.get("stopped") else []
+    lines += [f"{i['task']} #{i['instance']} ended early: {i['ended']}" for i in results["instances"] if i.get("ended")]
+    return lines
