@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-MAX_ANSWER_CHARS = 100_000  # the most of an answer's text kept: used, cached and stored (docs/agents.md)
+MAX_ANSWER_CHARS = 250_000  # the most of an answer's text kept: used, cached and stored; above AGENT_TEXT_MAX_CHARS
 LONG_KEY = 8  # a key this long is masked wherever it occurs in an answer, even inside a word
 
 

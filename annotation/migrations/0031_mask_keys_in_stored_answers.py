@@ -1,6 +1,6 @@
 """Answers stored before the client masked them: the endpoint's key (as ``agents.answers.redact_answer`` masks it)
 out of every stored answer, field result and prediction run of a run whose endpoint still holds a key, and the
-stored answers cut at 100,000 characters (``agents.answers.MAX_ANSWER_CHARS``). The rules are copied here, as a
+stored answers cut at 250,000 characters (``agents.answers.MAX_ANSWER_CHARS``). The rules are copied here, as a
 migration keeps the code it ran with."""
 
 import re
@@ -9,7 +9,7 @@ from django.db import migrations
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast, Length
 
-MAX_ANSWER_CHARS = 100_000
+MAX_ANSWER_CHARS = 250_000
 LONG_KEY = 8
 
 
