@@ -6,6 +6,7 @@ Actors in project ``alpha``: ``owner`` (annotator who records), ``teammate`` (an
 ``researcher``. ``outsider`` is an annotator of project ``beta`` only.
 """
 
+import contextlib
 import uuid
 
 import pytest
@@ -19,6 +20,26 @@ from tests.support.markers import marks_from_fixtures, needs
 def fast_password_hashing(settings):
     """PBKDF2 costs ~0.5 s per user; tests only need passwords to check, not to resist cracking."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def pages_left_before_the_flush(request):
+    """After a test on the live server, each browser it used leaves its page before the database is emptied. A page
+    still loading screenshots held table locks that deadlocked with a transactional test's TRUNCATE; PostgreSQL
+    aborted the TRUNCATE, and the test's rows stayed for the next tests in that process. The database is requested
+    here, so it is emptied after this fixture's teardown."""
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("transactional_db")
+    yield
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    for value in list(request.node.funcargs.values()):
+        if isinstance(value, WebDriver):
+            with contextlib.suppress(WebDriverException):
+                value.get("about:blank")
 
 
 @pytest.fixture(autouse=True)
