@@ -39,6 +39,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.processes]
 PROJECT = "step-mode"
 TASK = "Count once, search for blue shoes in large, and hover the box"
 EDITED = "Count once, type blue shoes, pick Large, hover the box and search"
+LAST_TAB = "webtasks.lastActiveTab"  # the extension's record of the active tab (lib/constants.js STORAGE.LAST_TAB)
 
 MAKE_TASK = """
 from django.contrib.auth import get_user_model
@@ -99,9 +100,13 @@ def test_a_step_mode_demonstration_of_an_assigned_task(live):
         wait_until(lambda: panel.quietly("document.querySelectorAll('#task-list li').length") == 1, 60, message="task")
         assert panel.js("document.querySelector('#task-list li').dataset.task") == str(task_id)
         assert TASK in panel.js("document.querySelector('#task-list li .task-text').textContent")
+        active = recorder.storage(LAST_TAB)
         panel.js("document.querySelector('#task-list .task-explore').click(), true")
         explored = wait_until(lambda: [t for t in cdp.targets() if t.get("url") == url], 30, message="explore tab")
+        active = wait_until(lambda: (tab := recorder.storage(LAST_TAB)) != active and tab, 30, message="explore active")
         cdp.close_target(explored[0]["targetId"])
+        # the first tab active again, as the extension saw it: else that switch may come after the start, recorded
+        wait_until(lambda: recorder.storage(LAST_TAB) != active, 30, message="the first tab active again")
         recordings = f"/api/recordings/?project__name={PROJECT}"
         assert api(live.platform, recordings, live.token)["results"] == []
 
