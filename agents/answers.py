@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 MAX_ANSWER_CHARS = 250_000  # the most of an answer's text kept: used, cached and stored; above AGENT_TEXT_MAX_CHARS
-LONG_KEY = 8  # a key this long is masked wherever it occurs in an answer, even inside a word
+LONG_KEY = 8  # a key this long is masked wherever it occurs in an answer, even inside a word; shorter, nowhere
 
 
 def redact_token(text: str, key: str) -> str:
@@ -21,11 +21,12 @@ def redact_token(text: str, key: str) -> str:
 
 
 def redact_answer(text: str, key: str) -> str:
-    """A model's answer with the endpoint's key masked (``Bearer <key>`` becomes ``Bearer [key]``): everywhere for
-    a key of ``LONG_KEY`` characters or more (a model may glue it to other text), as a whole token for a shorter
-    one (as ``redact_token``)."""
+    """A model's answer with the endpoint's key masked wherever it stands (``Bearer <key>`` becomes
+    ``Bearer [key]``; a model may glue it to other text). A key shorter than ``LONG_KEY`` is left alone: such keys are
+    placeholders a local server ignores (``x``, ``none``, ``1``), and masking them would change the answer the
+    solver applies (``'1'`` in a radio call becoming ``'[key]'``)."""
     if len(key) < LONG_KEY:
-        return redact_token(text, key)
+        return text
     return text.replace(key, "[key]")
 
 

@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 
 from agents import llm, netguard
 
+from ..lib import redact
 from ..models import ModelEndpoint, ModelLimits, Project, Role
 from .errors import Conflict, Forbidden, ValidationFailed, invalid
 from .exports.jobs import EXPORT_ROLES
@@ -48,6 +49,8 @@ def check_endpoint_fields(url=None, model=None, key=None, vision=None, required=
             raise invalid("url", message)
         if len(url) > 500:
             raise invalid("url", "at most 500 characters")
+        if secret := secret_parameter(url):
+            raise invalid("url", f"put the key in the key setting, not in the URL (its {secret!r} parameter)")
     if (model is not None or required) and (not isinstance(model, str) or not model.strip() or len(model) > 200):
         raise invalid("model", "expected the model's name (at most 200 characters)")
     if key is not None and (not isinstance(key, str) or len(key) > MAX_KEY_LENGTH or "\n" in key):
@@ -206,3 +209,13 @@ def check_within_limit(limits: ModelLimits, limit: str, value) -> None:
 def capped_default(limits: ModelLimits, limit: str, default):
     """A run setting's default, within the project's limit."""
     return min(default, getattr(limits, limit))
+
+
+def secret_parameter(url: str) -> str | None:
+    """The name of a query or fragment parameter of ``url`` that holds a secret (``?api_key=…``, the recorder's rule,
+    ``annotation.lib.redact``): such a URL would show its key to every researcher of the project."""
+    parts = urllib.parse.urlsplit(url)
+    for name, _ in urllib.parse.parse_qsl(f"{parts.query}&{parts.fragment}", keep_blank_values=True):
+        if redact.is_secret_parameter(name):
+            return name
+    return None

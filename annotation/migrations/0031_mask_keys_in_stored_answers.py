@@ -3,8 +3,6 @@ out of every stored answer, field result and prediction run of a run whose endpo
 stored answers cut at 250,000 characters (``agents.answers.MAX_ANSWER_CHARS``). The rules are copied here, as a
 migration keeps the code it ran with."""
 
-import re
-
 from django.db import migrations
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast, Length
@@ -16,9 +14,7 @@ LONG_KEY = 8
 def mask(value, key: str):
     """``value`` (text, or JSON: lists, dicts) with ``key`` masked in every string."""
     if isinstance(value, str):
-        if len(key) >= LONG_KEY:
-            return value.replace(key, "[key]")
-        return re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", "[key]", value)
+        return value.replace(key, "[key]") if len(key) >= LONG_KEY else value
     if isinstance(value, list):
         return [mask(item, key) for item in value]
     if isinstance(value, dict):
@@ -57,6 +53,8 @@ def forwards(apps, schema_editor):
     PredictionRun = apps.get_model("annotation", "PredictionRun")
     for run in AgentRun.objects.exclude(endpoint=None).exclude(endpoint__key="").select_related("endpoint"):
         key = run.endpoint.key
+        if len(key) < LONG_KEY:
+            continue
 
         def masked(value, key=key):
             return mask(value, key)
@@ -67,6 +65,8 @@ def forwards(apps, schema_editor):
         rewrite(holding(fields, key, "value", "error", "calls"), ("value", "error", "calls"), masked)
     for run in PredictionRun.objects.exclude(endpoint=None).exclude(endpoint__key="").select_related("endpoint"):
         key = run.endpoint.key
+        if len(key) < LONG_KEY:
+            continue
         rows = holding(PredictionRun.objects.filter(pk=run.pk), key, "failures", "predictions")
         rewrite(rows, ("failures", "predictions"), lambda value, key=key: mask(value, key))
     long = Q(length__gt=MAX_ANSWER_CHARS)

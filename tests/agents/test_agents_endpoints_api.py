@@ -154,6 +154,8 @@ def test_a_new_url_removes_the_stored_key_unless_a_key_comes_with_it(team, api_f
         ({"url": "ftp://127.0.0.1/v1"}, "url", "expected an http:// or https:// URL with a host"),
         ({"url": "http:///v1"}, "url", "expected an http:// or https:// URL with a host"),
         ({"url": "http://user:pw@127.0.0.1/v1"}, "url", "put the key in the key setting"),
+        ({"url": "http://127.0.0.1/v1?api_key=TOPSECRET"}, "url", "not in the URL (its 'api_key' parameter)"),
+        ({"url": "http://127.0.0.1/v1#access_token=TOPSECRET"}, "url", "not in the URL (its 'access_token' parameter)"),
         ({"url": "http://127.0.0.1:99999/v1"}, "url", "the port must be a number from 0 to 65535"),
         ({"model": ""}, "model", "may not be blank"),
         ({"name": "no spaces"}, "name", "letters, numbers, underscores or hyphens"),

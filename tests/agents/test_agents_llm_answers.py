@@ -26,7 +26,8 @@ HELLO = [{"role": "user", "content": "Fill the form, please."}]
     [
         (f"modify_text('name', 'Bearer {KEY}')", KEY, "modify_text('name', 'Bearer [key]')"),
         (f"my_key_is_{KEY}_ok", KEY, "my_key_is_[key]_ok"),  # a long key is masked even inside a word
-        ("the key k and kk", "k", "the key [key] and kk"),  # a short one only as a whole token
+        ("modify_radio('grade', '1') and k", "1", "modify_radio('grade', '1') and k"),  # a short key: a placeholder
+        ("modify_radio('x', 'on')", "on", "modify_radio('x', 'on')"),  # masking it would change the answer
         ("nothing to mask", "", "nothing to mask"),
     ],
 )
