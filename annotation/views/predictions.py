@@ -93,6 +93,7 @@ def run_predictions(request, prediction_id: int):
     run = actions.check_run_readable(request.user, prediction_id)
     response = HttpResponse(json.dumps(run.predictions, indent=1), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="predictions-{run.pk}-{run.format}-{run.split}.json"'
+    response["Cache-Control"] = "private, no-store"  # whole model answers
     return response
 
 
@@ -104,6 +105,7 @@ def run_failures(request, prediction_id: int):
     run = actions.check_run_readable(request.user, prediction_id)
     response = HttpResponse(json.dumps(run.failures, indent=1), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="failures-{run.pk}-{run.format}-{run.split}.json"'
+    response["Cache-Control"] = "private, no-store"  # whole model answers
     return response
 
 

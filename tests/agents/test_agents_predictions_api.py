@@ -118,9 +118,11 @@ def test_runs_from_the_api_are_made_evaluated_read_and_compared(
     assert KEY not in detail
     download = page.get(f"/agents/predictions/{created[0]}/predictions.json")
     assert download["Content-Disposition"].startswith("attachment;")
+    assert download["Cache-Control"] == "private, no-store"  # whole model answers: kept by no cache
     assert json.loads(download.content) == PredictionRun.objects.get(pk=created[0]).predictions
     failures = page.get(f"/agents/predictions/{created[2]}/failures.json")
     assert failures["Content-Disposition"].startswith("attachment;")
+    assert failures["Cache-Control"] == "private, no-store"
     assert json.loads(failures.content) == PredictionRun.objects.get(pk=created[2]).failures
     compare = page.get("/agents/predictions/compare/", {"a": created[0], "b": created[1]}).content.decode()
     a, b = (PredictionRun.objects.get(pk=pk).results["aggregate"] for pk in created[:2])
