@@ -32,7 +32,11 @@ from .secret_key import FILE_NAME, ensure_key_file  # noqa: E402
 ensure_key_file(Path(os.environ["VAR_DIR"]) / FILE_NAME)
 
 from .settings import *  # noqa: E402, F403
-from .settings import DATABASES, VAR_DIR  # noqa: E402
+from .settings import DATABASES, MIDDLEWARE, VAR_DIR  # noqa: E402
+
+# Requests being answered are counted (tests/support/inflight.py): a live-server test's teardown waits for them
+# before the database is emptied (tests/conftest.py, pages_left_before_the_flush).
+MIDDLEWARE = ["tests.support.inflight.InFlight", *MIDDLEWARE]
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}

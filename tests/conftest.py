@@ -26,8 +26,9 @@ def fast_password_hashing(settings):
 def pages_left_before_the_flush(request):
     """After a test on the live server, each browser it used leaves its page before the database is emptied. A page
     still loading screenshots held table locks that deadlocked with a transactional test's TRUNCATE; PostgreSQL
-    aborted the TRUNCATE, and the test's rows stayed for the next tests in that process. The database is requested
-    here, so it is emptied after this fixture's teardown."""
+    aborted the TRUNCATE, and the test's rows stayed for the next tests in that process; so did a request the test
+    left in flight. So the pages are left and the live server's requests waited for (``tests/support/inflight.py``).
+    The database is requested here, so it is emptied after this fixture's teardown."""
     if "live_server" not in request.fixturenames:
         yield
         return
@@ -36,10 +37,13 @@ def pages_left_before_the_flush(request):
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.remote.webdriver import WebDriver
 
+    from tests.support.inflight import wait_idle
+
     for value in list(request.node.funcargs.values()):
         if isinstance(value, WebDriver):
             with contextlib.suppress(WebDriverException):
                 value.get("about:blank")
+    assert wait_idle(), "the live server was still answering a request 30 s after the test"
 
 
 @pytest.fixture(autouse=True)
