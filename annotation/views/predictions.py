@@ -91,10 +91,7 @@ def run_detail(request, prediction_id: int):
 def run_predictions(request, prediction_id: int):
     """The predictions file, as evaluations take it (a download)."""
     run = actions.check_run_readable(request.user, prediction_id)
-    response = HttpResponse(json.dumps(run.predictions, indent=1), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="predictions-{run.pk}-{run.format}-{run.split}.json"'
-    response["Cache-Control"] = "private, no-store"  # whole model answers
-    return response
+    return answers_download(run.predictions, f"predictions-{run.pk}-{run.format}-{run.split}.json")
 
 
 @login_required
@@ -103,9 +100,14 @@ def run_predictions(request, prediction_id: int):
 def run_failures(request, prediction_id: int):
     """The answers that could not be read, whole as stored (the page shows 500 characters of each): a download."""
     run = actions.check_run_readable(request.user, prediction_id)
-    response = HttpResponse(json.dumps(run.failures, indent=1), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="failures-{run.pk}-{run.format}-{run.split}.json"'
-    response["Cache-Control"] = "private, no-store"  # whole model answers
+    return answers_download(run.failures, f"failures-{run.pk}-{run.format}-{run.split}.json")
+
+
+def answers_download(data, filename: str) -> HttpResponse:
+    """A run's JSON as a download: it holds whole model answers, so no cache keeps it."""
+    response = HttpResponse(json.dumps(data, indent=1), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Cache-Control"] = "private, no-store"
     return response
 
 
