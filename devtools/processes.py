@@ -230,17 +230,19 @@ def wait_logged(lines: tuple, timeout: float, process: subprocess.Popen, log: Pa
         time.sleep(0.2)
 
 
-def stop_platform(platform: Platform, timeout: float = 30) -> int:
-    """Ctrl-C, as a person would; returns the exit code."""
+def stop_platform(platform: Platform, timeout: float = 60) -> int:
+    """Ctrl-C, as a person would; returns the exit code. ``timeout`` is above the platform's own bound on stopping
+    (``runplatform.stop_all``: 30 s of warm shutdown, then 20 s of cold), so a slow stop shows in its log as a child
+    killed, not as this wait running out."""
     try:
         if platform.process.poll() is None:
             platform.process.send_signal(signal.SIGINT)
             try:
                 platform.process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired as error:
                 platform.process.kill()
                 platform.process.wait()
-                raise
+                raise RuntimeError(f"the platform did not stop in {timeout} s:\n{platform.output()[-4000:]}") from error
         return platform.process.returncode
     finally:
         release(platform.process)
