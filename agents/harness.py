@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from . import page, scoring
+from . import ceiling, page, scoring
 from .actions import MAX_TEXT_CHARS, Actions
 from .browser import Deadline
 from .originguard import origin_of
@@ -183,6 +183,9 @@ class FieldResult:
     error: str | None = None  # what the solver raised
     calls: list[str] = field(default_factory=list)  # the actions the solver took on this field
     usage: dict | None = None  # what the solver spent on it (FieldRequest.usage)
+    shown_at_turn: bool = True  # displayed when its turn came (else the solver was not asked)
+    ceiling: float | None = None  # the best annotator's score on it (``agents.ceiling``)
+    shortfall: str | None = None  # why it scores below its ceiling
 
 
 @dataclass
@@ -195,6 +198,7 @@ class InstanceResult:
     answer: str | None = None  # the solver's own record of the instance (Solver.instance_answer)
     ended: str | None = None  # why the instance ended early (``LEFT_ORIGIN``, ``over_time``)
     unapplied: list[dict] = field(default_factory=list)  # Solver.instance_unapplied
+    ceiling: float | None = None  # the best single annotator's instance score (``agents.ceiling``)
 
     @property
     def score(self) -> float:
@@ -220,15 +224,25 @@ class RunResult:
             {"task": f.task, "instance": f.instance, "field": f.field, "type": f.type, "score": f.score}
             for f in self.scored_fields()
         ]
+        ceilings = [{**row, "ceiling": f.ceiling} for row, f in zip(rows, self.scored_fields(), strict=True)]
         tasks = scoring.task_table(rows)
         names = list(dict.fromkeys(r.task for r in self.instances))
         summary = scoring.summary(names, tasks, [r.score for r in self.instances])
         every_task = {name: tasks.get(name, {"all": math.nan}) for name in names}
         data = {
             "metric": self.metric,
-            "fields": [{**row, "score": scoring.json_number(row["score"])} for row in rows],
+            "fields": [
+                {**row, "score": scoring.json_number(row["score"]), "ceiling": scoring.json_number(row["ceiling"])}
+                for row in ceilings
+            ],
             "instances": [
-                {"task": r.task, "instance": r.instance, "score": r.score, **({"ended": r.ended} if r.ended else {})}
+                {
+                    "task": r.task,
+                    "instance": r.instance,
+                    "score": r.score,
+                    "ceiling": scoring.json_number(r.ceiling),
+                    **({"ended": r.ended} if r.ended else {}),
+                }
                 for r in self.instances
             ],
             "tasks": {
@@ -237,6 +251,12 @@ class RunResult:
             "overall": summary["task_mean"],
             "overall_instances": summary["instance_mean"],
             "summary": summary,
+            "ceiling": ceiling.table(ceilings, [r.ceiling for r in self.instances]),
+            "shortfalls": [
+                {"task": f.task, "instance": f.instance, "field": f.field, "type": f.type, "reason": f.shortfall}
+                for f in self.scored_fields()
+                if f.shortfall
+            ],
             "skipped": [
                 {"task": f.task, "instance": f.instance, "field": f.field, "type": f.type, "reason": f.skipped}
                 for r in self.instances
@@ -361,9 +381,12 @@ class Harness:
                 if self.solver.uses_gold:
                     request.gold = oracle_gold(f.type, gold[f.name])
                 self._solve(request, results[f.name])
+            else:
+                results[f.name].shown_at_turn = False
         check_origin(self.driver, url)
         self._score(fields, gold, results)
         result = InstanceResult(task.name, instance, url, self.metric, list(results.values()))
+        ceiling.apply(result, gold, oracle=self.solver.uses_gold)
         result.answer = self.solver.instance_answer()
         result.unapplied = self.solver.instance_unapplied()
         return result

@@ -288,32 +288,40 @@ def run_instances(run: AgentRun):
 
 def score_table(run: AgentRun) -> dict:
     """The run's scores from its stored fields (so a running or cancelled run shows what it has):
-    ``{"types": [...], "tasks": {task: {"all": x, type: y}}, "rows": [{"task", "cells": [all, *types]}],
-    "overall": z, "instances": n, "summary": {...}}``: every task of the run has a row (one with nothing scorable
-    an empty one, named in ``summary["tasks_unscorable"]``), and ``summary`` holds the instance mean beside the
-    task mean (``agents.scoring.summary``)."""
-    from agents import scoring
+    ``{"types": [...], "tasks": {task: {"all": x, type: y}}, "rows": [{"task", "cells": [all, *types], "ceiling"}],
+    "overall": z, "instances": n, "summary": {...}, "ceiling": {...}, "shortfalls": n}``: every task of the run has
+    a row (one with nothing scorable an empty one, named in ``summary["tasks_unscorable"]``), ``summary`` holds the
+    instance mean beside the task mean (``agents.scoring.summary``), ``ceiling`` the human ceiling of the same
+    fields (``agents.ceiling.table``) and ``shortfalls`` how many fields scored below theirs with a reason."""
+    from agents import ceiling, scoring
 
+    nan = float("nan")
     rows = [
-        {"task": task, "type": kind, "score": float("nan") if score is None else score}
-        for task, kind, score in AgentFieldResult.objects.filter(row__run=run, skipped="").values_list(
-            "row__task_name", "type", "score"
+        {"task": task, "type": kind, "score": nan if score is None else score, "ceiling": nan if top is None else top}
+        for task, kind, score, top in AgentFieldResult.objects.filter(row__run=run, skipped="").values_list(
+            "row__task_name", "type", "score", "ceiling"
         )
     ]
     tasks = scoring.task_table(rows)
     types = sorted({row["type"] for row in rows})
-    instances = list(run.instances.order_by("pk").values_list("task_name", "score"))
-    names = sorted({name for name, _ in instances} | set(tasks))
-    summary = scoring.summary(names, tasks, [0.0 if score is None else score for _, score in instances])
-    every_task = {name: tasks.get(name, {"all": float("nan")}) for name in names}
+    instances = list(run.instances.order_by("pk").values_list("task_name", "score", "ceiling"))
+    names = sorted({name for name, _, _ in instances} | set(tasks))
+    summary = scoring.summary(names, tasks, [0.0 if score is None else score for _, score, _ in instances])
+    every_task = {name: tasks.get(name, {"all": nan}) for name in names}
     tables = {name: {k: scoring.json_number(v) for k, v in table.items()} for name, table in every_task.items()}
+    ceilings = ceiling.table(rows, [top for _, _, top in instances])
     return {
         "types": types,
         "tasks": tables,
-        "rows": [{"task": name, "cells": [table.get(k) for k in ["all", *types]]} for name, table in tables.items()],
+        "rows": [
+            {"task": name, "cells": [table.get(k) for k in ["all", *types]], "ceiling": ceilings["tasks"].get(name)}
+            for name, table in tables.items()
+        ],
         "overall": summary["task_mean"],
         "instances": len(instances),
         "summary": summary,
+        "ceiling": ceilings,
+        "shortfalls": AgentFieldResult.objects.filter(row__run=run).exclude(shortfall="").count(),
     }
 
 
@@ -323,11 +331,15 @@ def compare_tables(first: dict, second: dict) -> dict:
     rows = []
     for task in sorted(set(first["tasks"]) | set(second["tasks"])):
         a, b = first["tasks"].get(task, {}), second["tasks"].get(task, {})
-        rows.append({"task": task, "cells": [pair(a.get(key), b.get(key)) for key in ["all", *types]]})
+        cells = [pair(a.get(key), b.get(key)) for key in ["all", *types]]
+        ceilings = pair(first["ceiling"]["tasks"].get(task), second["ceiling"]["tasks"].get(task))
+        rows.append({"task": task, "cells": cells, "ceiling": ceilings})
     return {
         "columns": ["all", *types],
         "rows": rows,
         "overall": pair(first["overall"], second["overall"]),
+        "ceiling": pair(first["ceiling"]["overall"], second["ceiling"]["overall"]),
+        "ceiling_instances": pair(first["ceiling"]["overall_instances"], second["ceiling"]["overall_instances"]),
         "instance_mean": pair(first["summary"]["instance_mean"], second["summary"]["instance_mean"]),
         "unscorable": (
             [row["task"] for row in first["summary"]["tasks_unscorable"]],

@@ -129,6 +129,9 @@ class AgentRunInstance(models.Model):
     ended = models.CharField(
         max_length=300, blank=True, help_text="Why the instance ended early (left its origin, past its time limit)."
     )
+    ceiling = models.FloatField(
+        null=True, blank=True, help_text="The best single annotator's score on the fields the run counted."
+    )
 
     class Meta:
         ordering = ["run", "pk"]
@@ -152,6 +155,8 @@ class AgentFieldResult(models.Model):
     skipped = models.CharField(max_length=200, blank=True, help_text="Why the field is not scored.")
     error = models.TextField(blank=True, help_text="What the solver raised (the field then counts as untouched).")
     calls = models.JSONField(default=list, blank=True, help_text="The actions the solver took on this field.")
+    ceiling = models.FloatField(null=True, blank=True, help_text="The instance's best annotator's score on it.")
+    shortfall = models.TextField(blank=True, help_text="Why the field scores below its ceiling (agents/ceiling.py).")
     tokens_in = models.PositiveIntegerField(default=0, help_text="llm: tokens of the model call made for it.")
     tokens_out = models.PositiveIntegerField(default=0)
     model_seconds = models.FloatField(default=0.0)

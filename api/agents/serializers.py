@@ -170,6 +170,8 @@ class AgentFieldResultSerializer(serializers.ModelSerializer):
             "value",
             "gold",
             "score",
+            "ceiling",
+            "shortfall",
             "skipped",
             "error",
             "calls",
@@ -196,7 +198,7 @@ class AgentRunInstanceSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AgentRunInstance
-        fields = ["id", "task", "instance", "score", "answer", "unapplied", "page"]
+        fields = ["id", "task", "instance", "score", "ceiling", "ended", "answer", "unapplied", "page"]
         read_only_fields = fields
 
     def get_page(self, row) -> str:

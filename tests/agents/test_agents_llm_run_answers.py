@@ -102,6 +102,12 @@ def test_an_echoed_key_is_stored_and_shown_nowhere_and_a_5_mb_answer_is_kept_bou
     assert listed["answer"] == row.answer
     assert listed["unapplied"] == row.unapplied
     assert listed["page"].endswith(f"/agents/runs/{run_id}/instances/{row.pk}/")
+    assert listed["ceiling"] == row.ceiling is not None
+    assert listed["ended"] == ""
+    fields = client.get(f"{RUNS}{run_id}/fields/").json()["results"]
+    below = [f for f in fields if f["score"] is not None and f["score"] < f["ceiling"]]
+    assert below
+    assert all(f["shortfall"] for f in below)
     shown = [
         instance_page,
         download.content.decode(),

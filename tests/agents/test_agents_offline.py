@@ -112,9 +112,11 @@ def test_predictions_are_applied_on_the_page_and_left_out_fields_score_their_def
         }
     ]
     assert result["instances"] == [
-        {"task": TASK, "instance": 0, "score": 1.0},
-        {"task": TASK, "instance": 1, "score": pytest.approx(5 / 6)},
+        {"task": TASK, "instance": 0, "score": 1.0, "ceiling": 1.0},
+        {"task": TASK, "instance": 1, "score": pytest.approx(5 / 6), "ceiling": 1.0},
     ]
+    below = {(row["instance"], row["field"]): row["reason"] for row in result["shortfalls"]}
+    assert below[(1, "colour")] == "action failed: " + result["errors"][0]["error"]
     assert len(result["fields"]) == 8 + 6
     assert result["tasks"][TASK]["all"] == pytest.approx((7 + 5 / 6 + 4) / 14)  # real range scores: 5/6 and 0
     assert result["overall"] == result["tasks"][TASK]["all"]

@@ -40,7 +40,12 @@ def test_run_agent_stores_the_run_and_writes_scores_and_actions(runs):
     assert scores["solver"] == "oracle"
     assert scores == run.results
     assert [(i["task"], i["instance"]) for i in scores["instances"]] == [("Form task", 0), ("Form task", 1)]
-    assert {"task", "instance", "field", "type", "score"} == set(scores["fields"][0])
+    assert {"task", "instance", "field", "type", "score", "ceiling"} == set(scores["fields"][0])
+    # Each instance's best annotator is a ceiling the oracle reaches (the range's mean ties the best annotator).
+    assert [(i["score"], i["ceiling"]) for i in scores["instances"]] == [(1.0, 1.0), (1.0, 1.0)]
+    assert scores["ceiling"]["tasks"] == {"Form task": scores["ceiling"]["overall"]}
+    assert scores["ceiling"]["overall"] <= scores["overall"]
+    assert scores["shortfalls"] == []
     assert set(scores["tasks"]["Form task"]) >= {"all", "radio", "checkbox", "text", "textarea", "select", "range"}
     calls = {field["name"]: field["calls"] for field in actions[0]["fields"]}
     assert calls["grade"] == ["self.actions.modify_radio('grade', '-1')"]
@@ -67,6 +72,7 @@ def test_the_run_page_shows_the_table_and_the_instance_page_the_fields_gold_and_
     text = page.content.decode()
     assert 'data-task="Form task"' in text
     assert f'<td id="overall">{run.results["overall"]:.4f}</td>' in text
+    assert f'<td id="ceiling-overall" class="ceiling">{run.results["ceiling"]["overall"]:.4f}</td>' in text
     for kind in ("checkbox", "radio", "range", "select", "text", "textarea"):
         assert f"<th>{kind}</th>" in text
     row = AgentRunInstance.objects.get(run=run, instance=0)
@@ -74,6 +80,7 @@ def test_the_run_page_shows_the_table_and_the_instance_page_the_fields_gold_and_
 
     detail = client.get(f"/agents/runs/{run.pk}/instances/{row.pk}/").content.decode()
     assert 'data-field="grade"' in detail
+    assert '<strong id="instance-ceiling">1.0000</strong>' in detail
     assert "self.actions.modify_radio(&#x27;grade&#x27;, &#x27;-1&#x27;)" in detail
     assert "<code>A story &amp;amp; more</code>" in detail  # the gold answers, escaped
     assert f"/agents/runs/{run.pk}/instances/{row.pk}/screenshot.png" in detail
@@ -89,7 +96,15 @@ def test_the_run_page_shows_the_table_and_the_instance_page_the_fields_gold_and_
     a, b = oracle.results["overall"], nothing.results["overall"]
     assert f"<td>{a:.4f}</td><td>{b:.4f}</td><td>{b - a:.4f}</td>" in text
     assert 'data-task="Form task"' in text
+    ceilings = oracle.results["ceiling"]["overall"], nothing.results["ceiling"]["overall"]
+    assert (
+        'id="compare-overall"><th>overall</th><td class="ceiling">{:.4f}</td><td class="ceiling">{:.4f}</td>'.format(
+            *ceilings
+        )
+        in text
+    )
     listing = client.get("/agents/runs/").content.decode()
+    assert f'<td class="ceiling">{ceilings[0]:.4f}</td>' in listing
     assert f'data-run="{oracle.pk}"' in listing
     assert f'data-run="{nothing.pk}"' in listing
 
@@ -167,5 +182,8 @@ def test_a_task_with_nothing_scorable_is_counted_and_named_on_the_run_and_compar
     assert '<li data-task="Hidden"><strong>Hidden</strong>: no field was scored' in text
     assert '<tr data-task="Hidden"><th>Hidden</th>' in text  # every task has its row
     compare = client.get("/agents/compare/", {"a": oracle.pk, "b": nothing.pk}).content.decode()
-    assert 'id="compare-instance-mean"><th>mean over instances</th><td>0.5000</td>' in compare
+    ceilings = [run.results["ceiling"]["overall_instances"] for run in (oracle, nothing)]
+    assert ceilings == [0.5, 0.5]  # the form's instances 1.0 each; "Hidden" counts nothing, so 0.0, as its score
+    means = '<th>mean over instances</th><td class="ceiling">0.5000</td><td class="ceiling">0.5000</td><td>0.5000</td>'
+    assert means in compare
     assert "Left out of the task means (nothing scorable): A Hidden · B Hidden" in compare

@@ -192,6 +192,7 @@ def store_instance(run: AgentRun, task: Task | None, result: InstanceResult, gol
         "answer": result.answer or "",
         "unapplied": result.unapplied,
         "ended": result.ended or "",
+        "ceiling": scoring.json_number(result.ceiling),
     }
     fields = [
         {
@@ -203,6 +204,8 @@ def store_instance(run: AgentRun, task: Task | None, result: InstanceResult, gol
             "skipped": f.skipped or "",
             "error": f.error or "",
             "calls": f.calls,
+            "ceiling": scoring.json_number(f.ceiling),
+            "shortfall": f.shortfall or "",
             "tokens_in": (f.usage or {}).get("tokens_in", 0),
             "tokens_out": (f.usage or {}).get("tokens_out", 0),
             "model_seconds": (f.usage or {}).get("model_seconds", 0.0),
@@ -243,14 +246,22 @@ def stored_result(run: AgentRun) -> RunResult:
                 skipped=f.skipped or None,
                 error=f.error or None,
                 calls=f.calls,
+                ceiling=nan_if_none(f.ceiling) if not f.skipped else None,
+                shortfall=f.shortfall or None,
             )
             for f in row.fields.all()
         ]
         instance = InstanceResult(
             row.task_name, row.instance, "", run.metric, fields, ended=row.ended or None, unapplied=row.unapplied
         )
+        instance.ceiling = row.ceiling
         result.instances.append(instance)
     return result
+
+
+def nan_if_none(value: float | None) -> float:
+    """A stored score: JSON null was a NaN (a range field with a blank gold)."""
+    return float("nan") if value is None else value
 
 
 def execute(run: AgentRun, workdir: Path) -> None:
