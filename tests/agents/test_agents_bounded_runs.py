@@ -107,18 +107,20 @@ def test_a_100_kb_answer_goes_into_its_field_and_a_5_mb_one_is_that_field_s_erro
 def test_an_instance_stuck_in_a_command_is_stopped_at_its_limit_and_run_agent_says_why(
     alpha, form_batch, researcher, settings, tmp_path, capsys
 ):
-    settings.AGENT_INSTANCE_SECONDS = 5
+    # 20 s: a new browser's whole instance fits with room under two CPU hogs (5 s did not: instance 1 ran out too)
+    settings.AGENT_INSTANCE_SECONDS = 20
     call_command("run_agent", project="alpha", split="all", solver=HANGS, browsers=1, out=tmp_path, user="researcher")
 
     run = AgentRun.objects.get()
     assert run.status == JobStatus.DONE
     stopped = AgentRunInstance.objects.get(run=run, instance=0)
-    why = "the instance ran past its time limit of 5 s (in field 'story'); its browser was ended"
+    why = "the instance ran past its time limit of 20 s (in field 'story'); its browser was ended"
     assert stopped.ended == why
     assert stopped.score == 0.0
     assert set(stopped.fields.values_list("skipped", flat=True)) == {why}
     assert AgentRunInstance.objects.get(run=run, instance=1).score > 0.99  # on a new browser
-    assert {"task": "Form task", "instance": 0, "score": 0.0, "ended": why} in run.results["instances"]
+    ended = {"task": "Form task", "instance": 0, "score": 0.0, "ceiling": None, "ended": why}  # no ceiling: not read
+    assert ended in run.results["instances"]
     out = capsys.readouterr().out
     assert f"Form task #0 ended early: {why}" in out
     browser = Client()
