@@ -77,7 +77,7 @@ const ready = storeReady.then((store) => {
 const steps = new W.stepWorker.StepWorker({
   ready, tabsKv, shots, maskTab, hasPrivateFields: tabHasPrivateFields, notify: notifyPanel, secrets,
 });
-const navigation = new W.navigation.Navigation({ ready, kv, shotLater: maskedShotLater });
+const navigation = new W.navigation.Navigation({ ready, kv, shotLater: maskedShotLater, painted: tabPainted });
 navigation.listen();
 
 // --- Messages -------------------------------------------------------------------------------------------
@@ -262,6 +262,16 @@ async function tabHasPrivateFields(tabId) {
 }
 
 /** The private areas of every frame of tab `tabId` ({rects, viewport} in tab-viewport CSS px; lib/regions.js). */
+/** Settles once the top frame of tab `tabId` has rendered a frame, or after C.TIMING.LOAD_PAINT_MS (no answer). */
+function tabPainted(tabId) {
+  let timer;
+  const timeout = new Promise((resolve) => { timer = setTimeout(resolve, C.TIMING.LOAD_PAINT_MS); });
+  const ask = chrome.tabs
+    .sendMessage(tabId, { target: C.TARGET.CONTENT, type: C.MSG.PAINTED }, { frameId: 0 })
+    .catch(() => null);
+  return Promise.race([ask, timeout]).finally(() => clearTimeout(timer));
+}
+
 async function tabRegions(tabId, options) {
   const config = (await kv.get(C.STORAGE.CONFIG)) || {};
   return W.regions.collect(tabId, config.privateSelectors, options);

@@ -111,9 +111,22 @@
         return steps.done(message);
       case C.MSG.REGIONS:
         return frames.regionsReport(message.privateSelectors, null, Boolean(message.fields));
+      case C.MSG.PAINTED:
+        return painted();
       default:
         console.warn("[webtasks] content script: unknown message type", message.type);
     }
+  }
+
+  /**
+   * Settles once this document has rendered a frame: two animation frames after the question. Until a new page's
+   * first paint the browser may still show the previous page (paint holding), and a screenshot taken then would
+   * put the previous page's pixels under this page's private areas.
+   */
+  function painted() {
+    return new Promise((resolve) => {
+      requestAnimationFrame(() => requestAnimationFrame(() => resolve({ painted: true, url: location.href })));
+    });
   }
 
   function hello() {
@@ -430,6 +443,10 @@
   if (chromeApi && chromeApi.runtime && chromeApi.runtime.onMessage) {
     chromeApi.runtime.onMessage.addListener((message, sender, sendResponse) => {
       const answer = onRuntimeMessage(message);
+      if (answer && typeof answer.then === "function") {
+        answer.then(sendResponse, () => sendResponse(undefined));
+        return true; // answered later
+      }
       if (answer !== undefined) sendResponse(answer);
       return false;
     });

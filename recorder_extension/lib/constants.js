@@ -57,6 +57,9 @@
       // service worker → content script of one frame (tabs.sendMessage with frameId): → its private regions report
       // {url, viewport, rects, frames: [{frameId, x, y, width, height}]} in its own viewport (lib/regions.js)
       REGIONS: "regions",
+      // service worker → content script of the top frame: → {painted, url} once the page has rendered a frame (a
+      // load's screenshot waits for it: before its first paint the tab may still show the previous page)
+      PAINTED: "painted",
       // content script of a child frame → its parent's (window.postMessage): {type, frameId} (the child's
       // chrome frameId, from the HELLO reply), so the parent can name its iframe boxes; {type, request: true} asks
       FRAME_ID: "webtasks-frame-id",
@@ -104,6 +107,7 @@
       AFTER_FRAME_MS: 300, // the "after" frame of an action is taken this long after it
       FRAME_SETTLE_MS: 2500, // an action turn is held back this long so its "after" frame can be attached
       LOAD_SETTLE_MS: 15000, // a load turn waits at most this long for its screenshot (after onCompleted)
+      LOAD_PAINT_MS: 2000, // a load's screenshot waits at most this long for the page's first rendered frame
       // pushState/replaceState URL changes of a tab this close to the previous one (or to a committed navigation)
       // amend that load turn's URL instead of adding one (a search box mirroring ?q= on every keystroke); a
       // history load's screenshot is taken once the tab's URL has been quiet this long

@@ -32,13 +32,13 @@
   class Navigation {
     /**
      * deps: {ready (a promise of {recorder}), kv (chrome.storage.local), shotLater(tab, deadline, priority) →
-     *        {png, at, url} | null (a masked spaced screenshot), chrome (webNavigation, tabs), now() → ms,
-     *        sleep(ms), log}
+     *        {png, at, url} | null (a masked spaced screenshot), painted(tabId) → settles once the tab's page has
+     *        rendered a frame (or gave up), chrome (webNavigation, tabs), now() → ms, sleep(ms), log}
      */
     constructor(deps) {
       this.d = {
         chrome: root.chrome, now: () => Date.now(), sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-        log: console, ...deps,
+        log: console, painted: async () => {}, ...deps,
       };
       this.queue = Promise.resolve(); // the tab and navigation events being handled, in order (whileRecording)
       this.followUps = new Set(); // screenshots of loads and tab switches being taken
@@ -109,6 +109,8 @@
       const tab = await this.d.chrome.tabs.get(tabId).catch(() => null);
       // Only while the tab still shows this load's page (rapid link clicks leave pages before their turn).
       const visible = tab && tab.active ? { tabId: tab.id, windowId: tab.windowId, url } : null;
+      // Not before the page has painted: until then the tab may still show the previous page (paint holding).
+      if (visible) await this.d.painted(tabId);
       await this.shoot(recorder, session, clientId, tabId, visible);
     }
 

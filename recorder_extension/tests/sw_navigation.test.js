@@ -101,6 +101,27 @@ test("a committed load and its completion, fired back to back: one load turn wit
   assert.equal(record.readyAt, 0, "released for upload once it has its screenshot");
 });
 
+test("a load's screenshot is taken only once its page has painted (before, the tab may show the previous page)", async () => {
+  const ctx = await setup();
+  const order = [];
+  let paint;
+  ctx.navigation.d.painted = (tabId) => {
+    order.push(`painted? ${tabId}`);
+    return new Promise((resolve) => (paint = resolve));
+  };
+  const shotLater = ctx.navigation.d.shotLater;
+  ctx.navigation.d.shotLater = async (...args) => (order.push("shot"), shotLater(...args));
+  ctx.fire("onCommitted", details(ctx, B));
+  ctx.fire("onCompleted", details(ctx, B));
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(order, [`painted? ${TAB}`], "no screenshot before the page has painted");
+  paint({ painted: true, url: B });
+  await ctx.settled();
+  assert.deepEqual(order, [`painted? ${TAB}`, "shot"]);
+  const [load] = await turns(ctx, "load");
+  assert.equal(load.screenshot, sha256(ctx.png));
+});
+
 test("subframes, tabs that are not tabs and pages that are not web pages make no load", async () => {
   const ctx = await setup();
   ctx.fire("onCommitted", details(ctx, A, { frameId: 2 }));
