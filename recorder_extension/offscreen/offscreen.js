@@ -73,7 +73,11 @@
     // The tab was closed or capture revoked: stop, and report a failure (nobody else awaits this stop).
     stream.getVideoTracks()[0].onended = () => stop().catch(reportError);
     const started = new Promise((resolve) => (recorder.onstart = resolve));
-    state.masker.beforeFirstFrame = () => recorder.start(timesliceMs || C.TIMING.VIDEO_TIMESLICE_MS);
+    let firstFrameAt = null; // wall ms of the first frame's stamp: the video's time 0
+    state.masker.beforeFirstFrame = (at) => {
+      firstFrameAt = at;
+      recorder.start(timesliceMs || C.TIMING.VIDEO_TIMESLICE_MS);
+    };
     state.masker.run().catch(reportError);
     try {
       await within(started, FIRST_FRAME_TIMEOUT_MS, "the tab gave no video frame");
@@ -84,7 +88,9 @@
     } finally {
       starting = null;
     }
-    state.startedAt = Math.max(0, (Date.now() - sessionStartedAt) / 1000);
+    // Not the time `onstart` was handled: on a starved machine that comes late, and every click would then be
+    // matched to a frame from before it.
+    state.startedAt = Math.max(0, ((firstFrameAt ?? Date.now()) - sessionStartedAt) / 1000);
     current = state;
     send({ type: C.MSG.VIDEO_STATUS, recording: true });
     return { ok: true, startedAt: state.startedAt, mimeType: recorder.mimeType };
@@ -175,14 +181,15 @@
           context.drawImage(frame, 0, 0, width, height);
           context.fillStyle = "#000";
           for (const box of blackBoxes(regionsNow(), width, height)) context.fillRect(box.x, box.y, box.width, box.height);
-          // Stamped when written: the video's clock then runs with the recorder's (started_at is taken when it
-          // starts, at the first frame written), even when the first frame read was captured long before.
-          const masked = new VideoFrame(canvas, { timestamp: Math.round(performance.now() * 1000) });
+          // Stamped when written: the video's clock then runs with the recorder's (started_at is the wall time of
+          // the first frame's stamp), even when the first frame read was captured long before.
+          const stamp = performance.now();
+          const masked = new VideoFrame(canvas, { timestamp: Math.round(stamp * 1000) });
           frame.close();
           if (masker.beforeFirstFrame) {
             const first = masker.beforeFirstFrame;
             masker.beforeFirstFrame = null;
-            first();
+            first(performance.timeOrigin + stamp);
           }
           await writer.write(masked);
         }

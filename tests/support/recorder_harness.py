@@ -299,14 +299,19 @@ class Recorder:
         """Wait until nothing is queued, every captured turn was uploaded (or failed) and every stopped demo was
         finished on the server (empty outbox); the last status."""
 
+        seen = {}
+
         def drained():
-            status = self.status()
+            status = seen["status"] = self.status()
             counters = status.get("counters") or {}
             done = counters.get("uploaded", 0) + counters.get("failed", 0)
             drained = counters.get("queued", 0) == 0 and done >= counters.get("captured", 0)
             return status if drained and not status.get("outbox") else None
 
-        return wait_until(drained, timeout, interval=0.5, message="upload queue drained")
+        try:
+            return wait_until(drained, timeout, interval=0.5, message="upload queue drained")
+        except TimeoutError as error:  # say what was still waiting
+            raise TimeoutError(f"{error}; the recorder's last status: {json.dumps(seen.get('status'))[:3000]}") from None
 
 
 # --------------------------------------------------------------------------------------------------------------
