@@ -186,6 +186,7 @@ class FieldResult:
     shown_at_turn: bool = True  # displayed when its turn came (else the solver was not asked)
     ceiling: float | None = None  # the best annotator's score on it (``agents.ceiling``)
     shortfall: str | None = None  # why it scores below its ceiling
+    cannot_hold: str | None = None  # why the control cannot hold some gold answer (read-only; range bounds)
 
 
 @dataclass
@@ -419,10 +420,27 @@ class Harness:
             elif read["values"] is None or f.type not in scoring.SCORED_TYPES:
                 result.skipped = f"no scoring rule for type {f.type!r}"
             else:
+                result.cannot_hold = self._cannot_hold(f, gold[f.name], read)
                 result.prediction = scoring.prediction_string(f.type, read["values"])
                 result.score = scoring.field_score(self.metric, f.type, gold[f.name], result.prediction)
                 if result.score is None:
                     result.skipped = "no annotator answered"
+
+    def _cannot_hold(self, f: Field, gold: list, read: dict) -> str | None:
+        """Why this control cannot hold some annotator's answer, if it cannot (``FieldResult.cannot_hold``)."""
+        if read.get("readonly"):
+            return "read-only textarea, which the official reader skips: no answer in it is read"
+        if f.type != "range":
+            return None
+        numbers = [float(a) for a in gold if ceiling.is_number(a)]
+        held = page.range_keeps(self.driver, f.name, numbers) if numbers else None
+        if not held:
+            return None
+        lost = [(a, kept) for a, kept in zip(numbers, held["kept"], strict=True) if float(kept) != a]
+        if not lost:
+            return None
+        bounds = f"min {held['min'] or 0}, max {held['max'] or 100}, step {held['step'] or 1}"
+        return f"the range ({bounds}) holds {lost[0][1]} for the gold {lost[0][0]:g}"
 
 
 def sample_instances(tasks: list[TaskDir], per_task: int | None, seed: int) -> dict[str, list[int]]:
