@@ -13,14 +13,13 @@ it bounds.
 - ``dynamic element``: the field was not displayed when its turn came, so the solver was never asked (a script
   shows it later, e.g. after another answer);
 - ``the control cannot hold the gold value``: a read-only textarea (the official reader skips it), or a range whose
-  min, max or step cannot hold an annotator's number (the control keeps the nearest it holds);
+  min, max or step cannot hold the best annotator's number (the control keeps the nearest it holds);
 - ``action failed``: the solver's action raised (a value the control does not offer, a control the action library
   cannot set): the error;
 - ``annotators disagree``: (oracle) the page holds what the oracle chose from the annotators' answers (the
   majority, one annotator's text or boxes, the median of a range), which scores below the best single annotator;
 - ``page changed the value``: (oracle) the page holds a value no annotator gave, after the oracle's actions (a
-  script rewrote it, or the control ignored the action), or the oracle took no action (a checkbox group already
-  checked);
+  script rewrote it, or the control ignored the action), or the oracle took no action;
 - otherwise ``answer``: the solver's answer differs from the best annotator's.
 """
 
@@ -75,21 +74,23 @@ def apply(result, gold: dict[str, list], oracle: bool) -> None:
     for f in counted:
         f.ceiling = scores[f.field][best]
         if _ranked(f.score) < _ranked(f.ceiling) - EPSILON:
-            f.shortfall = shortfall(f, gold[f.field], oracle)
+            f.shortfall = shortfall(f, gold[f.field], oracle, gold[f.field][best])
 
 
-def shortfall(f, raw_gold: list, oracle: bool) -> str:
-    """Why field result ``f`` scores below its ceiling (see the module docstring)."""
+def shortfall(f, raw_gold: list, oracle: bool, best=None) -> str:
+    """Why field result ``f`` scores below its ceiling, ``best`` the best annotator's answer (see the module
+    docstring)."""
     if not f.shown_at_turn:
         return "dynamic element: not displayed when its turn came, so no action was taken"
-    if f.cannot_hold:
-        return f"the control cannot hold the gold value: {f.cannot_hold}"
+    held = f.cannot_hold or {}
+    if why := held.get("*") or held.get(annotator_prediction(f.type, best)):
+        return f"the control cannot hold the gold value: {why}"
     if f.error:
         return f"action failed: {f.error}"
     if not oracle:
         return "answer: differs from the best annotator's"
     if not f.calls:
-        return "page changed the value: the oracle took no action (the page's own state, e.g. boxes already checked)"
+        return "page changed the value: the oracle took no action (the page's own state)"
     if f.prediction in oracle_choices(f.type, raw_gold):
         return f"annotators disagree: the oracle's pick ({PICKS.get(f.type, 'a gold answer')}) is not the best answer"
     read, last = cut(repr(f.prediction)), cut(f.calls[-1])

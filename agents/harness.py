@@ -186,7 +186,8 @@ class FieldResult:
     shown_at_turn: bool = True  # displayed when its turn came (else the solver was not asked)
     ceiling: float | None = None  # the best annotator's score on it (``agents.ceiling``)
     shortfall: str | None = None  # why it scores below its ceiling
-    cannot_hold: str | None = None  # why the control cannot hold some gold answer (read-only; range bounds)
+    # Why the control cannot hold an annotator's answer, by that answer as read (``"*"``: any answer).
+    cannot_hold: dict[str, str] | None = None
 
 
 @dataclass
@@ -426,21 +427,20 @@ class Harness:
                 if result.score is None:
                     result.skipped = "no annotator answered"
 
-    def _cannot_hold(self, f: Field, gold: list, read: dict) -> str | None:
-        """Why this control cannot hold some annotator's answer, if it cannot (``FieldResult.cannot_hold``)."""
+    def _cannot_hold(self, f: Field, gold: list, read: dict) -> dict[str, str] | None:
+        """The annotators' answers this control cannot hold, and why (``FieldResult.cannot_hold``)."""
         if read.get("readonly"):
-            return "read-only textarea, which the official reader skips: no answer in it is read"
-        if f.type != "range":
-            return None
-        numbers = [float(a) for a in gold if ceiling.is_number(a)]
-        held = page.range_keeps(self.driver, f.name, numbers) if numbers else None
+            return {"*": "read-only textarea, which the official reader skips: no answer in it is read"}
+        answers = [a for a in gold if ceiling.is_number(a)] if f.type == "range" else []
+        held = page.range_keeps(self.driver, f.name, [float(a) for a in answers]) if answers else None
         if not held:
             return None
-        lost = [(a, kept) for a, kept in zip(numbers, held["kept"], strict=True) if float(kept) != a]
-        if not lost:
-            return None
         bounds = f"min {held['min'] or 0}, max {held['max'] or 100}, step {held['step'] or 1}"
-        return f"the range ({bounds}) holds {lost[0][1]} for the gold {lost[0][0]:g}"
+        return {
+            ceiling.annotator_prediction("range", a): f"the range ({bounds}) holds {kept} for the gold {float(a):g}"
+            for a, kept in zip(answers, held["kept"], strict=True)
+            if float(kept) != float(a)
+        } or None
 
 
 def sample_instances(tasks: list[TaskDir], per_task: int | None, seed: int) -> dict[str, list[int]]:

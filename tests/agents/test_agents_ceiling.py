@@ -71,18 +71,21 @@ def test_annotators_who_disagree_on_a_range_bound_the_ceiling_below_one_and_the_
     assert mean.shortfall.startswith("page changed the value: the page reads '4'")
 
 
-def test_a_control_that_cannot_hold_the_gold_is_named_before_the_action():
-    gold = {"r": [12.0], "steps": ["lift arm up"]}
+def test_a_control_that_cannot_hold_the_best_annotators_answer_is_named_before_the_action():
+    gold = {"r": [12.0] * 3, "steps": ["lift arm up"] * 3, "other": [4.0, 4.0, 12.0]}
     held = "the range (min 0, max 10, step 1) holds 10 for the gold 12"
     fields = [
-        field("r", "range", "10", gold["r"], metric="paper", cannot_hold=held, error="ActionError: x"),
-        field("steps", "textarea", "", gold["steps"], metric="paper", cannot_hold="read-only textarea"),
+        field("r", "range", "10", gold["r"], metric="paper", cannot_hold={"12": held}, error="ActionError: x"),
+        field("steps", "textarea", "", gold["steps"], metric="paper", cannot_hold={"*": "read-only textarea"}),
+        # Only another annotator's 12 is out of reach; the best one's 4 is not: the reason is the answer's.
+        field("other", "range", "9", gold["other"], metric="paper", cannot_hold={"12": held}),
     ]
     result = instance(fields, metric="paper")
-    ceiling.apply(result, gold, oracle=True)
+    ceiling.apply(result, gold, oracle=False)
     assert [f.shortfall for f in fields] == [
         f"the control cannot hold the gold value: {held}",
         "the control cannot hold the gold value: read-only textarea",
+        "answer: differs from the best annotator's",
     ]
 
 
