@@ -13,8 +13,9 @@ ones included, because the official scorer depends on them:
   (``"3.0"`` → ``3``), does nothing for NaN, ``"nan"``, ``"None"`` and for ``""`` when no radio has that value,
   and raises when no radio has the value.
 - ``modify_select`` raises when the value (or its int form) is not an option value.
-- ``modify_range`` sets the property and the attribute to a *number*; anything else raises (the official code
-  pastes the value into JavaScript unquoted).
+- ``modify_range`` sets the property to a *number* and the attribute to what the control kept (clamped to min/max,
+  rounded to the step; the official code writes the raw number into the attribute); a non-number raises.
+- ``set_checkbox`` (not official) leaves exactly the listed boxes checked, clicking only those that differ.
 
 Long text is not typed key by key (a 100 KB value would take minutes): past ``TYPED_CHARS`` characters, the
 value goes into the field in chunks, each with the ``beforeinput``/``input`` events typing makes, and its last
@@ -37,7 +38,11 @@ import re
 import time
 import urllib.request
 
-from selenium.common.exceptions import NoSuchElementException
+from selenium.common.exceptions import (
+    ElementClickInterceptedException,
+    ElementNotInteractableException,
+    NoSuchElementException,
+)
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -72,6 +77,14 @@ if (!el.dispatchEvent(new InputEvent('beforeinput', {...init, cancelable: true})
 try { el.setRangeText(chunk, start, end, 'end'); } catch (error) { el.value += chunk; }
 el.dispatchEvent(new InputEvent('input', init));
 return true;
+"""
+
+BOX_STATES = "return arguments[0].map(box => ({value: box.value, checked: box.checked, disabled: box.disabled}));"
+# Mirror each box's state into its ``checked`` attribute; return the states.
+SYNC_BOXES = "return arguments[0].map(box => { box.toggleAttribute('checked', box.checked); return box.checked; });"
+BOX_LABEL = """
+const box = arguments[0];
+return box.closest('label') || (box.id && document.querySelector(`label[for="${CSS.escape(box.id)}"]`)) || null;
 """
 
 
@@ -234,6 +247,48 @@ class Actions:
             self._click_boxes(boxes, [str(int(float(value))) for value in wanted if NUMERIC.match(value)])
         return self._record(call)
 
+    @timed
+    def set_checkbox(self, input_name: str, input_value) -> str:
+        """Leave exactly the listed boxes of the group checked (``"a|b"`` or a list; a value listed twice checks two
+        boxes of that value; ``""``, NaN: none), clicking only the boxes whose state differs, as a person would: on
+        the box, or on its label when the label covers the box. ``ActionError`` when a box that must change is
+        disabled or has no clickable label, or when the page does not keep the state."""
+        if isinstance(input_value, list | tuple):
+            input_value = "|".join(str(value) for value in input_value)
+        text = "" if input_value is None or is_nan(input_value) else str(input_value)
+        wanted = [value for value in text.split("|") if value not in ("", "nan")]
+        self.scroll_to_element(input_name)
+        boxes = self.driver.find_elements(By.XPATH, f"//input[@type='checkbox' and @name={xpath_literal(input_name)}]")
+        states = self.driver.execute_script(BOX_STATES, boxes)
+        values = [state["value"] for state in states]
+        if not all(value in values for value in wanted) and all(NUMERIC.match(value) for value in wanted):
+            wanted = [str(int(float(value))) for value in wanted]  # "2.0" → "2", as modify_checkbox retries
+        target = _boxes_to_check(input_name, [(s["value"], s["checked"]) for s in states], wanted)
+        changes = [(box, state) for box, state, on in zip(boxes, states, target, strict=True) if state["checked"] != on]
+        for _, state in changes:  # before any click, so a refused call changes nothing
+            if state["disabled"]:
+                raise ActionError(f"the {state['value']!r} box of {input_name!r} is disabled")
+        for box, _ in changes:
+            self._click_box(box)
+        kept = self.driver.execute_script(SYNC_BOXES, boxes)
+        if kept != target:
+            shown = "|".join(v for v, on in zip(values, kept, strict=True) if on)
+            raise ActionError(f"the page did not keep the boxes of {input_name!r}: it holds {shown!r}")
+        return self._record(call_string("set_checkbox", input_name, "|".join(wanted)))
+
+    def _click_box(self, box: WebElement) -> None:
+        """Click a box; when another element (its styled label) takes the click, click the box's label."""
+        try:
+            box.click()
+        except (ElementClickInterceptedException, ElementNotInteractableException) as error:
+            label = self.driver.execute_script(BOX_LABEL, box)
+            if label is None:
+                raise ActionError(
+                    f"the {box.get_attribute('value')!r} box cannot be clicked and has no label"
+                ) from error
+            self.driver.execute_script(SCROLL_TO, label)
+            label.click()
+
     def _click_boxes(self, boxes: list[WebElement], wanted: list[str]) -> bool:
         found = False
         # The ``value`` property, as Selenium's get_attribute gives it: "on" for a box without a value attribute.
@@ -299,7 +354,8 @@ class Actions:
 
     @timed
     def modify_range(self, input_name: str, input_value) -> str:
-        """Set a range input to a number (property and attribute, as JavaScript writes the number)."""
+        """Set a range input to a number: the property, then the attribute to what the control kept (a number
+        outside min/max or off the step becomes the nearest one it holds)."""
         call = call_string("modify_range", input_name, str(input_value))
         if input_value in ("nan", "None"):
             return self._record(call)
@@ -308,8 +364,9 @@ class Actions:
             raise ActionError(f"range {input_name!r} takes a number, not {input_value!r}")
         self.scroll_to_element(input_name)
         element = self.driver.find_element(By.XPATH, f"//input[@type='range' and @name={xpath_literal(input_name)}]")
+        # The attribute gets what the control kept (clamped to min/max, rounded to its step), as a form would send.
         self.driver.execute_script(
-            f"arguments[0].value = {literal}; arguments[0].setAttribute('value', {literal});", element
+            f"arguments[0].value = {literal}; arguments[0].setAttribute('value', arguments[0].value);", element
         )
         return self._record(call)
 
@@ -387,6 +444,21 @@ def _int_string(value) -> str | None:
         return None if math.isnan(number) else str(int(number))
     except (TypeError, ValueError, OverflowError):
         return None
+
+
+def _boxes_to_check(name: str, boxes: list[tuple[str, bool]], wanted: list[str]) -> list[bool]:
+    """Which boxes (``(value, checked)``) end checked so that the group holds ``wanted`` (a multiset): of the boxes
+    of a value, those already checked first."""
+    need = {value: wanted.count(value) for value in wanted}
+    target = [False] * len(boxes)
+    for first_checked in (True, False):
+        for index, (value, checked) in enumerate(boxes):
+            if checked == first_checked and need.get(value, 0) > 0:
+                target[index], need[value] = True, need[value] - 1
+    missing = [value for value, count in need.items() if count > 0]
+    if missing:
+        raise ActionError(f"the checkboxes named {name!r} have no (or too few) boxes of the value {missing[0]!r}")
+    return target
 
 
 def _js_number(value) -> str | None:

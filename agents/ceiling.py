@@ -12,13 +12,14 @@ it bounds.
 
 - ``dynamic element``: the field was not displayed when its turn came, so the solver was never asked (a script
   shows it later, e.g. after another answer);
+- ``the control cannot hold the gold value``: a read-only textarea (the official reader skips it), or a range whose
+  min, max or step cannot hold the best annotator's number (the control keeps the nearest it holds);
 - ``action failed``: the solver's action raised (a value the control does not offer, a control the action library
   cannot set): the error;
 - ``annotators disagree``: (oracle) the page holds what the oracle chose from the annotators' answers (the
-  majority, one annotator's text or boxes, the mean of a range), which scores below the best single annotator;
+  majority, one annotator's text or boxes, the median of a range), which scores below the best single annotator;
 - ``page changed the value``: (oracle) the page holds a value no annotator gave, after the oracle's actions (a
-  script rewrote it, or the control ignored the action), or the oracle took no action (a checkbox group already
-  checked);
+  script rewrote it, or the control ignored the action), or the oracle took no action;
 - otherwise ``answer``: the solver's answer differs from the best annotator's.
 """
 
@@ -66,24 +67,30 @@ def apply(result, gold: dict[str, list], oracle: bool) -> None:
     by_row = [
         scoring.instance_score(result.metric, [(f.type, scores[f.field][a]) for f in counted]) for a in range(rows)
     ]
-    best = max(range(rows), key=lambda a: _ranked(by_row[a]))
+    # Ties (an instance score counts a range field as 1.0) go to the annotator whose fields score best on the mean.
+    by_fields = [scoring.mean([_ranked(scores[f.field][a]) for f in counted]) for a in range(rows)]
+    best = max(range(rows), key=lambda a: (_ranked(by_row[a]), by_fields[a]))
     result.ceiling = by_row[best]
     for f in counted:
         f.ceiling = scores[f.field][best]
         if _ranked(f.score) < _ranked(f.ceiling) - EPSILON:
-            f.shortfall = shortfall(f, gold[f.field], oracle)
+            f.shortfall = shortfall(f, gold[f.field], oracle, gold[f.field][best])
 
 
-def shortfall(f, raw_gold: list, oracle: bool) -> str:
-    """Why field result ``f`` scores below its ceiling (see the module docstring)."""
+def shortfall(f, raw_gold: list, oracle: bool, best=None) -> str:
+    """Why field result ``f`` scores below its ceiling, ``best`` the best annotator's answer (see the module
+    docstring)."""
     if not f.shown_at_turn:
         return "dynamic element: not displayed when its turn came, so no action was taken"
+    held = f.cannot_hold or {}
+    if why := held.get("*") or held.get(annotator_prediction(f.type, best)):
+        return f"the control cannot hold the gold value: {why}"
     if f.error:
         return f"action failed: {f.error}"
     if not oracle:
         return "answer: differs from the best annotator's"
     if not f.calls:
-        return "page changed the value: the oracle took no action (the page's own state, e.g. boxes already checked)"
+        return "page changed the value: the oracle took no action (the page's own state)"
     if f.prediction in oracle_choices(f.type, raw_gold):
         return f"annotators disagree: the oracle's pick ({PICKS.get(f.type, 'a gold answer')}) is not the best answer"
     read, last = cut(repr(f.prediction)), cut(f.calls[-1])
@@ -97,7 +104,7 @@ PICKS = {
     "radio": "the majority",
     "select": "the majority",
     "checkbox": "one annotator's boxes",
-    "range": "the mean of the answers",
+    "range": "the median of the answers",
     "text": "one annotator's text",
     "textarea": "one annotator's text",
     "hidden": "one annotator's text",
@@ -105,21 +112,29 @@ PICKS = {
 
 
 def oracle_choices(field_type: str, raw_gold: list) -> set[str]:
-    """What the page may read after the oracle (``agents.solvers.Oracle``): one annotator's answer, or the mean."""
+    """What the page may read after the oracle (``agents.solvers.Oracle``): one annotator's answer, or the median."""
     choices = {annotator_prediction(field_type, answer) for answer in raw_gold}
     if field_type == "range":
-        with_numbers = [float(a) for a in raw_gold if a is not None and not scoring.is_nan(a) and _number(a)]
+        with_numbers = [float(a) for a in raw_gold if is_number(a)]
         if with_numbers:
-            choices.add(scoring.prediction_string("range", [sum(with_numbers) / len(with_numbers)]))
+            choices.add(scoring.prediction_string("range", [median(with_numbers)]))
     return choices
 
 
-def _number(value) -> bool:
+def is_number(value) -> bool:
+    """A finite number, or a string of one (not a bool, not None)."""
+    if isinstance(value, bool) or value is None:
+        return False
     try:
-        float(value)
+        return math.isfinite(float(value))
     except (TypeError, ValueError):
         return False
-    return True
+
+
+def median(values: list[float]) -> float:
+    """The lower median: one of the values, and a best point of the range score (mean absolute distance)."""
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def cut(text: str, limit: int = 80) -> str:

@@ -186,6 +186,8 @@ class FieldResult:
     shown_at_turn: bool = True  # displayed when its turn came (else the solver was not asked)
     ceiling: float | None = None  # the best annotator's score on it (``agents.ceiling``)
     shortfall: str | None = None  # why it scores below its ceiling
+    # Why the control cannot hold an annotator's answer, by that answer as read (``"*"``: any answer).
+    cannot_hold: dict[str, str] | None = None
 
 
 @dataclass
@@ -419,10 +421,26 @@ class Harness:
             elif read["values"] is None or f.type not in scoring.SCORED_TYPES:
                 result.skipped = f"no scoring rule for type {f.type!r}"
             else:
+                result.cannot_hold = self._cannot_hold(f, gold[f.name], read)
                 result.prediction = scoring.prediction_string(f.type, read["values"])
                 result.score = scoring.field_score(self.metric, f.type, gold[f.name], result.prediction)
                 if result.score is None:
                     result.skipped = "no annotator answered"
+
+    def _cannot_hold(self, f: Field, gold: list, read: dict) -> dict[str, str] | None:
+        """The annotators' answers this control cannot hold, and why (``FieldResult.cannot_hold``)."""
+        if read.get("readonly"):
+            return {"*": "read-only textarea, which the official reader skips: no answer in it is read"}
+        answers = [a for a in gold if ceiling.is_number(a)] if f.type == "range" else []
+        held = page.range_keeps(self.driver, f.name, [float(a) for a in answers]) if answers else None
+        if not held:
+            return None
+        bounds = f"min {held['min'] or 0}, max {held['max'] or 100}, step {held['step'] or 1}"
+        return {
+            ceiling.annotator_prediction("range", a): f"the range ({bounds}) holds {kept} for the gold {float(a):g}"
+            for a, kept in zip(answers, held["kept"], strict=True)
+            if float(kept) != float(a)
+        } or None
 
 
 def sample_instances(tasks: list[TaskDir], per_task: int | None, seed: int) -> dict[str, list[int]]:

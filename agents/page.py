@@ -9,8 +9,9 @@ Selenium calls, with the same semantics:
   ``isDisplayed`` atom says it is shown.
 - ``read_values``: the official ``extract_values`` reads: textarea ``innerHTML`` (read-only ones skipped),
   text-like inputs the ``value`` *attribute*, select the ``selected`` children of the first element, radio and
-  checkbox the checked inputs; plus whether the first element is displayed now. ``properties=True`` reads the
-  ``value`` property instead (the paper metric).
+  checkbox the checked inputs; plus whether the first element is displayed now and whether a textarea's elements
+  are all read-only (nothing of it is read). ``properties=True`` reads the ``value`` property (the paper metric).
+- ``range_keeps``: what a range control holds of given values (clamped to min/max, rounded to its step).
 - ``snapshot_fields`` / ``restore_fields``: the form state of every element with a name, to put a field back
   when a solver fails halfway.
 """
@@ -86,7 +87,8 @@ function values(name, type) {
 }
 return fields.map(([name, type]) => {
   const el = first(name);
-  return {name, values: values(name, type), displayed: !!el && !!isDisplayed(el)};
+  const all = named(name), readonly = type === 'textarea' && all.length > 0 && all.every(e => e.readOnly);
+  return {name, values: values(name, type), displayed: !!el && !!isDisplayed(el), readonly};
 });
 """
 
@@ -127,8 +129,26 @@ def is_displayed(driver, name: str) -> bool:
 
 
 def read_values(driver, fields: list[tuple[str, str]], properties: bool = False) -> list[dict]:
-    """``[{name, values, displayed}]`` for ``[(name, type)]``; ``values`` is None for a type with no read rule."""
+    """``[{name, values, displayed, readonly}]`` for ``[(name, type)]``; ``values`` is None for a type with no read
+    rule."""
     return driver.execute_script(_with_atom(READ_VALUES), [list(pair) for pair in fields], TEXT_READ_TYPES, properties)
+
+
+# What a range control keeps of each value (a detached copy, so the page's own control is untouched).
+RANGE_KEEPS = """
+const [name, values] = arguments;
+const el = Array.from(document.getElementsByName(name)).find(e => e.type === 'range');
+if (!el) return null;
+const probe = el.cloneNode();
+return {min: probe.min, max: probe.max, step: probe.step,
+        kept: values.map(v => { probe.value = String(v); return probe.value; })};
+"""
+
+
+def range_keeps(driver, name: str, values: list[float]) -> dict | None:
+    """``{min, max, step, kept}`` of the range named ``name`` (attributes as written), ``kept`` the value the control
+    holds for each of ``values``; None when there is no such range."""
+    return driver.execute_script(RANGE_KEEPS, name, values)
 
 
 def snapshot_fields(driver, name: str) -> list[dict]:

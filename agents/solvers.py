@@ -1,9 +1,12 @@
 """Baseline solvers: ``oracle`` (gold answers through the action library), ``do-nothing``, and offline predictions.
 
 The oracle follows the official ``OracleBaseline`` (spec §4.7): text-like fields get a random non-empty gold
-(seeded per instance here), checkboxes one annotator's answer if the group's first box is unchecked, radio and
-select the majority (ties to the first seen), range the mean; other input types raise. It skips the official
-``sleep(0.1)`` and ``maximize_window`` (the harness waits for conditions and keeps the window size).
+(seeded per instance here), radio and select the majority (ties to the first seen); other input types raise. Where
+the official one falls below the best annotator it differs: a checkbox group is set to one annotator's boxes
+exactly (``set_checkbox``: boxes already checked stay so, unlisted ones are unchecked; the official clicks, which
+toggle, and only when the group's first box is unchecked), and a range gets the median of the answers (the
+official mean is off the control's step and scores below the median, the best point of the range score). It
+skips the official ``sleep(0.1)`` and ``maximize_window`` (the harness waits for conditions).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import importlib
 import random
 
-from . import scoring
+from . import ceiling, scoring
 from .actions import ActionError
 from .harness import FieldRequest, Solver
 
@@ -45,23 +48,22 @@ class Oracle(Solver):
 
     def solve(self, request: FieldRequest) -> None:
         actions, name = request.actions, request.name
-        _, element = actions.scroll_to_element(name)
+        actions.scroll_to_element(name)
         answers = [answer for answer in request.gold if answer is not None and answer != "{}"]
         if not answers:
             return
         if request.type in TEXT_LIKE:
             actions.modify_text(name, self._text_answer(answers))
         elif request.type == "checkbox":
-            answer = self.rng.choice(answers)
-            if not element.is_selected():
-                actions.modify_checkbox(name, answer)
+            actions.set_checkbox(name, self.rng.choice(answers))
         elif request.type == "radio":
             actions.modify_radio(name, str(scoring.majority(answers)))
         elif request.type == "select":
             actions.modify_select(name, str(scoring.majority(answers)))
         elif request.type == "range":
-            values = [float(answer) for answer in answers]
-            actions.modify_range(name, sum(values) / len(values))
+            values = [float(answer) for answer in answers if ceiling.is_number(answer)]
+            if values:
+                actions.modify_range(name, ceiling.median(values))
         else:
             raise ActionError(f"the oracle does not handle input type {request.type!r}")
 

@@ -41,7 +41,7 @@ def test_run_agent_stores_the_run_and_writes_scores_and_actions(runs):
     assert scores == run.results
     assert [(i["task"], i["instance"]) for i in scores["instances"]] == [("Form task", 0), ("Form task", 1)]
     assert {"task", "instance", "field", "type", "score", "ceiling"} == set(scores["fields"][0])
-    # Each instance's best annotator is a ceiling the oracle reaches (the range's mean ties the best annotator).
+    # Each instance's best annotator is a ceiling the oracle reaches (the range's median ties the best annotator).
     assert [(i["score"], i["ceiling"]) for i in scores["instances"]] == [(1.0, 1.0), (1.0, 1.0)]
     assert scores["ceiling"]["tasks"] == {"Form task": scores["ceiling"]["overall"]}
     assert scores["ceiling"]["overall"] <= scores["overall"]
