@@ -42,6 +42,9 @@ def form_batch(alpha):
         ({"solver": "python:agents.solvers:load_solver"}, "solver", "is not a subclass of agents.harness.Solver"),
         ({"solver": "python:agents.solvers:Nope"}, "solver", "cannot load solver"),
         ({"solver": "python:agents.nowhere:Solver"}, "solver", "cannot load solver"),
+        # A typo is never quietly dropped: every unknown field is named.
+        ({"sead": 3, "instance": 2}, "sead", "unknown field; allowed: browsers, budget_requests"),
+        ({"instance": 2, "seed": -1}, "instance", "greater than or equal to 0"),
     ],
 )
 def test_a_bad_request_is_a_400_naming_the_field_and_stores_nothing(

@@ -116,6 +116,15 @@ def test_a_limit_out_of_range_is_a_400_naming_it_on_the_api_and_the_page(team, a
     assert not ModelLimits.objects.exists()
 
 
+def test_an_unknown_limit_is_a_400_naming_it_and_nothing_changes(team, api_for):
+    response = api_for(team["ada"]).patch(LIMITS, {"max_token": 512, "max_browsers": 2}, format="json")
+    assert response.status_code == 400, response.json()
+    (error,) = response.json()["errors"]
+    assert error["field"] == "max_token"
+    assert error["message"].startswith("unknown field; allowed: max_browsers, max_in_flight, max_instances")
+    assert not ModelLimits.objects.exists()
+
+
 def test_the_page_shows_the_limits_and_an_admin_changes_them_there(team):
     ada, rex = browser(team["ada"]), browser(team["rex"])
     shown = ada.get(PAGE).content.decode()

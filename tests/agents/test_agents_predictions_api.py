@@ -187,6 +187,7 @@ def test_the_page_starts_a_run_and_bad_settings_are_named(world, api_for, django
         ({"format": "mind2web", "split": "train", "candidates": 99}, "candidates"),
         ({"format": "weblinx", "split": "valid", "turns": "some"}, "turns"),
         ({"format": "mind2web", "split": "train", "turns": "all"}, "turns"),
+        ({"format": "weblinx", "split": "valid", "max_token": 9}, "max_token"),
     ],
 )
 def test_a_bad_request_is_a_400_naming_the_field_and_stores_nothing(world, api_for, body, field):
