@@ -27,7 +27,14 @@ from ..models import (
     Task,
 )
 from . import queue
-from .endpoints import capped_default, chat_endpoint, check_endpoint_for_project, check_within_limit, model_limits
+from .endpoints import (
+    capped_default,
+    chat_endpoint,
+    check_endpoint_for_project,
+    check_not_other_role,
+    check_within_limit,
+    model_limits,
+)
 from .errors import Conflict, NotFound, invalid
 from .exports.jobs import EXPORT_ROLES, check_job_cancellable, enqueue
 from .forms.splits import split_names, split_tasks
@@ -260,10 +267,23 @@ def runs_readable_by(user):
     )
 
 
+def check_split_filter(user, split: str | None) -> None:
+    """``?split=`` of the run list must be a split a run of yours may take or took (a 400 naming it otherwise,
+    docs/api.md: a filter that can match nothing)."""
+    if not split:
+        return
+    projects = Project.objects.for_user(user, EXPORT_ROLES)
+    known = {name for project in projects for name in split_names(project)}
+    known |= set(runs_readable_by(user).values_list("split", flat=True).distinct())
+    if split not in known:
+        raise invalid("split", f"no run of yours can have split {split!r}; expected one of: {', '.join(sorted(known))}")
+
+
 def check_run_readable(user, run_id) -> AgentRun:
-    """The run, or NotFound for anyone who is not a researcher or admin of its project (nothing is revealed)."""
+    """The run; Forbidden for its project's other roles, NotFound outside it (nothing is revealed)."""
     run = runs_readable_by(user).filter(pk=run_id).first()
     if run is None:
+        check_not_other_role(user, AgentRun.objects, run_id)
         raise NotFound(f"no agent run {run_id} among yours")
     return run
 

@@ -84,6 +84,10 @@ def test_the_list_holds_the_limits_of_the_projects_you_run_models_in(team, api_f
 def test_reviewers_annotators_and_other_projects_neither_read_nor_change_the_limits(team, api_for, who, status):
     client = api_for(team[who])
     assert client.get(LIMITS).status_code == status
+    if status == 403:  # the reason names who may, not another permission
+        assert (
+            client.get(LIMITS).json()["detail"].endswith("cannot use agents and models (researchers and admins only)")
+        )
     assert client.patch(LIMITS, {"max_tokens": 9}, format="json").status_code == status
     page = browser(team[who])
     assert page.get(PAGE).status_code == status

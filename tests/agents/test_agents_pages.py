@@ -118,14 +118,14 @@ def test_only_researchers_and_admins_of_the_project_see_runs(client, alpha, beta
         f"/agents/runs/{run.pk}/instances/{row.pk}/screenshot.png",
         f"/agents/compare/?a={run.pk}&b={runs['do-nothing'][0].pk}",
     )
-    for username, project, role in [
-        ("stranger", beta, Role.RESEARCHER),
-        ("annotator", alpha, Role.ANNOTATOR),
-        ("reviewer2", alpha, Role.REVIEWER),
+    for username, project, role, status in [
+        ("stranger", beta, Role.RESEARCHER, 404),
+        ("annotator", alpha, Role.ANNOTATOR, 403),  # another role of the run's project
+        ("reviewer2", alpha, Role.REVIEWER, 403),
     ]:
         client.force_login(make_user(username, project, role))
         for url in urls:
-            assert client.get(url).status_code == 404, (username, url)
+            assert client.get(url).status_code == status, (username, url)
         assert f'data-run="{run.pk}"' not in client.get("/agents/runs/").content.decode()
     client.force_login(make_user("admin2", alpha, Role.ADMIN))
     assert all(client.get(url).status_code == 200 for url in urls)
