@@ -368,6 +368,29 @@ def compare_tables(first: dict, second: dict) -> dict:
     }
 
 
+def sample_differences(first: AgentRun, second: AgentRun) -> dict:
+    """Whether two runs scored different instances, for compare's warning: ``{"what": [...], "tasks": [...]}``,
+    ``what`` naming the settings that differ (project, split, seed, instances per task, tasks, or just the
+    instances drawn), ``tasks`` those whose drawn instances differ (their B − A compares different instances).
+    Runs that drew the same instances (e.g. all of them, whatever the seed) have nothing to name."""
+    a, b = first.sampled or {}, second.sampled or {}
+    tasks = sorted(t for t in set(a) | set(b) if sorted(a.get(t, [])) != sorted(b.get(t, []))) if a and b else []
+    if a and b and not tasks:
+        return {"what": [], "tasks": []}
+    settings_of = {
+        "project": lambda run: run.project.name,
+        "split": lambda run: run.split,
+        "seed": lambda run: run.seed,
+        "instances per task": lambda run: run.instances_per_task or "all",
+    }
+    what = [f"{name} ({get(first)}, {get(second)})" for name, get in settings_of.items() if get(first) != get(second)]
+    if a and b and set(a) != set(b):
+        what.append("tasks")
+    if tasks and not what:
+        what.append("the instances drawn")
+    return {"what": what, "tasks": tasks}
+
+
 def pair(a, b) -> dict:
     return {"a": a, "b": b, "change": None if a is None or b is None else b - a}
 

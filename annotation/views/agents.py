@@ -253,7 +253,11 @@ def compare(request):
         raise ValidationFailed(detail, [{"field": name, "message": "required"} for name in missing])
     first, second = (actions.check_run_readable(request.user, int(value)) for value in ids)
     table = actions.compare_tables(actions.score_table(first), actions.score_table(second))
-    return render(request, "agents/compare.html", {"a": first, "b": second, "table": table})
+    samples = actions.sample_differences(first, second)
+    for row in table["rows"]:
+        row["other_instances"] = row["task"] in samples["tasks"]
+    context = {"a": first, "b": second, "table": table, "samples": samples}
+    return render(request, "agents/compare.html", context)
 
 
 # --- A project's model endpoints and a new run (researchers and admins of the project) ------------------

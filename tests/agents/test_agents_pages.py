@@ -95,6 +95,7 @@ def test_the_run_page_shows_the_table_and_the_instance_page_the_fields_gold_and_
 
     a, b = oracle.results["overall"], nothing.results["overall"]
     assert f"<td>{a:.4f}</td><td>{b:.4f}</td><td>{b - a:.4f}</td>" in text
+    assert 'id="sample-warning"' not in text  # the same instances
     assert 'data-task="Form task"' in text
     ceilings = oracle.results["ceiling"]["overall"], nothing.results["ceiling"]["overall"]
     assert (
@@ -131,6 +132,26 @@ def test_only_researchers_and_admins_of_the_project_see_runs(client, alpha, beta
     assert all(client.get(url).status_code == 200 for url in urls)
     client.logout()
     assert client.get(f"/agents/runs/{run.pk}/").status_code == 302  # to sign in
+
+
+def test_compare_warns_when_the_runs_scored_different_instances_naming_what_differs(client, researcher, runs):
+    oracle = runs["oracle"][0]
+    other = AgentRun.objects.get(pk=runs["do-nothing"][0].pk)
+    other.pk, other.seed, other.instances_per_task, other.sampled = None, 7, 1, {"Form task": [1]}
+    other.save()
+    client.force_login(researcher)
+    text = client.get("/agents/compare/", {"a": oracle.pk, "b": other.pk}).content.decode()
+    warning = text.split('id="sample-warning">', 1)[1].split("</p>", 1)[0]
+    assert warning.startswith("The runs scored different instances (seed (1, 7); instances per task (all, 1)):")
+    assert "in the tasks marked ≠" in warning
+    assert 'data-task="Form task"><th>Form task <span class="other-instances"' in text
+    # Another seed drawing the same instances (here: all of them) is no difference.
+    other.sampled = oracle.sampled
+    other.instances_per_task = None
+    other.save()
+    same = client.get("/agents/compare/", {"a": oracle.pk, "b": other.pk}).content.decode()
+    assert 'id="sample-warning"' not in same
+    assert 'class="other-instances"' not in same
 
 
 def test_compare_without_two_runs_is_a_400_naming_what_to_choose(client, researcher):
