@@ -1,12 +1,12 @@
-"""The results of agent runs in the web app (session): the runs you may read, one run's score table (task × field
-type, ``all``, overall), one instance's fields with the page screenshot and the gold answers, and two runs side by
-side. Researchers and admins of the run's project only; its other roles get a 403, anyone else a 404. A queued or running run is
-cancelled from its page by the one who started it or a project admin (403 for other researchers), and a failed,
-cancelled or budget-stopped run resumed by them the same way. A project's researchers and admins also add model
-endpoints and use any of them (the key is write-only: never filled back); only an endpoint's owner or a project
-admin changes or removes it (others read it, 403 on a change). They read the project's model limits, which its
-admins change, and start a run from a form (other roles 403, people outside the project 404). Thin:
-``actions.agents``, ``actions.endpoints``, ``actions.exports.jobs``."""
+"""The results of agent runs in the web app (session): the runs you may read, one run's score table (task × field type,
+``all``, overall), one instance's fields with the page screenshot and the gold answers, and two runs side by side.
+Researchers and admins of the run's project only; its other roles get a 403, anyone else a 404. A queued or running
+run is cancelled from its page by the one who started it or a project admin (403 for other researchers), and a
+failed, cancelled or budget-stopped run resumed by them the same way. A project's researchers and admins also add
+model endpoints and use any of them (the key is write-only: never filled back); only an endpoint's owner or a project
+admin changes or removes it (others read it, 403 on a change). They read the project's model limits, which its admins
+change, and start a run from a form (other roles 403, people outside the project 404). Thin: ``actions.agents``,
+``actions.endpoints``, ``actions.exports.jobs``."""
 
 from django import forms
 from django.contrib import messages
