@@ -56,6 +56,7 @@ MAX_IN_FLIGHT = 64
 MAX_RETRY_AFTER = 120.0  # seconds: a longer Retry-After is waited for this long, then asked again
 MAX_REPLY_BYTES = 4 * 1024 * 1024  # the most of a reply read, unless the endpoint says otherwise
 MAX_REPLY_BYTES_LIMIT = 256 * 1024 * 1024
+MAX_USAGE_TOKENS = 10**9  # the most tokens one answer may report (in or out); past it the figure is unknown (0)
 
 
 class EndpointError(Exception):
@@ -383,8 +384,8 @@ class ChatClient:
                     self.cache_hits += 1
                 return Completion(
                     self._kept(stored["text"]),
-                    stored.get("tokens_in", 0),
-                    stored.get("tokens_out", 0),
+                    _count(stored.get("tokens_in", 0)),
+                    _count(stored.get("tokens_out", 0)),
                     stored.get("seconds", 0.0),
                     True,
                 )
@@ -487,4 +488,7 @@ def _in_chain(error: BaseException, kind: type):
 
 
 def _count(value) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0
+    """A token count the endpoint reported, if it is a whole number from 0 to ``MAX_USAGE_TOKENS``; anything else
+    (negative, a float, a bool, a string, absurdly large) is unknown and counts 0, so a hostile figure can neither
+    overflow a stored count nor spend the budget."""
+    return value if type(value) is int and 0 <= value <= MAX_USAGE_TOKENS else 0

@@ -27,7 +27,14 @@ from ..models import (
     Task,
 )
 from . import queue
-from .endpoints import capped_default, chat_endpoint, check_endpoint_for_project, check_within_limit, model_limits
+from .endpoints import (
+    capped_default,
+    chat_endpoint,
+    check_endpoint_for_project,
+    check_not_other_role,
+    check_within_limit,
+    model_limits,
+)
 from .errors import Conflict, NotFound, invalid
 from .exports.jobs import EXPORT_ROLES, check_job_cancellable, enqueue
 from .forms.splits import split_names, split_tasks
@@ -260,10 +267,23 @@ def runs_readable_by(user):
     )
 
 
+def check_split_filter(user, split: str | None) -> None:
+    """``?split=`` of the run list must be a split a run of yours may take or took (a 400 naming it otherwise,
+    docs/api.md: a filter that can match nothing)."""
+    if not split:
+        return
+    projects = Project.objects.for_user(user, EXPORT_ROLES)
+    known = {name for project in projects for name in split_names(project)}
+    known |= set(runs_readable_by(user).values_list("split", flat=True).distinct())
+    if split not in known:
+        raise invalid("split", f"no run of yours can have split {split!r}; expected one of: {', '.join(sorted(known))}")
+
+
 def check_run_readable(user, run_id) -> AgentRun:
-    """The run, or NotFound for anyone who is not a researcher or admin of its project (nothing is revealed)."""
+    """The run; Forbidden for its project's other roles, NotFound outside it (nothing is revealed)."""
     run = runs_readable_by(user).filter(pk=run_id).first()
     if run is None:
+        check_not_other_role(user, AgentRun.objects, run_id)
         raise NotFound(f"no agent run {run_id} among yours")
     return run
 
@@ -346,6 +366,29 @@ def compare_tables(first: dict, second: dict) -> dict:
             [row["task"] for row in second["summary"]["tasks_unscorable"]],
         ),
     }
+
+
+def sample_differences(first: AgentRun, second: AgentRun) -> dict:
+    """Whether two runs scored different instances, for compare's warning: ``{"what": [...], "tasks": [...]}``,
+    ``what`` naming the settings that differ (project, split, seed, instances per task, tasks, or just the
+    instances drawn), ``tasks`` those whose drawn instances differ (their B − A compares different instances).
+    Runs that drew the same instances (e.g. all of them, whatever the seed) have nothing to name."""
+    a, b = first.sampled or {}, second.sampled or {}
+    tasks = sorted(t for t in set(a) | set(b) if sorted(a.get(t, [])) != sorted(b.get(t, []))) if a and b else []
+    if a and b and not tasks:
+        return {"what": [], "tasks": []}
+    settings_of = {
+        "project": lambda run: run.project.name,
+        "split": lambda run: run.split,
+        "seed": lambda run: run.seed,
+        "instances per task": lambda run: run.instances_per_task or "all",
+    }
+    what = [f"{name} ({get(first)}, {get(second)})" for name, get in settings_of.items() if get(first) != get(second)]
+    if a and b and set(a) != set(b):
+        what.append("tasks")
+    if tasks and not what:
+        what.append("the instances drawn")
+    return {"what": what, "tasks": tasks}
 
 
 def pair(a, b) -> dict:

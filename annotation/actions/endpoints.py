@@ -24,12 +24,30 @@ from ..lib import redact
 from ..models import ModelEndpoint, ModelLimits, Project, Role
 from .errors import Conflict, Forbidden, ValidationFailed, invalid
 from .exports.jobs import EXPORT_ROLES
+from .manage.access import check_project_role
 
 ENDPOINT_FIELDS = ("url", "model", "key", "vision")
 MAX_KEY_LENGTH = 4096
 URL_CHANGE_NOTE = "Changing the URL removes the stored key unless a new key is given with it."
+MODELS_CANNOT = "use agents and models (researchers and admins only)"  # what other roles of a project are told
 
 # --- Endpoints ---------------------------------------------------------------------------------------------------
+
+
+def check_project_for_models(user, project_name) -> Project:
+    """The project where ``user`` may run agents and models, read or set its endpoints and limits: 404 for
+    non-members, 403 naming the roles that may for its other roles."""
+    return check_project_role(user, project_name, EXPORT_ROLES, MODELS_CANNOT)
+
+
+def check_not_other_role(user, jobs, pk) -> None:
+    """Forbidden when ``pk`` is one of ``jobs`` (agent or prediction runs) in a project where ``user`` has a role that
+    may not read it: the caller answers 404 otherwise (outside your projects nothing is revealed)."""
+    if not str(pk).isdigit():
+        return
+    job = jobs.filter(pk=int(pk), project__in=Project.objects.for_user(user)).select_related("project").first()
+    if job is not None:
+        raise Forbidden(f"your role in {job.project.name!r} cannot {MODELS_CANNOT}")
 
 
 def check_endpoint_address(url: str) -> None:

@@ -14,7 +14,13 @@ from ..lib.splits import SPLITS
 from ..lib.weblinx_turns import DEFAULT_TURN_SET, TURN_SETS
 from ..models import ExportFormat, PredictionRun, Project
 from . import queue
-from .endpoints import capped_default, check_endpoint_for_project, check_within_limit, model_limits
+from .endpoints import (
+    capped_default,
+    check_endpoint_for_project,
+    check_not_other_role,
+    check_within_limit,
+    model_limits,
+)
 from .endpoints import chat_endpoint as endpoint_for_run
 from .errors import NotFound, ValidationFailed, invalid
 from .exports.jobs import EXPORT_ROLES, check_choice, enqueue
@@ -115,9 +121,17 @@ def runs_readable_by(user):
     return PredictionRun.objects.filter(project__in=projects).select_related("project", "owner")
 
 
+def check_split_filter(split: str | None) -> None:
+    """``?split=`` of the run list must be a WebLINX or Mind2Web split (a 400 naming it otherwise)."""
+    known = sorted({name for names in SPLITS.values() for name in names})
+    if split and split not in known:
+        raise invalid("split", f"unknown split {split!r}; expected one of: {', '.join(known)}")
+
+
 def check_run_readable(user, run_id) -> PredictionRun:
     run = runs_readable_by(user).filter(pk=run_id).first() if isinstance(run_id, int) else None
     if run is None:
+        check_not_other_role(user, PredictionRun.objects, run_id)
         raise NotFound(f"no prediction run {run_id}")
     return run
 

@@ -1,12 +1,12 @@
-"""The results of agent runs in the web app (session): the runs you may read, one run's score table (task × field
-type, ``all``, overall), one instance's fields with the page screenshot and the gold answers, and two runs side by
-side. Researchers and admins of the run's project only; anyone else gets a 404. A queued or running run is
-cancelled from its page by the one who started it or a project admin (403 for other researchers), and a failed,
-cancelled or budget-stopped run resumed by them the same way. A project's researchers and admins also add model
-endpoints and use any of them (the key is write-only: never filled back); only an endpoint's owner or a project
-admin changes or removes it (others read it, 403 on a change). They read the project's model limits, which its
-admins change, and start a run from a form (other roles 403, people outside the project 404). Thin:
-``actions.agents``, ``actions.endpoints``, ``actions.exports.jobs``."""
+"""The results of agent runs in the web app (session): the runs you may read, one run's score table (task × field type,
+``all``, overall), one instance's fields with the page screenshot and the gold answers, and two runs side by side.
+Researchers and admins of the run's project only; its other roles get a 403, anyone else a 404. A queued or running
+run is cancelled from its page by the one who started it or a project admin (403 for other researchers), and a
+failed, cancelled or budget-stopped run resumed by them the same way. A project's researchers and admins also add
+model endpoints and use any of them (the key is write-only: never filled back); only an endpoint's owner or a project
+admin changes or removes it (others read it, 403 on a change). They read the project's model limits, which its admins
+change, and start a run from a form (other roles 403, people outside the project 404). Thin: ``actions.agents``,
+``actions.endpoints``, ``actions.exports.jobs``."""
 
 from django import forms
 from django.contrib import messages
@@ -22,7 +22,6 @@ from ..actions.agents import RUN_MODEL_SETTINGS
 from ..actions.endpoints import LIMITS, URL_CHANGE_NOTE
 from ..actions.errors import Conflict
 from ..actions.exports import jobs
-from ..actions.manage.access import check_project_role
 from ..lib.redact import without_userinfo
 from ..models import AgentMetric, ModelEndpoint, ModelLimits, Project, Role
 from .exports.pages import cancel_from_page
@@ -254,7 +253,11 @@ def compare(request):
         raise ValidationFailed(detail, [{"field": name, "message": "required"} for name in missing])
     first, second = (actions.check_run_readable(request.user, int(value)) for value in ids)
     table = actions.compare_tables(actions.score_table(first), actions.score_table(second))
-    return render(request, "agents/compare.html", {"a": first, "b": second, "table": table})
+    samples = actions.sample_differences(first, second)
+    for row in table["rows"]:
+        row["other_instances"] = row["task"] in samples["tasks"]
+    context = {"a": first, "b": second, "table": table, "samples": samples}
+    return render(request, "agents/compare.html", context)
 
 
 # --- A project's model endpoints and a new run (researchers and admins of the project) ------------------
@@ -262,7 +265,7 @@ def compare(request):
 
 def agents_project(request, name: str):
     """``(project, your role)`` for a researcher or admin of the project; 404 outside it, 403 for other roles."""
-    project = check_project_role(request.user, name, jobs.EXPORT_ROLES, "run agents (needs researcher or admin)")
+    project = endpoint_actions.check_project_for_models(request.user, name)
     return project, project.role_of(request.user)
 
 

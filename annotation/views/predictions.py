@@ -1,6 +1,7 @@
 """Prediction runs in the web app (session; the agents area): the runs you may read with a form to start one,
 one run (its settings, usage, scores, the answers that could not be read, its predictions file), cancelling, and
-two runs' scores side by side. Researchers and admins of the project only; anyone else gets a 404. Thin:
+two runs' scores side by side. Researchers and admins of the project only; its other roles
+get a 403, anyone else a 404. Thin:
 ``actions.predictions``, ``actions.endpoints``, ``actions.exports.jobs``."""
 
 import json
@@ -44,7 +45,7 @@ def numbers_from(post) -> dict:
 def run_list(request):
     if request.method == "POST":
         with refusals_as_messages(request):
-            project = jobs.check_project_for_export(request.user, request.POST.get("project", ""))
+            project = endpoint_actions.check_project_for_models(request.user, request.POST.get("project", ""))
             run = actions.do_create_prediction_run(
                 request.user,
                 project,

@@ -16,6 +16,7 @@ from annotation.models import (
 )
 
 from ..exports.serializers import JobFieldsMixin
+from ..serializers import RejectUnknownFieldsMixin
 
 
 class AgentRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
@@ -69,7 +70,7 @@ class AgentRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
         return self.context["request"].build_absolute_uri(f"/agents/runs/{run.pk}/")
 
 
-class AgentRunCreateSerializer(serializers.Serializer):
+class AgentRunCreateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     project = serializers.SlugField(help_text="A project where you are a researcher or admin.")
     split = serializers.CharField(
         required=False,
@@ -147,7 +148,7 @@ class AgentRunCreateSerializer(serializers.Serializer):
     )
 
 
-class AgentRunResumeSerializer(serializers.Serializer):
+class AgentRunResumeSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     budget_requests = serializers.IntegerField(
         required=False, default=None, allow_null=True, min_value=1, max_value=MAX_BUDGET
     )
@@ -218,7 +219,7 @@ class ModelEndpointSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ModelEndpointCreateSerializer(serializers.Serializer):
+class ModelEndpointCreateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     project = serializers.SlugField(help_text="A project where you are a researcher or admin.")
     name = serializers.SlugField(max_length=64, help_text="Unique in the project.")
     url = serializers.CharField(max_length=500, help_text="The base URL, e.g. http://127.0.0.1:8000/v1.")
@@ -235,7 +236,7 @@ class ModelEndpointCreateSerializer(serializers.Serializer):
     vision = serializers.BooleanField(required=False, default=False)
 
 
-class ModelEndpointChangeSerializer(serializers.Serializer):
+class ModelEndpointChangeSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     url = serializers.CharField(max_length=500, required=False, help_text=URL_CHANGE_NOTE)
     model = serializers.CharField(max_length=200, required=False)
     key = serializers.CharField(
@@ -265,7 +266,7 @@ def _limit_field(name: str) -> serializers.Field:
     return kind(required=False, min_value=low, max_value=high, help_text=f"The most {label}.")
 
 
-class ModelLimitsChangeSerializer(serializers.Serializer):
+class ModelLimitsChangeSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     """The limits to change (absent ones stay as they are)."""
 
     max_tokens = _limit_field("max_tokens")
@@ -323,7 +324,7 @@ class PredictionRunSerializer(JobFieldsMixin, serializers.ModelSerializer):
         return self.context["request"].build_absolute_uri(f"/agents/predictions/{run.pk}/")
 
 
-class PredictionRunCreateSerializer(serializers.Serializer):
+class PredictionRunCreateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     project = serializers.SlugField(help_text="A project where you are a researcher or admin.")
     format = serializers.CharField(help_text="weblinx or mind2web.")
     split = serializers.CharField(help_text="A split of the format (valid, test_iid, ...; train, test_task, ...).")

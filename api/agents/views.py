@@ -3,6 +3,7 @@ scores and every field's result; a project's model endpoints (its researchers ad
 owner or a project admin changes or removes it) and its model limits (its admins change them); prediction runs.
 Researchers and admins of the project only (as exports and evaluations)."""
 
+from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -19,11 +20,27 @@ from ..serializers import error_responses
 from . import serializers as a
 
 ERRORS = error_responses(400, 403, 404, 409)
+
+
+class OtherRolesForbiddenMixin:
+    """A run of a project where you have another role is a 403 naming the roles that may read it (api.md: 403 your
+    role cannot); outside your projects it stays a 404."""
+
+    def get_object(self):
+        try:
+            return super().get_object()
+        except Http404:
+            endpoint_actions.check_not_other_role(self.request.user, self.model.objects, self.kwargs.get("pk"))
+            raise
+
+
 PREDICTIONS_FILE = {"type": "array", "items": {"type": "object", "additionalProperties": True}}
 
 
 @extend_schema_view(retrieve=extend_schema(responses={200: a.AgentRunSerializer, 404: ERRORS[404]}))
-class AgentRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class AgentRunViewSet(
+    OtherRolesForbiddenMixin, JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
+):
     """Agent runs: a Celery job per run, on a worker with its own headless Chromium."""
 
     model = AgentRun
@@ -33,6 +50,10 @@ class AgentRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnl
     def get_queryset(self):
         return super().get_queryset().select_related("endpoint")
 
+    def list(self, request, *args, **kwargs):
+        agent_actions.check_split_filter(request.user, request.query_params.get("split"))
+        return super().list(request, *args, **kwargs)
+
     @extend_schema(request=a.AgentRunCreateSerializer, responses={202: a.AgentRunSerializer, **ERRORS})
     def create(self, request):
         """Start a run; 202 with the run. Poll it for progress; its results fill in when it is done. An llm run
@@ -41,7 +62,7 @@ class AgentRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnl
         form = a.AgentRunCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        project = actions.check_project_for_export(request.user, data["project"])
+        project = endpoint_actions.check_project_for_models(request.user, data["project"])
         run = actions.do_create_agent_run(
             request.user,
             project,
@@ -112,7 +133,7 @@ class ModelEndpointViewSet(viewsets.ReadOnlyModelViewSet):
         form = a.ModelEndpointCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = dict(form.validated_data)
-        project = actions.check_project_for_export(request.user, data.pop("project"))
+        project = endpoint_actions.check_project_for_models(request.user, data.pop("project"))
         endpoint = endpoint_actions.do_create_model_endpoint(request.user, project, **data)
         return Response(self.get_serializer(endpoint).data, status=status.HTTP_201_CREATED)
 
@@ -168,12 +189,12 @@ class ModelLimitsViewSet(viewsets.GenericViewSet):
 
     def retrieve(self, request, project=None):
         """The project's limits (its defaults until an admin changes one)."""
-        found = actions.check_project_for_export(request.user, project)
+        found = endpoint_actions.check_project_for_models(request.user, project)
         return Response(a.ModelLimitsSerializer(endpoint_actions.model_limits(found)).data)
 
     def partial_update(self, request, project=None):
         """Change some limits (a project admin); each out of its range is a 400 naming it."""
-        found = actions.check_project_for_export(request.user, project)
+        found = endpoint_actions.check_project_for_models(request.user, project)
         endpoint_actions.check_limits_changeable(request.user, found)
         form = a.ModelLimitsChangeSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -182,13 +203,19 @@ class ModelLimitsViewSet(viewsets.GenericViewSet):
 
 
 @extend_schema_view(retrieve=extend_schema(responses={200: a.PredictionRunSerializer, 404: ERRORS[404]}))
-class PredictionRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class PredictionRunViewSet(
+    OtherRolesForbiddenMixin, JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
+):
     """Model predictions for a WebLINX or Mind2Web split of a project, from one of its model endpoints, evaluated
     in the same job. Researchers and admins of the project."""
 
     model = PredictionRun
     serializer_class = a.PredictionRunSerializer
     filterset_fields = {"project__name": ["exact"], "status": ["exact"], "format": ["exact"], "split": ["exact"]}
+
+    def list(self, request, *args, **kwargs):
+        prediction_actions.check_split_filter(request.query_params.get("split"))
+        return super().list(request, *args, **kwargs)
 
     @extend_schema(request=a.PredictionRunCreateSerializer, responses={202: a.PredictionRunSerializer, **ERRORS})
     def create(self, request):
@@ -198,7 +225,7 @@ class PredictionRunViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.Re
         form = a.PredictionRunCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = dict(form.validated_data)
-        project = actions.check_project_for_export(request.user, data.pop("project"))
+        project = endpoint_actions.check_project_for_models(request.user, data.pop("project"))
         fmt, split, endpoint, evaluate = (
             data.pop("format"),
             data.pop("split"),

@@ -42,6 +42,9 @@ def form_batch(alpha):
         ({"solver": "python:agents.solvers:load_solver"}, "solver", "is not a subclass of agents.harness.Solver"),
         ({"solver": "python:agents.solvers:Nope"}, "solver", "cannot load solver"),
         ({"solver": "python:agents.nowhere:Solver"}, "solver", "cannot load solver"),
+        # A typo is never quietly dropped: every unknown field is named.
+        ({"sead": 3, "instance": 2}, "sead", "unknown field; allowed: browsers, budget_requests"),
+        ({"instance": 2, "seed": -1}, "instance", "greater than or equal to 0"),
     ],
 )
 def test_a_bad_request_is_a_400_naming_the_field_and_stores_nothing(
@@ -109,12 +112,31 @@ def test_only_researchers_and_admins_of_the_project_start_see_or_cancel_runs(
         run_id = api_for(researcher).post(RUNS, {"project": "alpha", "solver": "oracle"}, format="json").json()["id"]
     other = api_for(request.getfixturevalue(who))
 
-    assert other.post(RUNS, {"project": "alpha", "solver": "oracle"}, format="json").status_code == status
-    assert other.get(f"{RUNS}{run_id}/").status_code == 404
-    assert other.get(f"{RUNS}{run_id}/fields/").status_code == 404
-    assert other.post(f"{RUNS}{run_id}/cancel/").status_code == 404
+    started = other.post(RUNS, {"project": "alpha", "solver": "oracle"}, format="json")
+    assert started.status_code == status
+    # Another role of the run's project: 403 saying who may (docs/api.md); outside the project: 404.
+    assert other.get(f"{RUNS}{run_id}/").status_code == status
+    assert other.get(f"{RUNS}{run_id}/fields/").status_code == status
+    assert other.post(f"{RUNS}{run_id}/cancel/").status_code == status
+    if status == 403:
+        assert (
+            started.json()["detail"]
+            == "your role in 'alpha' cannot use agents and models (researchers and admins only)"
+        )
+        assert other.get(f"{RUNS}{run_id}/").json()["detail"] == started.json()["detail"]
+        assert signed_in(request.getfixturevalue(who)).get(f"/agents/runs/{run_id}/").status_code == 403
+    assert other.get(f"{RUNS}{run_id + 1}/").status_code == 404
     assert other.get(RUNS).json()["results"] == []
     assert AgentRun.objects.get().status == JobStatus.QUEUED
+
+
+def test_a_split_filter_no_run_of_yours_can_have_is_a_400_naming_it(researcher, api_for, form_batch):
+    client = api_for(researcher)
+    assert client.get(RUNS, {"split": "test_easy"}).status_code == 200
+    refused = client.get(RUNS, {"split": "zzz"})
+    assert refused.status_code == 400
+    assert refused.json()["errors"][0]["field"] == "split"
+    assert "expected one of: all, test_easy, train" in refused.json()["detail"]
 
 
 EVALUATIONS = "/api/evaluations/"

@@ -171,6 +171,24 @@ def test_bad_settings_are_a_400_naming_the_field_and_store_nothing(researcher, a
     assert not ModelEndpoint.objects.exists()
 
 
+def test_an_unknown_field_is_a_400_naming_it_so_a_mistyped_key_never_quietly_stores_none(researcher, api_for, alpha):
+    client = api_for(researcher)
+    typo = {**body(), "kee": "typo-key-12345678"}
+    del typo["key"]
+    refused = client.post(ENDPOINTS, typo, format="json")
+    assert refused.status_code == 400, refused.json()
+    assert refused.json()["errors"] == [{"field": "kee", "message": "unknown field; allowed: " + ALLOWED}]
+    assert not ModelEndpoint.objects.exists()
+    endpoint = add(client)
+    changed = client.patch(f"{ENDPOINTS}{endpoint['id']}/", {"kee": "typo", "vision": "maybe"}, format="json")
+    assert changed.status_code == 400
+    assert sorted(error["field"] for error in changed.json()["errors"]) == ["kee", "vision"]
+    assert ModelEndpoint.objects.get().key == KEY
+
+
+ALLOWED = "key, model, name, project, url, vision"
+
+
 @pytest.mark.parametrize("url", ["http://[::1/v1", "http://]x/v1", "http://[fe80::1%25eth0/v1"])
 def test_a_url_that_cannot_be_read_is_a_400_naming_it(researcher, api_for, url):
     client = api_for(researcher)

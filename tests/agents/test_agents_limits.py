@@ -84,6 +84,10 @@ def test_the_list_holds_the_limits_of_the_projects_you_run_models_in(team, api_f
 def test_reviewers_annotators_and_other_projects_neither_read_nor_change_the_limits(team, api_for, who, status):
     client = api_for(team[who])
     assert client.get(LIMITS).status_code == status
+    if status == 403:  # the reason names who may, not another permission
+        assert (
+            client.get(LIMITS).json()["detail"].endswith("cannot use agents and models (researchers and admins only)")
+        )
     assert client.patch(LIMITS, {"max_tokens": 9}, format="json").status_code == status
     page = browser(team[who])
     assert page.get(PAGE).status_code == status
@@ -113,6 +117,15 @@ def test_a_limit_out_of_range_is_a_400_naming_it_on_the_api_and_the_page(team, a
     assert page.status_code == 400
     errors = page.content.decode().split(f'id="id_{field}"', 1)[1].split("</label>", 1)[0]
     assert 'class="errorlist' in errors
+    assert not ModelLimits.objects.exists()
+
+
+def test_an_unknown_limit_is_a_400_naming_it_and_nothing_changes(team, api_for):
+    response = api_for(team["ada"]).patch(LIMITS, {"max_token": 512, "max_browsers": 2}, format="json")
+    assert response.status_code == 400, response.json()
+    (error,) = response.json()["errors"]
+    assert error["field"] == "max_token"
+    assert error["message"].startswith("unknown field; allowed: max_browsers, max_in_flight, max_instances")
     assert not ModelLimits.objects.exists()
 
 

@@ -5,7 +5,13 @@ are; on a real page in headless Chromium, every call the ``llm`` solver cannot a
 names or an entry of the instance's ``unapplied`` list with its line and why (an upper-cased name says which name
 the page has), and prose is nobody's error."""
 
+import re
+import string
+import unicodedata
+
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from agents import answers
 from agents.answers import MAX_ANSWER_CHARS, cut_answer, redact_answer
@@ -29,10 +35,60 @@ HELLO = [{"role": "user", "content": "Fill the form, please."}]
         ("modify_radio('grade', '1') and k", "1", "modify_radio('grade', '1') and k"),  # a short key: a placeholder
         ("modify_radio('x', 'on')", "on", "modify_radio('x', 'on')"),  # masking it would change the answer
         ("nothing to mask", "", "nothing to mask"),
+        # Disguised: another case, a zero-width space or spaces between characters, literal \\u escapes.
+        (f"say {KEY.upper()}!", KEY, "say [key]!"),
+        (f"'{KEY[:5]}\u200b{KEY[5:]}'", KEY, "'[key]'"),
+        (f"key: {' '.join(KEY)}.", KEY, "key: [key]."),
+        ("".join(f"\\u{ord(c):04x}" for c in KEY) + " end", KEY, "[key] end"),
+        ("".join(f"\\u{ord(c):04X}" for c in KEY.upper()), KEY, "[key]"),
+        (f"{KEY[:-1]} is not it", KEY, f"{KEY[:-1]} is not it"),  # a part of the key is no key
+        ("s k i p p i n g", "skipping", "[key]"),  # 8 characters: masked
+        ("s k i p p e d", "skipped", "s k i p p e d"),  # 7: a placeholder, never masked
     ],
 )
 def test_an_answer_is_redacted_of_the_key_wherever_it_stands(text, key, kept):
     assert redact_answer(text, key) == kept
+
+
+SEPARATORS = [" ", "\t", "\n", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e"]
+KEYS = st.text(alphabet=string.ascii_letters + string.digits + "-_.", min_size=answers.LONG_KEY, max_size=40)
+TEXT = st.text(
+    alphabet=string.ascii_letters + string.digits + string.punctuation.replace("[", "") + "".join(SEPARATORS)
+)
+
+
+def normal(text: str) -> str:
+    """What redaction compares: literal \\u escapes decoded, separators (whitespace, Cf) dropped, lower case."""
+    decoded = re.sub(r"\\[uU]([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text)
+    return "".join(c for c in decoded if not (c.isspace() or unicodedata.category(c) == "Cf")).lower()
+
+
+@st.composite
+def disguised(draw, key):
+    """The key in another case, with separators between its characters and some of them as \\u escapes."""
+    case = draw(st.sampled_from([str, str.upper, str.lower, str.swapcase]))
+    out = []
+    for index, c in enumerate(case(key)):
+        if index:
+            out.append("".join(draw(st.lists(st.sampled_from(SEPARATORS), max_size=3))))
+        out.append(draw(st.sampled_from([c, f"\\u{ord(c):04x}", f"\\u{ord(c):04X}"])))
+    return "".join(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), key=KEYS, before=TEXT, after=TEXT)
+def test_a_disguised_key_never_survives_redaction(data, key, before, after):
+    text = before + data.draw(disguised(key)) + after
+    kept = redact_answer(text, key)
+    assert "[key]" in kept
+    assert normal(key) not in normal(kept)
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=KEYS, text=TEXT)
+def test_text_without_the_key_is_unchanged(key, text):
+    assume(normal(key) not in normal(text))
+    assert redact_answer(text, key) == text
 
 
 def test_a_long_answer_is_cut_at_the_cap_saying_how_much_was_cut():

@@ -310,3 +310,37 @@ def test_without_private_addresses_the_address_connected_to_is_checked_and_nothi
     assert "was not contacted: its host is or resolves to a loopback address" in raised.value.reason
     assert model.answered() == 0
     assert ChatClient(Endpoint(url, "stand-in", KEY, timeout=5)).complete(HELLO).text  # allowed: it is there
+
+
+@pytest.mark.parametrize(
+    ("usage", "counted"),
+    [
+        ({"prompt_tokens": -1e12, "completion_tokens": 1e18}, (0, 0)),
+        ({"prompt_tokens": 10**18, "completion_tokens": -5}, (0, 0)),
+        ({"prompt_tokens": True, "completion_tokens": "12"}, (0, 0)),
+        ({"prompt_tokens": 12.0, "completion_tokens": 10**9 + 1}, (0, 0)),
+        ({"prompt_tokens": 10**9, "completion_tokens": 7}, (10**9, 7)),
+        ("lots", (0, 0)),
+    ],
+)
+def test_a_token_count_that_is_not_a_whole_number_up_to_the_bound_counts_as_unknown(usage, counted):
+    """Hostile usage figures neither overflow a stored count nor spend the budget; the answer is used."""
+    body = json.dumps({**CHAT, "usage": usage}).encode()
+    with loopback_server(lambda request: (200, {"Content-Type": "application/json"}, body)) as server:
+        client = ChatClient(Endpoint(f"{server.url}/v1", "m", KEY, timeout=5), budget=Budget(max_tokens=10**10))
+        completion = client.complete(HELLO)
+    assert completion.text == "ok"
+    assert (completion.tokens_in, completion.tokens_out) == counted
+    assert client.budget.tokens == sum(counted)
+    assert llm.MAX_USAGE_TOKENS == 10**9
+
+
+def test_a_cached_answer_with_hostile_counts_counts_them_as_unknown(model):
+    cache = {}
+    client = client_for(model, cache=cache)
+    client.complete(HELLO)
+    (stored,) = cache.values()
+    stored.update(tokens_in=10**18, tokens_out=-3)
+    again = client_for(model, cache=cache).complete(HELLO)
+    assert again.cached
+    assert (again.tokens_in, again.tokens_out) == (0, 0)

@@ -1,7 +1,7 @@
 """What an llm agent run keeps of a model's answers, on a real Celery worker with headless Chromium and the
-stand-in model on loopback: a model echoing its key (bare and as ``Bearer <key>``, typed into a field, quoted in a
-failing call and in a line no field takes) and answering 5 MB leaves the key in no table, page, API answer or
-log, and stores at most ``MAX_ANSWER_CHARS`` of the answer; the instance's page shows the first characters and
+stand-in model on loopback: a model echoing its key (bare, disguised, as ``Bearer <key>``, typed into a field,
+quoted in a failing call and in a line no field takes) and answering 5 MB leaves the key in no table, page, API
+answer or log, and stores at most ``MAX_ANSWER_CHARS`` of the answer; the instance's page shows the first characters and
 offers the whole, as stored, to the run's readers only; every call no field took is on the page and in the API
 with its line and why."""
 
@@ -19,6 +19,8 @@ from tests.support.jobs import poll_job
 pytestmark = [pytest.mark.browser, pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 RUNS = "/api/agent-runs/"
 KEY = "sk-echoed-TOP-SECRET-77bb99"
+# The key disguised (agents.answers.redact_answer): upper-cased, a zero-width space inside, spaced out, \\u escapes.
+DISGUISED = [KEY.upper(), f"{KEY[:6]}\u200b{KEY[6:]}", " ".join(KEY), "".join(f"\\u{ord(c):04x}" for c in KEY)]
 ANSWER = "\n".join(
     [
         "I will fill the form now.",
@@ -26,6 +28,7 @@ ANSWER = "\n".join(
         "modify_text('name', 'Bearer {key}')",
         "modify_radio('grade', '{key}')",
         "launch_rocket('{key}')",
+        *(f"# {disguised}" for disguised in DISGUISED),
         "# " + "y" * (5 * 1024 * 1024),
     ]
 )
@@ -118,3 +121,5 @@ def test_an_echoed_key_is_stored_and_shown_nowhere_and_a_5_mb_answer_is_kept_bou
         (tmp_path / "worker.log").read_text(errors="replace"),
     ]
     assert not [text[:80] for text in shown if KEY in text]
+    assert not [(text[:80], d) for text in shown for d in DISGUISED if d in text]
+    assert "\n# [key]\n# [key]\n# [key]\n# [key]\n" in row.answer

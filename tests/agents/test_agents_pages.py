@@ -95,6 +95,7 @@ def test_the_run_page_shows_the_table_and_the_instance_page_the_fields_gold_and_
 
     a, b = oracle.results["overall"], nothing.results["overall"]
     assert f"<td>{a:.4f}</td><td>{b:.4f}</td><td>{b - a:.4f}</td>" in text
+    assert 'id="sample-warning"' not in text  # the same instances
     assert 'data-task="Form task"' in text
     ceilings = oracle.results["ceiling"]["overall"], nothing.results["ceiling"]["overall"]
     assert (
@@ -118,19 +119,39 @@ def test_only_researchers_and_admins_of_the_project_see_runs(client, alpha, beta
         f"/agents/runs/{run.pk}/instances/{row.pk}/screenshot.png",
         f"/agents/compare/?a={run.pk}&b={runs['do-nothing'][0].pk}",
     )
-    for username, project, role in [
-        ("stranger", beta, Role.RESEARCHER),
-        ("annotator", alpha, Role.ANNOTATOR),
-        ("reviewer2", alpha, Role.REVIEWER),
+    for username, project, role, status in [
+        ("stranger", beta, Role.RESEARCHER, 404),
+        ("annotator", alpha, Role.ANNOTATOR, 403),  # another role of the run's project
+        ("reviewer2", alpha, Role.REVIEWER, 403),
     ]:
         client.force_login(make_user(username, project, role))
         for url in urls:
-            assert client.get(url).status_code == 404, (username, url)
+            assert client.get(url).status_code == status, (username, url)
         assert f'data-run="{run.pk}"' not in client.get("/agents/runs/").content.decode()
     client.force_login(make_user("admin2", alpha, Role.ADMIN))
     assert all(client.get(url).status_code == 200 for url in urls)
     client.logout()
     assert client.get(f"/agents/runs/{run.pk}/").status_code == 302  # to sign in
+
+
+def test_compare_warns_when_the_runs_scored_different_instances_naming_what_differs(client, researcher, runs):
+    oracle = runs["oracle"][0]
+    other = AgentRun.objects.get(pk=runs["do-nothing"][0].pk)
+    other.pk, other.seed, other.instances_per_task, other.sampled = None, 7, 1, {"Form task": [1]}
+    other.save()
+    client.force_login(researcher)
+    text = client.get("/agents/compare/", {"a": oracle.pk, "b": other.pk}).content.decode()
+    warning = text.split('id="sample-warning">', 1)[1].split("</p>", 1)[0]
+    assert warning.startswith("The runs scored different instances (seed (1, 7); instances per task (all, 1)):")
+    assert "in the tasks marked ≠" in warning
+    assert 'data-task="Form task"><th>Form task <span class="other-instances"' in text
+    # Another seed drawing the same instances (here: all of them) is no difference.
+    other.sampled = oracle.sampled
+    other.instances_per_task = None
+    other.save()
+    same = client.get("/agents/compare/", {"a": oracle.pk, "b": other.pk}).content.decode()
+    assert 'id="sample-warning"' not in same
+    assert 'class="other-instances"' not in same
 
 
 def test_compare_without_two_runs_is_a_400_naming_what_to_choose(client, researcher):

@@ -187,6 +187,7 @@ def test_the_page_starts_a_run_and_bad_settings_are_named(world, api_for, django
         ({"format": "mind2web", "split": "train", "candidates": 99}, "candidates"),
         ({"format": "weblinx", "split": "valid", "turns": "some"}, "turns"),
         ({"format": "mind2web", "split": "train", "turns": "all"}, "turns"),
+        ({"format": "weblinx", "split": "valid", "max_token": 9}, "max_token"),
     ],
 )
 def test_a_bad_request_is_a_400_naming_the_field_and_stores_nothing(world, api_for, body, field):
@@ -206,7 +207,14 @@ def test_only_researchers_and_admins_of_the_project_start_or_see_runs(world, api
     assert start(api_for(people["olga"]), **body).status_code == 404
     run = PredictionRun.objects.create(project=project, owner=people["rex"], format="weblinx", split="valid")
     assert api_for(people["olga"]).get(f"{RUNS}{run.pk}/").status_code == 404
-    assert api_for(people["ann"]).get(f"{RUNS}{run.pk}/").status_code == 404
+    assert api_for(people["ann"]).get(f"{RUNS}{run.pk}/").status_code == 403  # another role of the project
+    annotator_page = Client()
+    annotator_page.force_login(people["ann"])
+    assert annotator_page.get(f"/agents/predictions/{run.pk}/").status_code == 403
+    assert api_for(people["rex"]).get(RUNS, {"split": "valid"}).status_code == 200
+    refused = api_for(people["rex"]).get(RUNS, {"split": "zzz"})
+    assert refused.status_code == 400
+    assert refused.json()["errors"][0]["field"] == "split"
     page = Client()
     page.force_login(people["olga"])
     assert page.get(f"/agents/predictions/{run.pk}/").status_code == 404
