@@ -311,7 +311,9 @@ class Recorder:
         try:
             return wait_until(drained, timeout, interval=0.5, message="upload queue drained")
         except TimeoutError as error:  # say what was still waiting
-            raise TimeoutError(f"{error}; the recorder's last status: {json.dumps(seen.get('status'))[:3000]}") from None
+            raise TimeoutError(
+                f"{error}; the recorder's last status: {json.dumps(seen.get('status'))[:3000]}"
+            ) from None
 
 
 # --------------------------------------------------------------------------------------------------------------
