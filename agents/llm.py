@@ -7,7 +7,8 @@ built on the ``openai`` package, for runs that last: importable without Django.
 - ``ChatClient.complete(messages)`` → ``Completion(text, tokens_in, tokens_out, seconds, cached)``. It retries 429
   and 5xx answers and timeouts with exponential backoff, honouring ``Retry-After``; it never follows a redirect
   (the key stays with its host); at most ``in_flight`` requests are open at once (one client is shared by the
-  threads of a run).
+  threads of a run). Once its ``stop`` event is set (a cancelled run) it sends nothing more: no request starts and
+  no try follows (``Stopped``); a request in flight runs out its timeout.
 - ``Budget``: at most so many requests and/or tokens per run; the request that would pass it raises
   ``BudgetExhausted`` before anything is sent, so a run stops cleanly.
 - The answer cache: a dict-like object (``get`` and ``__setitem__``, e.g. a dict, ``DirectoryCache``, or the
@@ -69,6 +70,10 @@ class EndpointError(Exception):
 
 class BudgetExhausted(Exception):
     """The run's budget of requests or tokens is spent: the run stops cleanly with what it has."""
+
+
+class Stopped(Exception):
+    """The run is stopping (the client's ``stop`` is set): no request is sent and no try is made again."""
 
 
 def check_url(url) -> str | None:
@@ -321,7 +326,9 @@ class _Retry(Exception):
 class ChatClient:
     """Asks ``endpoint`` for chat completions (see the module docstring). ``retries``: how many times a 429, 5xx
     or timeout is asked again, waiting ``backoff * 2**n`` seconds (at most ``max_backoff``) or what the answer's
-    ``Retry-After`` says. ``sleep`` is the waiting function (``time.sleep``; a cancellable wait in a job)."""
+    ``Retry-After`` says. ``sleep`` is the waiting function (``time.sleep``; a cancellable wait in a job). Once
+    ``stop`` (an event) is set, no request starts and no try follows one that failed: ``Stopped``; a wait between
+    tries ends at once."""
 
     def __init__(
         self,
@@ -333,8 +340,9 @@ class ChatClient:
         backoff: float = 1.0,
         max_backoff: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        stop: threading.Event | None = None,
     ):
-        self.endpoint = endpoint
+        self.endpoint, self.stop = endpoint, stop
         self.cache = cache
         self.budget = budget or Budget()
         self.retries, self.backoff, self.max_backoff, self.sleep = retries, backoff, max_backoff, sleep
@@ -389,6 +397,7 @@ class ChatClient:
                     stored.get("seconds", 0.0),
                     True,
                 )
+        self._check_stop()
         self.budget.take_request()
         started = time.perf_counter()
         try:
@@ -411,8 +420,10 @@ class ChatClient:
         while True:
             try:
                 with self._slots:
+                    self._check_stop()  # also after waiting for a slot
                     return self._ask(messages)
             except _Retry as retry:
+                self._check_stop()  # a stopping run's request that ran out its timeout is not asked again
                 if attempt >= self.retries:
                     raise EndpointError(f"{retry.reason}, still after {attempt + 1} tries") from None
                 wait = retry.wait
@@ -421,7 +432,19 @@ class ChatClient:
                 wait = min(wait, MAX_RETRY_AFTER)
                 log.info("model endpoint %s: %s; asking again in %.1f s", self._where(), retry.reason, wait)
                 attempt += 1
-                self.sleep(wait)
+                self._wait(wait)
+
+    def _check_stop(self) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise Stopped("the run is stopping: no more model requests")
+
+    def _wait(self, seconds: float) -> None:
+        """The wait before another try; a set ``stop`` ends it (and the tries) at once."""
+        if self.stop is not None and self.sleep is time.sleep:
+            self.stop.wait(seconds)
+        else:
+            self.sleep(seconds)
+        self._check_stop()
 
     def _where(self) -> str:
         parts = urllib.parse.urlsplit(self.endpoint.url)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from . import scoring
 from .actions import NUMERIC, Actions
 from .harness import FieldRequest, Solver, StopRun
-from .llm import BudgetExhausted, ChatClient, Completion, EndpointError
+from .llm import BudgetExhausted, ChatClient, Completion, EndpointError, Stopped
 from .turkle import TaskDir
 
 FIELD_ACTIONS = ("modify_text", "modify_checkbox", "modify_radio", "modify_select", "modify_range")
@@ -346,7 +346,7 @@ class LLMSolver(Solver):
         started = time.thread_time()
         try:
             answer = self.client.complete(self.messages(request))
-        except (EndpointError, BudgetExhausted) as error:
+        except (EndpointError, BudgetExhausted, Stopped) as error:
             raise StopRun(str(error), budget=isinstance(error, BudgetExhausted)) from None
         parsed = parse_calls(answer.text)
         self.calls += 1

@@ -22,6 +22,7 @@ import contextlib
 import logging
 import select
 import socket
+import sys
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -63,6 +64,19 @@ def origin_of(url: str) -> Origin | None:
     return scheme, host, port or DEFAULT_PORTS[scheme]
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server that says nothing when a client goes away mid-answer (a browser ended or killed at a
+    limit, a cancel or an interrupt): only other errors are printed, as ``socketserver`` does."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):  # broken pipe, reset, aborted
+            log.debug("a client of %s went away mid-answer", self.server_address)
+            return
+        super().handle_error(request, client_address)
+
+
 class OriginGuard:
     """The proxy (see the module docstring): ``start()`` listens on a free loopback port (``address``), ``stop()``
     ends it. ``refused`` lists what it refused (``"GET http://127.0.0.1:8001/secret"``), for tests and logs."""
@@ -87,8 +101,7 @@ class OriginGuard:
         return (f"--proxy-server=http://{self.address}", f"--proxy-bypass-list={BYPASS_NONE}")
 
     def start(self) -> OriginGuard:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
+        self._server = QuietServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, name="agents-origin-guard", daemon=True)
         self._thread.start()
         return self

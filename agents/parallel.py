@@ -3,7 +3,9 @@
 ``run_parallel`` hands out the instances, yields each result as it is done (and None every ``tick`` seconds, for a
 heartbeat), and stops the way a run must: a ``StopRun`` or any failure in a thread stops the others after their
 current instance; closing the generator (a cancelled run, an interrupted command) ends every browser still working
-(``agents.browser.end_browser``) so that a command stuck in one never holds the run. A browser the harness ended
+(``agents.browser.end_browser``) so that a command stuck in one never holds the run, and waits at most
+``LET_GO_SECONDS`` for the threads: one waiting on a model request (its daemon thread runs out the request's
+timeout and asks no more, ``agents.llm.Stopped``) does not hold it either. A browser the harness ended
 at an instance's time limit is replaced by a new one for the next instance.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -21,6 +24,7 @@ from .harness import FieldRequest, Harness, InstanceResult, Limits, Solver
 from .turkle import TaskDir
 
 log = logging.getLogger(__name__)
+LET_GO_SECONDS = 5.0  # closed early: how long the threads are waited for (one in a model request is not)
 
 
 @dataclass
@@ -148,8 +152,14 @@ def run_parallel(
             raise failure
     finally:
         stop.set()
-        if not finished:  # closed early: a browser stuck in a command must not hold the run
+        if finished:
+            for thread in threads:
+                thread.join()
+        else:  # closed early: a browser stuck in a command, or a model request in flight, must not hold the run
             for harness in list(working.values()):
                 end_browser(harness.driver)
-        for thread in threads:
-            thread.join()
+            deadline = time.monotonic() + LET_GO_SECONDS
+            for thread in threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            for harness in list(working.values()):  # a browser started meanwhile by a thread not yet done
+                end_browser(harness.driver)

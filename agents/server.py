@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from . import vendor
+from .originguard import QuietServer
 from .turkle import Dataset
 
 
@@ -95,8 +96,7 @@ def serve_pages(
 ) -> Iterator[TaskPages]:
     """Serve ``page_for(task, instance)`` (KeyError/IndexError → 404) on a free loopback port for the block, each
     page with ``headers``."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(page_for, dict(headers or {})))
-    server.daemon_threads = True
+    server = QuietServer(("127.0.0.1", 0), _handler(page_for, dict(headers or {})))
     thread = threading.Thread(target=server.serve_forever, name="turkingbench-pages", daemon=True)
     thread.start()
     try:

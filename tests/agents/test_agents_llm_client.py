@@ -11,6 +11,7 @@ import logging
 import re
 import socket
 import threading
+import time
 
 import pytest
 
@@ -23,11 +24,13 @@ from agents.llm import (
     DirectoryCache,
     Endpoint,
     EndpointError,
+    Stopped,
     cache_key,
     endpoint_problems,
 )
 from devtools.standin_model import standin_model
 from tests.support.loopback import loopback_server
+from tests.support.waits import wait_until
 
 KEY = "sk-test-VERY-SECRET-0123456789"
 HELLO = [{"role": "user", "content": "Fill the form, please."}]
@@ -102,6 +105,37 @@ def test_a_hang_hits_the_timeout(model):
     model.script = ["hang"]
     with pytest.raises(EndpointError, match="no answer within 1 s, still after 1 tries"):
         client_for(model, timeout=1, retries=0).complete(HELLO)
+
+
+def stop_when_answered(model, count: int, stop: threading.Event) -> None:
+    """Set ``stop`` (from another thread) once the stand-in got ``count`` requests."""
+
+    def watch():
+        wait_until(lambda: model.answered() >= count, 30, 0.01, "the request")
+        stop.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def test_a_stopped_client_sends_nothing_more_and_tries_nothing_again(model):
+    stop = threading.Event()
+    model.script = ["hang"]
+    client = client_for(model, timeout=1, stop=stop)
+    stop_when_answered(model, 1, stop)
+    with pytest.raises(Stopped):  # stopped while its request hangs: that try runs out its timeout, none follows
+        client.complete(HELLO)
+    assert model.answered() == 1
+    with pytest.raises(Stopped):  # nothing is sent once stopped
+        client.complete([{"role": "user", "content": "other"}])
+    assert (model.answered(), client.requests) == (1, 1)
+    waiting = client_for(model, stop=threading.Event(), backoff=60)
+    model.script = ["500"]
+    stop_when_answered(model, 2, waiting.stop)
+    started = time.monotonic()
+    with pytest.raises(Stopped):  # the wait of 60 s before the next try ends with the stop
+        waiting.complete([{"role": "user", "content": "third"}])
+    assert time.monotonic() - started < 30
+    assert model.answered() == 2
 
 
 @pytest.mark.parametrize(

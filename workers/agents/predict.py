@@ -21,7 +21,8 @@ An answer that cannot be read (no known intent; no valid letter or action) is **
 into ``failures`` with the raw answer and the reason; for WebLINX the raw answer is still the prediction (the
 official evaluator scores it, 0 for a wrong intent), for Mind2Web the step has no prediction (scored 0). An
 endpoint that cannot be used (``EndpointError``) stops the run with its reason; a spent budget
-(``BudgetExhausted``) stops it cleanly with what it has. ``in_flight`` requests are open at once.
+(``BudgetExhausted``) stops it cleanly with what it has. ``in_flight`` requests are open at once; a cancel stops
+them within a heartbeat: no request starts and none is tried again after that.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import json
 import re
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +42,7 @@ from weblinx.processing.dom import get_tree_repr_simple, remove_html_comments
 from weblinx.processing.prompt import format_prev_turns, format_utterances
 from weblinx.utils.format import format_intent_automatically
 
-from agents.llm import BudgetExhausted, ChatClient
+from agents.llm import BudgetExhausted, ChatClient, Stopped
 from annotation.lib.weblinx_turns import DEFAULT_TURN_SET, TURN_SETS, turn_indices
 
 from ..exports.metrics import MetricsError, mind2web
@@ -300,44 +301,56 @@ def predict(
     client: ChatClient,
     settings: Settings | None = None,
     progress: Callable[[int, int], None] | None = None,
+    tick: float = 0.5,
 ) -> dict:
     """Ask the model for every item of the split; returns ``{"format", "split", "predictions", "failures",
     "usage", "stopped"}``: predictions in split order, ``failures`` ``[{key…, "answer", "error"}]``, ``usage``
     (answers, cached, tokens in and out, model seconds), ``stopped`` the reason a budget ended the run early (or
-    None). ``EndpointError`` propagates (the run fails with its reason)."""
+    None). ``EndpointError`` propagates (the run fails with its reason). ``progress(done, total)`` is called in this
+    thread as answers come and at least every ``tick`` seconds while requests hang (a job's heartbeat, whose
+    cancel raises): whatever it raises sets the client's ``stop`` (no request starts, none is tried again) and is
+    raised at once, not waiting for the requests in flight (each runs out its timeout in its thread)."""
     items = items_for(fmt, data, split, settings)
     read = READ[fmt]
     usage = {"answers": 0, "cached": 0, "tokens_in": 0, "tokens_out": 0, "seconds": 0.0}
-    stop = threading.Event()
+    if client.stop is None:
+        client.stop = threading.Event()
+    halt = threading.Event()  # a spent budget: nothing new is asked, the tries under way go on
 
     def ask(item: Item):
-        if stop.is_set():
+        if halt.is_set() or client.stop.is_set():
             return None
         try:
             return client.complete(item.messages)
+        except Stopped:
+            return None
         except BudgetExhausted as exc:
-            stop.set()
+            halt.set()
             return exc
 
     answers: list = [None] * len(items)
-    with ThreadPoolExecutor(max_workers=client.endpoint.in_flight, thread_name_prefix="predict") as pool:
-        futures = {pool.submit(ask, item): index for index, item in enumerate(items)}
-        try:
-            for done, future in enumerate(as_completed(futures), 1):
+    pool = ThreadPoolExecutor(max_workers=client.endpoint.in_flight, thread_name_prefix="predict")
+    futures = {pool.submit(ask, item): index for index, item in enumerate(items)}
+    pending, done = set(futures), 0
+    try:
+        while pending:
+            finished, pending = wait(pending, timeout=tick, return_when=FIRST_COMPLETED)
+            for future in finished:
                 answer = answers[futures[future]] = future.result()  # EndpointError: raised here
+                done += 1
                 if answer is not None and not isinstance(answer, BudgetExhausted):
                     usage["answers"] += 1
                     usage["cached"] += int(answer.cached)
                     usage["tokens_in"] += answer.tokens_in
                     usage["tokens_out"] += answer.tokens_out
                     usage["seconds"] += answer.seconds
-                if progress:  # in this thread: a job's heartbeat (and its cancel) uses this thread's database
-                    progress(done, len(items))
-        except BaseException:  # a cancel or a failed endpoint: the requests not yet sent are not sent
-            stop.set()
-            for future in futures:
-                future.cancel()
-            raise
+            if progress:  # in this thread: a job's heartbeat (and its cancel) uses this thread's database
+                progress(done, len(items))
+    except BaseException:  # a cancel, an interrupt or a failed endpoint: nothing more is sent, nothing waited for
+        client.stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     predictions, failures, stopped = [], [], None
     for item, answer in zip(items, answers, strict=True):
         if answer is None or isinstance(answer, BudgetExhausted):
@@ -348,7 +361,7 @@ def predict(
             predictions.append(prediction)
         if problem:
             failures.append({**item.key, "answer": answer.text, "error": problem})
-    if stop.is_set() and stopped is None:
+    if halt.is_set() and stopped is None:
         stopped = "the budget is spent"
     return {
         "format": fmt,

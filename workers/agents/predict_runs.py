@@ -1,9 +1,10 @@
 """What a prediction-run job does on the worker (``docs/agents.md``, "Predictions for WebLINX and Mind2Web"):
 export the run's split with the exporter researchers download, ask the project's model endpoint for every turn or
 step (``workers.agents.predict``, ``in_flight`` requests at once), keep the predictions, the answers it could not
-read and the usage, and with ``evaluate`` score the predictions on the same export. A cancel is noticed between
-answers; an endpoint that cannot be used fails the run with its reason (never the key, never what answered); a
-split with nothing to predict fails it saying so."""
+read and the usage, and with ``evaluate`` score the predictions on the same export. A cancel is noticed within a
+heartbeat, even while every request hangs: the job ends then, nothing more is asked or tried again; an endpoint
+that cannot be used fails the run with its reason (never the key, never what answered); a split with nothing to
+predict fails it saying so."""
 
 import logging
 from pathlib import Path

@@ -159,7 +159,7 @@ def llm_client(run: AgentRun, stop: threading.Event) -> ChatClient:
     answers = RunAnswers(run)
     requests, tokens = answers.spent()
     budget = Budget(run.budget_requests, run.budget_tokens, requests=requests, tokens=tokens)
-    return ChatClient(endpoint, cache=answers, budget=budget, sleep=functools.partial(wait_or_stop, stop))
+    return ChatClient(endpoint, cache=answers, budget=budget, sleep=functools.partial(wait_or_stop, stop), stop=stop)
 
 
 def wait_or_stop(stop: threading.Event, seconds: float) -> None:

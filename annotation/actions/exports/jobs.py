@@ -174,12 +174,13 @@ def check_job_cancellable(user, job) -> None:
         raise Forbidden(f"only the one who started job {job.pk} or an admin of its project may cancel it")
 
 
-def do_cancel_job(job):
-    """Cancel a queued or running job. The worker notices at its next heartbeat and publishes nothing."""
+def do_cancel_job(job, reason: str = ""):
+    """Cancel a queued or running job (``reason``: its ``error``, e.g. an interrupted command's). The worker notices
+    at its next heartbeat and publishes nothing; a job already ended is a ``Conflict``."""
     updated = (
         type(job)
         .objects.filter(pk=job.pk, status__in=ACTIVE_STATUSES)
-        .update(status=JobStatus.CANCELLED, finished_at=timezone.now())
+        .update(status=JobStatus.CANCELLED, finished_at=timezone.now(), error=reason)
     )
     job.refresh_from_db()
     if not updated:

@@ -142,5 +142,6 @@ class Command(BaseCommand):
             self.stdout.write(f"  {key:<20}  {format_value(value) if isinstance(value, float) else value:>7}")
 
     def progress(self, done: int, total: int) -> None:
-        if done == total or done % 25 == 0:
+        if done != getattr(self, "_shown", None) and (done == total or done % 25 == 0):
+            self._shown = done
             self.stderr.write(f"answered {done}/{total}")

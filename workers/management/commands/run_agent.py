@@ -6,18 +6,23 @@
 
 The run is stored like one started through ``POST /api/agent-runs/`` (visible in the API and the web app), but
 runs in this process, in its own headless Chromium. It always ends, and says how: done (and why it stopped early:
-a spent budget, instances past their time limit), failed (why), or cancelled (Ctrl-C cancels it). DIR gets
+a spent budget, instances past their time limit), failed (why), or cancelled: Ctrl-C or SIGTERM cancels it with
+the reason, ends its browsers and exits non-zero within seconds, even with a model request in flight. DIR gets
 ``scores.json`` (the evaluation output of ``docs/agents.md`` plus solver, seed and sampled) and ``actions.json``
 (the calls per field; the oracle's are the gold action sequences).
 """
 
+import contextlib
 import json
+import signal
+import threading
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management import BaseCommand, CommandError
+from django.db import connection
 
-from annotation.actions import ActionError, do_cancel_job, do_create_agent_run
+from annotation.actions import ActionError, Conflict, do_cancel_job, do_create_agent_run
 from annotation.actions.agents import RUN_MODEL_SETTINGS
 from annotation.models import AgentRun, JobStatus, Project
 from workers.agents.runs import action_sequences, execute
@@ -71,11 +76,11 @@ class Command(BaseCommand):
         except ActionError as error:
             raise CommandError(error.detail) from error
         self.stderr.write(f"agent run {run.pk}: {run.solver} on {project.name} {run.split}")
-        try:
-            run_job(AgentRun, run.pk, execute)
-        except KeyboardInterrupt:
-            do_cancel_job(run)
-            raise CommandError(f"agent run {run.pk} cancelled: interrupted (Ctrl-C)") from None
+        with interruptible():
+            try:
+                run_job(AgentRun, run.pk, execute)
+            except KeyboardInterrupt as interrupt:
+                raise CommandError(cancelled(run, getattr(interrupt, "why", INTERRUPTED))) from None
         run.refresh_from_db()
         if run.status != JobStatus.DONE:
             why = run.error or "by its owner or a project admin (the API or the web app)"
@@ -98,6 +103,56 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"no user {username!r}" if username else "no superuser: give --user")
         return user
+
+
+INTERRUPTED, TERMINATED = "interrupted (Ctrl-C)", "terminated (SIGTERM)"
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM during the run; ``why`` is the reason the run is cancelled with."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
+
+
+@contextlib.contextmanager
+def interruptible():
+    """Ctrl-C (unless this process ignores SIGINT) and SIGTERM raise ``Interrupted`` in the main thread, once: later
+    ones are ignored while the run ends (its browsers ended, ``agents.parallel``). The handlers are restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    reasons = {signal.SIGINT: INTERRUPTED, signal.SIGTERM: TERMINATED}
+    previous = {number: signal.getsignal(number) for number in reasons}
+
+    def interrupt(number, frame):
+        for other in reasons:
+            signal.signal(other, signal.SIG_IGN)
+        raise Interrupted(reasons[number])
+
+    try:
+        for number in reasons:
+            if previous[number] != signal.SIG_IGN:
+                signal.signal(number, interrupt)
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def cancelled(run: AgentRun, why: str) -> str:
+    """Cancel the interrupted run with ``why``; what to say (a run that had already ended, e.g. failed as stale
+    while the interrupt was handled, is said as it is)."""
+    if not connection.in_atomic_block:
+        connection.close()  # the interrupt may have landed in a query: a new connection
+    try:
+        do_cancel_job(run, reason=why)
+    except Conflict:
+        run.refresh_from_db()
+        ended = f"{run.status}: {run.error}" if run.error else run.status
+        return f"agent run {run.pk} {why}, but it had already ended ({ended})"
+    return f"agent run {run.pk} cancelled: {why}"
 
 
 def stopped_early(results: dict) -> list[str]:
