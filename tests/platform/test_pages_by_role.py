@@ -225,7 +225,7 @@ def test_cancel_and_resume_are_shown_to_the_starter_and_the_admins_only(team, al
         assert f'href="/projects/alpha/exports/{export.pk}/"' in page(user, "/projects/alpha/exports/")
     for user in team["annotator"] + team["reviewer"]:  # not listed for them, and not theirs to open
         assert f'href="/agents/runs/{running.pk}/"' not in page(user, "/agents/runs/")
-        assert status(user, f"/agents/runs/{running.pk}/") == 404
+        assert status(user, f"/agents/runs/{running.pk}/") == 403  # their project: refused, as the API
         assert status(user, f"/projects/alpha/exports/{export.pk}/") == 403
 
 
