@@ -288,8 +288,14 @@ class _Handler(BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def standin_model(**options) -> Iterator[StandInModel]:
     """A stand-in on a free loopback port in a thread, for the duration of the block (see ``StandInModel``)."""
-    server = StandInModel(**options)
-    thread = threading.Thread(target=server.serve_forever, name="standin-model", daemon=True)
+    with serving(StandInModel(**options), "standin-model") as server:
+        yield server
+
+
+@contextlib.contextmanager
+def serving(server, name: str):
+    """``server`` (an http.server with a ``stopping`` event) served from a thread for the block, then shut down."""
+    thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
     thread.start()
     try:
         yield server

@@ -1,4 +1,4 @@
-"""A model endpoint that never answers: a loopback HTTP server (on a port of 8850–8899) that reads each request and
+"""A model endpoint that never answers: a loopback HTTP server (on a free port) that reads each request and
 then holds it until the client gives up (closes its connection), counting the requests it got (``started``) and the
 ones their client closed (``closed``); so a test sees whether a stopped run sends anything more, and when every
 request it sent has ended."""
@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-PORTS = range(8850, 8900)
+from devtools.standin_model import serving
 
 
 class HangingServer(ThreadingHTTPServer):
@@ -54,20 +54,5 @@ class Hang(BaseHTTPRequestHandler):
 
 @contextlib.contextmanager
 def hanging_server() -> Iterator[HangingServer]:
-    for port in PORTS:
-        try:
-            server = HangingServer(("127.0.0.1", port), Hang)
-            break
-        except OSError:
-            continue
-    else:
-        raise RuntimeError(f"no free port in {PORTS.start}–{PORTS.stop - 1}")
-    thread = threading.Thread(target=server.serve_forever, name="hanging-model", daemon=True)
-    thread.start()
-    try:
+    with serving(HangingServer(("127.0.0.1", 0), Hang), "hanging-model") as server:
         yield server
-    finally:
-        server.stopping.set()
-        server.shutdown()
-        server.server_close()
-        thread.join()
