@@ -14,6 +14,7 @@ import pytest
 from annotation.models import Project, Role
 from tests.support.actors import make_user, token_client
 from tests.support.markers import marks_from_fixtures, needs
+from tests.support.schedule import ModuleSeconds, heaviest_modules_first
 
 
 @pytest.fixture(autouse=True)
@@ -185,11 +186,26 @@ def browser():
     driver.quit()
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--record-module-seconds",
+        action="store_true",
+        help="write each module's seconds in this run to tests/module_seconds.json (the order modules run in)",
+    )
+
+
+def pytest_configure(config):
+    if config.getoption("--record-module-seconds"):
+        config.pluginmanager.register(ModuleSeconds(), "module-seconds")
+
+
 def pytest_collection_modifyitems(items):
-    """Each test gets the markers of what its fixtures bring (``tests/support/markers.py``)."""
+    """Each test gets the markers of what its fixtures bring (``tests/support/markers.py``); then the modules are
+    ordered heaviest first, so that parallel processes finish together (``tests/support/schedule.py``)."""
     for item in items:
         for mark in sorted(marks_from_fixtures(item)):
             item.add_marker(mark)
+    heaviest_modules_first(items)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ def easy():
     driver.quit()
 
 
+@pytest.mark.slow
 def test_the_oracle_scores_above_099_on_two_instances_of_every_test_easy_task(easy):
     data, tasks, pages, driver = easy
     result = run(driver, Oracle(seed=7), tasks, pages.url, per_task=2, seed=7)

@@ -20,7 +20,7 @@ import pytest
 
 from devtools.processes import running_platform
 
-pytestmark = pytest.mark.processes
+pytestmark = [pytest.mark.processes, pytest.mark.slow]
 
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 EXAMPLES = os.environ.get("SCHEMA_RUN_EXAMPLES", "10")

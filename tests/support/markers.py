@@ -1,7 +1,8 @@
 """What a test needs, as markers (registered in pyproject.toml): ``browser`` (a real headless Chromium), ``processes``
-(real server, worker, beat or other child processes), ``s3`` (the SeaweedFS S3 server), ``slow`` (long work in the
-test process). A fixture that brings one of these is tagged with ``needs(...)``; the root conftest then marks every
-test that uses it, directly or through another fixture, so the markers cannot drift from the fixtures."""
+(real server, worker, beat or other child processes), ``s3`` (the SeaweedFS S3 server), ``slow`` (a minute or more
+on an idle machine: long work in the test process or a long child run). A fixture that brings one of these is
+tagged with ``needs(...)``; the root conftest then marks every test that uses it, directly or through another
+fixture, so the markers cannot drift from the fixtures."""
 
 NEEDS = ("browser", "processes", "s3", "slow")
 
