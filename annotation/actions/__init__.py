@@ -32,6 +32,7 @@ from .exports.jobs import (
     STATUS_CHOICES,
     check_choice,
     check_job_cancellable,
+    check_job_not_other_role,
     check_project_for_export,
     do_cancel_job,
     do_create_evaluation,

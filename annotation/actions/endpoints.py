@@ -24,6 +24,7 @@ from ..lib import redact
 from ..models import ModelEndpoint, ModelLimits, Project, Role
 from .errors import Conflict, Forbidden, ValidationFailed, invalid
 from .exports.jobs import EXPORT_ROLES
+from .manage.access import check_not_other_role as check_other_role
 from .manage.access import check_project_role
 
 ENDPOINT_FIELDS = ("url", "model", "key", "vision")
@@ -41,13 +42,9 @@ def check_project_for_models(user, project_name) -> Project:
 
 
 def check_not_other_role(user, jobs, pk) -> None:
-    """Forbidden when ``pk`` is one of ``jobs`` (agent or prediction runs) in a project where ``user`` has a role that
-    may not read it: the caller answers 404 otherwise (outside your projects nothing is revealed)."""
-    if not str(pk).isdigit():
-        return
-    job = jobs.filter(pk=int(pk), project__in=Project.objects.for_user(user)).select_related("project").first()
-    if job is not None:
-        raise Forbidden(f"your role in {job.project.name!r} cannot {MODELS_CANNOT}")
+    """Forbidden when ``pk`` is one of ``jobs`` (agent or prediction runs, endpoints) in a project where ``user`` has
+    a role that may not use models; the caller answers 404 otherwise."""
+    check_other_role(user, jobs, pk, MODELS_CANNOT)
 
 
 def check_endpoint_address(url: str) -> None:

@@ -3,7 +3,6 @@ scores and every field's result; a project's model endpoints (its researchers ad
 owner or a project admin changes or removes it) and its model limits (its admins change them); prediction runs.
 Researchers and admins of the project only (as exports and evaluations)."""
 
-from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -15,32 +14,25 @@ from annotation.actions import endpoints as endpoint_actions
 from annotation.actions import predictions as prediction_actions
 from annotation.models import AgentFieldResult, AgentRun, ModelEndpoint, ModelLimits, PredictionRun, Project
 
-from ..exports.views import JobViewSetMixin
+from ..exports.views import READ_ERRORS, JobViewSetMixin, OtherRoleForbiddenMixin
 from ..serializers import error_responses
 from . import serializers as a
 
 ERRORS = error_responses(400, 403, 404, 409)
 
 
-class OtherRolesForbiddenMixin:
-    """A run of a project where you have another role is a 403 naming the roles that may read it (api.md: 403 your
-    role cannot); outside your projects it stays a 404."""
+class ModelsRoleMixin:
+    """Runs and endpoints: other roles of their project are told who may use models (``OtherRoleForbiddenMixin``)."""
 
-    def get_object(self):
-        try:
-            return super().get_object()
-        except Http404:
-            endpoint_actions.check_not_other_role(self.request.user, self.model.objects, self.kwargs.get("pk"))
-            raise
+    def check_not_other_role(self, pk) -> None:
+        endpoint_actions.check_not_other_role(self.request.user, self.model.objects, pk)
 
 
 PREDICTIONS_FILE = {"type": "array", "items": {"type": "object", "additionalProperties": True}}
 
 
-@extend_schema_view(retrieve=extend_schema(responses={200: a.AgentRunSerializer, 404: ERRORS[404]}))
-class AgentRunViewSet(
-    OtherRolesForbiddenMixin, JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
-):
+@extend_schema_view(retrieve=extend_schema(responses={200: a.AgentRunSerializer, **READ_ERRORS}))
+class AgentRunViewSet(ModelsRoleMixin, JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Agent runs: a Celery job per run, on a worker with its own headless Chromium."""
 
     model = AgentRun
@@ -111,14 +103,15 @@ class AgentRunViewSet(
         return self.get_paginated_response(a.AgentRunInstanceSerializer(page, many=True, context=context).data)
 
 
-@extend_schema_view(retrieve=extend_schema(responses={200: a.ModelEndpointSerializer, 404: ERRORS[404]}))
-class ModelEndpointViewSet(viewsets.ReadOnlyModelViewSet):
+@extend_schema_view(retrieve=extend_schema(responses={200: a.ModelEndpointSerializer, **READ_ERRORS}))
+class ModelEndpointViewSet(ModelsRoleMixin, OtherRoleForbiddenMixin, viewsets.ReadOnlyModelViewSet):
     """A project's OpenAI-compatible model endpoints (the llm solver, prediction runs). Researchers and admins of the
     project add, read and use them; the key is write-only. Only the one who added an endpoint (``owner``) or an
     admin of the project changes or removes it (403 for other researchers). Unless the platform allows it
     (``MODEL_ENDPOINTS_ALLOW_PRIVATE``), a URL whose host is or resolves to a loopback, private, link-local or other
     non-global address is a 400 naming ``url``."""
 
+    model = ModelEndpoint
     serializer_class = a.ModelEndpointSerializer
     filterset_fields = {"project__name": ["exact"], "name": ["exact"]}
 
@@ -202,10 +195,8 @@ class ModelLimitsViewSet(viewsets.GenericViewSet):
         return Response(a.ModelLimitsSerializer(limits).data)
 
 
-@extend_schema_view(retrieve=extend_schema(responses={200: a.PredictionRunSerializer, 404: ERRORS[404]}))
-class PredictionRunViewSet(
-    OtherRolesForbiddenMixin, JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
-):
+@extend_schema_view(retrieve=extend_schema(responses={200: a.PredictionRunSerializer, **READ_ERRORS}))
+class PredictionRunViewSet(ModelsRoleMixin, JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Model predictions for a WebLINX or Mind2Web split of a project, from one of its model endpoints, evaluated
     in the same job. Researchers and admins of the project."""
 

@@ -1,9 +1,9 @@
 """The exports API: each view declares its queryset, serializer and permissions and calls ``annotation.actions``."""
 
 from django.db.models import Count
-from django.http import HttpResponseRedirect
+from django.http import Http404, HttpResponseRedirect
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -23,6 +23,7 @@ from . import serializers as s
 from .filters import EvaluationFilter, ExportJobFilter
 
 ERRORS = error_responses(400, 403, 404, 409, 413)
+READ_ERRORS = error_responses(403, 404)  # 403: another role of the job's project
 
 
 class DemonstrationViewSet(viewsets.ReadOnlyModelViewSet):
@@ -83,10 +84,25 @@ class DemonstrationViewSet(viewsets.ReadOnlyModelViewSet):
 # --- Export jobs and evaluations ------------------------------------------------------------------------
 
 
-class JobViewSetMixin:
-    """Jobs of projects where you may export; stale running jobs are marked failed when looked at."""
+class OtherRoleForbiddenMixin:
+    """An object of a project where you have a role that may not read it is a 403 saying who may (api.md: 403 your
+    role cannot); outside your projects it stays a 404. ``check_not_other_role`` names the objects' roles."""
 
     model = None
+
+    def check_not_other_role(self, pk) -> None:
+        actions.check_job_not_other_role(self.request.user, self.model.objects, pk)
+
+    def get_object(self):
+        try:
+            return super().get_object()
+        except Http404:
+            self.check_not_other_role(self.kwargs.get("pk"))
+            raise
+
+
+class JobViewSetMixin(OtherRoleForbiddenMixin):
+    """Jobs of projects where you may export; stale running jobs are marked failed when looked at."""
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
@@ -106,6 +122,7 @@ class JobViewSetMixin:
         return Response(self.get_serializer(job).data)
 
 
+@extend_schema_view(retrieve=extend_schema(responses={200: s.ExportJobSerializer, **READ_ERRORS}))
 class ExportJobViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Export jobs: create one, follow its progress, cancel it, download its archive."""
 
@@ -148,6 +165,7 @@ class ExportJobViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOn
         return file_download(request, job.file, job.size, job.filename, media, etag=job.sha256)
 
 
+@extend_schema_view(retrieve=extend_schema(responses={200: s.EvaluationSerializer, **READ_ERRORS}))
 class EvaluationViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Evaluations: upload predictions for a split, then read per-turn and aggregate scores."""
 

@@ -17,18 +17,25 @@ from ...models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
 from .. import queue
 from ..errors import Conflict, Forbidden, ValidationFailed
 from ..forms.splits import check_turkingbench_predictions
-from ..manage.access import check_project_role
+from ..manage.access import check_not_other_role, check_project_role
 from ..review.claims import check_selected_demos
 from .splits import split_of
 from .turkingbench import FormFilters, check_form_filters, check_no_form_filters
 
 EXPORT_ROLES = (Role.RESEARCHER, Role.ADMIN)
+EXPORT_CANNOT = "export or evaluate (researchers and admins only)"  # what other roles of a project are told
 STATUS_CHOICES = tuple(status.value for status in EXPORTABLE_STATUSES)
 
 
 def check_project_for_export(user, project_name) -> Project:
     """The project ``user`` may export from or evaluate on: 404 for non-members, 403 for other roles."""
-    return check_project_role(user, project_name, EXPORT_ROLES, "export (needs researcher or admin)")
+    return check_project_role(user, project_name, EXPORT_ROLES, EXPORT_CANNOT)
+
+
+def check_job_not_other_role(user, jobs, pk) -> None:
+    """403 when job ``pk`` is in a project where ``user`` has a role that may not export; the caller answers 404
+    otherwise."""
+    check_not_other_role(user, jobs, pk, EXPORT_CANNOT)
 
 
 def check_choice(field: str, value, allowed) -> None:

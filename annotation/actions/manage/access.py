@@ -13,3 +13,14 @@ def check_project_role(user, project_name, roles, cannot: str) -> Project:
     if not project.has_role(user, roles):
         raise Forbidden(f"your role in {project_name!r} cannot {cannot}")
     return project
+
+
+def check_not_other_role(user, objects, pk, cannot: str) -> None:
+    """Forbidden, naming what the role ``cannot`` do, when ``pk`` is one of ``objects`` (jobs, runs, endpoints) in a
+    project where ``user`` is a member: the caller found it outside what the role may read and answers 404 otherwise
+    (outside your projects nothing is revealed)."""
+    if not str(pk).isdigit():
+        return
+    found = objects.filter(pk=int(pk), project__in=Project.objects.for_user(user)).select_related("project").first()
+    if found is not None:
+        raise Forbidden(f"your role in {found.project.name!r} cannot {cannot}")
