@@ -19,8 +19,8 @@ def objects(alpha, researcher):
         project=alpha, owner=researcher, name="local", url="http://127.0.0.1:9/v1", model="m", key="sk-secret-1234"
     )
     return {
-        "exports": (export.pk, "export or evaluate (researchers and admins only)"),
-        "evaluations": (evaluation.pk, "export or evaluate (researchers and admins only)"),
+        "exports": (export.pk, "export or evaluate (needs researcher or admin)"),
+        "evaluations": (evaluation.pk, "export or evaluate (needs researcher or admin)"),
         "model-endpoints": (endpoint.pk, "use agents and models (researchers and admins only)"),
     }
 

@@ -23,7 +23,7 @@ from .splits import split_of
 from .turkingbench import FormFilters, check_form_filters, check_no_form_filters
 
 EXPORT_ROLES = (Role.RESEARCHER, Role.ADMIN)
-EXPORT_CANNOT = "export or evaluate (researchers and admins only)"  # what other roles of a project are told
+EXPORT_CANNOT = "export or evaluate (needs researcher or admin)"  # what other roles of a project are told
 STATUS_CHOICES = tuple(status.value for status in EXPORTABLE_STATUSES)
 
 
