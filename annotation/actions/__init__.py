@@ -31,6 +31,7 @@ from .exports.jobs import (
     EXPORT_ROLES,
     STATUS_CHOICES,
     check_choice,
+    check_evaluation_split_filter,
     check_job_cancellable,
     check_job_not_other_role,
     check_project_for_export,

@@ -279,6 +279,17 @@ def check_split_filter(user, split: str | None) -> None:
         raise invalid("split", f"no run of yours can have split {split!r}; expected one of: {', '.join(sorted(known))}")
 
 
+def check_solver_filter(solver: str | None) -> None:
+    """``?solver=`` of the run list must be a solver name a run can have: ``llm``, a baseline or a
+    ``python:module:Class`` spec (a 400 naming it otherwise, as for ``?split=``)."""
+    if not solver or solver == LLM:
+        return
+    try:
+        spec_parts(solver)
+    except SolverSpecError as error:
+        raise invalid("solver", f"{error}, or llm") from error
+
+
 def check_run_readable(user, run_id) -> AgentRun:
     """The run; Forbidden for its project's other roles, NotFound outside it (nothing is revealed)."""
     run = runs_readable_by(user).filter(pk=run_id).first()

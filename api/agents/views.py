@@ -44,6 +44,7 @@ class AgentRunViewSet(ModelsRoleMixin, JobViewSetMixin, mixins.CreateModelMixin,
 
     def list(self, request, *args, **kwargs):
         agent_actions.check_split_filter(request.user, request.query_params.get("split"))
+        agent_actions.check_solver_filter(request.query_params.get("solver"))
         return super().list(request, *args, **kwargs)
 
     @extend_schema(request=a.AgentRunCreateSerializer, responses={202: a.AgentRunSerializer, **ERRORS})

@@ -173,6 +173,10 @@ class EvaluationViewSet(JobViewSetMixin, mixins.CreateModelMixin, viewsets.ReadO
     serializer_class = s.EvaluationSerializer
     filterset_class = EvaluationFilter
 
+    def list(self, request, *args, **kwargs):
+        actions.check_evaluation_split_filter(request.user, request.query_params.get("split"))
+        return super().list(request, *args, **kwargs)
+
     @extend_schema(request=s.EvaluationCreateSerializer, responses={202: s.EvaluationSerializer, **ERRORS})
     def create(self, request):
         """Score predictions on a split of a project; runs on a worker. 202 with the evaluation; poll it."""

@@ -139,6 +139,16 @@ def test_a_split_filter_no_run_of_yours_can_have_is_a_400_naming_it(researcher, 
     assert "expected one of: all, test_easy, train" in refused.json()["detail"]
 
 
+def test_a_solver_filter_no_run_can_have_is_a_400_naming_it(researcher, api_for, form_batch):
+    client = api_for(researcher)
+    for solver in ("oracle", "do-nothing", "llm", "python:tests.support.agent_solvers:Gate"):
+        assert client.get(RUNS, {"solver": solver}).status_code == 200
+    refused = client.get(RUNS, {"solver": "oracel"})
+    assert refused.status_code == 400
+    assert refused.json()["errors"][0]["field"] == "solver"
+    assert "'oracel'" in refused.json()["detail"] and "or llm" in refused.json()["detail"]
+
+
 EVALUATIONS = "/api/evaluations/"
 
 

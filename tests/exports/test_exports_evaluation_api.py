@@ -49,3 +49,14 @@ def test_bad_evaluation_requests_name_the_field(client, fields, field):
 def test_only_researchers_and_admins_evaluate(owner, outsider, api_for):
     assert post(api_for(owner)).status_code == 403
     assert post(api_for(outsider)).status_code == 404
+
+
+def test_a_split_filter_no_evaluation_of_yours_can_have_is_a_400_naming_it(client):
+    assert post(client).status_code == 202
+    assert client.get("/api/evaluations/", {"split": "test_iid"}).json()["count"] == 1
+    assert client.get("/api/evaluations/", {"split": "test_website"}).json()["count"] == 0
+    assert client.get("/api/evaluations/", {"split": "all"}).status_code == 200  # a form-task split of the project
+    refused = client.get("/api/evaluations/", {"split": "zzz"})
+    assert refused.status_code == 400
+    assert refused.json()["errors"][0]["field"] == "split"
+    assert "'zzz'" in refused.json()["detail"] and "test_iid" in refused.json()["detail"]

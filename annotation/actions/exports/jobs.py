@@ -15,8 +15,8 @@ from ...models import EXPORTABLE_STATUSES, Demonstration, ExportFormat, Project,
 from ...models.agents import AgentRun, PredictionRun
 from ...models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
 from .. import queue
-from ..errors import Conflict, Forbidden, ValidationFailed
-from ..forms.splits import check_turkingbench_predictions
+from ..errors import Conflict, Forbidden, ValidationFailed, invalid
+from ..forms.splits import check_turkingbench_predictions, split_names
 from ..manage.access import check_not_other_role, check_project_role
 from ..review.claims import check_selected_demos
 from .splits import split_of
@@ -167,6 +167,23 @@ def do_create_evaluation(user, project, eval_format, split, predictions) -> Eval
         )
         enqueue(queue.EVALUATION, evaluation)
     return evaluation
+
+
+def check_evaluation_split_filter(user, split: str | None) -> None:
+    """``?split=`` of the evaluation list must be a split an evaluation of yours may have: a WebLINX or Mind2Web
+    split, a form-task split of your projects, or one an evaluation you can read has (a 400 naming it otherwise,
+    docs/api.md: a filter that can match nothing)."""
+    if not split:
+        return
+    projects = Project.objects.for_user(user, EXPORT_ROLES)
+    known = {name for names in SPLITS.values() for name in names}
+    known |= {name for project in projects for name in split_names(project)}
+    known |= set(Evaluation.objects.filter(project__in=projects).values_list("split", flat=True).distinct())
+    known.discard("")
+    if split not in known:
+        raise invalid(
+            "split", f"no evaluation of yours can have split {split!r}; expected one of: {', '.join(sorted(known))}"
+        )
 
 
 def may_cancel(user, job) -> bool:
