@@ -20,8 +20,12 @@ PLAIN = 0.1
 SETUP = 15.0
 
 
+def module_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
 def module_key(item) -> str:
-    return item.nodeid.split("::", 1)[0]
+    return module_of(item.nodeid)
 
 
 def estimate(items) -> dict[str, float]:
@@ -53,7 +57,7 @@ class ModuleSeconds:
         self.seconds: dict[str, float] = defaultdict(float)
 
     def pytest_runtest_logreport(self, report) -> None:
-        self.seconds[report.nodeid.split("::", 1)[0]] += report.duration
+        self.seconds[module_of(report.nodeid)] += report.duration
 
     def pytest_sessionfinish(self, session) -> None:
         if getattr(session.config, "workerinput", None) is not None:
