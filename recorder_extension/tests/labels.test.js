@@ -120,3 +120,17 @@ test("the worker keeps the label on the turn it builds, capped, and masks a priv
   assert.equal(r.turn({ ...turn, label: "Hunter2-Secret" }).label, "********");
   assert.equal(r.turn({ ...turn, label: "Search flights" }).label, "Search flights");
 });
+
+test("step mode: a Select step's turn is named by the label taken at selection and the chosen option", () => {
+  const step = require("../lib/step.js");
+  const privacy = require("../lib/privacy.js");
+  const turn = { client_id: "u1", type: "browser", intent: "click", label: "Size",
+    arguments: { metadata: { url: "https://shop.test/" }, element: { tagName: "SELECT", attributes: {} } } };
+  const options = [{ value: "s", text: "Small" }, { value: "l", text: "Large" }];
+  const selection = { capture: { turn }, options, privacy: privacy.NONE };
+  assert.equal(step.stepCapture(selection, "select", "l").turn.label, "Size: Large");
+  assert.equal(step.stepCapture(selection, "click").turn.label, "Size");
+  assert.equal(turn.label, "Size", "the selection is not changed");
+  const secret = step.stepCapture({ ...selection, privacy: privacy.SUBTREE }, "select", "l");
+  assert.equal(secret.turn.label, "Size", "a private select's choice is left out");
+});
