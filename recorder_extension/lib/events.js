@@ -128,11 +128,12 @@
     return name === "textarea" || name === "select" || isEditableHost(el);
   }
 
-  /** Visible-ish text of `el` for a name: no control's value or options, no private subtree, no code. */
+  /** Visible-ish text of `el` for a name: no control's value or options, no private subtree, no code. Stops once
+   *  there is more than a label shows (a click on <body> must not walk the whole page). */
   function nameText(el, policy) {
     let out = "";
     (function walk(node) {
-      for (let n = node.firstChild; n; n = n.nextSibling) {
+      for (let n = node.firstChild; n && out.length < LABEL_MAX * 4; n = n.nextSibling) {
         if (n.nodeType === 3) out += n.data;
         else if (n.nodeType === 1 && !NOT_NAME_TEXT.has(n.localName) && !privacy.startsPrivateSubtree(n, policy)) {
           out += n.localName === "img" ? ` ${n.getAttribute("alt") || ""} ` : " ";

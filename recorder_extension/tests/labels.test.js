@@ -134,3 +134,13 @@ test("step mode: a Select step's turn is named by the label taken at selection a
   const secret = step.stepCapture({ ...selection, privacy: privacy.SUBTREE }, "select", "l");
   assert.equal(secret.turn.label, "Size", "a private select's choice is left out");
 });
+
+test("a click on a big element reads only the start of its text", () => {
+  const { window } = new JSDOM(`<body><main id="m">${"<p>word word word word</p>".repeat(5000)}</main></body>`);
+  const data = Object.getOwnPropertyDescriptor(window.CharacterData.prototype, "data");
+  let reads = 0;
+  Object.defineProperty(window.CharacterData.prototype, "data", { get() { reads += 1; return data.get.call(this); } });
+  const label = actionLabel(window.document.getElementById("m"), "click", {});
+  assert.equal(label.length, 80);
+  assert.ok(reads < 30, `${reads} text nodes read, not the 5,000 of the page`);
+});
