@@ -37,7 +37,9 @@ BBOX_KEYS = ("x", "y", "width", "height", "top", "right", "bottom", "left")
 UID_ATTRIBUTE = "data-webtasks-id"
 
 CHAT_FIELDS = {"client_id", "type", "timestamp", "speaker", "utterance"}
-BROWSER_FIELDS = {"client_id", "type", "timestamp", "intent", "arguments", "frames", *BLOB_FIELDS}
+BROWSER_FIELDS = {"client_id", "type", "timestamp", "intent", "arguments", "frames", "label", *BLOB_FIELDS}
+# The recorder's name for the action, shown in review (``annotation.lib.labels``); the model column's length.
+LABEL_MAX = 200
 # Extra screenshots captured around an action (e.g. just before and after it), for re-alignment in review.
 MAX_FRAMES = 8
 FRAME_FIELDS = {"screenshot", "timestamp", "label"}
@@ -375,8 +377,18 @@ def check_frames(frames, where: str) -> list[FieldError]:
     return [error for i, frame in enumerate(frames) for error in check_frame(frame, f"{where}[{i}]")]
 
 
+def check_label(label, where: str) -> list[FieldError]:
+    """Optional ``label``: a string of at most LABEL_MAX characters."""
+    if label is None or (isinstance(label, str) and len(label) <= LABEL_MAX):
+        return []
+    if isinstance(label, str):
+        return [FieldError(where, f"at most {LABEL_MAX} characters, got {len(label)}")]
+    return [FieldError(where, f"expected string, got {type_name(label)}")]
+
+
 def validate_browser(turn: dict, where: str) -> list[FieldError]:
     errors = check_unknown_fields(turn, BROWSER_FIELDS, where) + check_blob_refs(turn, where)
+    errors += check_label(turn.get("label"), f"{where}.label")
     errors += check_frames(turn.get("frames"), f"{where}.frames")
     intent = turn.get("intent")
     if intent not in INTENTS:

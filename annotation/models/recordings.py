@@ -229,6 +229,11 @@ class Turn(models.Model):
     frames = models.JSONField(
         default=list, blank=True, help_text="Other screenshots around the action: [{screenshot, timestamp, label}]."
     )
+    label = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The recorder's name for the action (the element's accessible name), shown in review.",
+    )
     content_sha256 = models.CharField(max_length=64, help_text="Hash of the submitted turn, to spot conflicts.")
     created_at = models.DateTimeField(auto_now_add=True)
 

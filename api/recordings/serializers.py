@@ -109,6 +109,9 @@ class TurnInSerializer(serializers.Serializer):
     screenshot = serializers.CharField(required=False, help_text="sha256 of an uploaded image blob.")
     page = serializers.CharField(required=False, help_text="sha256 of an uploaded text/html blob.")
     bboxes = serializers.CharField(required=False, help_text="sha256 of an uploaded application/json blob.")
+    label = serializers.CharField(
+        required=False, max_length=schema.LABEL_MAX, help_text="Browser turns: the action's name shown in review."
+    )
 
 
 class TurnBatchSerializer(serializers.Serializer):

@@ -4,7 +4,8 @@
  * is now (DOM with uids, boxes, private rects and values, this frame's private-regions report).
  *
  *   {target: SW, type: CAPTURE, turn, page: {html, bboxes}, privateRects, regions, viewport, mouse, frame, privateValues?}
- *   turn = {client_id, type: "browser", intent, arguments: {metadata, properties?, element?, …}, eventTime}
+ *   turn = {client_id, type: "browser", intent, arguments: {metadata, properties?, element?, …}, label?, eventTime}
+ * label: what review names the action by (lib/events.js actionLabel), with an element only.
  *
  * Classic script: defines globalThis.WebTasks.captureMessage (and module.exports for node).
  */
@@ -13,6 +14,7 @@
 
   const W = root.WebTasks || {};
   const C = W.C || require("./constants.js");
+  const events = W.events || require("./events.js");
 
   /**
    * deps: {window (the frame's), dom (lib/dom.js), frames (lib/frames.js's createFrames), selectors() → the
@@ -68,6 +70,7 @@
       const turnArguments = Object.assign({ metadata }, args);
       if (element) turnArguments.element = dom.elementInfo(element, opts);
       const turn = { client_id: dom.newUid(), type: "browser", intent, arguments: turnArguments, eventTime: eventClock(at) };
+      if (element) turn.label = events.actionLabel(element, intent, opts);
       let regions = null;
       try {
         regions = frames.regionsReport(selectors(), window === window.top && page ? privateRects : null);

@@ -403,10 +403,12 @@
       return redactHtml(html, this);
     }
 
-    /** A turn with rule 1 and 2 applied to its arguments (not to ids, uids, xpaths or blob references). */
+    /** A turn with rule 1 and 2 applied to its arguments and label (not to ids, uids, xpaths or blob references). */
     turn(turn) {
       if (!turn || typeof turn !== "object" || !turn.arguments) return turn;
-      return { ...turn, arguments: redactValue(turn.arguments, "arguments", this) };
+      const out = { ...turn, arguments: redactValue(turn.arguments, "arguments", this) };
+      if (typeof turn.label === "string") out.label = this.value(turn.label);
+      return out;
     }
 
     /** A CAPTURE message: its turn, and its page's HTML (before the page blob is made). */

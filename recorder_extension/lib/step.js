@@ -131,6 +131,8 @@
       const options = Array.isArray(selection.options) ? selection.options : [];
       const option = options.find((o) => o.value === value);
       if (option) properties.optionText = recorded(option.text);
+      // The label was taken at selection ("Country"); review names a select's change by its choice too.
+      if (option && !secret && turn.label) turn.label = `${turn.label}: ${option.text}`.slice(0, 200);
     }
     turn.intent = INTENT[op];
     turn.arguments = next;

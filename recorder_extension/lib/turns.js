@@ -26,6 +26,8 @@
 
   // --- Turns (server shape: see README "Recording ingest") -------------------------------------------------
 
+  const LABEL_MAX = 200; // the server's annotation.lib.schema.LABEL_MAX
+
   function validClientId(id) {
     return typeof id === "string" && id.length >= 1 && id.length <= 64;
   }
@@ -43,6 +45,7 @@
       intent: sent.intent,
       arguments: { ...args, metadata },
     };
+    if (typeof sent.label === "string" && sent.label) turn.label = sent.label.slice(0, LABEL_MAX);
     for (const key of ["screenshot", "page", "bboxes"]) if (refs[key]) turn[key] = refs[key];
     if (frames.length) turn.frames = frames;
     return turn;

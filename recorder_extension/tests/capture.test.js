@@ -29,7 +29,8 @@ test("a click sends one CAPTURE, captured at pointerdown before the page reacts,
   assert.equal(message.target, C.TARGET.SW);
   assert.equal(message.type, C.MSG.CAPTURE);
   const { turn } = message;
-  assert.deepEqual(Object.keys(turn).sort(), ["arguments", "client_id", "eventTime", "intent", "type"]);
+  assert.deepEqual(Object.keys(turn).sort(), ["arguments", "client_id", "eventTime", "intent", "label", "type"]);
+  assert.equal(turn.label, "Next", "what review names the action by");
   assert.equal(turn.type, "browser");
   assert.equal(turn.intent, "click");
   assert.ok(Math.abs(turn.eventTime - Date.now()) < 5000);

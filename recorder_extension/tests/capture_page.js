@@ -25,7 +25,7 @@ const SCHEMA = {
   ELEMENT_INTENTS: ["click", "hover", "textInput", "change", "submit", "copy", "paste"],
   BLOB_FIELDS: ["screenshot", "page", "bboxes"],
   BBOX_KEYS: ["x", "y", "width", "height", "top", "right", "bottom", "left"],
-  BROWSER_FIELDS: ["client_id", "type", "timestamp", "intent", "arguments", "screenshot", "page", "bboxes"],
+  BROWSER_FIELDS: ["client_id", "type", "timestamp", "intent", "arguments", "label", "screenshot", "page", "bboxes"],
   INTENT_ARGUMENTS: {
     textInput: [[["text"], "string"]],
     change: [[["value"], "string"]],

@@ -254,7 +254,7 @@
   }
 
   function updateTools(turn) {
-    $("selected-label").textContent = "Turn " + turn.index + " · " + (turn.intent || turn.speaker);
+    $("selected-label").textContent = "Turn " + turn.index + " · " + (turn.intent || turn.speaker) + (turn.label ? " “" + turn.label + "”" : "");
     if ($("btn-delete")) $("btn-delete").textContent = turn.deleted ? "Restore" : "Delete";
     if ($("btn-valid")) $("btn-valid").textContent = turn.valid ? "Mark invalid" : "Mark valid";
     $("btn-page").disabled = busy || !turn.has_page;

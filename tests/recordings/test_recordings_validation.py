@@ -160,6 +160,9 @@ TURN_CASES = [
     case("viewportWidth-negative", "click", "arguments.metadata.viewportWidth", -5, "from 0 to 2147483647"),
     case("viewportHeight-huge", "click", "arguments.metadata.viewportHeight", 2**31, "from 0 to 2147483647"),
     case("properties-tabId-huge", "tabcreate", "arguments.properties.tabId", -(2**60), "expected an integer from"),
+    case("label-is-a-number", "click", "label", 42, "expected string, got number"),
+    case("label-is-an-object", "submit", "label", {"text": "Go"}, "expected string, got object"),
+    case("label-too-long", "click", "label", "x" * 201, "at most 200 characters, got 201"),
 ]
 
 

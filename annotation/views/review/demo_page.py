@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from ...actions import review as actions
 from ...lib import shapes
+from ...lib.labels import action_label
 from ...lib.quality import ALIGNMENT, alignment_issues, order_issues
 from ...models import Comment, DemoReview, DemoStatus, Edit, Turn, TurnCuration, TurnType, curated_turns
 from ...store.blobstore import has_thumbnail
@@ -30,6 +31,7 @@ def turn_row(index, turn, curation, issues, comments) -> dict:
     chosen = (curation.screenshot if curation else "") or turn.screenshot_id or ""
     element = shapes.element_of(turn.arguments)
     tag = shapes.as_text(element.get("tagName"))
+    label = action_label(turn.intent, turn.arguments, turn.label) if turn.type == TurnType.BROWSER else ""
     return {
         "id": turn.pk,
         "index": index,
@@ -40,7 +42,8 @@ def turn_row(index, turn, curation, issues, comments) -> dict:
         "text": turn_text(turn, curation),
         "text_editable": turn.type == TurnType.CHAT or turn.intent == "textInput",
         "element": element_text(turn),
-        "element_label": f"{tag.lower()} “{shorten(element_text(turn), 60)}”",
+        "label": label,
+        "element_label": f"{tag.lower()} “{label}”" if label else "",
         "tag": tag,
         "url": turn.url,
         "url_short": shorten(turn.url or "", 70),
