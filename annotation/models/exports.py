@@ -37,6 +37,12 @@ class SplitConfig(models.Model):
         blank=True,
         help_text="TurkingBench split lists: {list name (file stem, e.g. evaluation_tasks_easy): [task names]}.",
     )
+    fixed_splits = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Splits given, not drawn: {scheme: {demo name: split}} (an imported release's split file); these "
+        "demos keep them whatever the rules say.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self):
@@ -59,6 +65,7 @@ class SplitConfig(models.Model):
             held_out_regions=frozenset(self.held_out_regions),
             held_out_domains=frozenset(self.held_out_domains),
             test_task_fraction=self.test_task_fraction,
+            fixed=self.fixed_splits or {},
         )
 
 

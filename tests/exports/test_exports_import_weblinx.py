@@ -1,0 +1,266 @@
+"""`manage.py import_weblinx`: a WebLINX release into a project, read back through the API and the review page, and
+the round trip (export → import into a new project → export) checked with the official ``weblinx`` package."""
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import weblinx
+from django.core.management import CommandError, call_command
+from PIL import Image
+
+from annotation.models import Demonstration, DemoStatus, Membership, Project, Role, Turn
+from tests.support.actors import make_user, token_client
+from tests.support.corpus import ingest_corpus
+
+UID = "a1b2c3"
+BOX = {"x": 10, "y": 20, "width": 200, "height": 30, "top": 20, "right": 210, "bottom": 50, "left": 10}
+ODD = "Café «naïve» \"quoted\" 'single' =cmd|' /C calc'!A0 <script>alert(1)</script> 北京 🚀"
+
+
+def png(colour=(40, 90, 160)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 48), colour).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def write_json(path: Path, value) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
+
+
+def browser_turn(n: int, intent="click", url="https://shop.example/", **arguments) -> dict:
+    element = {
+        "attributes": {"data-webtasks-id": UID, "class": "btn"},
+        "bbox": BOX,
+        "tagName": "BUTTON",
+        "textContent": "Go",
+        "outerHTML": f'<button data-webtasks-id="{UID}">Go</button>',
+        "xpath": "/html/body/button",
+    }
+    args = {"metadata": {"url": url, "tabId": 1, "viewportWidth": 1280, "viewportHeight": 720}, **arguments}
+    if intent in ("click", "textInput", "change", "submit"):
+        args["element"] = element
+    state = {"screenshot": f"screenshot-{n}-0.png", "page": f"page-{n}-0.html", "screenshot_status": "good"}
+    return {"type": "browser", "timestamp": 1.0 + n, "action": {"intent": intent, "arguments": args}, "state": state}
+
+
+def write_demo(root: Path, name: str, utterance="Find the cheapest flight", missing_screenshot=False, colour=1):
+    """A demo of a chat turn, a click and a textInput, each browser turn with screenshot, page and bboxes."""
+    folder = root / "demonstrations" / name
+    turns = [
+        {"type": "chat", "timestamp": 0.5, "speaker": "instructor", "utterance": utterance},
+        browser_turn(1),
+        browser_turn(2, "textInput", text=utterance),
+        {"type": "chat", "timestamp": 4.0, "speaker": "navigator", "utterance": "Done."},
+    ]
+    write_json(folder / "replay.json", {"version": "1.0.0", "created": 1700000000, "data": turns})
+    write_json(
+        folder / "metadata.json",
+        {"recordingStart": 1700000000000, "recordingEnd": 1700000060000, "userAgent": "Chrome", "version": "1.0.0"},
+    )
+    write_json(
+        folder / "form.json",
+        {"description": utterance, "shortcode": name, "website": "shop.example", "category": "Shopping"},
+    )
+    for n in (1, 2):
+        if not (missing_screenshot and n == 2):
+            (folder / "screenshots").mkdir(parents=True, exist_ok=True)
+            (folder / "screenshots" / f"screenshot-{n}-0.png").write_bytes(png((colour, n, 100)))
+        page = f'<html><body><button data-webtasks-id="{UID}">Go</button></body></html>'
+        (folder / "pages").mkdir(exist_ok=True)
+        (folder / "pages" / f"page-{n}-0.html").write_text(page, encoding="utf-8")
+        write_json(folder / "bboxes" / f"bboxes-{n}.json", {UID: BOX})
+    return folder
+
+
+@pytest.fixture
+def team(db):
+    """A project with an admin, a researcher and a reviewer; the admin imports."""
+    project = Project.objects.create(name="recurate", title="Re-curation")
+    people = {role: make_user(f"{role}-r", project, role) for role in (Role.ADMIN, Role.RESEARCHER, Role.REVIEWER)}
+    return project, people
+
+
+@pytest.fixture
+def release(tmp_path):
+    """Five demos over three splits: odd characters, a missing screenshot, and one with broken replay JSON."""
+    root = tmp_path / "release"
+    write_demo(root, "alpha", utterance=ODD, colour=1)
+    write_demo(root, "bravo", missing_screenshot=True, colour=2)
+    write_demo(root, "charlie", colour=3)
+    write_demo(root, "delta", colour=4)
+    broken = write_demo(root, "echo", colour=5)
+    (broken / "replay.json").write_text('{"version": "1.0.0", "data": [', encoding="utf-8")
+    splits = {"train": ["alpha", "bravo"], "valid": ["charlie"], "test_geo": ["delta", "echo"], "test_vis": []}
+    write_json(root / "splits.json", splits)
+    return root
+
+
+def run(directory, project="recurate", user="admin-r") -> str:
+    out = io.StringIO()
+    call_command("import_weblinx", str(directory), "--project", project, "--user", user, stdout=out)
+    return out.getvalue()
+
+
+def listed(client, project="recurate") -> dict:
+    """The demos list API: ``{source_id: row}``."""
+    answer = client.get("/api/demonstrations/", {"project__name": project, "page_size": 100})
+    assert answer.status_code == 200, answer.content
+    return {row["source_id"]: row for row in answer.json()["results"]}
+
+
+def test_release_imports_each_demo_with_its_split_and_skips_the_broken_one(team, release):
+    project, people = team
+    output = run(release)
+
+    assert "Imported 4 demos (16 turns, 7 screenshots, 8 pages)" in output
+    assert "skipped echo: replay.json: not valid JSON" in output
+    assert "note: bravo: turn 2: screenshots/screenshot-2-0.png is missing; imported without it" in output
+    rows = listed(token_client(people[Role.RESEARCHER]))
+    assert sorted(rows) == ["alpha", "bravo", "charlie", "delta"]
+    assert {sid: row["split"] for sid, row in rows.items()} == {
+        "alpha": "train",
+        "bravo": "train",
+        "charlie": "valid",
+        "delta": "test_geo",
+    }
+    assert all(row["turn_count"] == 4 and row["status"] == "recorded" for row in rows.values())
+    assert rows["alpha"]["task_description"] == ODD
+    assert not Demonstration.objects.filter(project=project, source_id="echo").exists()
+
+
+def test_odd_text_is_stored_as_given_and_escaped_on_the_review_page(team, release, client):
+    project, people = team
+    run(release)
+    demo = Demonstration.objects.get(project=project, source_id="alpha")
+    turns = list(Turn.objects.filter(demonstration=demo).order_by("seq"))
+    assert turns[0].utterance == ODD
+    assert turns[2].arguments["text"] == ODD
+    assert [turn.screenshot_id is not None for turn in turns] == [False, True, True, False]
+
+    client.force_login(people[Role.ADMIN])
+    page = client.get(f"/review/{demo.name}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html or "\\u003Cscript\\u003E" in html
+
+
+def test_the_same_release_twice_is_refused_and_nothing_is_duplicated(team, release):
+    project, people = team
+    run(release)
+    before = Demonstration.objects.filter(project=project).count()
+    with pytest.raises(CommandError, match="every demo of this release is in project 'recurate' already"):
+        run(release, user="researcher-r")
+    assert Demonstration.objects.filter(project=project).count() == before == 4
+
+    write_demo(release, "foxtrot", colour=6)  # a later version of the release with one more demo
+    output = run(release, user="researcher-r")
+    assert "Imported 1 demos" in output
+    assert "skipped alpha: already imported into this project as demo" in output
+    assert sorted(listed(token_client(people[Role.ADMIN]))) == ["alpha", "bravo", "charlie", "delta", "foxtrot"]
+
+
+def test_a_directory_that_is_not_a_release_names_the_missing_part_and_imports_nothing(team, tmp_path, release):
+    project, _ = team
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CommandError, match="not a WebLINX release: splits.json: missing"):
+        run(tmp_path / "empty")
+    write_json(tmp_path / "half" / "splits.json", {"train": []})
+    with pytest.raises(CommandError, match="demonstrations/: missing"):
+        run(tmp_path / "half")
+    write_json(release / "splits.json", {"train": ["alpha"], "dev": ["bravo"]})
+    with pytest.raises(CommandError, match="splits.json.dev: unknown split"):
+        run(release)
+    assert not Demonstration.objects.filter(project=project).exists()
+
+
+def test_a_demo_failing_the_ingest_checks_is_listed_with_its_field(team, tmp_path):
+    root = tmp_path / "release"
+    for name in ("good", "badintent", "badpng"):
+        write_demo(root, name)
+    replay = json.loads((root / "demonstrations/badintent/replay.json").read_text())
+    replay["data"][1]["action"]["intent"] = "teleport"
+    write_json(root / "demonstrations/badintent/replay.json", replay)
+    (root / "demonstrations/badpng/screenshots/screenshot-1-0.png").write_bytes(b"\x89PNG\r\n\x1a\nnot really")
+    write_json(root / "splits.json", {"train": ["good", "badintent", "badpng"]})
+
+    output = run(root)
+    assert "Imported 1 demos" in output
+    assert "skipped badintent: replay.json.data[1].action.intent: unknown intent 'teleport'" in output
+    assert "skipped badpng: screenshots/screenshot-1-0.png: body is not a decodable image" in output
+
+
+def test_only_researchers_and_admins_import_and_nothing_imported_exits_non_zero(team, tmp_path, release):
+    project, _ = team
+    with pytest.raises(CommandError, match="cannot import a release"):
+        run(release, user="reviewer-r")
+    outsider = make_user("outsider-r")
+    assert outsider.pk
+    with pytest.raises(CommandError, match="no project 'recurate' among yours"):
+        run(release, user="outsider-r")
+    root = tmp_path / "allbad"
+    write_demo(root, "solo")
+    (root / "demonstrations/solo/form.json").unlink()
+    write_json(root / "splits.json", {"train": ["solo"]})
+    with pytest.raises(CommandError, match="nothing was imported"):
+        run(root)
+    assert not Demonstration.objects.filter(project=project).exists()
+
+
+# The round trip: the platform's own demos exported, imported into a new project, exported again.
+
+
+def official_turns(base: Path, name: str) -> list:
+    """What the official package reads of a demo: each turn's type, speaker, utterance, intent, arguments, bytes."""
+    demo = weblinx.Demonstration(name, base_dir=str(base / "demonstrations"))
+    assert demo.is_valid() in (True, False)
+    rows = []
+    for turn in weblinx.Replay.from_demonstration(demo):
+        screenshot = Path(turn.get_screenshot_path()).read_bytes() if turn.has_screenshot() else None
+        page = Path(turn.get_html_path()).read_bytes() if turn.has_html() else None
+        action = turn.get("action") or {}
+        rows.append(
+            (
+                turn.type,
+                turn.timestamp,
+                turn.get("speaker"),
+                turn.get("utterance"),
+                action.get("intent"),
+                json.dumps(action.get("arguments"), sort_keys=True),
+                screenshot,
+                page,
+                turn.bboxes if turn.has_bboxes() else None,
+                turn.get_screenshot_status() if turn.has_screenshot() else None,
+            )
+        )
+    return rows, demo.is_valid()
+
+
+def test_round_trip_gives_the_same_demos_turns_and_values_to_the_official_loader(db, tmp_path):
+    ingest_corpus(project="origin", demos=3, turns=24, elements=30, seed=11)
+    rejected = ingest_corpus(project="origin", demos=1, turns=12, elements=20, seed=12)[0]
+    Demonstration.objects.filter(pk=rejected.pk).update(status=DemoStatus.REJECTED)
+    first, second = tmp_path / "first", tmp_path / "second"
+    call_command("export_dataset", "--format", "weblinx", "--out", str(first), "--project", "origin", "--status", "all")
+
+    target = Project.objects.create(name="copy", title="Copy")
+    admin = make_user("copy-admin", target, Role.ADMIN)
+    output = run(first, project="copy", user=admin.username)
+    assert "Imported 4 demos" in output
+    assert "skipped" not in output
+    call_command("export_dataset", "--format", "weblinx", "--out", str(second), "--project", "copy", "--status", "all")
+
+    renamed = dict(Demonstration.objects.filter(project=target).values_list("source_id", "name"))
+    originals = sorted(path.name for path in (first / "demonstrations").iterdir())
+    assert sorted(renamed) == originals
+    assert len(originals) == 4
+    for name in originals:
+        assert official_turns(second, renamed[name]) == official_turns(first, name)
+    assert official_turns(second, renamed[rejected.name])[1] is False  # invalid.json kept
+    splits = json.loads((first / "splits.json").read_text())
+    again = json.loads((second / "splits.json").read_text())
+    assert again == {split: sorted(renamed[name] for name in names) for split, names in splits.items()}
+    assert Membership.objects.filter(project=target).count() == 1
