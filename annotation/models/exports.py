@@ -186,3 +186,18 @@ class Evaluation(Job):
 
     def __str__(self):
         return f"evaluation {self.pk} of {self.project} {self.split} ({self.status})"
+
+
+class ImportJob(Job):
+    """The import of an uploaded release archive into a project (docs/recuration.md), run by the worker."""
+
+    format = models.CharField(max_length=16, choices=[("weblinx", "WebLINX")], default="weblinx")
+    archive = models.FileField(max_length=300, blank=True, help_text="The uploaded archive; removed once run.")
+    archive_name = models.CharField(max_length=200, blank=True, help_text="The uploaded file's name.")
+    size = models.PositiveBigIntegerField(default=0)
+    report = models.JSONField(
+        default=dict, blank=True, help_text="Counts, demos imported, items skipped and notes (``ImportReport``)."
+    )
+
+    def __str__(self):
+        return f"import {self.pk} into {self.project} ({self.format}, {self.status})"
