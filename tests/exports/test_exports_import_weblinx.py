@@ -195,3 +195,22 @@ def test_round_trip_gives_the_same_demos_turns_and_values_to_the_official_loader
     again = json.loads((second / "splits.json").read_text())
     assert again == {split: sorted(renamed[name] for name in names) for split, names in splits.items()}
     assert Membership.objects.filter(project=target).count() == 1
+
+
+def test_review_edits_layer_over_an_imported_demo_and_reach_the_export(team, release, client, tmp_path):
+    project, people = team
+    run(release)
+    demo = Demonstration.objects.get(project=project, source_id="charlie")
+    chat = Turn.objects.get(demonstration=demo, seq=0)
+    client.force_login(people[Role.REVIEWER])
+    for revision, text in enumerate(("Find the cheapest train", "Find the cheapest bus")):
+        body = {"op": "edit_text", "revision": revision, "turn": chat.pk, "text": text}
+        answer = client.post(f"/review/{demo.name}/edit", json.dumps(body), content_type="application/json")
+        assert answer.status_code == 200, answer.content
+
+    assert Turn.objects.get(pk=chat.pk).utterance == "Find the cheapest flight"  # the release's turn, unchanged
+    out = tmp_path / "out"
+    call_command("export_dataset", "--format", "weblinx", "--out", str(out), "--project", "recurate", "--status", "all")
+    replay = json.loads((out / "demonstrations" / demo.name / "replay.json").read_text())
+    assert replay["data"][0]["utterance"] == "Find the cheapest bus"
+    assert json.loads((out / "splits.json").read_text())["valid"] == [demo.name]
