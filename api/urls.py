@@ -10,6 +10,7 @@ from rest_framework.routers import DefaultRouter
 
 from . import errors, manage
 from .agents import views as agents
+from .exports import imports
 from .exports import views as exports
 from .forms import views as forms
 from .mind2web import views as mind2web
@@ -41,6 +42,7 @@ router.register("recordings", recordings.RecordingViewSet, basename="recording")
 router.register("demonstrations", exports.DemonstrationViewSet, basename="demonstration")
 router.register("exports", exports.ExportJobViewSet, basename="export")
 router.register("evaluations", exports.EvaluationViewSet, basename="evaluation")
+router.register("imports", imports.ImportJobViewSet, basename="import")
 router.register("agent-runs", agents.AgentRunViewSet, basename="agent-run")
 router.register("model-endpoints", agents.ModelEndpointViewSet, basename="model-endpoint")
 router.register("model-limits", agents.ModelLimitsViewSet, basename="model-limits")
@@ -68,6 +70,7 @@ urlpatterns = [
     path("quality/second-reviews/<str:name>/", quality_demos.SecondReviewView.as_view(), name="api-second-review"),
     # a project's splits and Mind2Web verification counts, each in its own area
     path("projects/<slug:name>/splits/", exports.ProjectSplitsView.as_view(), name="project-splits"),
+    path("projects/<slug:name>/imports/", imports.ProjectImportsView.as_view(), name="project-imports"),
     path("projects/<slug:name>/verification/", mind2web.ProjectVerificationView.as_view(), name="project-verification"),
     path("auth/token/", manage.TokenSignInView.as_view(), name="api-token"),
     path("schema/", SchemaView.as_view(), name="schema"),

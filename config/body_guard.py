@@ -30,6 +30,7 @@ from . import db_pool
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 OPEN_API_WRITES = ("/api/auth/token/",)  # sign-in: the credentials are the body
 BUNDLE_UPLOAD = re.compile(r"^/api/recordings/[^/]+/(bundle|batch)/$")  # batch/: the old path
+IMPORT_UPLOAD = re.compile(r"^/api/projects/[^/]+/imports/$")  # a released benchmark's archive
 FORM_UPLOAD_SLACK = 1024 * 1024  # the form fields and part headers around a form batch's two files
 FORM_UPLOAD_SETTINGS = "FORM_TEMPLATE_MAX_BYTES + FORM_CSV_MAX_BYTES + 1 MiB of form fields"
 
@@ -48,6 +49,8 @@ def body_limit(method: str, path: str) -> tuple[int, str]:
         return settings.INGEST_MAX_BLOB_BYTES, "INGEST_MAX_BLOB_BYTES"
     if method == "POST" and BUNDLE_UPLOAD.match(path):
         return settings.INGEST_MAX_UPLOAD_BYTES, "INGEST_MAX_UPLOAD_BYTES"
+    if method == "POST" and IMPORT_UPLOAD.match(path):
+        return settings.IMPORT_MAX_UPLOAD_BYTES, "IMPORT_MAX_UPLOAD_BYTES"
     if method == "POST" and path in form_upload_paths():
         limit = settings.FORM_TEMPLATE_MAX_BYTES + settings.FORM_CSV_MAX_BYTES + FORM_UPLOAD_SLACK
         return limit, FORM_UPLOAD_SETTINGS

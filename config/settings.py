@@ -308,6 +308,9 @@ INGEST_MAX_BLOB_BYTES = env_int("INGEST_MAX_BLOB_BYTES", 64 * 1024 * 1024)
 BLOB_FSYNC = env_bool("BLOB_FSYNC", True)
 # A batch upload (blobs + turns, POST /api/recordings/<name>/batch/): its body as sent and once gunzipped.
 INGEST_MAX_UPLOAD_BYTES = env_int("INGEST_MAX_UPLOAD_BYTES", 64 * 1024 * 1024)
+# A released benchmark uploaded for import (POST /api/projects/<name>/imports/), as sent and once unpacked.
+IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 2 * 1024**3)
+IMPORT_MAX_UNPACKED_BYTES = env_int("IMPORT_MAX_UNPACKED_BYTES", 8 * 1024**3)
 # Images (screenshots) whose header declares more pixels are refused before decoding (decompression bombs); the
 # same limit is Pillow's everywhere else an image is decoded (thumbnails, re-alignment).
 INGEST_MAX_IMAGE_PIXELS = env_int("INGEST_MAX_IMAGE_PIXELS", 40_000_000)

@@ -13,7 +13,7 @@ from pathlib import Path
 from django.conf import settings
 
 from annotation.actions.exports.jobs import beat, claim_job, finish_job, reap_stale_jobs
-from annotation.models import AgentRun, Evaluation, ExportJob, JobStatus, PredictionRun
+from annotation.models import AgentRun, Evaluation, ExportJob, ImportJob, JobStatus, PredictionRun
 
 log = logging.getLogger(__name__)
 BEAT_SECONDS = 0.5
@@ -41,7 +41,7 @@ class Progress:
         return {}
 
 
-JOB_MODELS = {model.__name__.lower(): model for model in (ExportJob, Evaluation, AgentRun, PredictionRun)}
+JOB_MODELS = {model.__name__.lower(): model for model in (ExportJob, Evaluation, AgentRun, PredictionRun, ImportJob)}
 
 
 def workdir_for(job) -> Path:

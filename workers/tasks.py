@@ -19,6 +19,14 @@ def run_evaluation(evaluation_id: int) -> None:
     export_jobs.run_evaluation(evaluation_id)
 
 
+@shared_task(name="workers.run_import_job", acks_late=True)
+def run_import_job(job_id: int) -> None:
+    """Import the release archive of import job ``job_id`` (see ``exports.imports.run_import``)."""
+    from .exports.imports import run_import
+
+    run_import(job_id)
+
+
 @shared_task(name="workers.run_agent", acks_late=True)
 def run_agent(run_id: int) -> None:
     """Run agent run ``run_id`` in this worker's own headless Chromium (see ``agent_runs.execute``)."""

@@ -20,7 +20,8 @@ REALIGN = "workers.realign_demo"
 AGENT_RUN = "workers.run_agent"
 PREDICTION = "workers.run_prediction"
 PACK_BLOBS = "workers.pack_demo_blobs"
-TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN, AGENT_RUN, PREDICTION, PACK_BLOBS)
+IMPORT = "workers.run_import_job"
+TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN, AGENT_RUN, PREDICTION, PACK_BLOBS, IMPORT)
 
 
 def check_plain_args(args: tuple) -> None:

@@ -2,7 +2,8 @@
 
 A demo's split is a function of its own facts (websites, subcategory, region, whether the instructor saw the
 screen, name) and the project's rules only, so adding demos never moves an existing one. Out-of-domain rules
-come first, in this order; the in-domain draw is a hash of the seed and the demo name, uniform in [0, 1).
+come first, in this order; the in-domain draw is a hash of the seed and the demo name, uniform in [0, 1). A demo
+with a fixed split (an imported release's split file, ``SplitRules.fixed``) keeps it before any rule.
 
 WebLINX: test_vis (instructor could not see the screen), test_cat (held-out subcategory), test_web (a held-out
 website), test_geo (held-out region), then valid / test_iid / train by the draw.
@@ -29,6 +30,7 @@ class SplitRules:
     held_out_regions: frozenset = field(default_factory=frozenset)
     held_out_domains: frozenset = field(default_factory=frozenset)
     test_task_fraction: float = 0.2
+    fixed: dict = field(default_factory=dict)  # {scheme: {demo name: split}}: given splits (an imported release's)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ def draw(seed: int, name: str) -> float:
 
 
 def weblinx_split(demo: DemoFacts, rules: SplitRules) -> str:
+    if fixed := rules.fixed.get("weblinx", {}).get(demo.name):
+        return fixed
     if not demo.instructor_sees_screen:
         return "test_vis"
     if demo.subcategory in rules.held_out_subcategories:
@@ -67,6 +71,8 @@ def weblinx_split(demo: DemoFacts, rules: SplitRules) -> str:
 
 
 def mind2web_split(demo: DemoFacts, rules: SplitRules) -> str:
+    if fixed := rules.fixed.get("mind2web", {}).get(demo.name):
+        return fixed
     if demo.category in rules.held_out_domains:
         return "test_domain"
     if rules.held_out_websites.intersection(demo.websites):

@@ -14,7 +14,7 @@ from .agents import (
     ModelLimits,
     PredictionRun,
 )
-from .exports import Evaluation, ExportFormat, ExportJob, JobStatus, SplitConfig
+from .exports import Evaluation, ExportFormat, ExportJob, ImportJob, JobStatus, SplitConfig
 from .forms import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, ReviewState, Task
 from .live import Invitation, code_digest
 from .manage import READ_ROLES, RECORDING_ROLES, Membership, Project, ProjectInvitation, Role, token_digest
@@ -98,6 +98,7 @@ __all__ = [
     "Evaluation",
     "ExportFormat",
     "ExportJob",
+    "ImportJob",
     "ImmutableCaptureError",
     "JobStatus",
     "Membership",

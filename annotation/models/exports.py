@@ -37,6 +37,12 @@ class SplitConfig(models.Model):
         blank=True,
         help_text="TurkingBench split lists: {list name (file stem, e.g. evaluation_tasks_easy): [task names]}.",
     )
+    fixed_splits = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Splits given, not drawn: {scheme: {demo name: split}} (an imported release's split file); these "
+        "demos keep them whatever the rules say.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self):
@@ -59,6 +65,7 @@ class SplitConfig(models.Model):
             held_out_regions=frozenset(self.held_out_regions),
             held_out_domains=frozenset(self.held_out_domains),
             test_task_fraction=self.test_task_fraction,
+            fixed=self.fixed_splits or {},
         )
 
 
@@ -179,3 +186,18 @@ class Evaluation(Job):
 
     def __str__(self):
         return f"evaluation {self.pk} of {self.project} {self.split} ({self.status})"
+
+
+class ImportJob(Job):
+    """The import of an uploaded release archive into a project (docs/recuration.md), run by the worker."""
+
+    format = models.CharField(max_length=16, choices=[("weblinx", "WebLINX")], default="weblinx")
+    archive = models.FileField(max_length=300, blank=True, help_text="The uploaded archive; removed once run.")
+    archive_name = models.CharField(max_length=200, blank=True, help_text="The uploaded file's name.")
+    size = models.PositiveBigIntegerField(default=0)
+    report = models.JSONField(
+        default=dict, blank=True, help_text="Counts, demos imported, items skipped and notes (``ImportReport``)."
+    )
+
+    def __str__(self):
+        return f"import {self.pk} into {self.project} ({self.format}, {self.status})"

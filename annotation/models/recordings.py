@@ -151,6 +151,16 @@ class Demonstration(models.Model):
         blank=True,
         help_text="Mind2Web verification: the reviewer's task description; the recorded one is kept as it was.",
     )
+    source_id = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="Imported demos: the demo's id in its released benchmark (blank = recorded here); one per project.",
+    )
+    source = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Imported demos: the release's format and its own files' facts (metadata, form), as given.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -163,6 +173,10 @@ class Demonstration(models.Model):
             models.CheckConstraint(condition=Q(name__regex=r"^[a-z]+$"), name="demo_name_lowercase"),
             # Per navigator, not global: another person's ids (of any project) are never an answer to anyone else.
             models.UniqueConstraint(fields=["navigator", "client_id"], name="demo_client_id_per_navigator"),
+            # One release's demo once per project: importing it again is refused, never a duplicate.
+            models.UniqueConstraint(
+                fields=["project", "source_id"], condition=~Q(source_id=""), name="demo_source_id_per_project"
+            ),
         ]
 
     def __str__(self):

@@ -37,12 +37,16 @@ class DemonstrationSummarySerializer(serializers.ModelSerializer):
     split = serializers.CharField(read_only=True, help_text="Split under the project's configuration and `scheme`.")
     turn_count = serializers.IntegerField(read_only=True)
     instructor = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    source_id = serializers.CharField(
+        read_only=True, help_text="An imported demo's id in its release (docs/recuration.md); blank when recorded here."
+    )
 
     class Meta:
         model = Demonstration
         fields = [
             "name",
             "project",
+            "source_id",
             "status",
             "mode",
             "split",

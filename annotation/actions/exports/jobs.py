@@ -13,7 +13,7 @@ from ...lib.formats import ARCHIVE_FORMATS
 from ...lib.splits import SPLITS
 from ...models import EXPORTABLE_STATUSES, Demonstration, ExportFormat, Project, Role, SplitConfig
 from ...models.agents import AgentRun, PredictionRun
-from ...models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, JobStatus
+from ...models.exports import ACTIVE_STATUSES, Evaluation, ExportJob, ImportJob, JobStatus
 from .. import queue
 from ..errors import Conflict, Forbidden, ValidationFailed, invalid
 from ..forms.splits import check_turkingbench_predictions, split_names
@@ -246,7 +246,7 @@ def finish_job(job, status, **fields) -> bool:
 
 def reap_stale_jobs(model=None) -> int:
     """Mark running jobs whose worker stopped beating (killed, crashed, machine lost) as failed."""
-    models = [model] if model else [ExportJob, Evaluation, AgentRun, PredictionRun]
+    models = [model] if model else [ExportJob, Evaluation, AgentRun, PredictionRun, ImportJob]
     reaped = 0
     for job_model in models:
         for job in job_model.objects.filter(status=JobStatus.RUNNING):

@@ -1,0 +1,81 @@
+"""A release uploaded as a ``.zip`` or ``.tar.gz`` (pure): its members checked, then unpacked safely.
+
+The release may sit at the archive's top or in one folder (``weblinx/splits.json``). Refused, naming the part: a file
+that is no such archive, a member that would land outside the folder (absolute, ``..``) or is a link or device, more
+unpacked bytes than allowed, no ``splits.json`` or no ``demonstrations/`` beside it.
+"""
+
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+MAX_MEMBERS = 500_000
+
+
+class BadArchive(ValueError):
+    """``part`` names what is wrong (``file``, ``splits.json``, a member's path); ``too_large`` for a size limit."""
+
+    def __init__(self, part: str, message: str, too_large: bool = False):
+        super().__init__(f"{part}: {message}")
+        self.part, self.message, self.too_large = part, message, too_large
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    size: int
+    is_file: bool
+
+
+def members(path: Path) -> list[Member]:
+    """The archive's members; ``BadArchive`` when it is neither a zip nor a (gzipped) tar, or holds a link."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            return [Member(info.filename, info.file_size, not info.is_dir()) for info in archive.infolist()]
+    try:
+        with tarfile.open(path, "r:*") as archive:
+            found = []
+            for info in archive:
+                if not (info.isfile() or info.isdir()):
+                    raise BadArchive(info.name, "links and special files are not accepted in a release")
+                found.append(Member(info.name, info.size, info.isfile()))
+            return found
+    except (tarfile.TarError, EOFError, OSError):
+        raise BadArchive("file", "not a .zip or .tar.gz archive") from None
+
+
+def check_members(found: list[Member], max_bytes: int) -> str:
+    """The release's folder inside the archive ("" or "name/"); ``BadArchive`` naming the first wrong part."""
+    if len(found) > MAX_MEMBERS:
+        raise BadArchive("file", f"{len(found)} members; at most {MAX_MEMBERS}", too_large=True)
+    total = 0
+    for member in found:
+        path = PurePosixPath(member.name)
+        if path.is_absolute() or ".." in path.parts or "\\" in member.name:
+            raise BadArchive(member.name, "a member's path must stay inside the archive")
+        total += member.size
+    if total > max_bytes:
+        raise BadArchive("file", f"{total} bytes unpacked; at most {max_bytes} (IMPORT_MAX_UNPACKED_BYTES)", True)
+    names = {member.name.rstrip("/") for member in found}
+    roots = sorted(name.removesuffix("splits.json") for name in names if name.endswith("splits.json"))
+    roots = [root for root in roots if root.count("/") <= 1 and (root == "" or root.endswith("/"))]
+    if not roots:
+        raise BadArchive("splits.json", "missing: the release's split file (at the top or in one folder)")
+    root = roots[0]
+    if not any(name.startswith(f"{root}demonstrations/") for name in names):
+        raise BadArchive(f"{root}demonstrations/", "missing: the release keeps one folder per demo there")
+    return root
+
+
+def unpack(path: Path, into: Path, max_bytes: int) -> Path:
+    """Check the archive and unpack it under ``into``; returns the release's folder."""
+    root = check_members(members(path), max_bytes)
+    into.mkdir(parents=True, exist_ok=True)
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            archive.extractall(into)
+    else:
+        with tarfile.open(path, "r:*") as archive:
+            archive.extractall(into, filter="data")
+    return into / root
