@@ -122,6 +122,7 @@
     if (listed.error) {
       // Nothing answered: back to the address (kept, with the token), so Next tries again.
       showStep("server");
+      say("signin-result", "");
       say("server-result", S.serverProblem(serverUrl, listed), true);
       return false;
     }

@@ -204,6 +204,7 @@ def test_the_second_annotator_signs_out_the_first_and_signs_in_with_a_token(driv
     shot = lambda state: save_panel_shot(driver, "second-annotator-token", state)  # noqa: E731
     open_first_run(driver)
     submit_server(driver, live.url)
+    step_is(driver, "account")
     sign_in_with_password(driver, FIRST, PASSWORD.format(FIRST))
     signed_in_as(driver, live, FIRST)
 
@@ -254,3 +255,34 @@ def test_too_many_wrong_passwords_say_when_to_try_again(driver, live):
     assert message.endswith("minutes.") or message.endswith("minute."), message
     assert recording_form_hidden(driver)
     save_panel_shot(driver, "too-many-failures", "throttled")
+
+
+def test_a_kept_token_is_checked_when_the_panel_opens_again(driver, live):
+    """A token rotated since is forgotten and asked for again; a server not answering keeps it for the next try."""
+    open_first_run(driver)
+    stale = {"serverUrl": live.url, "token": "f" * 40, "user": FIRST, "project": PROJECT}
+    driver.execute_async_script(
+        f"chrome.storage.local.set({{'webtasks.config': {json.dumps(stale)}}}).then(arguments[0])"
+    )
+    driver.refresh()
+    step_is(driver, "account")
+    assert says(driver, "signin-result", "This token does not work").startswith(
+        f"This token does not work on {live.url}"
+    )
+    assert "token" not in stored(driver)["webtasks.config"]
+    assert recording_form_hidden(driver)
+
+    closed = f"http://127.0.0.1:{free_port()}"
+    away = {**stale, "serverUrl": closed, "token": live.tokens[FIRST]}
+    driver.execute_async_script(
+        f"chrome.storage.local.set({{'webtasks.config': {json.dumps(away)}}}).then(arguments[0])"
+    )
+    driver.refresh()
+    step_is(driver, "server")
+    assert says(driver, "server-result", "Cannot reach") == (
+        f"Cannot reach {closed}: is the address right and the server running?"
+    )
+    assert driver.find_element(By.ID, "server-url").get_attribute("value") == closed
+    assert stored(driver)["webtasks.config"]["token"] == live.tokens[FIRST]  # kept for when it answers
+    assert recording_form_hidden(driver)
+    save_panel_shot(driver, "kept-token", "server-not-answering")
