@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from annotation.actions import manage
@@ -121,9 +122,22 @@ class ProjectViewSet(ProjectInvitationsMixin, viewsets.ReadOnlyModelViewSet):
         return Project.objects.for_user(self.request.user)
 
 
+class TokenOwnerSerializer(serializers.Serializer):
+    username = serializers.CharField(help_text="The account the token belongs to.")
+
+
 class TokenSignInView(ObtainAuthToken):
     """``{"username", "password"}`` → ``{"token"}``: the recorder's credential. Throttled like the sign-in page
-    (429 with ``Retry-After`` after too many failures for a username from one address)."""
+    (429 with ``Retry-After`` after too many failures for a username from one address). ``GET`` with a token says
+    whose it is (the recorder's "signed in as")."""
+
+    def get_permissions(self):
+        return [IsAuthenticated()] if self.request.method == "GET" else []
+
+    @extend_schema(responses={200: TokenOwnerSerializer, **error_responses(401)})
+    def get(self, request, *args, **kwargs):
+        """``{"username"}`` of the account whose token (or session) signs the request; 401 without a valid one."""
+        return Response({"username": request.user.get_username()})
 
     def post(self, request, *args, **kwargs):
         username = request.data.get("username", "") if isinstance(request.data, dict) else ""

@@ -1,14 +1,14 @@
 /*
- * Side panel: the recorder's UI. Sign in (server URL + token, checked with GET /api/projects/), pick a
- * project, start / pause / resume / stop a demonstration, chat, and watch the upload counters.
+ * Side panel: the recorder's UI. After sign-in and the project (connect.js): start / pause / resume / stop a
+ * demonstration, chat, and watch the upload counters.
  * In chat mode the conversation goes over the live session (live_panel.js) while its socket is up.
  *
  * The service worker does the work; this page sends it messages ({target: SW, type}) and renders what it
  * keeps in chrome.storage.local (config, session, counters), refreshing on every storage change.
  *
- * Automation (tests, lab provisioning): sidepanel.html?server=URL&token=KEY&project=NAME[&automation=1]
- * saves those into the config (and signs in). automation=1 lets web pages drive the recorder through the
- * content script's page bridge (START/STOP/STATUS... messages); it is off unless set here or by a command.
+ * Automation: sidepanel.html?server=URL&token=KEY&project=NAME[&automation=1] (connect.js). automation=1 lets web
+ * pages drive the recorder through the content script's page bridge (START/STOP/STATUS... messages); it is off
+ * unless set there or by a command.
  */
 (function () {
   "use strict";
@@ -16,7 +16,6 @@
   const C = globalThis.WebTasks.C;
   const Live = globalThis.WebTasksPanelLive; // the live session (live_panel.js)
   const $ = (id) => document.getElementById(id);
-  let projects = [];
   let refreshTimer = null;
   let shownCounterError = ""; // the counters' lastError on display: hidden again once the worker clears it
 
@@ -32,66 +31,6 @@
     const config = { ...(await getConfig()), ...change };
     await chrome.storage.local.set({ [C.STORAGE.CONFIG]: config });
     return config;
-  }
-
-  // --- Sign in and projects ------------------------------------------------------------------------------
-
-  async function fetchProjects(serverUrl, token) {
-    const response = await fetch(`${serverUrl}/api/projects/?page_size=500`, {
-      headers: { Authorization: `Token ${token}`, Accept: "application/json" },
-    });
-    const body = await response.json().catch(() => null);
-    if (!response.ok) throw new Error((body && body.detail) || `HTTP ${response.status}`);
-    return Array.isArray(body) ? body : (body && body.results) || [];
-  }
-
-  async function signIn(serverUrl, token) {
-    const url = String(serverUrl || "").trim().replace(/\/+$/, "");
-    $("signin-result").textContent = "Checking…";
-    try {
-      projects = await fetchProjects(url, token);
-      await saveConfig({ serverUrl: url, token });
-      $("signin-result").textContent = `Signed in: ${projects.length} project(s).`;
-      renderProjects((await getConfig()).project);
-    } catch (error) {
-      $("signin-result").textContent = `Sign-in failed: ${error.message}`;
-    }
-  }
-
-  function renderProjects(selected) {
-    const select = $("project");
-    select.replaceChildren();
-    for (const project of projects) {
-      const option = new Option(`${project.title || project.name} (${project.role || "no role"})`, project.name);
-      option.disabled = !["annotator", "admin"].includes(project.role);
-      select.add(option);
-    }
-    if (!projects.length) select.add(new Option("No projects", ""));
-    select.disabled = !projects.length;
-    const usable = projects.find((p) => p.name === selected) || projects.find((p) => !selectDisabled(p));
-    if (usable) select.value = usable.name;
-    renderRole();
-    if (usable && usable.name !== selected) saveConfig({ project: usable.name });
-  }
-
-  function selectDisabled(project) {
-    return !["annotator", "admin"].includes(project.role);
-  }
-
-  function renderRole() {
-    const project = projects.find((p) => p.name === $("project").value);
-    $("project-role").textContent = project
-      ? `Your role: ${project.role}${selectDisabled(project) ? " (cannot record here)" : ""}`
-      : "";
-    renderChoices(project);
-  }
-
-  /** The project's suggested categories, subcategories and regions (its settings page), as datalists. */
-  function renderChoices(project) {
-    for (const field of ["category", "subcategory", "region"]) {
-      const values = (project && project[`${field}_choices`]) || [];
-      $(`${field}-choices`).replaceChildren(...values.map((value) => new Option(value)));
-    }
   }
 
   // --- Recording -----------------------------------------------------------------------------------------
@@ -214,37 +153,8 @@
 
   // --- Start-up ------------------------------------------------------------------------------------------
 
-  async function applyUrlParams() {
-    const params = new URLSearchParams(location.search);
-    const change = {};
-    if (params.get("server")) change.serverUrl = params.get("server").replace(/\/+$/, "");
-    if (params.get("token")) change.token = params.get("token");
-    if (params.get("project")) change.project = params.get("project");
-    if (params.has("automation")) change.automation = params.get("automation") === "1";
-    if (Object.keys(change).length) await saveConfig(change);
-    return Object.keys(change).length > 0;
-  }
-
   async function init() {
-    const fromUrl = await applyUrlParams();
-    const config = await getConfig();
-    $("server-url").value = config.serverUrl || "";
-    $("private-selectors").value = (config.privateSelectors || []).join("\n");
-    $("token").value = config.token || "";
-    if (config.serverUrl && config.token) await signIn(config.serverUrl, config.token);
-    if (fromUrl) document.body.dataset.configured = "true"; // tests wait for this
-    $("signin-form").addEventListener("submit", (event) => {
-      event.preventDefault();
-      signIn($("server-url").value, $("token").value);
-    });
-    $("project").addEventListener("change", () => {
-      renderRole();
-      saveConfig({ project: $("project").value });
-    });
-    $("private-selectors").addEventListener("change", () => {
-      const selectors = $("private-selectors").value.split("\n").map((s) => s.trim()).filter(Boolean);
-      saveConfig({ privateSelectors: selectors });
-    });
+    await globalThis.WebTasksPanelConnect.init(); // sign-in and project (connect.js)
     $("start-form").addEventListener("submit", start);
     $("pause-button").addEventListener("click", togglePause);
     $("stop-button").addEventListener("click", stop);

@@ -39,6 +39,20 @@ def test_signing_in_with_a_wrong_password_is_refused_without_a_token(owner, anon
     assert "token" not in response.json()
 
 
+def test_a_token_says_whose_it_is_and_a_wrong_one_is_401(owner, teammate, anonymous):
+    for user in (owner, teammate):
+        body = {"username": user.username, "password": f"{user.username}-Passw0rd!"}
+        token = anonymous.post("/api/auth/token/", body, format="json").json()["token"]
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+        assert client.get("/api/auth/token/").json() == {"username": user.username}
+
+    anonymous.credentials(HTTP_AUTHORIZATION="Token " + "0" * 40)
+    wrong = anonymous.get("/api/auth/token/")
+    assert wrong.status_code == 401
+    assert "username" not in wrong.json()
+
+
 ENDPOINTS = [
     pytest.param("get", "/api/projects/", id="list-projects"),
     pytest.param("get", "/api/recordings/", id="list-recordings"),

@@ -1,6 +1,7 @@
 """The home page per role: what each person sees on landing and where every link takes them."""
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
@@ -65,6 +66,18 @@ def test_an_annotator_sees_their_recording_with_open_session_and_the_invitation(
     assert 'class="invite-url"' in html
     assert "/sessions/join/" in html
     assert 'id="install-recorder"' in html
+
+
+def test_the_install_box_tells_the_panels_steps_and_points_at_the_recorder_doc(owner, alpha):
+    start_demo(owner, alpha, mode="task")
+    html = block(home_of(owner), "my-recordings")
+    box = html[html.index('id="install-recorder"') : html.index("</details>", html.index('id="install-recorder"'))]
+    assert "http://testserver</code>" in box  # the address to type, with its scheme
+    assert "username and password" in box
+    assert 'href="/account/token/"' in box  # or paste a token from the token page
+    assert "docs/recorder.md, “Install and record”" in box
+    assert "README" not in box
+    assert "## Install and record" in (settings.BASE_DIR / "docs" / "recorder.md").read_text()
 
 
 def test_the_invitation_on_the_home_page_lets_a_teammate_join(owner, alpha, teammate):

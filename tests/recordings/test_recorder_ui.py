@@ -152,13 +152,16 @@ def test_a_person_signs_in_starts_pauses_and_stops_in_the_side_panel(browser, li
     WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "status-line").text == "Not recording")
     assert driver.find_element(By.ID, "server-url").get_attribute("value") == ""  # nothing configured yet
 
-    # A wrong token: a clear error, no projects.
+    # The server (checked), then a wrong token: a clear error, no projects.
     type_into(driver.find_element(By.ID, "server-url"), live.url + "/")
+    driver.find_element(By.CSS_SELECTOR, "#server-form button[type=submit]").click()
+    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "#token-way summary").is_displayed())
+    driver.find_element(By.CSS_SELECTOR, "#token-way summary").click()  # "Paste a token instead"
     type_into(driver.find_element(By.ID, "token"), "0" * 40)
-    driver.find_element(By.CSS_SELECTOR, "#signin-form button[type=submit]").click()
-    WebDriverWait(driver, 30).until(lambda d: "Sign-in failed" in d.find_element(By.ID, "signin-result").text)
+    driver.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
+    WebDriverWait(driver, 30).until(lambda d: "does not work" in d.find_element(By.ID, "signin-result").text)
     result = driver.find_element(By.ID, "signin-result").text
-    assert "token" in result.lower(), result  # the server's reason ("Invalid token."), not just a status code
+    assert "token" in result.lower(), result  # what to do, not just a status code
     assert not driver.find_element(By.ID, "project").is_enabled()
 
     # The right token: the project list, with the project's suggested categories and regions (its settings page).
@@ -168,8 +171,8 @@ def test_a_person_signs_in_starts_pauses_and_stops_in_the_side_panel(browser, li
     )
     assert done.returncode == 0, done.stderr
     type_into(driver.find_element(By.ID, "token"), live.token)
-    driver.find_element(By.CSS_SELECTOR, "#signin-form button[type=submit]").click()
-    WebDriverWait(driver, 30).until(lambda d: "Signed in" in d.find_element(By.ID, "signin-result").text)
+    driver.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
+    WebDriverWait(driver, 30).until(lambda d: "Signed in" in d.find_element(By.ID, "signed-in-as").text)
     project = driver.find_element(By.ID, "project")
     assert project.is_enabled()
     Select(project).select_by_value(PROJECT)
