@@ -31,6 +31,7 @@ importScripts(
   "lib/turns.js",
   "lib/standins.js",
   "lib/loads.js",
+  "lib/activity.js",
   "lib/recorder.js",
   "lib/regions.js",
   "lib/shots.js",

@@ -76,6 +76,9 @@
       UPLOAD: "webtasks.upload", // uploader state: {attempt, nextAt, recent: [{clientId, demoName, finishedAt}]}
       LAST_TAB: "webtasks.lastActiveTab", // {tabId, windowId}: origin of the next tabswitch
       VIDEO: "webtasks.video", // {session, recording, startedAt, nextIndex, error?}: the tab video recorder
+      // the recording running or last stopped as the side panel shows it: last actions, chat count (lib/activity.js)
+      ACTIVITY: "webtasks.activity",
+      PANEL: "webtasks.panel", // side panel: {mode (the last mode chosen), dismissed (clientId of a confirmation closed)}
       LIVE_UNACKED: "webtasks.live.unacked", // side panel: live-session messages not yet acknowledged {url, unacked}
       STEP: "webtasks.step", // chrome.storage.session: the step-mode state {phase, selection, op?} (lib/step.js)
       // chrome.storage.session: the values private fields held while recording (lib/redact.js SecretStore), masked
