@@ -4,8 +4,11 @@
  *
  * The service worker keeps one record in chrome.storage.local (C.STORAGE.ACTIVITY), for the recording running or
  * last stopped, updated as each turn is stored (lib/recorder.js addTurn, from the stored, redacted turn):
- *   {clientId, taskDescription, mode, step, startedAt, stoppedAt, turns, chats,
- *    items: [{type, label, page}] (newest first, at most RING_SIZE)}
+ *   {clientId, taskDescription, mode, step, startedAt, stoppedAt, turns (stored by the recorder), chats, chatIds,
+ *    items: [{type, label, page, at}] (newest first by `at`, the turn's timestamp: a click's turn is stored after the
+ *    load it caused, its screenshot taken first; at most RING_SIZE)}
+ * Chat turns are counted once by client_id, whichever way they went: the recorder's own path, or the live session's
+ * socket (the side panel reports each chat turn the session shows, C.MSG.CHAT_SEEN).
  * An item names the action's type, its target's label (accessible name, text, placeholder, name; LABEL_MAX
  * characters) and its page (host and path). Never a typed text or a field's value: only what names the target.
  *
@@ -56,34 +59,49 @@
     return TYPES[turn.intent] || String(turn.intent || "action");
   }
 
-  /** {type, label, page} of a stored turn. A chat turn's label is who spoke. */
+  /** {type, label, page, at} of a stored turn. A chat turn's label is who spoke. */
   function itemOf(turn) {
+    const at = Number.isFinite(turn.timestamp) ? turn.timestamp : null;
     if (turn.type === "chat") {
-      return { type: "chat", label: turn.speaker === "instructor" ? "Instructor" : "Navigator", page: "" };
+      return { type: "chat", label: turn.speaker === "instructor" ? "Instructor" : "Navigator", page: "", at };
     }
     const args = turn.arguments || {};
     const metadata = args.metadata || {};
     const url = turn.intent === "load" ? (args.properties || {}).url || metadata.url : metadata.url;
-    return { type: typeOf(turn), label: labelOf(args.element), page: pageOf(url) };
+    return { type: typeOf(turn), label: labelOf(args.element), page: pageOf(url), at };
+  }
+
+  /** `items` with `item` in its place, newest first (an item without a time counts as the newest). */
+  function placed(items, item) {
+    const index = item.at === null ? 0 : items.findIndex((other) => other.at !== null && other.at <= item.at);
+    const at = index < 0 ? items.length : index;
+    return [...items.slice(0, at), item, ...items.slice(at)].slice(0, RING_SIZE);
   }
 
   /** A new record for a recording just started (`session`: lib/sessions.js). */
   function started(session) {
     return {
       clientId: session.clientId, taskDescription: session.taskDescription, mode: session.mode, step: session.step,
-      startedAt: session.startedAt, stoppedAt: null, turns: 0, chats: 0, items: [],
+      startedAt: session.startedAt, stoppedAt: null, turns: 0, chats: 0, chatIds: [], items: [],
     };
   }
 
-  /** `activity` with one more stored turn of its recording; unchanged for another recording's turn. */
-  function added(activity, clientId, turn) {
+  /**
+   * `activity` with one more turn of its recording (`stored`: by the recorder, counted in `turns`; else a chat turn
+   * the live session stored); unchanged for another recording's turn or a chat turn counted before.
+   */
+  function added(activity, clientId, turn, { stored = true } = {}) {
     if (!activity || activity.clientId !== clientId) return activity;
+    const chatIds = activity.chatIds || [];
     const chat = turn.type === "chat";
+    if (chat && turn.client_id && chatIds.includes(turn.client_id)) return activity;
+    if (!chat && !stored) return activity;
     return {
       ...activity,
-      turns: activity.turns + 1,
+      turns: activity.turns + (stored ? 1 : 0),
       chats: activity.chats + (chat ? 1 : 0),
-      items: [itemOf(turn), ...activity.items].slice(0, RING_SIZE),
+      chatIds: chat && turn.client_id ? [...chatIds, turn.client_id] : chatIds,
+      items: placed(activity.items, itemOf(turn)),
     };
   }
 

@@ -34,6 +34,7 @@
       STOP: "stop",
       STATUS: "status", // → {state, counters}
       CHAT: "chat", // {speaker, utterance}: a chat turn typed in the side panel
+      CHAT_SEEN: "chat-seen", // {turn: {client_id, speaker, timestamp}}: a chat turn the live session shows (counted once)
       // offscreen ↔ service worker
       VIDEO_START: "video-start", // {streamId, startedAt}
       VIDEO_CHUNK: "video-chunk", // {index, bytes (base64), startedAt}

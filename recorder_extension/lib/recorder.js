@@ -335,6 +335,15 @@
       return turn;
     }
 
+    /** A chat turn the live session stored (`turn`: {client_id, speaker, timestamp}): counted for the panel (lib/activity.js). */
+    async chatSeen(turn) {
+      const session = await this.session();
+      if (!session || !turn || !validClientId(turn.client_id)) return { ok: false, error: "not recording" };
+      const seen = { type: "chat", client_id: turn.client_id, speaker: turn.speaker, timestamp: turn.timestamp };
+      await this.d.kv.mutate(C.STORAGE.ACTIVITY, (a) => activity.added(a, session.clientId, seen, { stored: false }));
+      return { ok: true };
+    }
+
     async recordChat(session, { speaker, utterance, eventTime }) {
       if (typeof utterance !== "string" || !utterance.trim()) throw new Error("an utterance is required");
       const turn = buildChatTurn({

@@ -63,11 +63,11 @@ test("labels name the target by its accessible name, text or field name, never i
   assert.equal(A.labelOf(element("DIV", {}, "x".repeat(200))).length, A.LABEL_MAX);
   assert.equal(A.pageOf("https://shop.test:8443/a/b?token=t#f"), "shop.test:8443/a/b");
   assert.equal(A.pageOf("not a url"), "");
-  assert.deepEqual(A.itemOf({ type: "chat", speaker: "instructor", utterance: "hi" }), { type: "chat", label: "Instructor", page: "" });
+  assert.deepEqual(A.itemOf({ type: "chat", speaker: "instructor", utterance: "hi" }), { type: "chat", label: "Instructor", page: "", at: null });
   const select = { type: "browser", intent: "change", arguments: { metadata: { url: "http://a.test/x" }, element: element("SELECT", { name: "color" }) } };
-  assert.deepEqual(A.itemOf(select), { type: "select", label: "color", page: "a.test/x" });
+  assert.deepEqual(A.itemOf(select), { type: "select", label: "color", page: "a.test/x", at: null });
   const typed = { type: "browser", intent: "textInput", arguments: { metadata: { url: "http://a.test/" }, text: "Ada", element: element("INPUT", { id: "name" }) } };
-  assert.deepEqual(A.itemOf(typed), { type: "type", label: "name", page: "a.test/" });
+  assert.deepEqual(A.itemOf(typed), { type: "type", label: "name", page: "a.test/", at: null });
 });
 
 test("the recorder keeps the last ten actions newest first, counts chat turns, and starts afresh per recording", async () => {
@@ -157,4 +157,34 @@ test("a server answering 503 is not offline; a closed port is", async () => {
   ({ upload } = await ctx.recorder.status());
   assert.equal(upload.offline, true);
   assert.match(A.uploadLine({ upload, queued: 1 }), /^Offline — 1 action kept/);
+});
+
+test("chat turns are counted once whether the recorder or the live session stored them", async () => {
+  const ctx = await setup();
+  ctx.server.down = true;
+  const session = await start(ctx, { mode: "chat" });
+  const typed = await ctx.recorder.recordChat(session, { speaker: "navigator", utterance: "Starting" });
+  assert.equal((await ctx.recorder.chatSeen({ client_id: typed.client_id, speaker: "navigator" })).ok, true);
+  await ctx.recorder.chatSeen({ client_id: "live-1", speaker: "instructor" });
+  await ctx.recorder.chatSeen({ client_id: "live-1", speaker: "instructor" }); // replayed after a reconnect
+  await ctx.recorder.chatSeen({ client_id: "live-2", speaker: "navigator" });
+  const { activity } = await ctx.recorder.status();
+  assert.equal(activity.chats, 3);
+  assert.equal(activity.turns, 1, "only the recorder's own turns wait for its upload");
+  assert.deepEqual(activity.items.map((i) => i.label), ["Navigator", "Instructor", "Navigator"]);
+  await ctx.recorder.command("stop");
+  assert.equal((await ctx.recorder.chatSeen({ client_id: "live-3", speaker: "navigator" })).ok, false);
+});
+
+test("the list is in the actions' order, not their storing order (a click stored after the load it caused)", () => {
+  let activity = A.started({ clientId: "s1", taskDescription: "", mode: "task", step: false, startedAt: 0 });
+  const turn = (intent, timestamp, text) => ({
+    type: "browser", intent, timestamp, arguments: { metadata: { url: "http://a.test/p" }, element: element("A", {}, text) },
+  });
+  activity = A.added(activity, "s1", turn("click", 1.0, "First"));
+  activity = A.added(activity, "s1", turn("load", 2.5));
+  activity = A.added(activity, "s1", turn("click", 2.0, "Link"));
+  activity = A.added(activity, "s2", turn("click", 3.0, "Another recording's"));
+  assert.deepEqual(activity.items.map((i) => `${i.type} ${i.label}`), ["load a", "click Link", "click First"]);
+  assert.equal(activity.turns, 3);
 });
