@@ -4,7 +4,7 @@
  *
  * The service worker keeps one record in chrome.storage.local (C.STORAGE.ACTIVITY), for the recording running or
  * last stopped, updated as each turn is stored (lib/recorder.js addTurn, from the stored, redacted turn):
- *   {clientId, taskDescription, mode, step, startedAt, stoppedAt, turns (stored by the recorder), chats, chatIds,
+ *   {clientId, taskDescription, mode, step, startedAt, stoppedAt, turns (the recording's, chat included), chats, chatIds,
  *    items: [{type, label, page, at}] (newest first by `at`, the turn's timestamp: a click's turn is stored after the
  *    load it caused, its screenshot taken first; at most RING_SIZE)}
  * Chat turns are counted once by client_id, whichever way they went: the recorder's own path, or the live session's
@@ -87,8 +87,8 @@
   }
 
   /**
-   * `activity` with one more turn of its recording (`stored`: by the recorder, counted in `turns`; else a chat turn
-   * the live session stored); unchanged for another recording's turn or a chat turn counted before.
+   * `activity` with one more turn of its recording (`stored`: by the recorder; else a chat turn the live session
+   * stored, already on the server); unchanged for another recording's turn or a chat turn counted before.
    */
   function added(activity, clientId, turn, { stored = true } = {}) {
     if (!activity || activity.clientId !== clientId) return activity;
@@ -98,7 +98,7 @@
     if (!chat && !stored) return activity;
     return {
       ...activity,
-      turns: activity.turns + (stored ? 1 : 0),
+      turns: activity.turns + 1,
       chats: activity.chats + (chat ? 1 : 0),
       chatIds: chat && turn.client_id ? [...chatIds, turn.client_id] : chatIds,
       items: placed(activity.items, itemOf(turn)),

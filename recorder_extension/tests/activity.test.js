@@ -170,7 +170,7 @@ test("chat turns are counted once whether the recorder or the live session store
   await ctx.recorder.chatSeen({ client_id: "live-2", speaker: "navigator" });
   const { activity } = await ctx.recorder.status();
   assert.equal(activity.chats, 3);
-  assert.equal(activity.turns, 1, "only the recorder's own turns wait for its upload");
+  assert.equal(activity.turns, 3, "every turn of the recording, whichever way it went to the server");
   assert.deepEqual(activity.items.map((i) => i.label), ["Navigator", "Instructor", "Navigator"]);
   await ctx.recorder.command("stop");
   assert.equal((await ctx.recorder.chatSeen({ client_id: "live-3", speaker: "navigator" })).ok, false);

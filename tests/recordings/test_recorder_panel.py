@@ -60,6 +60,7 @@ class Panel:
         driver.get(f"{EXTENSION_ORIGIN}/sidepanel/sidepanel.html?{query}")
         WebDriverWait(driver, 30).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-configured"))
         WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "project").get_attribute("value") == PROJECT)
+        WebDriverWait(driver, 30).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-mode"))
 
     def show(self):
         self.driver.switch_to.window(self.handle)
