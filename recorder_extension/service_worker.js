@@ -12,7 +12,7 @@
  *     from content scripts: CAPTURE (→ {ok, client_id} once stored), HELLO (→ {state, tabId, tabUrl, frameId});
  *     from extension pages (side panel, tests): START {config} → {ok, clientId, demoName}, STOP → {ok, demoName},
  *       PAUSE, RESUME, STATUS → {state, counters, session, outbox, upload, video, screenshots},
- *       CHAT {speaker, utterance}, UPLOAD_NOW; the same through the page bridge only with config.automation;
+ *       CHAT {speaker, utterance}, CHAT_SEEN {turn}, UPLOAD_NOW; the same through the page bridge only with config.automation;
  *     from the offscreen document: VIDEO_CHUNK, VIDEO_STATUS.
  *     step mode (lib/step_worker.js): STEP_SELECT from content scripts; STEP_OPERATE {op, value?} from the side panel.
  *   webNavigation and tabs events: lib/navigation.js (loads, single-page-app URL changes, tab turns).
@@ -31,6 +31,7 @@ importScripts(
   "lib/turns.js",
   "lib/standins.js",
   "lib/loads.js",
+  "lib/activity.js",
   "lib/recorder.js",
   "lib/regions.js",
   "lib/shots.js",
@@ -146,6 +147,8 @@ async function route(message, sender) {
       };
     case C.MSG.CHAT:
       return onChat(recorder, message);
+    case C.MSG.CHAT_SEEN:
+      return fromExtensionPage(sender) ? recorder.chatSeen(message.turn) : { ok: false, error: "extension pages only" };
     case C.MSG.UPLOAD_NOW:
       return { ok: true, result: await W.recorder.withTimeout(uploader.kick({ force: true }), 10000) };
     case C.MSG.VIDEO_CHUNK:

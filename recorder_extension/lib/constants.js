@@ -34,6 +34,7 @@
       STOP: "stop",
       STATUS: "status", // → {state, counters}
       CHAT: "chat", // {speaker, utterance}: a chat turn typed in the side panel
+      CHAT_SEEN: "chat-seen", // {turn: {client_id, speaker, timestamp}}: a chat turn the live session shows (counted once)
       // offscreen ↔ service worker
       VIDEO_START: "video-start", // {streamId, startedAt}
       VIDEO_CHUNK: "video-chunk", // {index, bytes (base64), startedAt}
@@ -76,6 +77,9 @@
       UPLOAD: "webtasks.upload", // uploader state: {attempt, nextAt, recent: [{clientId, demoName, finishedAt}]}
       LAST_TAB: "webtasks.lastActiveTab", // {tabId, windowId}: origin of the next tabswitch
       VIDEO: "webtasks.video", // {session, recording, startedAt, nextIndex, error?}: the tab video recorder
+      // the recording running or last stopped as the side panel shows it: last actions, chat count (lib/activity.js)
+      ACTIVITY: "webtasks.activity",
+      PANEL: "webtasks.panel", // side panel: {mode (the last mode chosen), dismissed (clientId of a confirmation closed)}
       LIVE_UNACKED: "webtasks.live.unacked", // side panel: live-session messages not yet acknowledged {url, unacked}
       STEP: "webtasks.step", // chrome.storage.session: the step-mode state {phase, selection, op?} (lib/step.js)
       // chrome.storage.session: the values private fields held while recording (lib/redact.js SecretStore), masked

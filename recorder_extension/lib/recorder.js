@@ -21,6 +21,7 @@
   const { StandIns } = W.standins || require("./standins.js");
   const { Loads } = W.loads || require("./loads.js");
   const redact = W.redact || require("./redact.js");
+  const activity = W.activity || require("./activity.js");
   const { makeBlob, validClientId, buildActionTurn, buildTabTurn, buildChatTurn, lastTabsFrom, actionTabUrl } = turns;
 
   const CONFIG_KEYS = ["serverUrl", "token", "project", "privateSelectors", "automation", "video"];
@@ -54,7 +55,7 @@
       return sessions.publicState(await this.session(), await this.d.kv.get(C.STORAGE.CONFIG));
     }
 
-    /** STATUS: {state, counters, session (no token), outbox, upload, video}. */
+    /** STATUS: {state, counters, session (no token), outbox, upload, video, activity}. */
     async status() {
       const kv = this.d.kv;
       const outbox = ((await kv.get(C.STORAGE.OUTBOX)) || []).map((s) => ({
@@ -67,7 +68,22 @@
         outbox,
         upload: (await kv.get(C.STORAGE.UPLOAD)) || {},
         video: (await kv.get(C.STORAGE.VIDEO)) || null,
+        activity: await this.activity(),
       };
+    }
+
+    /** The running or last stopped recording as the panel shows it (lib/activity.js), with its demo name, turns
+     *  still to upload (`pending`) and whether the server has it all (`finished`). */
+    async activity() {
+      const found = await this.d.kv.get(C.STORAGE.ACTIVITY);
+      if (!found) return null;
+      const recent = ((await this.d.kv.get(C.STORAGE.UPLOAD)) || {}).recent || [];
+      const finished = recent.some((s) => s.clientId === found.clientId);
+      const { pending } = await this.d.store.pendingSummary(found.clientId, this.d.now());
+      const demoName = await this.demoNameOf({ clientId: found.clientId, demoName: null });
+      const active = await this.session();
+      const named = demoName || (active && active.clientId === found.clientId ? active.demoName : null);
+      return { ...found, demoName: named, pending, finished };
     }
 
     /** Save sign-in and other settings (only the known keys) and resolve with the whole config. */
@@ -116,6 +132,7 @@
         timezoneOffsetMinutes: this.d.timezoneOffsetMinutes,
       });
       await this.d.kv.set(C.STORAGE.SESSION, session);
+      await this.d.kv.set(C.STORAGE.ACTIVITY, activity.started(session));
       await this.d.kv.set(C.STORAGE.COUNTERS, { ...sessions.EMPTY_COUNTERS, queued: await this.d.store.countPending() });
       const lastTabs = lastTabsFrom(await this.d.activeTabs());
       if (lastTabs) await this.d.kv.set(C.STORAGE.LAST_TAB, lastTabs);
@@ -135,6 +152,11 @@
       }
       if (this.d.video) await withTimeout(this.d.video.stop().catch(() => null), 5000);
       const stopped = await sessions.stopActive(this.d.kv, this.d.now());
+      await this.d.kv.mutate(C.STORAGE.ACTIVITY, (a) =>
+        a && a.clientId === stopped.clientId
+          ? { ...a, stoppedAt: stopped.stoppedAt, taskDescription: stopped.confirmedTask || stopped.taskDescription }
+          : a,
+      );
       // Screenshots still being taken for loads and tab switches of this recording (a busy machine, the quota)
       // are awaited, for a while: released now, those turns would go without one.
       if (this.d.shotsInFlight) await withTimeout(this.d.shotsInFlight(), STOP_SHOTS_WAIT_MS);
@@ -186,6 +208,7 @@
       const stored = (await this.d.redactor()).turn(turn);
       const seq = await this.d.store.addTurn({ session: session.clientId, turn: stored, blobs, readyAt, now: this.d.now() });
       if (seq === null) return null;
+      await this.d.kv.mutate(C.STORAGE.ACTIVITY, (a) => activity.added(a, session.clientId, stored));
       await sessions.bumpCounters(this.d.kv, { captured: 1, queued: await this.d.store.countPending() });
       this.d.notify();
       this.d.uploader.kick();
@@ -310,6 +333,15 @@
       await this.addTurn(session, turn, { readyAt: hold ? this.d.now() + hold : 0 });
       if (hold) await this.waitForShot(session, tabId, turn.client_id, turn.arguments.metadata.url, turn.timestamp);
       return turn;
+    }
+
+    /** A chat turn the live session stored (`turn`: {client_id, speaker, timestamp}): counted for the panel (lib/activity.js). */
+    async chatSeen(turn) {
+      const session = await this.session();
+      if (!session || !turn || !validClientId(turn.client_id)) return { ok: false, error: "not recording" };
+      const seen = { type: "chat", client_id: turn.client_id, speaker: turn.speaker, timestamp: turn.timestamp };
+      await this.d.kv.mutate(C.STORAGE.ACTIVITY, (a) => activity.added(a, session.clientId, seen, { stored: false }));
+      return { ok: true };
     }
 
     async recordChat(session, { speaker, utterance, eventTime }) {

@@ -10,8 +10,14 @@
 (function (root) {
   "use strict";
 
-  /** Try again later with growing delays: the network or the server is down. */
-  class RetryableError extends Error {}
+  /** Try again later with growing delays: the network or the server is down (`offline`: unreachable). */
+  class RetryableError extends Error {
+    constructor(message, { offline = false } = {}) {
+      super(message);
+      this.offline = offline;
+    }
+  }
+  const GATEWAY_DOWN = new Set([502, 504]); // a proxy answered: the server behind it is unreachable
   /** This session's settings (token, project, role) are refused: retry at the longest delay. */
   class SessionError extends Error {}
 
@@ -108,11 +114,12 @@
     try {
       response = await fetch(`${session.serverUrl}${path}`, { method, headers, body });
     } catch (error) {
-      throw new RetryableError(`${method} ${path}: ${error.message || error}`);
+      throw new RetryableError(`${method} ${path}: ${error.message || error}`, { offline: true });
     }
     const parsed = await readJson(response);
     if (response.status === 429 || response.status >= 500) {
-      throw new RetryableError(`${method} ${path}: ${describe(response.status, parsed)}`);
+      const offline = GATEWAY_DOWN.has(response.status);
+      throw new RetryableError(`${method} ${path}: ${describe(response.status, parsed)}`, { offline });
     }
     return { status: response.status, body: parsed };
   }

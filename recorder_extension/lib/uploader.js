@@ -121,7 +121,9 @@
       const state = await this.d.kv.mutate(C.STORAGE.UPLOAD, (u) => {
         const attempt = ((u && u.attempt) || 0) + 1;
         const delay = clock.backoffDelay(attempt, C.TIMING.RETRY_BASE_MS, C.TIMING.RETRY_MAX_MS, this.d.random());
-        return { ...(u || {}), attempt, nextAt: this.d.now() + delay, lastRetryError: message };
+        // offline: the server could not be reached (the panel says so); else it answered with an error
+        const offline = !(error instanceof RetryableError) || error.offline;
+        return { ...(u || {}), attempt, nextAt: this.d.now() + delay, lastRetryError: message, offline };
       });
       await this.setError(`${RETRY_PREFIX}${message}`);
       const delayMs = state.nextAt - this.d.now();

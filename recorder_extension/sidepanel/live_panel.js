@@ -43,6 +43,9 @@
 
   function showTurn(turn) {
     if (turn.type !== "chat") return;
+    // Counted in the panel's activity (once per client_id, whichever path the turn took).
+    const seen = { target: globalThis.WebTasks.C.TARGET.SW, type: globalThis.WebTasks.C.MSG.CHAT_SEEN };
+    chrome.runtime.sendMessage({ ...seen, turn: { client_id: turn.client_id, speaker: turn.speaker, timestamp: turn.timestamp } }).catch(() => {});
     const entry = pending.get(turn.client_id) || item(turn.speaker, turn.utterance);
     pending.delete(turn.client_id);
     entry.classList.remove("pending");

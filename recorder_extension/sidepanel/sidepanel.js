@@ -15,6 +15,7 @@
 
   const C = globalThis.WebTasks.C;
   const Live = globalThis.WebTasksPanelLive; // the live session (live_panel.js)
+  const Session = globalThis.WebTasksPanelSession; // mode, live list, stop confirmation, status line (session_panel.js)
   const $ = (id) => document.getElementById(id);
   let refreshTimer = null;
   let shownCounterError = ""; // the counters' lastError on display: hidden again once the worker clears it
@@ -44,9 +45,7 @@
       subcategory: String(data.get("subcategory") || "").trim(),
       region: String(data.get("region") || "").trim(),
       assignment: String(data.get("assignment") || "").trim(),
-      instructor_sees_screen: $("instructor-sees-screen").checked,
-      mode: data.get("mode") === "task" ? "task" : "chat",
-      step: $("step-mode").checked,
+      ...Session.startMode(), // mode "chat"|"task", step, mhtml, instructor_sees_screen
       video: $("video").checked,
       project: $("project").value,
     };
@@ -61,6 +60,7 @@
     try {
       const result = await send(C.MSG.START, { config });
       if (!result || !result.ok) showError(`Could not start: ${(result && result.error) || "no answer"}`);
+      else Session.clearStartForm();
     } finally {
       $("start-button").disabled = false;
       refresh();
@@ -115,15 +115,14 @@
     }
     if (!status || !status.state) return;
     const { state, counters, session, outbox } = status;
+    const config = await getConfig();
     $("controls").hidden = !state.recording;
     $("signin").hidden = state.recording; // the server and project of a running recording cannot change
     $("start").hidden = state.recording;
-    $("status-line").textContent = !state.recording ? "Not recording" : state.paused ? "Paused" : "Recording";
     $("status-line").classList.toggle("recording", state.recording && !state.paused);
+    const outage = await Session.render(status, config);
     $("demo-name").textContent = session && session.demoName ? `(${session.demoName})` : "";
     $("pause-button").textContent = state.paused ? "Resume" : "Pause";
-    $("chat-form").hidden = !state.recording;
-    const config = await getConfig();
     const server = (session && session.serverUrl) || config.serverUrl;
     Live.sync(state, server, config.token, () => send(C.MSG.STOP), session && session.startedAt);
     globalThis.WebTasksPanelStep.render(status, config);
@@ -135,7 +134,7 @@
     $("outbox").textContent = outbox.length
       ? `Still uploading: ${outbox.map((s) => s.demoName || "(not created yet)").join(", ")}`
       : "";
-    if (counters.lastError) {
+    if (counters.lastError && !outage) {
       const when = counters.lastErrorAt ? ` (${new Date(counters.lastErrorAt).toLocaleTimeString()})` : "";
       shownCounterError = `${counters.lastError}${when}`;
       showError(shownCounterError);

@@ -134,7 +134,6 @@
     current = status;
     const { state, session, step } = status;
     const stepping = Boolean(state.recording && session && session.step);
-    $("tasks").hidden = state.recording;
     if (!state.recording && config.project && tasksFor !== `${config.serverUrl} ${config.project} ${config.token}`) {
       loadTasks(config);
     }

@@ -96,7 +96,13 @@ def test_a_step_mode_demonstration_of_an_assigned_task(live):
         recorder.open()
         panel = Panel(recorder)
 
-        # The assigned task is listed; Explore opens its website and records nothing.
+        # Step mode chosen first: its task list shows. The assigned task is listed; Explore opens its website and
+        # records nothing.
+        wait_until(lambda: panel.quietly("document.body.dataset.mode"), 30, message="the panel's mode shown")
+        panel.js("document.querySelector('#mode-choice input[value=step]').click(), true")
+        assert panel.js(
+            "!document.getElementById('tasks').hidden && !document.getElementById('task-mhtml').closest('[hidden]')"
+        )
         wait_until(lambda: panel.quietly("document.querySelectorAll('#task-list li').length") == 1, 60, message="task")
         assert panel.js("document.querySelector('#task-list li').dataset.task") == str(task_id)
         assert TASK in panel.js("document.querySelector('#task-list li .task-text').textContent")

@@ -181,18 +181,23 @@ def test_a_person_signs_in_starts_pauses_and_stops_in_the_side_panel(browser, li
     assert [option.get_attribute("value") for option in suggested] == ["Testing", "Shopping"]
     assert driver.find_element(By.ID, "region").get_attribute("list") == "region-choices"
 
-    # The task fields, then Start.
+    # The mode first (chat with an instructor shows its screen-sharing box), the task fields, then Start.
+    driver.find_element(By.CSS_SELECTOR, "#mode-choice input[value=chat]").click()
+    assert driver.find_element(By.ID, "instructor-sees-screen").is_displayed()
+    assert not driver.find_element(By.ID, "alt-click-note").is_displayed()
     driver.find_element(By.ID, "task-description").send_keys(TASK)
     driver.find_element(By.ID, "websites").send_keys("127.0.0.1")
     driver.find_element(By.ID, "category").send_keys("Testing")
     driver.find_element(By.ID, "subcategory").send_keys("Side panel")
     driver.find_element(By.ID, "region").send_keys("Europe")
     driver.find_element(By.ID, "start-button").click()
-    text_is(driver, "status-line", "Recording")
+    text_is(driver, "record-state", "Recording")
     WebDriverWait(driver, 60).until(lambda d: d.find_element(By.ID, "demo-name").text.startswith("("))
     name = driver.find_element(By.ID, "demo-name").text.strip("()")
     assert not driver.find_element(By.ID, "start").is_displayed()
     assert driver.find_element(By.ID, "controls").is_displayed()
+    assert driver.find_element(By.ID, "chat-form").is_displayed()  # chat mode: the chat, with its Instructor speaker
+    assert driver.find_element(By.ID, "task-description").get_attribute("value") == ""  # no duplicate by accident
     captured_before = number(driver, "count-captured")
 
     # Act on the fixture page in the other window.
@@ -217,14 +222,14 @@ def test_a_person_signs_in_starts_pauses_and_stops_in_the_side_panel(browser, li
     # Pause, Resume, Stop.
     pause_button = driver.find_element(By.ID, "pause-button")
     pause_button.click()
-    text_is(driver, "status-line", "Paused")
+    text_is(driver, "record-state", "Paused")
     text_is(driver, "pause-button", "Resume")
     assert api(live.platform, f"/api/recordings/{name}/", live.token)["status"] != "recorded"
     pause_button.click()
-    text_is(driver, "status-line", "Recording")
+    text_is(driver, "record-state", "Recording")
     text_is(driver, "pause-button", "Pause")
     driver.find_element(By.ID, "stop-button").click()
-    text_is(driver, "status-line", "Not recording", timeout=60)
+    text_is(driver, "record-state", "Not recording", timeout=60)
     assert driver.find_element(By.ID, "start").is_displayed()
     # (#last-error may show a non-fatal warning such as "no screenshot for a click turn": not asserted here.)
     WebDriverWait(driver, 120).until(
