@@ -45,7 +45,9 @@
     if (!element || typeof element !== "object") return "";
     const attributes = element.attributes || {};
     const tag = String(element.tagName || "").toUpperCase();
-    const field = ["INPUT", "TEXTAREA", "SELECT", "FORM"].includes(tag);
+    const editable = attributes.contenteditable; // an editor's text is what was typed in it
+    const typedIn = typeof editable === "string" && editable.toLowerCase() !== "false";
+    const field = typedIn || ["INPUT", "TEXTAREA", "SELECT", "FORM"].includes(tag);
     if (attributes["aria-label"]) return short(attributes["aria-label"]);
     if (!field && element.textContent) return short(element.textContent);
     for (const name of NAMING) if (attributes[name]) return short(attributes[name]);

@@ -61,6 +61,10 @@ test("labels name the target by its accessible name, text or field name, never i
   assert.equal(A.labelOf(element("INPUT", { type: "password", name: "password", value: "x" })), "password");
   assert.equal(A.labelOf(element("FORM", { id: "order" }, "--CanadaFrance Send")), "order");
   assert.equal(A.labelOf(element("DIV", {}, "x".repeat(200))).length, A.LABEL_MAX);
+  const editor = element("DIV", { contenteditable: "true", "aria-placeholder": "Message" }, "Dear Ada, my PIN is 4321");
+  assert.equal(A.labelOf(editor), "div", "an editor is named, never by the text typed in it");
+  assert.equal(A.labelOf(element("DIV", { contenteditable: "", title: "Reply" }, "typed words")), "Reply");
+  assert.equal(A.labelOf(element("DIV", { contenteditable: "false" }, "Read only")), "Read only");
   assert.equal(A.pageOf("https://shop.test:8443/a/b?token=t#f"), "shop.test:8443/a/b");
   assert.equal(A.pageOf("not a url"), "");
   assert.deepEqual(A.itemOf({ type: "chat", speaker: "instructor", utterance: "hi" }), { type: "chat", label: "Instructor", page: "", at: null });
