@@ -141,7 +141,7 @@ def check_can_mark(user, name: str) -> Demonstration:
 def check_target(demo, kind, turn_id):
     """``(kind, turn or None)``: the kind must be one of the project's, at its level (400 naming ``kind``)."""
     kinds = {item["key"]: item for item in kinds_of(demo.project)}
-    if kind not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:
         raise invalid("kind", f"expected one of: {', '.join(kinds)}")
     level = kinds[kind]["level"]
     if level == TURN and turn_id in (None, ""):
