@@ -7,6 +7,8 @@ from the API, the quality page and its CSV, and checked against counts made by h
 
 import csv
 import io
+import json
+import tarfile
 
 import pytest
 from django.test import Client
@@ -14,6 +16,7 @@ from django.test import Client
 from annotation import synth
 from annotation.models import Demonstration, DemoStatus, Role, Turn
 from tests.support.actors import make_user, token_client
+from workers.exports.jobs import run_export
 from workers.management.commands.synth_demos import ingest_demo
 
 PEOPLE = {
@@ -135,6 +138,25 @@ def test_marks_are_counted_by_kind_on_the_quality_page_its_api_and_csv(team):
     assert len(rows) == 1 + 9
     page_mark = next(row for row in rows if row[:2] == [team.demos[2].name, str(team.turns[2][0])])
     assert page_mark[3:7] == ["wrong_target", "Wrong target", "rae", "the search box, not the logo"]
+
+
+def test_the_exports_quality_report_counts_each_demos_marks_by_kind(team):
+    mark_everything(team)
+    statuses = ["recorded", "in_review", "validated"]
+    created = team.api["res"].post(
+        "/api/exports/", {"project": "alpha", "format": "weblinx", "statuses": statuses}, format="json"
+    )
+    assert created.status_code == 202, created.content
+    run_export(created.json()["id"])
+    data = b"".join(team.api["res"].get(f"/api/exports/{created.json()['id']}/download/").streaming_content)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("/quality.json"))
+        report = json.loads(tar.extractfile(member).read())
+    items = {item["id"]: item["problems"] for item in report["items"]}
+    assert items[team.demos[0].name] == {"extra_step": 1, "task_infeasible": 2, "wrong_target": 2, "wrong_value": 1}
+    assert items[team.demos[1].name] == {"instruction_ambiguous": 1, "missing_step": 1}
+    assert items[team.demos[2].name] == {"wrong_target": 1}
+    assert report["totals"]["problems"] == {key: figures["marks"] for key, figures in sorted(EXPECTED.items())}
 
 
 def test_the_review_page_lists_marks_per_turn_with_counts_and_unmarks_through_its_form(team):
