@@ -70,11 +70,16 @@ class ProblemsView(APIView):
 
 
 class ProblemView(APIView):
-    """One mark: DELETE unmarks it (its reviewer, or a project admin)."""
+    """One mark (everyone who may open the demo in review); DELETE unmarks it (its reviewer, or a project admin)."""
+
+    @extend_schema(operation_id="review_problem_get", responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request, name, mark_id):
+        demo = review.check_demo_reviewable(request.user, name)
+        return Response(review.mark_as_item(review.check_mark(demo, mark_id)))
 
     @extend_schema(operation_id="review_problems_unmark", responses={204: None, **ERRORS})
-    def delete(self, request, name, id):
-        review.do_unmark(request.user, review.check_can_mark(request.user, name), id)
+    def delete(self, request, name, mark_id):
+        review.do_unmark(request.user, review.check_can_mark(request.user, name), mark_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -72,7 +72,7 @@ urlpatterns = [
     path("projects/<slug:name>/problem-kinds/", review.ProblemKindsView.as_view(), name="api-problem-kinds"),
     # problems marked in review
     path("review/<str:name>/problems/", review.ProblemsView.as_view(), name="api-review-problems"),
-    path("review/<str:name>/problems/<int:id>/", review.ProblemView.as_view(), name="api-review-problem"),
+    path("review/<str:name>/problems/<int:mark_id>/", review.ProblemView.as_view(), name="api-review-problem"),
     path("auth/token/", manage.TokenSignInView.as_view(), name="api-token"),
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),

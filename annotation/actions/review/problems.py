@@ -176,23 +176,20 @@ def do_mark(user, demo, kind, turn_id=None, note=None) -> tuple[ProblemMark, boo
     return mark, created
 
 
-def do_unmark(user, demo, mark_id) -> ProblemMark:
-    """Delete a mark: the reviewer's own (an admin: anyone's in the project); another demo's is not found."""
-    mark = ProblemMark.objects.filter(demonstration=demo, pk=mark_id).first() if str(mark_id).isdigit() else None
+def check_mark(demo, mark_id) -> ProblemMark:
+    """The demo's mark ``mark_id``; another demo's is not found (404), as a made-up one."""
+    found = ProblemMark.objects.filter(demonstration=demo, pk=mark_id) if str(mark_id).isdigit() else None
+    mark = found.select_related("demonstration__project", "reviewer").first() if found is not None else None
     if mark is None:
         raise NotFound(f"no problem mark {mark_id!r} on {demo.name}", [{"field": "mark", "message": "not found"}])
-    if mark.reviewer_id != user.pk and not demo.project.has_role(user, (Role.ADMIN,)):
-        raise Forbidden("only its reviewer or a project admin can unmark a problem")
-    mark.delete()
     return mark
 
 
-def do_unmark_kind(user, demo, kind, turn_id=None) -> ProblemMark:
-    """Delete the reviewer's own mark of ``kind`` on the turn (or the task)."""
-    kind, turn = check_target(demo, kind, turn_id)
-    mark = ProblemMark.objects.filter(demonstration=demo, turn=turn, kind=kind, reviewer=user).first()
-    if mark is None:
-        raise NotFound(f"you have not marked {kind} there", [{"field": "kind", "message": "not marked"}])
+def do_unmark(user, demo, mark_id) -> ProblemMark:
+    """Delete a mark: the reviewer's own (an admin: anyone's in the project)."""
+    mark = check_mark(demo, mark_id)
+    if mark.reviewer_id != user.pk and not demo.project.has_role(user, (Role.ADMIN,)):
+        raise Forbidden("only its reviewer or a project admin can unmark a problem")
     mark.delete()
     return mark
 
@@ -217,10 +214,10 @@ def mark_as_item(mark) -> dict:
     return mark_item(mark, {kind["key"]: kind["label"] for kind in kinds_of(mark.demonstration.project)})
 
 
-def marks_of(demo) -> dict:
+def marks_of(demo, kinds=None) -> dict:
     """The demo's marks: ``{"task": [items], "turns": {turn id: [items]}, "counts": {kind: marks}}``; an item is
-    ``{"id", "kind", "label", "turn", "reviewer", "reviewer_id", "note", "at"}``."""
-    labels = {kind["key"]: kind["label"] for kind in kinds_of(demo.project)}
+    ``{"id", "kind", "label", "turn", "reviewer", "reviewer_id", "note", "at"}``. ``kinds``: the project's, if read."""
+    labels = {kind["key"]: kind["label"] for kind in (kinds if kinds is not None else kinds_of(demo.project))}
     task, turns, counts = [], {}, {}
     for mark in ProblemMark.objects.filter(demonstration=demo).select_related("reviewer"):
         item = mark_item(mark, labels)

@@ -111,6 +111,7 @@ def page_context(user, demo, read) -> dict:
         row["thumb_ready"] = thumbs.get(row["screenshot"], False)
         row["thumb_url"] = thumb_prefix + row["screenshot"] if row["screenshot"] else ""
     actions.enqueue_review_work(demo, review, [sha for sha, ready in thumbs.items() if not ready])
+    demo.project.remember_role(user, demo.project.role_of(user))  # read once: curate, unmark, transitions
     curate = actions.can_curate(user, demo)
     problems = problems_context(user, demo, rows, curate)
     return {
@@ -148,14 +149,14 @@ def page_context(user, demo, read) -> dict:
 def problems_context(user, demo, rows, curate) -> dict:
     """Problem marks on the page: each row's ``problems`` (marks) and ``problem_counts`` (``[(label, n)]``), the
     task's marks, and the kinds a reviewer may mark on a turn and on the task. Who marked is shown as for comments."""
-    marks = actions.marks_of(demo)
+    kinds = actions.kinds_of(demo.project)
+    marks = actions.marks_of(demo, kinds)
     unmark_any = demo.project.has_role(user, (Role.ADMIN,))
     for item in [*marks["task"], *(m for items in marks["turns"].values() for m in items)]:
         item["can_unmark"] = curate and (unmark_any or item["reviewer_id"] == user.pk)
     for row in rows:
         row["problems"] = marks["turns"].get(row["id"], [])
         row["problem_counts"] = list(Counter(m["label"] for m in row["problems"]).items())
-    kinds = actions.kinds_of(demo.project)
     return {
         "task_problems": marks["task"],
         "task_problem_counts": list(Counter(m["label"] for m in marks["task"]).items()),
