@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from . import errors, manage
+from . import errors, manage, review
 from .agents import views as agents
 from .exports import imports
 from .exports import views as exports
@@ -72,6 +72,10 @@ urlpatterns = [
     path("projects/<slug:name>/splits/", exports.ProjectSplitsView.as_view(), name="project-splits"),
     path("projects/<slug:name>/imports/", imports.ProjectImportsView.as_view(), name="project-imports"),
     path("projects/<slug:name>/verification/", mind2web.ProjectVerificationView.as_view(), name="project-verification"),
+    path("projects/<slug:name>/problem-kinds/", review.ProblemKindsView.as_view(), name="api-problem-kinds"),
+    # problems marked in review
+    path("review/<str:name>/problems/", review.ProblemsView.as_view(), name="api-review-problems"),
+    path("review/<str:name>/problems/<int:mark_id>/", review.ProblemView.as_view(), name="api-review-problem"),
     path("auth/token/", manage.TokenSignInView.as_view(), name="api-token"),
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),

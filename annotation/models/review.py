@@ -199,3 +199,45 @@ def curated_turns(turns, curations: dict, order: list) -> list:
     rank = {turn_id: index for index, turn_id in enumerate(order)}
     ordered = sorted(enumerate(turns), key=lambda item: rank.get(item[1].pk, len(rank) + item[0]))
     return [(turn, curations.get(turn.pk)) for _, turn in ordered]
+
+
+class ProblemTaxonomy(models.Model):
+    """A project's kinds of problem reviewers mark (docs/review.md): ``kinds`` is ``[{"key", "label", "level"}]``,
+    ``level`` ``turn`` (a turn or step) or ``task`` (the whole demo). No row: the default kinds."""
+
+    project = models.OneToOneField("Project", on_delete=models.CASCADE, primary_key=True, related_name="+")
+    kinds = models.JSONField(default=list)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"problem kinds of {self.project_id}"
+
+
+class ProblemMark(models.Model):
+    """A reviewer's mark of a problem of one ``kind`` (a key of the project's taxonomy) on a demo's task (no turn)
+    or on one raw turn, as comments pin turns: reorder and delete edits leave it in place. Unmarking deletes it."""
+
+    demonstration = models.ForeignKey(Demonstration, on_delete=models.CASCADE, related_name="problem_marks")
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, null=True, blank=True, related_name="problem_marks")
+    kind = models.SlugField(max_length=32)
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["turn", "kind", "reviewer"],
+                condition=models.Q(turn__isnull=False),
+                name="problem_mark_turn_once",
+            ),
+            models.UniqueConstraint(
+                fields=["demonstration", "kind", "reviewer"],
+                condition=models.Q(turn__isnull=True),
+                name="problem_mark_task_once",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.kind} on {self.demonstration_id}/{self.turn_id or 'task'} by {self.reviewer_id}"

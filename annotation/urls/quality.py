@@ -56,6 +56,7 @@ urlpatterns = [
     ),
     # Demonstrations: reviewers' agreement and the second-review share, annotators' records, second reviews.
     path("projects/<slug:name>/quality/reviewers/", demos.reviewers_page, name="quality-reviewers"),
+    path("projects/<slug:name>/quality/problems.csv", demos.problems_csv, name="quality-problems-csv"),
     path("projects/<slug:name>/quality/records/", demos.records_page, name="quality-records"),
     path("projects/<slug:name>/quality/records/<int:id>/", demos.record_page, name="quality-record"),
     path("quality/second-reviews/", demos.second_reviews_page, name="quality-second-reviews"),

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ..views.review import pages
+from ..views.review import pages, problems
 
 urlpatterns = [
     path("review/", pages.review_list, name="review-list"),
@@ -12,7 +12,9 @@ urlpatterns = [
     path("review/live", pages.review_list_live, name="review-list-live"),
     path("review/<str:name>/", pages.review_demo, name="review-demo"),
     path("review/<str:name>/edit", pages.review_edit, name="review-edit"),
+    path("review/<str:name>/problems", problems.review_problems, name="review-problems"),
     path("review/<str:name>/revision", pages.review_revision, name="review-revision"),
     path("review/<str:name>/live", pages.review_live, name="review-live"),
+    path("projects/<slug:name>/problem-kinds", problems.review_problem_kinds, name="review-problem-kinds"),
     path("review/<str:name>/turns/<int:turn_id>/page", pages.review_turn_page, name="review-turn-page"),
 ]

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from annotation.actions import review
 from annotation.actions.quality import demos as quality
+from annotation.actions.quality.problems import problem_counts
 
 from ..serializers import error_responses
 
@@ -49,16 +50,21 @@ class ReviewersView(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def get(self, request, project):
         """``{"project", "second_review_percent", "second_reviews": {"sent", "decided", "pending", "agreeing"},
-        "pairs": [{"reviewers", "demos", "decisions": {"kappa", "items", "observed", "undefined"}, "turns": ...}]}``
-        (reviewers, researchers and admins)."""
-        return Response(quality.reviewers_kappa(quality.check_project_for_reviewers(request.user, project)))
+        "pairs": [{"reviewers", "demos", "decisions": {"kappa", "items", "observed", "undefined"}, "turns": ...}],
+        "problems": {"kinds": [{"key", "label", "level", "marks", "demos", "turns", "compared", "agreeing",
+        "agreement"}], "totals": {...}}}`` (reviewers, researchers and admins)."""
+        return Response(figures_of(quality.check_project_for_reviewers(request.user, project)))
 
     @extend_schema(request=ShareSerializer, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def patch(self, request, project):
         """Set ``second_review_percent`` (0-100; project admins)."""
         found = quality.check_project_admin_for_settings(request.user, project)
         review.do_set_second_review_percent(found, body_of(request).get("second_review_percent"))
-        return Response(quality.reviewers_kappa(found))
+        return Response(figures_of(found))
+
+
+def figures_of(project) -> dict:
+    return {**quality.reviewers_kappa(project), "problems": problem_counts(project)}
 
 
 class RecordsView(APIView):

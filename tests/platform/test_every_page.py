@@ -50,6 +50,7 @@ from annotation.models import (
     Membership,
     ModelEndpoint,
     PredictionRun,
+    ProblemMark,
     Project,
     ProjectInvitation,
     ProposalRound,
@@ -301,6 +302,7 @@ OBJECTS = {
     "id": "user",
     "content_type_id": "content-type",
     "qualification_id": "qualification",
+    "mark_id": "problem-mark",
 }
 # The API's ``pk`` by viewset (its router basename).
 VIEWSETS = {
@@ -434,6 +436,7 @@ def project_objects(project: Project, other: Project) -> dict:
         "proposal": [ProposedTask.objects.filter(website__project=project).first().pk],
         "user": [only_here.first().user_id],
         "content-type": [ContentType.objects.get_for_model(Demonstration).pk],
+        "problem-mark": [ProblemMark.objects.filter(demonstration=demo).first().pk],
         "admin:demo": [demo.pk],
     }
     assert found["blob"][0] not in project_blobs(other), "the demo's screenshot is also the other project's"

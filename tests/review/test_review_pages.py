@@ -210,7 +210,7 @@ def test_review_page_queries_do_not_grow_with_turns(client, reviewer, alpha):
         actions.do_move_turn(reviewer, demo, 1, turns[1].pk, 0)
         actions.do_comment(reviewer, demo, 2, "note", turns[2].pk)
     assert page_queries(client, small) == page_queries(client, large)
-    assert page_queries(client, large) <= 15
+    assert page_queries(client, large) <= 16  # with the problem marks and the project's kinds
 
 
 def test_status_links_keep_the_other_filters_and_mark_the_current_one(client, reviewer, demo):

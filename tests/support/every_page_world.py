@@ -29,7 +29,7 @@ from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
 from annotation import actions, synth
-from annotation.models import Batch, Demonstration, Membership, Project, Role
+from annotation.models import Batch, Demonstration, DemoStatus, Membership, Project, Role
 from devtools.standin_model import StandInModel
 from tests.support import forms_data
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, write_task
@@ -316,6 +316,16 @@ def review_everything(world: World, demos: dict, uploaded: str) -> None:
     review_op(world, "ada", uploaded, op="edit_metadata", fields={"refined_task": "Book a hotel in Kyoto"})
     review_op(world, "vic", a5, op="edit_metadata", fields={"discarded": True})
     review_op(world, "bea", demos["b1"].name, op="transition", action="validate")
+
+
+def mark_problems(world: World) -> None:
+    """A problem marked on the task of every recorded demo, by alpha's reviewer and beta's admin."""
+    for username, project in (("vera", "alpha"), ("bea", "beta")):
+        names = Demonstration.objects.filter(project__name=project).exclude(status=DemoStatus.RECORDING)
+        for name in names.values_list("name", flat=True):
+            body = {"kind": "task_infeasible", "note": "The site no longer sells this"}
+            answer = world.client(username).post_json(f"/api/review/{name}/problems/", body)
+            world.expect(answer, (201,), "mark a problem")
 
 
 def second_reviews(world: World, demos: dict, before: bool) -> None:
@@ -618,6 +628,7 @@ def build_over_http(world: World, stored: dict) -> None:
     upload_recording(world, "otto", "beta")
     second_reviews(world, demos, before=True)
     review_everything(world, demos, uploaded)
+    mark_problems(world)
     review_op(world, "ann", demos["a3"].name, op="transition", action="resubmit")  # returned, fixed, sent back
     review_op(world, "vera", demos["a3"].name, op="transition", action="return", comment="One more step")
     second_reviews(world, demos, before=False)

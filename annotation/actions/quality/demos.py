@@ -270,6 +270,7 @@ def demo_item(demo, export_id: str, turns: int, second) -> dict:
         "turns": turns,
         "turns_deleted": sum(c.deleted for c in curations),
         "turns_rewritten": sum(c.text is not None for c in curations),
+        "problems": dict(sorted(Counter(mark.kind for mark in demo.problem_marks.all()).items())),
     }
 
 
@@ -311,7 +312,7 @@ def demo_quality_items(exported: dict) -> tuple[list[dict], dict]:
         demos = (
             Demonstration.objects.filter(name__in=chunk)
             .select_related("review")
-            .prefetch_related("turns", "turn_curations", "edits__author")
+            .prefetch_related("turns", "turn_curations", "edits__author", "problem_marks")
         )
         by_name = {demo.name: demo for demo in demos}
         reviews = SecondReview.objects.filter(demonstration__name__in=chunk).select_related(
@@ -330,5 +331,6 @@ def demo_quality_items(exported: dict) -> tuple[list[dict], dict]:
         },
         "agreement": agreement(sorted(decided, key=lambda r: r.demonstration_id)),
         "checks_failing": dict(sorted(Counter(c for item in items for c, n in item["checks"].items() if n).items())),
+        "problems": dict(sorted(sum((Counter(item["problems"]) for item in items), Counter()).items())),
     }
     return items, extra

@@ -8,9 +8,10 @@ the later edit). The raw capture (``Turn`` rows) is never changed.
 
 Modules: ``access`` (who may see and curate), ``revisions`` (the lock, the revision check, the edit log),
 ``curation`` (turn state, order, metadata), ``claims`` (the "Review next" queue, assignment, bulk actions),
-``second`` (a share of decided demos to a second reviewer), ``undo``, ``workflow`` (status, unsure mark,
-comments) and ``background`` (what the worker computes for review: thumbnails, screenshot suggestions, quality
-checks). Callers import from here: ``from annotation.actions import review``.
+``second`` (a share of decided demos to a second reviewer), ``problems`` (problems marked on tasks and turns),
+``undo``, ``workflow`` (status, unsure mark, comments) and ``background`` (what the worker computes for review:
+thumbnails, screenshot suggestions, quality checks). Callers import from here:
+``from annotation.actions import review``.
 """
 
 from .access import (
@@ -54,6 +55,22 @@ from .curation import (
     screenshot_choices,
     screenshot_edits,
     turn_state,
+)
+from .problems import (
+    DEFAULT_KINDS,
+    check_can_mark,
+    check_mark,
+    check_project_kinds_admin,
+    check_project_kinds_reader,
+    do_mark,
+    do_set_kinds,
+    do_unmark,
+    kinds_as_text,
+    kinds_from_text,
+    kinds_in_use,
+    kinds_of,
+    mark_as_item,
+    marks_of,
 )
 from .revisions import check_revision, locked_review, record
 from .second import (
@@ -144,6 +161,21 @@ __all__ = [
     "do_set_second_review_percent",
     "next_second_review",
     "pending_second_reviews",
+    # problems
+    "DEFAULT_KINDS",
+    "check_can_mark",
+    "check_mark",
+    "check_project_kinds_admin",
+    "check_project_kinds_reader",
+    "do_mark",
+    "do_set_kinds",
+    "do_unmark",
+    "kinds_as_text",
+    "kinds_from_text",
+    "kinds_in_use",
+    "kinds_of",
+    "mark_as_item",
+    "marks_of",
     # undo
     "FIELD_NAMES",
     "UNDOABLE",

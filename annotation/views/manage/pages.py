@@ -10,7 +10,7 @@ from django.db.models import Count
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ...actions import manage
+from ...actions import manage, review
 from ...lib.readable import lines
 from ...models import Project, Role
 from ..page_errors import action_errors, refusals_as_messages, refusals_on_form
@@ -99,6 +99,7 @@ def project_settings(request, name: str):
             return redirect("manage-settings", name=project.name)
     form = form or ProjectSettingsForm.for_project(project)
     context = {"project": project, "form": form, "tab": "settings", "project_role": Role.ADMIN}
+    context["problem_kinds"] = review.kinds_as_text(review.kinds_of(project))  # its form posts to review's page
     return render(request, "manage/settings.html", context, status=400 if form.errors else 200)
 
 

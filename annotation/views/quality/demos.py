@@ -2,14 +2,20 @@
 annotators' records, and the second reviews waiting for a reviewer. Thin: ``annotation.actions.quality.demos`` and
 ``annotation.actions.review`` (second reviews) do the work."""
 
+import io
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods
 
 from ...actions import Forbidden, NotFound
 from ...actions import review as review_actions
 from ...actions.quality import demos as quality
+from ...actions.quality.problems import CSV_COLUMNS, problem_counts, problem_rows
+from ...lib import spreadsheet
 from ...models import SecondDecision, Turn, TurnType
 from ..page_errors import Refusal, action_errors, refusal_kept
 
@@ -30,8 +36,8 @@ def as_int(value: str):
 @login_required
 @action_errors
 def reviewers_page(request, name: str):
-    """Reviewers' agreement on second reviews (κ per reviewer pair) and the project's second-review share (admins
-    change it here)."""
+    """Reviewers' agreement on second reviews (κ per reviewer pair), the problems reviewers marked, and the project's
+    second-review share (admins change it here)."""
     project = quality.check_project_for_reviewers(request.user, name)
     refusal = Refusal()
     if request.method == "POST":
@@ -42,7 +48,22 @@ def reviewers_page(request, name: str):
             return redirect("quality-reviewers", project.name)
     context = tabs_context(request.user, project, "quality")
     context.update(figures=quality.reviewers_kappa(project), error=refusal.detail)
+    context.update(problems=problem_counts(project))
     return render(request, "quality/reviewers.html", context, status=refusal.status)
+
+
+@require_GET
+@login_required
+@action_errors
+def problems_csv(request, name: str):
+    """Every problem mark of the project, one a row (formula-like notes escaped for spreadsheets)."""
+    project = quality.check_project_for_reviewers(request.user, name)
+    buffer = io.StringIO()
+    writer = spreadsheet.writer(buffer)
+    writer.writerows([CSV_COLUMNS, *problem_rows(project)])
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = content_disposition_header(True, f"{project.name}-problems.csv")
+    return response
 
 
 @require_GET

@@ -2,6 +2,8 @@
 (``history``) and workflow buttons, read in a constant number of queries whatever the number of turns; and what the
 open page polls (``revision_state``, ``live_state``)."""
 
+from collections import Counter
+
 from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
@@ -10,7 +12,17 @@ from ...actions import review as actions
 from ...lib import shapes
 from ...lib.labels import action_label
 from ...lib.quality import ALIGNMENT, alignment_issues, order_issues
-from ...models import Comment, DemoReview, DemoStatus, Edit, Turn, TurnCuration, TurnType, curated_turns
+from ...models import (
+    Comment,
+    DemoReview,
+    DemoStatus,
+    Edit,
+    Role,
+    Turn,
+    TurnCuration,
+    TurnType,
+    curated_turns,
+)
 from ...store.blobstore import has_thumbnail
 from .history import curated_value, edit_summary, history, shorten
 
@@ -102,8 +114,11 @@ def page_context(user, demo, read) -> dict:
         row["thumb_ready"] = thumbs.get(row["screenshot"], False)
         row["thumb_url"] = thumb_prefix + row["screenshot"] if row["screenshot"] else ""
     actions.enqueue_review_work(demo, review, [sha for sha, ready in thumbs.items() if not ready])
+    demo.project.remember_role(user, demo.project.role_of(user))  # read once: curate, unmark, transitions
     curate = actions.can_curate(user, demo)
+    problems = problems_context(user, demo, rows, curate)
     return {
+        **problems,
         "demo": demo,
         "review": review,
         "held": bool(review.claimed_by_id and review.claimed_until and review.claimed_until > timezone.now()),
@@ -131,6 +146,25 @@ def page_context(user, demo, read) -> dict:
             "livePollSeconds": LIVE_POLL_SECONDS,
             "realigned": review.realigned,
         },
+    }
+
+
+def problems_context(user, demo, rows, curate) -> dict:
+    """Problem marks on the page: each row's ``problems`` (marks) and ``problem_counts`` (``[(label, n)]``), the
+    task's marks, and the kinds a reviewer may mark on a turn and on the task. Who marked is shown as for comments."""
+    kinds = actions.kinds_of(demo.project)
+    marks = actions.marks_of(demo, kinds)
+    unmark_any = demo.project.has_role(user, (Role.ADMIN,))
+    for item in [*marks["task"], *(m for items in marks["turns"].values() for m in items)]:
+        item["can_unmark"] = curate and (unmark_any or item["reviewer_id"] == user.pk)
+    for row in rows:
+        row["problems"] = marks["turns"].get(row["id"], [])
+        row["problem_counts"] = list(Counter(m["label"] for m in row["problems"]).items())
+    return {
+        "task_problems": marks["task"],
+        "task_problem_counts": list(Counter(m["label"] for m in marks["task"]).items()),
+        "turn_kinds": [kind for kind in kinds if kind["level"] == "turn"] if curate else [],
+        "task_kinds": [kind for kind in kinds if kind["level"] == "task"] if curate else [],
     }
 
 
