@@ -19,7 +19,7 @@ def check_not_other_role(user, objects, pk, cannot: str) -> None:
     """Forbidden, naming what the role ``cannot`` do, when ``pk`` is one of ``objects`` (jobs, runs, endpoints) in a
     project where ``user`` is a member: the caller found it outside what the role may read and answers 404 otherwise
     (outside your projects nothing is revealed)."""
-    if not str(pk).isdigit():
+    if not (str(pk).isascii() and str(pk).isdigit()):  # "²" is a digit int() refuses
         return
     found = objects.filter(pk=int(pk), project__in=Project.objects.for_user(user)).select_related("project").first()
     if found is not None:

@@ -56,6 +56,8 @@ def clean_kind(index, item) -> dict:
         raise invalid(f"{field}.key", "a slug: a-z first, then a-z, 0-9 or _, at most 32")
     if not isinstance(label, str) or not label.strip() or len(label.strip()) > MAX_LABEL:
         raise invalid(f"{field}.label", f"required, at most {MAX_LABEL} characters")
+    if "\x00" in label:  # PostgreSQL stores no NUL
+        raise invalid(f"{field}.label", "a NUL character is not text")
     if level not in LEVELS:
         raise invalid(f"{field}.level", "turn or task")
     return {"key": key, "label": label.strip(), "level": level}
@@ -156,6 +158,8 @@ def check_note(note) -> str:
         return ""
     if not isinstance(note, str) or len(note.strip()) > MAX_NOTE:
         raise invalid("note", f"text of at most {MAX_NOTE} characters")
+    if "\x00" in note:  # PostgreSQL stores no NUL
+        raise invalid("note", "a NUL character is not text")
     return note.strip()
 
 
@@ -178,7 +182,8 @@ def do_mark(user, demo, kind, turn_id=None, note=None) -> tuple[ProblemMark, boo
 
 def check_mark(demo, mark_id) -> ProblemMark:
     """The demo's mark ``mark_id``; another demo's is not found (404), as a made-up one."""
-    found = ProblemMark.objects.filter(demonstration=demo, pk=mark_id) if str(mark_id).isdigit() else None
+    number = str(mark_id).isascii() and str(mark_id).isdigit()  # "²" is a digit int() refuses
+    found = ProblemMark.objects.filter(demonstration=demo, pk=mark_id) if number else None
     mark = found.select_related("demonstration__project", "reviewer").first() if found is not None else None
     if mark is None:
         raise NotFound(f"no problem mark {mark_id!r} on {demo.name}", [{"field": "mark", "message": "not found"}])

@@ -20,7 +20,7 @@ def review_problems(request, name):
     demo = actions.check_can_mark(request.user, name)
     post = request.POST
     turn = post.get("turn", "").strip()
-    turn_id = int(turn) if turn.isdigit() else (turn or None)
+    turn_id = int(turn) if turn.isascii() and turn.isdigit() else (turn or None)  # "²" is a digit int() refuses
     with refusals_as_messages(request, ValidationFailed, Conflict):
         if post.get("op") == "unmark":
             mark = actions.do_unmark(request.user, demo, post.get("mark", ""))
