@@ -24,8 +24,12 @@ def import_release(job: ImportJob, workdir) -> None:
     """Unpack, import, finish; a release refused as a whole fails the job with the reason (nothing imported)."""
     try:
         archive = workdir / "upload"
-        with default_storage.open(job.archive.name, "rb") as source, archive.open("wb") as target:
-            shutil.copyfileobj(source, target, 1024 * 1024)
+        try:
+            with default_storage.open(job.archive.name, "rb") as source, archive.open("wb") as target:
+                shutil.copyfileobj(source, target, 1024 * 1024)
+        except FileNotFoundError:  # the error would name the storage's path on the server
+            finish_clean(job, workdir, JobStatus.FAILED, error="the uploaded archive is gone: upload the release again")
+            return
         try:
             root = release_archive.unpack(archive, workdir / "release", settings.IMPORT_MAX_UNPACKED_BYTES)
         except release_archive.BadArchive as error:
