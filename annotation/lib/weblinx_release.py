@@ -126,9 +126,28 @@ def read_json(path: Path, max_bytes: int):
     if path.stat().st_size > max_bytes:
         raise BadDemo(f"{where}: {path.stat().st_size} bytes; at most {max_bytes} allowed")
     try:
-        return jsonsafe.loads(path.read_bytes(), where)
+        value = jsonsafe.loads(path.read_bytes(), where)
     except jsonsafe.JSONProblem as problem:
         raise BadDemo(f"{where}: not valid JSON: {problem.message}") from None
+    if holds_nul(value):  # PostgreSQL stores no NUL, in text or JSON
+        raise BadDemo(f"{where}: a string holds a NUL character (\\u0000)")
+    return value
+
+
+def holds_nul(value) -> bool:
+    """Whether a NUL is in any string or key of a parsed JSON value (iterative: a deep value needs no recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def read_demo(folder: Path, max_turns: int, max_json_bytes: int) -> ReleaseDemo:
