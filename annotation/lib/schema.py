@@ -397,11 +397,30 @@ def validate_browser(turn: dict, where: str) -> list[FieldError]:
     return errors + check_arguments(intent, turn.get("arguments"), f"{where}.arguments")
 
 
+def nul_at(value, where: str) -> str | None:
+    """The path of the first string or key holding a NUL in ``value`` (PostgreSQL stores none), or None."""
+    stack = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str) and "\x00" in item:
+            return path
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str) and "\x00" in key:
+                    return path
+                stack.append((child, f"{path}.{key}"))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
+    return None
+
+
 def validate_turn(turn, where: str = "turn") -> list[FieldError]:
     """All problems of one submitted turn, or an empty list when it is a valid WebLINX turn."""
     if not isinstance(turn, dict):
         return [FieldError(where, f"expected object, got {type_name(turn)}")]
     errors = check_common(turn, where)
+    if (path := nul_at(turn, where)) is not None:
+        errors.append(FieldError(path, "holds a NUL character (\\u0000), which cannot be stored"))
     if turn.get("type") == "chat":
         return errors + validate_chat(turn, where)
     if turn.get("type") == "browser":

@@ -163,6 +163,9 @@ TURN_CASES = [
     case("label-is-a-number", "click", "label", 42, "expected string, got number"),
     case("label-is-an-object", "submit", "label", {"text": "Go"}, "expected string, got object"),
     case("label-too-long", "click", "label", "x" * 201, "at most 200 characters, got 201"),
+    case("label-holds-a-nul", "click", "label", "Pay\x00", "holds a NUL character"),
+    case("text-holds-a-nul", "textInput", "arguments.text", "a\x00b", "holds a NUL character"),
+    case("url-holds-a-nul", "click", "arguments.metadata.url", "https://a.test/\x00", "holds a NUL character"),
 ]
 
 
@@ -188,6 +191,7 @@ CHAT_CASES = [
     pytest.param("utterance", ["hi"], "utterance", ["expected string, got array"], id="utterance-array"),
     pytest.param("intent", "click", "intent", ["unknown field; allowed: client_id, speaker"], id="chat-with-intent"),
     pytest.param("timestamp", -1, "timestamp", ["must be >= 0"], id="chat-negative-timestamp"),
+    pytest.param("utterance", "hi\x00", "utterance", ["holds a NUL character"], id="utterance-holds-a-nul"),
 ]
 
 
