@@ -146,7 +146,8 @@ def test_a_solver_filter_no_run_can_have_is_a_400_naming_it(researcher, api_for,
     refused = client.get(RUNS, {"solver": "oracel"})
     assert refused.status_code == 400
     assert refused.json()["errors"][0]["field"] == "solver"
-    assert "'oracel'" in refused.json()["detail"] and "or llm" in refused.json()["detail"]
+    assert "'oracel'" in refused.json()["detail"]
+    assert "or llm" in refused.json()["detail"]
 
 
 EVALUATIONS = "/api/evaluations/"

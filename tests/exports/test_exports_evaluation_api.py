@@ -59,4 +59,5 @@ def test_a_split_filter_no_evaluation_of_yours_can_have_is_a_400_naming_it(clien
     refused = client.get("/api/evaluations/", {"split": "zzz"})
     assert refused.status_code == 400
     assert refused.json()["errors"][0]["field"] == "split"
-    assert "'zzz'" in refused.json()["detail"] and "test_iid" in refused.json()["detail"]
+    assert "'zzz'" in refused.json()["detail"]
+    assert "test_iid" in refused.json()["detail"]
