@@ -138,7 +138,7 @@ def signed_in_as(driver, live, username: str) -> None:
     says(driver, "signed-in-as", f"Signed in to {live.url} as {username}")
     step_is(driver, "signed-in")
     assert shown(driver, "start")
-    assert shown(driver, "tasks")
+    assert shown(driver, "mode-choice")  # the mode comes first; the task list shows in step mode
     project = driver.find_element(By.ID, "project")
     WebDriverWait(driver, 10).until(lambda d: project.get_attribute("value") == PROJECT)
     assert says(driver, "project-role", "Your role: annotator") == "Your role: annotator"
