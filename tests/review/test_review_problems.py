@@ -227,16 +227,22 @@ def test_marks_survive_reorder_and_delete_edits_as_comments_do(team):
 def test_annotators_and_researchers_cannot_mark_outsiders_do_not_see_the_demo(team):
     name, turn = team.demos[0].name, team.turns[0][1]
     body = {"kind": "wrong_target", "turn": turn}
-    for who in ("ana", "ben", "res"):  # ana navigated it, ben did not: both annotators of the project
+    for who in ("ana", "res"):  # ana navigated it: both may open it in review
         assert team.api[who].post(f"/api/review/{name}/problems/", body, format="json").status_code == 403, who
         page = team.pages[who].post(f"/review/{name}/problems", {"op": "mark", **body})
         assert page.status_code == 403, who
+    # ben, an annotator of the project who did not navigate it, may not open it: 404 whatever he asks, so the
+    # answer does not tell him the demo exists
+    assert team.api["ben"].get(f"/api/review/{name}/problems/").status_code == 404
+    assert team.api["ben"].post(f"/api/review/{name}/problems/", body, format="json").status_code == 404
+    assert team.pages["ben"].post(f"/review/{name}/problems", {"op": "mark", **body}).status_code == 404
     assert team.api["otto"].post(f"/api/review/{name}/problems/", body, format="json").status_code == 404
     assert team.pages["otto"].post(f"/review/{name}/problems", {"op": "mark", **body}).status_code == 404
     assert team.api["otto"].get(f"/api/review/{name}/problems/").status_code == 404
     assert team.api["rae"].post("/api/review/no-such-demo/problems/", body, format="json").status_code == 404
     mark = team.mark("rae", 0, "wrong_target", turn)
     assert team.api["ana"].delete(f"/api/review/{name}/problems/{mark['id']}/").status_code == 403
+    assert team.api["ben"].delete(f"/api/review/{name}/problems/{mark['id']}/").status_code == 404
     # the annotator who navigated it sees the marks on her demo, with who marked, as she sees comments
     seen = team.marks("ana")
     assert seen["turns"][0]["marks"][0]["reviewer"] == "rae"

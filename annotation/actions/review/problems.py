@@ -11,10 +11,10 @@ import re
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 
-from ...models import Demonstration, DemoStatus, ProblemMark, ProblemTaxonomy, Project, Role
+from ...models import Demonstration, ProblemMark, ProblemTaxonomy, Project, Role
 from ..errors import Conflict, Forbidden, NotFound, invalid
 from ..manage.access import check_project_role
-from .access import can_curate, check_turn
+from .access import can_curate, check_demo_reviewable, check_turn
 
 TURN, TASK = "turn", "task"
 LEVELS = (TURN, TASK)
@@ -124,17 +124,9 @@ def kinds_from_text(text: str) -> list[dict]:
 
 
 def check_can_mark(user, name: str) -> Demonstration:
-    """The demo ``name`` of a project where ``user`` reviews or administers; 403 for its other members, 404 for
-    everyone else."""
-    projects = Project.objects.for_user(user)
-    demo = (
-        Demonstration.objects.filter(project__in=projects, name=name)
-        .exclude(status=DemoStatus.RECORDING)
-        .select_related("project")
-        .first()
-    )
-    if demo is None:
-        raise NotFound(f"no recorded demonstration {name!r} among yours")
+    """The demo ``name`` if ``user`` may open it in review and reviews or administers its project; 403 for the
+    project's other members who may open it, 404 for everyone else (as reading its marks answers)."""
+    demo = check_demo_reviewable(user, name)
     if not can_curate(user, demo):
         raise Forbidden("only the project's reviewers and admins can mark problems")
     return demo
