@@ -42,6 +42,25 @@
     return `${server} answers, but it is not a demonstrations platform: ${hint}`;
   }
 
+  /** A warning for an unencrypted address off this machine (a password would cross the network readable); "" else. */
+  function plainHttpWarning(server) {
+    const url = new URL(server);
+    const local = ["localhost", "127.0.0.1", "[::1]"].includes(url.hostname) || url.hostname.endsWith(".localhost");
+    if (url.protocol !== "http:" || local) return "";
+    const fix = "Use its https:// address, or paste a token.";
+    return `${server} is not encrypted (http://): a password sent to it can be read on the network. ${fix}`;
+  }
+
+  /** The signed-in answers (`GET` the token's owner, the project list) → `{user, projects}`, or null when they are
+   * not what the platform answers (another site at the address). */
+  function signedInFrom(owner, listed) {
+    const user = owner && owner.body && owner.body.username;
+    const body = listed && listed.body;
+    const projects = Array.isArray(body) ? body : body && body.results;
+    if (typeof user !== "string" || !user || !Array.isArray(projects)) return null;
+    return { user, projects: projects.filter((p) => p && typeof p === "object" && typeof p.name === "string") };
+  }
+
   /** "in 40 seconds", "in 1 minute", "in 15 minutes" from a Retry-After header's seconds. */
   function waitWords(retryAfter) {
     const seconds = Math.max(1, Math.ceil(Number(retryAfter) || 60));
@@ -75,7 +94,7 @@
 
   const api = {
     EXAMPLE, CHECK_PATH, TOKEN_PATH, TOKEN_PAGE, normalizeServerUrl, serverProblem, passwordRefusal, tokenRefusal,
-    waitWords,
+    waitWords, plainHttpWarning, signedInFrom,
   };
   root.WebTasks = root.WebTasks || {};
   root.WebTasks.SignIn = api;

@@ -81,7 +81,8 @@
     say("server-result", "");
     if (config.serverUrl === typed.url && config.token) return useToken(typed.url, config.token); // back again
     await saveConfig({ serverUrl: typed.url }, ["token", "user"]); // a token belongs to its server
-    say("signin-result", "");
+    const warning = S.plainHttpWarning(typed.url);
+    say("signin-result", warning, Boolean(warning));
     showStep("account", typed.url);
     $("username").focus();
   }
@@ -132,8 +133,15 @@
       say("signin-result", S.tokenRefusal(serverUrl, listed), true);
       return false;
     }
-    projects = Array.isArray(listed.body) ? listed.body : (listed.body && listed.body.results) || [];
-    const user = owner.body.username;
+    const answered = S.signedInFrom(owner, listed);
+    if (!answered) {
+      showStep("server");
+      say("signin-result", "");
+      say("server-result", S.serverProblem(serverUrl, { status: 200, body: null }), true);
+      return false;
+    }
+    projects = answered.projects;
+    const user = answered.user;
     const config = await saveConfig({ serverUrl, token, user });
     say("signin-result", "");
     say("signed-in-as", `Signed in to ${serverUrl} as ${user}`);

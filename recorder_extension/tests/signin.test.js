@@ -66,3 +66,25 @@ test("a wrong token names the server and where a right one comes from, never a b
   assert.doesNotMatch(message, /HTTP|401/);
   assert.match(S.tokenRefusal("https://x.test", { status: 502 }), /The server failed \(HTTP 502\)/);
 });
+
+test("an unencrypted address off this machine is warned about before a password is typed; local ones are not", () => {
+  const warning = S.plainHttpWarning("http://demos.example.org");
+  assert.match(warning, /^http:\/\/demos.example.org is not encrypted \(http:\/\/\)/);
+  assert.match(S.plainHttpWarning("http://10.0.0.5:8000"), /paste a token/);
+  const safe = ["https://demos.example.org", "http://127.0.0.1:8000", "http://localhost:8000", "http://[::1]:8000"];
+  for (const server of safe) {
+    assert.equal(S.plainHttpWarning(server), "", server);
+  }
+});
+
+test("answers that are not the platform's (no username, projects not a list) are refused, not half-used", () => {
+  const owner = { status: 200, body: { username: "ana" } };
+  const projects = [{ name: "alpha", role: "annotator" }];
+  assert.deepEqual(S.signedInFrom(owner, { status: 200, body: { results: projects } }), { user: "ana", projects });
+  assert.deepEqual(S.signedInFrom(owner, { status: 200, body: projects }), { user: "ana", projects });
+  assert.equal(S.signedInFrom(owner, { status: 200, body: { results: {} } }), null);
+  assert.equal(S.signedInFrom({ status: 200, body: { username: ["x"] } }, { status: 200, body: projects }), null);
+  assert.equal(S.signedInFrom({ status: 200, body: null }, { status: 200, body: projects }), null);
+  const odd = S.signedInFrom(owner, { status: 200, body: [null, "x", { name: 3 }, { name: "beta" }] });
+  assert.deepEqual(odd.projects, [{ name: "beta" }]);
+});
