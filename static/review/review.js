@@ -288,6 +288,9 @@
     showFrames(turn);
     showComments(turn);
     updateTools(turn);
+    document.querySelectorAll("#turn-problems .turn-problems").forEach((block) => {
+      block.hidden = block.dataset.for !== String(turn.id);
+    });
   }
 
   function showPage(show) {

@@ -99,7 +99,11 @@ class Panel:
 
     def items(self) -> list[str]:
         """The live list as shown: "type label page" per line, newest first."""
-        return [li.text.replace("\n", " ") for li in self.driver.find_elements(By.CSS_SELECTOR, "#actions li.action")]
+        # Read in one script: the panel redraws the list as actions arrive, so held elements would go stale.
+        return self.driver.execute_script(
+            "return [...document.querySelectorAll('#actions li.action')]"
+            ".map((li) => li.innerText.replace(/\\s*\\n\\s*/g, ' ').trim())"
+        )
 
     def storage(self) -> str:
         script = "const done = arguments[0]; chrome.storage.local.get(null).then((all) => done(JSON.stringify(all)));"

@@ -72,9 +72,11 @@ def team(alpha, beta):
 
 
 def turn_html(page: bytes, turn_id: int) -> str:
-    """The timeline item of one turn on the review page."""
-    items = page.decode().split('<li class="turn ')
-    return next(item for item in items if f'id="t{turn_id}"' in item)
+    """The timeline item of one turn on the review page, then its problems block (shown when it is selected)."""
+    html = page.decode()
+    item = next(item for item in html.split('<li class="turn ') if f'id="t{turn_id}"' in item).split("</li>")[0]
+    block = html.split(f'<div class="turn-problems" data-for="{turn_id}" hidden>')[1].split("</details>")[0]
+    return item + block
 
 
 def mark_everything(team) -> dict:
