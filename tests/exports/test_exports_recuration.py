@@ -83,6 +83,7 @@ def test_a_corrected_release_names_exactly_the_edits_and_keeps_unchanged_demos_b
     edit(client, charlie, 1, op="delete", turn=turn(charlie, 3).pk)
     client.force_login(people["ben"])
     edit(client, charlie, 2, op="move", turn=turn(charlie, 2).pk, to_index=1)
+    edit(client, charlie, 3, op="edit_metadata", fields={"category": "Travel"})
     delta = Demonstration.objects.get(project=project, source_id="delta")
     marked = token_client(people["ben"]).post(
         f"/api/review/{delta.name}/problems/",
@@ -128,6 +129,9 @@ def test_a_corrected_release_names_exactly_the_edits_and_keeps_unchanged_demos_b
         },
         {"index": 2, "change": "moved", "from": 2, "to": 1, "by": "ben"},
         {"index": 3, "change": "deleted", "by": "ana"},
+    ]
+    assert changes["charlie"]["task"] == [
+        {"change": "task", "field": "category", "from": "Shopping", "to": "Travel", "by": "ben"}
     ]
     assert all(not entry["turns"] and not entry["task"] for name, entry in changes.items() if name != "charlie")
     assert changes["delta"]["problems"] == [

@@ -93,7 +93,7 @@ def changes_of(demo, review_order: list) -> dict:
     authors = live_authors(demo)
     turns = turn_changes(demo, review_order)
     dropped = demo.status == DemoStatus.REJECTED and "invalid" not in demo.source
-    task = [{"change": "task", "by": authors.get((EditKind.EDIT_METADATA, None))}] if metadata_changed(demo) else []
+    task = task_changes(demo)
     status = "dropped" if dropped else ("changed" if turns or task else "unchanged")
     marks = marks_of(demo)
     problems = [problem(mark, None) for mark in marks["task"]]
@@ -114,6 +114,17 @@ def problem(mark: dict, index) -> dict:
     return {"kind": mark["kind"], "label": mark["label"], "turn": index, "by": mark["reviewer"], "note": mark["note"]}
 
 
-def metadata_changed(demo) -> bool:
-    """A metadata edit (task, website, category...) not undone."""
-    return demo.edits.filter(kind=EditKind.EDIT_METADATA, undone_by__isnull=True).exists()
+def task_changes(demo) -> list:
+    """Each task field (description, website, category...) that edits not undone left other than it was before them:
+    ``[{"change": "task", "field", "from", "to", "by"}]``."""
+    first, last = {}, {}
+    edits = demo.edits.filter(kind=EditKind.EDIT_METADATA, undone_by__isnull=True).select_related("author")
+    for edit in edits.order_by("created_at", "id"):
+        for name, value in (edit.after or {}).items():
+            first.setdefault(name, (edit.before or {}).get(name))
+            last[name] = (value, edit.author.username)
+    return [
+        {"change": "task", "field": name, "from": first[name], "to": value, "by": by}
+        for name, (value, by) in sorted(last.items())
+        if value != first[name]
+    ]
