@@ -141,15 +141,24 @@ def test_a_corrected_release_names_exactly_the_edits_and_keeps_unchanged_demos_b
     assert all(entry["agreement"] is None for entry in changes.values())  # no second review asked for
 
 
-def test_an_undone_edit_or_a_validation_changes_nothing_and_a_rejected_demo_is_dropped(world, client, tmp_path):
+def test_an_undone_edit_or_a_validation_changes_nothing_a_second_review_is_the_agreement_a_rejection_drops(
+    world, client, tmp_path
+):
     project, people, release = world
     alpha = Demonstration.objects.get(project=project, source_id="alpha")
     bravo = Demonstration.objects.get(project=project, source_id="bravo")
     client.force_login(people["ana"])
     edited = edit(client, alpha, 0, op="edit_text", turn=turn(alpha, 0).pk, text="Something else").json()
     edit(client, alpha, 1, op="undo", edit=edited["id"])
+    Project.objects.filter(pk=project.pk).update(second_review_percent=100)
     client.force_login(people["ben"])
-    edit(client, alpha, 2, op="transition", action="validate")
+    edit(client, alpha, 2, op="transition", action="validate")  # sent to ana, the other reviewer
+    second = token_client(people["ana"]).post(
+        f"/api/quality/second-reviews/{alpha.name}/",
+        {"decision": "accept", "invalid_turns": [turn(alpha, 1).pk]},
+        format="json",
+    )
+    assert second.status_code == 200, second.content
     edit(client, bravo, 0, op="transition", action="reject")
 
     out = export(token_client(people["researcher"]), tmp_path)
@@ -157,5 +166,11 @@ def test_an_undone_edit_or_a_validation_changes_nothing_and_a_rejected_demo_is_d
     assert folder_bytes(out / "demonstrations" / "alpha") == folder_bytes(release / "demonstrations" / "alpha")
     changes = {entry["demo"]: entry for entry in json.loads((out / "changes.json").read_text())["demos"]}
     assert (changes["alpha"]["status"], changes["alpha"]["turns"]) == ("unchanged", [])
+    assert changes["alpha"]["agreement"] == {
+        "first": {"reviewer": "ben", "decision": "accept"},
+        "second": {"reviewer": "ana", "decision": "accept"},
+        "turns_agreeing": 3,
+        "turns": 4,
+    }
     assert (changes["bravo"]["status"], changes["bravo"]["by"]) == ("dropped", "ben")
     assert weblinx.Demonstration("bravo", base_dir=str(out / "demonstrations")).is_valid() is False  # invalid.json
