@@ -22,7 +22,7 @@ STATUSES = ["recorded", "in_review", "validated", "rejected"]
 @pytest.fixture
 def world(db, media_storage, tmp_path):
     """The release imported into project ``recurate``: an admin who imports, a researcher who exports, two
-    reviewers."""
+    reviewers. The release had rejected delta (its ``invalid.json``)."""
     project = Project.objects.create(name="recurate", title="Re-curation")
     people = {
         "admin": make_user("admin-c", project, Role.ADMIN),
@@ -31,6 +31,7 @@ def world(db, media_storage, tmp_path):
         "ben": make_user("ben", project, Role.REVIEWER),
     }
     release = write_release(tmp_path / "release")
+    (release / "demonstrations/delta/invalid.json").write_text('{"reason": "wrong site"}')  # the release rejected it
     call_command("import_weblinx", str(release), "--project", "recurate", "--user", "admin-c", stdout=io.StringIO())
     return project, people, release
 
@@ -160,6 +161,8 @@ def test_an_undone_edit_or_a_validation_changes_nothing_a_second_review_is_the_a
     )
     assert second.status_code == 200, second.content
     edit(client, bravo, 0, op="transition", action="reject")
+    delta = Demonstration.objects.get(project=project, source_id="delta")
+    edit(client, delta, 0, op="transition", action="reopen")
 
     out = export(token_client(people["researcher"]), tmp_path)
 
@@ -174,3 +177,8 @@ def test_an_undone_edit_or_a_validation_changes_nothing_a_second_review_is_the_a
     }
     assert (changes["bravo"]["status"], changes["bravo"]["by"]) == ("dropped", "ben")
     assert weblinx.Demonstration("bravo", base_dir=str(out / "demonstrations")).is_valid() is False  # invalid.json
+    assert (changes["delta"]["status"], changes["delta"]["task"]) == (
+        "changed",
+        [{"change": "status", "field": "status", "from": "invalid", "to": "in_review", "by": "ben"}],
+    )
+    assert weblinx.Demonstration("delta", base_dir=str(out / "demonstrations")).is_valid() is True

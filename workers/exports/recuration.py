@@ -94,6 +94,9 @@ def changes_of(demo, review_order: list) -> dict:
     turns = turn_changes(demo, review_order)
     dropped = demo.status == DemoStatus.REJECTED and "invalid" not in demo.source
     task = task_changes(demo)
+    if "invalid" in demo.source and demo.status != DemoStatus.REJECTED:  # the release's invalid.json, taken back
+        by = authors.get((EditKind.SET_STATUS, None))
+        task.append({"change": "status", "field": "status", "from": "invalid", "to": demo.status, "by": by})
     status = "dropped" if dropped else ("changed" if turns or task else "unchanged")
     marks = marks_of(demo)
     problems = [problem(mark, None) for mark in marks["task"]]
