@@ -170,6 +170,11 @@ def official_turns(base: Path, name: str) -> list:
     return rows, demo.is_valid()
 
 
+def folder_bytes(base: Path, name: str) -> dict:
+    folder = base / "demonstrations" / name
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
 def test_round_trip_gives_the_same_demos_turns_and_values_to_the_official_loader(db, tmp_path):
     ingest_corpus(project="origin", demos=3, turns=24, elements=30, seed=11)
     rejected = ingest_corpus(project="origin", demos=1, turns=12, elements=20, seed=12)[0]
@@ -184,16 +189,19 @@ def test_round_trip_gives_the_same_demos_turns_and_values_to_the_official_loader
     assert "skipped" not in output
     call_command("export_dataset", "--format", "weblinx", "--out", str(second), "--project", "copy", "--status", "all")
 
-    renamed = dict(Demonstration.objects.filter(project=target).values_list("source_id", "name"))
+    imported = dict(Demonstration.objects.filter(project=target).values_list("source_id", "name"))
     originals = sorted(path.name for path in (first / "demonstrations").iterdir())
-    assert sorted(renamed) == originals
+    assert sorted(imported) == originals == sorted(path.name for path in (second / "demonstrations").iterdir())
     assert len(originals) == 4
-    for name in originals:
-        assert official_turns(second, renamed[name]) == official_turns(first, name)
-    assert official_turns(second, renamed[rejected.name])[1] is False  # invalid.json kept
-    splits = json.loads((first / "splits.json").read_text())
-    again = json.loads((second / "splits.json").read_text())
-    assert again == {split: sorted(renamed[name] for name in names) for split, names in splits.items()}
+    for name in originals:  # written under its release id, from the release's own files (nothing was changed)
+        assert official_turns(second, name) == official_turns(first, name)
+        assert folder_bytes(second, name) == folder_bytes(first, name)
+    assert official_turns(second, rejected.name)[1] is False  # invalid.json kept
+    assert json.loads((second / "splits.json").read_text()) == json.loads((first / "splits.json").read_text())
+    changes = json.loads((second / "changes.json").read_text())["demos"]
+    assert [(entry["demo"], entry["status"], entry["turns"]) for entry in changes] == [
+        (name, "unchanged", []) for name in originals
+    ]
     assert Membership.objects.filter(project=target).count() == 1
 
 
@@ -211,6 +219,6 @@ def test_review_edits_layer_over_an_imported_demo_and_reach_the_export(team, rel
     assert Turn.objects.get(pk=chat.pk).utterance == "Find the cheapest flight"  # the release's turn, unchanged
     out = tmp_path / "out"
     call_command("export_dataset", "--format", "weblinx", "--out", str(out), "--project", "recurate", "--status", "all")
-    replay = json.loads((out / "demonstrations" / demo.name / "replay.json").read_text())
+    replay = json.loads((out / "demonstrations" / "charlie" / "replay.json").read_text())
     assert replay["data"][0]["utterance"] == "Find the cheapest bus"
-    assert json.loads((out / "splits.json").read_text())["valid"] == [demo.name]
+    assert json.loads((out / "splits.json").read_text())["valid"] == ["charlie"]

@@ -22,7 +22,7 @@ from annotation.lib.shapes import as_dict
 from annotation.models import Demonstration, DemoReview, DemoStatus, Turn, TurnType, curated_turns, sha256_path
 from annotation.store.blobstore import S3ObjectReader, is_local, is_s3, stream_file
 
-from . import packs
+from . import packs, recuration
 from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,7 @@ def curated_export_turn(index: int, turn: Turn, curation) -> ExportTurn:
 
 
 def to_export_demo(demo: Demonstration, split: str) -> ExportDemo:
+    changes = recuration.changes_of(demo, review_order(demo)) if recuration.is_imported(demo) else None
     return ExportDemo(
         name=demo.name,
         project=demo.project.name,
@@ -99,6 +100,9 @@ def to_export_demo(demo: Demonstration, split: str) -> ExportDemo:
         discarded=demo.discarded,
         refined_task=demo.refined_task,
         website=proposed_website(demo),
+        release_id=demo.source_id if changes else "",
+        original=recuration.original_files(demo, changes) if changes else (),
+        changes=changes,
     )
 
 

@@ -27,7 +27,7 @@ from ...models import DemoMode, Demonstration, DemoStatus, Project, SplitConfig
 from ..errors import ActionError, Conflict, ValidationFailed
 from ..manage.access import check_project_role
 from ..recordings import check_blob_references, do_finish_recording, do_ingest_turns, do_start_recording
-from ..recordings.blobs import check_blob_bytes, do_store_blob
+from ..recordings.blobs import check_blob_bytes, do_store_blob, do_store_parsed_json
 from .jobs import EXPORT_ROLES
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,7 @@ IMPORT_CANNOT = "import a release (needs researcher or admin)"
 MAX_RELEASE_DEMOS = 5000  # demo folders per import (WebLINX has 2,337 demos)
 MAX_DEMO_TURNS = 5000  # turns per demo
 MAX_JSON_BYTES = 16 * 1024 * 1024  # replay.json, metadata.json, form.json, splits.json each
+DOCUMENTS = ("replay.json", "metadata.json", "form.json", "invalid.json")  # kept byte for byte, with the captures
 
 
 @dataclass
@@ -59,6 +60,8 @@ class CheckedDemo:
     demo: ReleaseDemo
     turns: list  # recorder turns, captures as sha256s
     blobs: dict  # sha256 -> (path, media type, size)
+    documents: tuple = ()  # the JSON files of DOCUMENTS the demo has (read again when written)
+    files: dict = field(default_factory=dict)  # relative path -> sha256 of every file kept (the export's originals)
 
 
 def check_project_for_import(user, project_name: str) -> Project:
@@ -97,7 +100,9 @@ def check_demo_files(demo: ReleaseDemo, project: Project) -> CheckedDemo:
     errors = check_blob_references(turns, project, {sha: media for sha, (_, media, _) in blobs.items()})
     if errors:
         raise ValidationFailed(f"{errors[0].field}: {errors[0].message}")
-    return CheckedDemo(demo, turns, blobs)
+    documents = tuple(name for name in DOCUMENTS if (demo.folder / name).is_file())
+    files = {**shas, **{name: hashlib.sha256((demo.folder / name).read_bytes()).hexdigest() for name in documents}}
+    return CheckedDemo(demo, turns, blobs, documents, dict(sorted(files.items())))
 
 
 def present_ids(project: Project, ids) -> dict:
@@ -154,12 +159,17 @@ def write_demo(checked: CheckedDemo, project: Project, user, report: ImportRepor
         for sha, (path, media_type, size) in checked.blobs.items():
             with path.open("rb") as stream:
                 do_store_blob(sha, media_type, stream, size, project, user)
+        for name in checked.documents:
+            if do_store_parsed_json((demo.folder / name).read_bytes(), project, user).sha256 != checked.files[name]:
+                raise ValidationFailed(f"{name}: changed while it was imported")
         fields = demo_fields(demo)
         row, _ = do_start_recording(user, project, client_id=f"import:{project.pk}:{demo.id}", **fields)
         do_ingest_turns(row, [dict(turn) for turn in checked.turns], checked=True)
         do_finish_recording(row, recording_end=fields["recording_end"])
         status = DemoStatus.REJECTED if demo.invalid is not None else DemoStatus.RECORDED
-        Demonstration.objects.filter(pk=row.pk).update(source_id=demo.id, source=source_facts(demo), status=status)
+        Demonstration.objects.filter(pk=row.pk).update(
+            source_id=demo.id, source=source_facts(demo, checked.files), status=status
+        )
         if demo.split:
             fix_split(project, row.name, demo.split)
     report.demos += 1
@@ -177,9 +187,10 @@ def fix_split(project: Project, name: str, split: str) -> None:
     config.save(update_fields=["fixed_splits", "updated_at"])
 
 
-def source_facts(demo: ReleaseDemo) -> dict:
-    """What the release said of the demo that has no column: its files' facts as given, and the broken screenshots."""
-    facts = {"format": "weblinx", "id": demo.id, "metadata": demo.metadata, "form": demo.form}
+def source_facts(demo: ReleaseDemo, files: dict) -> dict:
+    """What the release said of the demo that has no column: its files' facts as given, the broken screenshots, and
+    ``files``: each file kept, ``{path in the demo folder: sha256}`` (an unchanged demo is exported from them)."""
+    facts = {"format": "weblinx", "id": demo.id, "metadata": demo.metadata, "form": demo.form, "files": files}
     if demo.invalid is not None:
         facts["invalid"] = demo.invalid
     if demo.broken:

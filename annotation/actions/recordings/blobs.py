@@ -257,3 +257,18 @@ def do_store_blob_bytes(data: bytes, media_type: str, project: Project, user=Non
     """Store in-memory bytes as a blob of ``project`` (used by the synthetic corpus and tests)."""
     sha = hashlib.sha256(data).hexdigest()
     return do_store_blob(sha, media_type, io.BytesIO(data), len(data), project, user)
+
+
+def do_store_parsed_json(data: bytes, project: Project, user=None) -> Blob:
+    """JSON bytes their reader parsed already (a release's ``replay.json``, ``metadata.json``...) kept as a blob of
+    ``project``, byte for byte; not the boxes check the recorder's JSON gets."""
+    sha = hashlib.sha256(data).hexdigest()
+    blob = Blob.objects.filter(sha256=sha, rights__project=project).first()
+    if blob is not None:
+        return blob
+    with storage_failures(f"blob {sha}"):
+        blob = Blob.objects.filter(sha256=sha).first() or store_new_blob(
+            io.BytesIO(data), sha, len(data), "application/json"
+        )
+    ProjectBlob.objects.get_or_create(project=project, blob=blob, defaults={"uploaded_by": user})
+    return blob

@@ -31,6 +31,7 @@ DEFAULT_VERSION = "1.0.0"
 DOTTED_INTS = re.compile(r"[0-9]+(\.[0-9]+)*")
 # A demo name becomes a folder name: refuse anything that could leave the export folder or need escaping.
 SAFE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+SAFE_PATH = re.compile(r"((screenshots|pages|bboxes)/)?[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 CAPTURE_FOLDERS = ("screenshots", "pages", "bboxes")
 UPLOAD_DATE_FORMAT = "%Y-%m-%d %H:%M:%S"  # what Demonstration.get_upload_date parses
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -55,13 +56,20 @@ class WeblinxExporter:
         root.mkdir(parents=True, exist_ok=True)
         counts = ExportCounts(per_split={split: {"demos": 0, "turns": 0} for split in self.splits})
         names, seen = {split: [] for split in self.splits}, set()
+        changes = []
         for demo in demos:
+            folder = folder_name(demo)
             self.check_demo(demo, seen)
-            seen.add(demo.name)
-            counts.files += write_demo(demo, root / demo.name, blobs)
-            names[demo.split].append(demo.name)
+            seen.add(folder)
+            counts.files += (
+                write_original(demo, root / folder, blobs) if demo.original else write_demo(demo, root / folder, blobs)
+            )
+            names[demo.split].append(folder)
             counts.add_demo(demo.split, len(demo.turns))
+            if demo.changes is not None:
+                changes.append(demo.changes)
             progress(counts.demos)
+        counts.files += write_changes(out, changes)
         # Written last: an export that failed half-way has no splits.json, so no loader mistakes it for complete.
         write_json(out / "splits.json", {split: sorted(members) for split, members in names.items()})
         counts.files += 1
@@ -69,16 +77,40 @@ class WeblinxExporter:
 
     def exported_id(self, demo: ExportDemo) -> str | None:
         """The demo's name in the export (its folder): every demo given is written."""
-        return demo.name
+        return folder_name(demo)
 
     def check_demo(self, demo: ExportDemo, seen: set) -> None:
         """Refuse a demo whose split is unknown or whose name is unsafe or already exported (one folder each)."""
         if demo.split not in self.splits:
             raise ValueError(f"demo {demo.name!r}: unknown split {demo.split!r}; known: {', '.join(self.splits)}")
-        if not SAFE_NAME.fullmatch(demo.name):
-            raise ValueError(f"demo name {demo.name!r} is not a safe folder name (letters, digits, _ and -)")
-        if demo.name in seen:
-            raise ValueError(f"demo name {demo.name!r} appears twice in the export")
+        folder = folder_name(demo)
+        if not SAFE_NAME.fullmatch(folder):
+            raise ValueError(f"demo name {folder!r} is not a safe folder name (letters, digits, _ and -)")
+        if folder in seen:
+            raise ValueError(f"demo name {folder!r} appears twice in the export")
+
+
+def folder_name(demo: ExportDemo) -> str:
+    """A demo imported from a release keeps its release id; any other is named as on the platform."""
+    return demo.release_id or demo.name
+
+
+def write_original(demo: ExportDemo, folder: Path, blobs: BlobSource) -> int:
+    """An imported demo nobody changed: the release's own files, byte for byte; return how many."""
+    for relative, sha256 in demo.original:
+        if not SAFE_PATH.fullmatch(relative):  # kept by the import, which named them; checked all the same
+            raise ValueError(f"demo {folder.name!r}: {relative!r} is not a path in its folder")
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        blobs.copy_to(sha256, folder / relative)
+    return len(demo.original)
+
+
+def write_changes(out: Path, changes: list) -> int:
+    """``changes.json`` when imported demos were exported: ``{"format", "demos": [entries by release id]}``."""
+    if not changes:
+        return 0
+    write_json(out / "changes.json", {"format": "weblinx", "demos": sorted(changes, key=lambda entry: entry["demo"])})
+    return 1
 
 
 def write_demo(demo: ExportDemo, folder: Path, blobs: BlobSource) -> int:
@@ -151,7 +183,7 @@ def metadata(demo: ExportDemo) -> dict:
         "recordingEnd": epoch_ms(end),
         "recordingStartISO": iso(demo.recording_start),
         "recordingEndISO": iso(end),
-        "recordingId": demo.name,
+        "recordingId": folder_name(demo),
         "timezoneOffsetMinutes": demo.timezone_offset_minutes,
         "user": demo.navigator,
         "userAgent": demo.user_agent,
@@ -168,7 +200,7 @@ def form(demo: ExportDemo) -> dict:
         "tasks": [demo.task_description] if demo.task_description else [],
         "navigator_name": demo.navigator,
         "instructor_name": demo.instructor,
-        "shortcode": demo.name,
+        "shortcode": folder_name(demo),
         "upload_date": utc(demo.upload_date).strftime(UPLOAD_DATE_FORMAT),
         "website": demo.websites[0] if demo.websites else "",
         "websites": list(demo.websites),
