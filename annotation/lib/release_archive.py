@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 MAX_MEMBERS = 500_000
+MAX_NAME_BYTES = 255  # a file or folder name most file systems take
 
 
 class BadArchive(ValueError):
@@ -54,10 +55,17 @@ def check_members(found: list[Member], max_bytes: int) -> str:
         path = PurePosixPath(member.name)
         if path.is_absolute() or ".." in path.parts or "\\" in member.name:
             raise BadArchive(member.name, "a member's path must stay inside the archive")
+        if any(len(part.encode()) > MAX_NAME_BYTES for part in path.parts):
+            raise BadArchive(member.name[:80] + "…", f"a name in the path is over {MAX_NAME_BYTES} bytes")
         total += member.size
     if total > max_bytes:
         raise BadArchive("file", f"{total} bytes unpacked; at most {max_bytes} (IMPORT_MAX_UNPACKED_BYTES)", True)
     names = {member.name.rstrip("/") for member in found}
+    files = {member.name for member in found if member.is_file}
+    for name in sorted(names):
+        parent = str(PurePosixPath(name).parent)
+        if parent in files:
+            raise BadArchive(parent, "is both a file and a folder in the archive")
     roots = sorted(name.removesuffix("splits.json") for name in names if name.endswith("splits.json"))
     roots = [root for root in roots if root.count("/") <= 1 and (root == "" or root.endswith("/"))]
     if not roots:
@@ -72,10 +80,13 @@ def unpack(path: Path, into: Path, max_bytes: int) -> Path:
     """Check the archive and unpack it under ``into``; returns the release's folder."""
     root = check_members(members(path), max_bytes)
     into.mkdir(parents=True, exist_ok=True)
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            archive.extractall(into)
-    else:
-        with tarfile.open(path, "r:*") as archive:
-            archive.extractall(into, filter="data")
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                archive.extractall(into)
+        else:
+            with tarfile.open(path, "r:*") as archive:
+                archive.extractall(into, filter="data")
+    except (OSError, tarfile.TarError, zipfile.BadZipFile) as error:  # said without the server's paths
+        raise BadArchive("file", f"could not be unpacked ({getattr(error, 'strerror', None) or 'damaged'})") from None
     return into / root

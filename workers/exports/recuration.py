@@ -23,7 +23,7 @@ def is_imported(demo) -> bool:
 
 def original_files(demo, changes: dict) -> tuple:
     """``((path, sha256), ...)`` to write the demo from when it is unchanged, else ``()`` (regenerated)."""
-    if not is_imported(demo) or changes["status"] != "unchanged":
+    if not is_imported(demo) or changes["status"] != "unchanged" or demo.source.get("masked"):
         return ()
     return tuple(sorted(demo.source["files"].items()))
 
@@ -97,12 +97,15 @@ def changes_of(demo, review_order: list) -> dict:
     if "invalid" in demo.source and demo.status != DemoStatus.REJECTED:  # the release's invalid.json, taken back
         by = authors.get((EditKind.SET_STATUS, None))
         task.append({"change": "status", "field": "status", "from": "invalid", "to": demo.status, "by": by})
-    status = "dropped" if dropped else ("changed" if turns or task else "unchanged")
+    masked = bool(demo.source.get("masked"))  # the import masked secrets: the release's replay.json is not exported
+    status = "dropped" if dropped else ("changed" if turns or task or masked else "unchanged")
     marks = marks_of(demo)
     problems = [problem(mark, None) for mark in marks["task"]]
     index = {turn.pk: original_index(turn, n) for n, turn in enumerate(sorted(demo.turns.all(), key=turn_key))}
     problems += [problem(mark, index.get(pk)) for pk, items in marks["turns"].items() for mark in items]
     entry = {"demo": demo.source_id, "status": status, "turns": turns, "task": task, "problems": problems}
+    if masked:
+        entry["masked"] = True
     if dropped:
         entry["by"] = authors.get((EditKind.SET_STATUS, None))
     entry["agreement"] = agreement(demo)

@@ -11,15 +11,19 @@ A release id already in the project is skipped and listed; when nothing is left 
 (409), so importing the same release twice never duplicates a demo.
 """
 
+import copy
 import datetime as dt
 import hashlib
+import json
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models.functions import Lower
 
 from ...lib import schema
 from ...lib.weblinx_release import NotARelease, Release, ReleaseDemo, read_release
@@ -36,6 +40,9 @@ IMPORT_CANNOT = "import a release (needs researcher or admin)"
 MAX_RELEASE_DEMOS = 5000  # demo folders per import (WebLINX has 2,337 demos)
 MAX_DEMO_TURNS = 5000  # turns per demo
 MAX_JSON_BYTES = 16 * 1024 * 1024  # replay.json, metadata.json, form.json, splits.json each
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+LATEST = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)  # times a release may give: 1970 to 9998, in UTC
+LATEST_MS = (LATEST - EPOCH) // dt.timedelta(milliseconds=1)
 DOCUMENTS = ("replay.json", "metadata.json", "form.json", "invalid.json")  # kept byte for byte, with the captures
 
 
@@ -80,7 +87,9 @@ def check_release(directory: Path) -> Release:
 
 
 def check_demo_files(demo: ReleaseDemo, project: Project) -> CheckedDemo:
-    """Every file the demo's turns use, checked as an upload is (size, content); turns pointed at their sha256s."""
+    """Every file the demo's turns use, checked as an upload is (size, content); turns pointed at their sha256s; its
+    turns in time order (the platform orders a demo's turns by time)."""
+    check_turn_order(demo)
     blobs, shas = {}, {}
     for relative, media_type in demo.files.items():
         path = demo.folder / relative
@@ -105,22 +114,43 @@ def check_demo_files(demo: ReleaseDemo, project: Project) -> CheckedDemo:
     return CheckedDemo(demo, turns, blobs, documents, dict(sorted(files.items())))
 
 
+def check_turn_order(demo: ReleaseDemo) -> None:
+    times = [turn.get("timestamp") for turn in demo.turns]
+    times = [time if isinstance(time, int | float) and not isinstance(time, bool) else None for time in times]
+    for n in range(1, len(times)):
+        if times[n] is not None and times[n - 1] is not None and times[n] < times[n - 1]:
+            why = f"replay.json: turn {n}'s timestamp {times[n]} is before turn {n - 1}'s {times[n - 1]}"
+            raise ValidationFailed(f"{why} (the platform keeps turns in time order)")
+
+
 def present_ids(project: Project, ids) -> dict:
-    """``{release id: platform name}`` of the ids already imported into ``project``."""
-    rows = Demonstration.objects.filter(project=project, source_id__in=list(ids)).values_list("source_id", "name")
-    return dict(rows)
+    """``{release id, case-folded: what it clashes with}``: ids imported into ``project`` already, and demo names of
+    the project (an export names an imported demo by its release id, a recorded one by its name; folders whose names
+    differ only in case overwrite each other on some systems)."""
+    folded = sorted({demo_id.lower() for demo_id in ids})
+    rows = Demonstration.objects.annotate(lid=Lower("source_id"), lname=Lower("name")).filter(project=project)
+    present = {}
+    for source_id, name in rows.filter(lid__in=folded).values_list("source_id", "name"):
+        present[source_id.lower()] = f"already imported into this project as demo {name}"
+    for (name,) in rows.filter(lname__in=folded).values_list("name"):
+        present.setdefault(name.lower(), f"the project has a demo named {name} already")
+    return present
 
 
 def check_import(project: Project, release: Release) -> tuple[list, ImportReport]:
     """Every demo checked before anything is written: the ones to write, and a report listing the others."""
     report = ImportReport(skipped=list(release.skipped))
     present = present_ids(project, [demo.id for demo in release.demos])
-    ready = []
+    ready, seen = [], {}
     for demo in release.demos:
-        if demo.id in present:
-            why = f"already imported into this project as demo {present[demo.id]}; not imported again"
+        if demo.id.lower() in present:
+            report.skipped.append({"item": demo.id, "why": f"{present[demo.id.lower()]}; not imported"})
+            continue
+        if demo.id.lower() in seen:
+            why = f"differs from demo {seen[demo.id.lower()]} of this release only in case; not imported"
             report.skipped.append({"item": demo.id, "why": why})
             continue
+        seen[demo.id.lower()] = demo.id
         try:
             ready.append(check_demo_files(demo, project))
         except ValidationFailed as error:
@@ -128,7 +158,7 @@ def check_import(project: Project, release: Release) -> tuple[list, ImportReport
     if not ready and present:
         raise Conflict(
             f"every demo of this release is in project {project.name!r} already; nothing was imported",
-            [{"field": "demonstrations", "message": f"already imported: {', '.join(sorted(present))}"}],
+            [{"field": "demonstrations", "message": f"already there: {', '.join(sorted(present))}"}],
         )
     return ready, report
 
@@ -163,12 +193,18 @@ def write_demo(checked: CheckedDemo, project: Project, user, report: ImportRepor
             if do_store_parsed_json((demo.folder / name).read_bytes(), project, user).sha256 != checked.files[name]:
                 raise ValidationFailed(f"{name}: changed while it was imported")
         fields = demo_fields(demo)
-        row, _ = do_start_recording(user, project, client_id=f"import:{project.pk}:{demo.id}", **fields)
-        do_ingest_turns(row, [dict(turn) for turn in checked.turns], checked=True)
+        # A client id no client can guess: a recording someone started before is never taken over.
+        row, _ = do_start_recording(user, project, client_id=f"import:{uuid.uuid4().hex}", **fields)
+        turns = copy.deepcopy(checked.turns)
+        given = json.dumps(turns, sort_keys=True)
+        do_ingest_turns(row, turns, checked=True)  # masks secrets and password values in place
+        files = checked.files
+        if json.dumps(turns, sort_keys=True) != given:  # masked: the release's replay.json is not exported as it is
+            files = {path: sha for path, sha in files.items() if path != "replay.json"}
         do_finish_recording(row, recording_end=fields["recording_end"])
         status = DemoStatus.REJECTED if demo.invalid is not None else DemoStatus.RECORDED
         Demonstration.objects.filter(pk=row.pk).update(
-            source_id=demo.id, source=source_facts(demo, checked.files), status=status
+            source_id=demo.id, source=source_facts(demo, files, masked=files is not checked.files), status=status
         )
         if demo.split:
             fix_split(project, row.name, demo.split)
@@ -187,10 +223,13 @@ def fix_split(project: Project, name: str, split: str) -> None:
     config.save(update_fields=["fixed_splits", "updated_at"])
 
 
-def source_facts(demo: ReleaseDemo, files: dict) -> dict:
+def source_facts(demo: ReleaseDemo, files: dict, masked: bool = False) -> dict:
     """What the release said of the demo that has no column: its files' facts as given, the broken screenshots, and
-    ``files``: each file kept, ``{path in the demo folder: sha256}`` (an unchanged demo is exported from them)."""
+    ``files``: each file kept, ``{path in the demo folder: sha256}`` (an unchanged demo is exported from them);
+    ``masked``: the import masked secrets in its turns (so its replay.json is not kept)."""
     facts = {"format": "weblinx", "id": demo.id, "metadata": demo.metadata, "form": demo.form, "files": files}
+    if masked:
+        facts["masked"] = True
     if demo.invalid is not None:
         facts["invalid"] = demo.invalid
     if demo.broken:
@@ -234,10 +273,11 @@ def whole(value) -> int:
 
 def moment(epoch_ms, iso) -> dt.datetime | None:
     """A time from milliseconds since the epoch, else from ISO 8601, else None."""
-    if isinstance(epoch_ms, int | float) and not isinstance(epoch_ms, bool) and 0 <= epoch_ms < 2**53:
-        return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=epoch_ms)
+    if isinstance(epoch_ms, int | float) and not isinstance(epoch_ms, bool) and 0 <= epoch_ms < LATEST_MS:
+        return EPOCH + dt.timedelta(milliseconds=epoch_ms)
     try:
         parsed = dt.datetime.fromisoformat(iso.replace("Z", "+00:00")) if isinstance(iso, str) else None
-    except ValueError:
+        parsed = parsed if parsed is None or parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+        return parsed if parsed is None or EPOCH <= parsed.astimezone(dt.UTC) < LATEST else None
+    except (ValueError, OverflowError):
         return None
-    return parsed if parsed is None or parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)

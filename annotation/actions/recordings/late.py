@@ -36,6 +36,8 @@ def check_takes_late_capture(demo: Demonstration, what: str) -> float:
     """A finished recording takes late captures (turns, video) only while it is ``recorded`` and unedited in
     review; returns its end on the recording clock."""
     refused = f"recording {demo.name} is {demo.status}; it takes no new {what}"
+    if demo.source_id:
+        raise Conflict(f"demonstration {demo.name} was imported from a release; it takes no new {what}")
     if demo.status != DemoStatus.RECORDED or demo.recording_end is None:
         raise Conflict(refused)
     if DemoReview.objects.filter(demonstration=demo, revision__gt=0).exists():
