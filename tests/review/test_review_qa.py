@@ -130,15 +130,18 @@ def test_reload_latest_after_a_conflict_keeps_the_selected_turn(review, demo, re
 
 def test_buttons_are_disabled_while_a_write_is_in_flight(review, demo):
     review.execute_script(
-        """const realFetch = window.fetch;  // hold the request back so the in-flight state can be seen
-        window.fetch = (...args) => new Promise((resolve) => setTimeout(() => resolve(realFetch(...args)), 1500));"""
+        """const realFetch = window.fetch;  // hold requests back until the test lets them go
+        const held = new Promise((resolve) => { window.releaseFetch = resolve; });
+        window.fetch = (...args) => held.then(() => realFetch(...args));"""
     )
     review.find_element(By.ID, "btn-delete").click()
     assert review.find_element(By.TAG_NAME, "body").get_attribute("data-busy") == "true"
     assert review.find_element(By.ID, "saving").text == "Saving…"
-    assert all(not b.is_enabled() for b in review.find_elements(By.CSS_SELECTOR, "#review button"))
+    enabled = "return [...document.querySelectorAll('#review button')].filter((b) => !b.disabled).map((b) => b.id)"
+    assert review.execute_script(enabled) == []
     keys(review, "d")  # a second press while the first is on its way sends nothing
     review.execute_script("document.getElementById('btn-delete').click()")
+    review.execute_script("window.releaseFetch()")
     wait_revision(review, 1)
     assert Edit.objects.filter(demonstration=demo).count() == 1
 
