@@ -9,12 +9,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from annotation.models import Demonstration, DemoStatus, ExportJob, JobStatus, Project, Role, Turn
+from annotation.models import Demonstration, DemoStatus, JobStatus, Project, Role, Turn
 from tests.support.actors import make_user, start_demo, token_client
-from tests.support.weblinx_release import write_demo, write_json
-from workers.exports.jobs import run_export
-
-STATUSES = ["recorded", "in_review", "validated", "rejected"]
+from tests.support.weblinx_release import download, start_export, write_demo, write_json
 
 
 @pytest.fixture
@@ -32,23 +29,6 @@ def import_release(root: Path, user="admin-h") -> str:
     out = io.StringIO()
     call_command("import_weblinx", str(root), "--project", "recurate", "--user", user, stdout=out)
     return out.getvalue()
-
-
-def start_export(client) -> ExportJob:
-    created = client.post(
-        "/api/exports/", {"project": "recurate", "format": "weblinx", "statuses": STATUSES}, format="json"
-    )
-    assert created.status_code == 202, created.content
-    run_export(created.json()["id"])
-    return ExportJob.objects.get(pk=created.json()["id"])
-
-
-def download(client, job, tmp_path) -> Path:
-    assert job.status == JobStatus.DONE, job.error
-    data = b"".join(client.get(f"/api/exports/{job.pk}/download/").streaming_content)
-    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        archive.extractall(tmp_path / "download", filter="data")
-    return tmp_path / "download" / job.filename.removesuffix(".tar.gz")
 
 
 def edit(client, demo, revision, **body):
@@ -81,7 +61,7 @@ def test_a_release_id_equal_to_a_recorded_demos_name_does_not_break_the_projects
     assert f"the project has a demo named {recorded.name} already" in report
 
     researcher = token_client(people["researcher"])
-    job = start_export(researcher)
+    job = start_export(researcher, "recurate")
 
     assert job.status == JobStatus.DONE, job.error
     out = download(researcher, job, tmp_path)
@@ -121,7 +101,7 @@ def test_a_turn_added_to_an_imported_demo_is_never_hidden_by_changes_json(team, 
         edit(client, bravo, 0, op="edit_text", turn=first.pk, text="Find the cheapest train")
 
     researcher = token_client(people["researcher"])
-    out = download(researcher, start_export(researcher), tmp_path)
+    out = download(researcher, start_export(researcher, "recurate"), tmp_path)
     changes = changes_of(out)
     for name, demo in (("alpha", alpha), ("bravo", bravo)):
         replay = json.loads((out / "demonstrations" / name / "replay.json").read_text())
@@ -226,7 +206,7 @@ def test_a_secret_the_import_masked_is_not_exported_from_the_kept_replay(team, t
     assert "SECRET-TOKEN-123" not in json.dumps(stored.arguments)  # the platform masked it
 
     researcher = token_client(people["researcher"])
-    out = download(researcher, start_export(researcher), tmp_path)
+    out = download(researcher, start_export(researcher, "recurate"), tmp_path)
 
     exported = b"".join(path.read_bytes() for path in (out / "demonstrations" / "alpha").rglob("*") if path.is_file())
     assert b"SECRET-TOKEN-123" not in exported
@@ -249,7 +229,7 @@ def test_release_ids_differing_only_in_case_are_not_exported_as_two_folders(team
     import_release(root)
 
     researcher = token_client(people["researcher"])
-    out = download(researcher, start_export(researcher), tmp_path)
+    out = download(researcher, start_export(researcher, "recurate"), tmp_path)
 
     folders = [path.name for path in (out / "demonstrations").iterdir()]
     assert len({name.casefold() for name in folders}) == len(folders), folders

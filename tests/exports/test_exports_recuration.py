@@ -4,19 +4,15 @@ exactly the edits and who made them, and demos nobody changed are the release's 
 
 import io
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
 import weblinx
 from django.core.management import call_command
 
-from annotation.models import Demonstration, ExportJob, JobStatus, Project, Role, Turn
+from annotation.models import Demonstration, Project, Role, Turn
 from tests.support.actors import make_user, token_client
-from tests.support.weblinx_release import write_release
-from workers.exports.jobs import run_export
-
-STATUSES = ["recorded", "in_review", "validated", "rejected"]
+from tests.support.weblinx_release import download, start_export, write_release
 
 
 @pytest.fixture
@@ -50,17 +46,7 @@ def turn(demo, n) -> Turn:
 
 def export(client, tmp_path) -> Path:
     """An export started, run as the worker runs it, downloaded and unpacked; its folder."""
-    created = client.post(
-        "/api/exports/", {"project": "recurate", "format": "weblinx", "statuses": STATUSES}, format="json"
-    )
-    assert created.status_code == 202, created.content
-    run_export(created.json()["id"])
-    job = ExportJob.objects.get(pk=created.json()["id"])
-    assert job.status == JobStatus.DONE, job.error
-    data = b"".join(client.get(f"/api/exports/{job.pk}/download/").streaming_content)
-    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        archive.extractall(tmp_path / "download", filter="data")
-    return tmp_path / "download" / job.filename.removesuffix(".tar.gz")
+    return download(client, start_export(client, "recurate"), tmp_path)
 
 
 def folder_bytes(folder: Path) -> dict:

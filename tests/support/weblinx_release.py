@@ -3,9 +3,13 @@ for the import tests: demos of chat and browser turns with screenshots, pages an
 
 import io
 import json
+import tarfile
 from pathlib import Path
 
 from PIL import Image
+
+from annotation.models import ExportJob, JobStatus
+from workers.exports.jobs import run_export
 
 UID = "a1b2c3"
 BOX = {"x": 10, "y": 20, "width": 200, "height": 30, "top": 20, "right": 210, "bottom": 50, "left": 10}
@@ -79,3 +83,24 @@ def write_release(root: Path) -> Path:
     splits = {"train": ["alpha", "bravo"], "valid": ["charlie"], "test_geo": ["delta", "echo"], "test_vis": []}
     write_json(root / "splits.json", splits)
     return root
+
+
+EVERY_STATUS = ["recorded", "in_review", "validated", "rejected"]
+
+
+def start_export(client, project: str) -> ExportJob:
+    """A WebLINX export of every status started through the API and run as the worker runs it."""
+    body = {"project": project, "format": "weblinx", "statuses": EVERY_STATUS}
+    created = client.post("/api/exports/", body, format="json")
+    assert created.status_code == 202, created.content
+    run_export(created.json()["id"])
+    return ExportJob.objects.get(pk=created.json()["id"])
+
+
+def download(client, job: ExportJob, into: Path) -> Path:
+    """The finished export downloaded through the API and unpacked under ``into``; its folder."""
+    assert job.status == JobStatus.DONE, job.error
+    data = b"".join(client.get(f"/api/exports/{job.pk}/download/").streaming_content)
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        archive.extractall(into / "download", filter="data")
+    return into / "download" / job.filename.removesuffix(".tar.gz")
