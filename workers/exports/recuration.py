@@ -48,7 +48,9 @@ def turn_changes(demo, review_order: list) -> list:
     curations = {curation.turn_id: curation for curation in demo.turn_curations.all()}
     curated = curated_turns(turns, curations, review_order)
     kept = [turn.pk for turn, curation in curated if not (curation and curation.deleted)]
-    captured = [turn.pk for turn in turns if turn.pk in set(kept)]
+    alive = set(kept)
+    kept_at = {pk: n for n, pk in enumerate(kept)}  # place after review
+    captured_at = {pk: n for n, pk in enumerate(turn.pk for turn in turns if turn.pk in alive)}  # place as captured
     authors = live_authors(demo)
     changes = []
     for position, turn in enumerate(turns):
@@ -57,8 +59,8 @@ def turn_changes(demo, review_order: list) -> list:
         if curation and curation.deleted:
             changes.append({"index": index, "change": "deleted", "by": by(EditKind.DELETE)})
             continue
-        if kept.index(turn.pk) != captured.index(turn.pk) and (EditKind.REORDER, turn.pk) in authors:
-            moved = {"from": index, "to": kept.index(turn.pk), "by": by(EditKind.REORDER)}
+        if kept_at[turn.pk] != captured_at[turn.pk] and (EditKind.REORDER, turn.pk) in authors:
+            moved = {"from": index, "to": kept_at[turn.pk], "by": by(EditKind.REORDER)}
             changes.append({"index": index, "change": "moved", **moved})
         if curation is None:
             continue
