@@ -2,13 +2,17 @@
 
 The release may sit at the archive's top or in one folder (``weblinx/splits.json``). Refused, naming the part: a file
 that is no such archive, a member that would land outside the folder (absolute, ``..``) or is a link or device, more
-unpacked bytes than allowed, no ``splits.json`` or no ``demonstrations/`` beside it.
+unpacked bytes than allowed, no ``splits.json`` or no ``demonstrations/`` beside it (a WebLINX release), no split
+file (a Mind2Web release: ``train.json``, ``test_task_0.json``... anywhere in it).
 """
 
 import tarfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from .mind2web_release import SPLIT_FILE
 
 MAX_MEMBERS = 500_000
 MAX_NAME_BYTES = 255  # a file or folder name most file systems take
@@ -46,8 +50,9 @@ def members(path: Path) -> list[Member]:
         raise BadArchive("file", "not a .zip or .tar.gz archive") from None
 
 
-def check_members(found: list[Member], max_bytes: int) -> str:
-    """The release's folder inside the archive ("" or "name/"); ``BadArchive`` naming the first wrong part."""
+def check_members(found: list[Member], max_bytes: int, layout: Callable | None = None) -> str:
+    """The release's folder inside the archive ("" or "name/"); ``BadArchive`` naming the first wrong part.
+    ``layout(names)`` checks the format's files and finds that folder (default: a WebLINX release)."""
     if len(found) > MAX_MEMBERS:
         raise BadArchive("file", f"{len(found)} members; at most {MAX_MEMBERS}", too_large=True)
     total = 0
@@ -66,6 +71,11 @@ def check_members(found: list[Member], max_bytes: int) -> str:
         parent = str(PurePosixPath(name).parent)
         if parent in files:
             raise BadArchive(parent, "is both a file and a folder in the archive")
+    return (layout or weblinx_root)(names)
+
+
+def weblinx_root(names: set) -> str:
+    """The folder holding ``splits.json`` and ``demonstrations/``, at the top or one folder down."""
     roots = sorted(name.removesuffix("splits.json") for name in names if name.endswith("splits.json"))
     roots = [root for root in roots if root.count("/") <= 1 and (root == "" or root.endswith("/"))]
     if not roots:
@@ -76,9 +86,16 @@ def check_members(found: list[Member], max_bytes: int) -> str:
     return root
 
 
-def unpack(path: Path, into: Path, max_bytes: int) -> Path:
+def mind2web_root(names: set) -> str:
+    """A Mind2Web release has split files (``train.json``, ``train/train_0.json``...) anywhere: its top is the root."""
+    if not any(SPLIT_FILE.fullmatch(PurePosixPath(name).name) for name in names):
+        raise BadArchive("file", "no split file (train.json, test_task.json, test_website.json, test_domain.json)")
+    return ""
+
+
+def unpack(path: Path, into: Path, max_bytes: int, layout: Callable | None = None) -> Path:
     """Check the archive and unpack it under ``into``; returns the release's folder."""
-    root = check_members(members(path), max_bytes)
+    root = check_members(members(path), max_bytes, layout)
     into.mkdir(parents=True, exist_ok=True)
     try:
         if zipfile.is_zipfile(path):

@@ -191,7 +191,9 @@ class Evaluation(Job):
 class ImportJob(Job):
     """The import of an uploaded release archive into a project (docs/recuration.md), run by the worker."""
 
-    format = models.CharField(max_length=16, choices=[("weblinx", "WebLINX")], default="weblinx")
+    format = models.CharField(
+        max_length=16, choices=[("weblinx", "WebLINX"), ("mind2web", "Mind2Web")], default="weblinx"
+    )
     archive = models.FileField(max_length=300, blank=True, help_text="The uploaded archive; removed once run.")
     archive_name = models.CharField(max_length=200, blank=True, help_text="The uploaded file's name.")
     size = models.PositiveBigIntegerField(default=0)

@@ -18,7 +18,7 @@ from ..serializers import error_responses
 class ImportJobSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="name", read_only=True)
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    format = serializers.CharField(read_only=True, help_text="The release's format: weblinx.")
+    format = serializers.CharField(read_only=True, help_text="The release's format: weblinx or mind2web.")
 
     class Meta:
         model = ImportJob
@@ -40,12 +40,20 @@ class ImportJobSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-UPLOAD = inline_serializer("ImportUpload", {"file": serializers.FileField(help_text="The release, .zip or .tar.gz.")})
+UPLOAD = inline_serializer(
+    "ImportUpload",
+    {
+        "file": serializers.FileField(
+            help_text="The release, .zip or .tar.gz; for mind2web also one split file (train.json, test_task.json...)."
+        ),
+        "format": serializers.CharField(required=False, help_text="weblinx (the default) or mind2web."),
+    },
+)
 
 
 class ProjectImportsView(APIView):
-    """``/api/projects/<name>/imports/``: upload a WebLINX release to import (researcher or admin; 403 for the
-    project's other roles, 404 outside it)."""
+    """``/api/projects/<name>/imports/``: upload a WebLINX or Mind2Web release to import (researcher or admin; 403
+    for the project's other roles, 404 outside it)."""
 
     parser_classes = [MultiPartParser]
 
@@ -56,9 +64,9 @@ class ProjectImportsView(APIView):
     )
     def post(self, request, name):
         project = check_project_for_import(request.user, name)
-        upload = request.FILES.get("file")
-        imports.check_import_upload(upload)
-        job = imports.do_create_import(request.user, project, upload)
+        upload, release_format = request.FILES.get("file"), imports.check_import_format(request.data.get("format"))
+        imports.check_import_upload(upload, release_format)
+        job = imports.do_create_import(request.user, project, upload, release_format)
         return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -99,8 +99,9 @@ def to_export_demo(demo: Demonstration, split: str) -> ExportDemo:
         rejected=demo.status == DemoStatus.REJECTED,
         discarded=demo.discarded,
         refined_task=demo.refined_task,
-        website=proposed_website(demo),
-        release_id=demo.source_id if changes else "",
+        website=proposed_website(demo) or mind2web_release_fact(demo, "website"),
+        release_id=demo.source_id if changes or mind2web_release_fact(demo, "id") else "",
+        release_format=(demo.source or {}).get("format", "") if demo.source_id else "",
         original=recuration.original_files(demo, changes) if changes else (),
         changes=changes,
     )
@@ -111,6 +112,13 @@ def proposed_website(demo: Demonstration) -> str:
     task = demo.assignment.task if demo.assignment else None
     proposal = getattr(task, "proposal", None) if task else None
     return proposal.website.name if proposal else ""
+
+
+def mind2web_release_fact(demo: Demonstration, key: str) -> str:
+    """What a Mind2Web release said of an imported task (``id``, ``website``); "" for other demos."""
+    source = demo.source if isinstance(demo.source, dict) else {}
+    value = source.get(key) if source.get("format") == "mind2web" else ""
+    return value if isinstance(value, str) else ""
 
 
 def export_demos(

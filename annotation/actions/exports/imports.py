@@ -1,5 +1,8 @@
-"""Import jobs: a release archive uploaded to a project, checked, stored and imported by the worker
-(``workers/exports/imports.py`` runs ``releases.do_import_weblinx`` on it)."""
+"""Import jobs: a release uploaded to a project, checked, stored and imported by the worker
+(``workers/exports/imports.py`` runs ``releases.do_import_weblinx`` or ``mind2web_releases.do_import_mind2web``).
+
+A WebLINX release is a ``.zip`` or ``.tar.gz``; a Mind2Web release one split ``.json`` file or such an archive of
+split files."""
 
 import tempfile
 import uuid
@@ -10,15 +13,36 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from ...lib import release_archive
+from ...lib.mind2web_release import spans, split_of
+from ...lib.weblinx_release import NotARelease
 from ...models import ImportJob
 from .. import queue
 from ..errors import TooLarge, ValidationFailed
 from ..manage.access import check_not_other_role
 from .jobs import enqueue
+from .mind2web_releases import MAX_RELEASE_TASKS
 from .releases import IMPORT_CANNOT
 
 IMPORTS_PREFIX = "imports/"
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
+FORMATS = {"weblinx": "WebLINX", "mind2web": "Mind2Web"}
+LAYOUTS = {"weblinx": release_archive.weblinx_root, "mind2web": release_archive.mind2web_root}
+
+
+def check_import_format(value) -> str:
+    """The release's format (``weblinx`` when not given); 400 naming ``format`` otherwise."""
+    if value in (None, ""):
+        return "weblinx"
+    if value not in FORMATS:
+        raise ValidationFailed(
+            f"unknown format {str(value)[:40]!r}", [{"field": "format", "message": "weblinx or mind2web"}]
+        )
+    return value
+
+
+def is_single_file(release_format: str, name: str) -> bool:
+    """A Mind2Web release uploaded as one split file rather than an archive."""
+    return release_format == "mind2web" and name.lower().endswith(".json")
 
 
 def check_job_not_other_role(user, pk) -> None:
@@ -26,9 +50,9 @@ def check_job_not_other_role(user, pk) -> None:
     check_not_other_role(user, ImportJob.objects, pk, IMPORT_CANNOT)
 
 
-def check_import_upload(upload) -> None:
+def check_import_upload(upload, release_format: str = "weblinx") -> None:
     """The uploaded file: present, within ``IMPORT_MAX_UPLOAD_BYTES`` (413), an archive holding a release's layout
-    (400 naming the first wrong part)."""
+    or (Mind2Web) a split file (400 naming the first wrong part)."""
     if upload is None:
         raise ValidationFailed("no file; send the release as a .zip or .tar.gz in `file`", [field("required")])
     limit = settings.IMPORT_MAX_UPLOAD_BYTES
@@ -40,29 +64,51 @@ def check_import_upload(upload) -> None:
             for chunk in upload.chunks():
                 copy.write(chunk)
             copy.flush()
-        check_archive(Path(path() if path else copy.name))
+        if is_single_file(release_format, upload.name):
+            check_split_file(Path(path() if path else copy.name), upload.name)
+        else:
+            check_archive(Path(path() if path else copy.name), release_format)
     upload.seek(0)
 
 
-def check_archive(path: Path) -> None:
+def check_archive(path: Path, release_format: str = "weblinx") -> None:
     try:
-        release_archive.check_members(release_archive.members(path), settings.IMPORT_MAX_UNPACKED_BYTES)
+        found = release_archive.members(path)
+        release_archive.check_members(found, settings.IMPORT_MAX_UNPACKED_BYTES, LAYOUTS[release_format])
     except release_archive.BadArchive as error:
         refusal = TooLarge if error.too_large else ValidationFailed
-        raise refusal(f"not a WebLINX release: {error}; nothing was imported", [field(str(error))]) from None
+        what = FORMATS[release_format]
+        raise refusal(f"not a {what} release: {error}; nothing was imported", [field(str(error))]) from None
+
+
+def check_split_file(path: Path, name: str) -> None:
+    """One Mind2Web split file: named after its split, a JSON list of task records."""
+    try:
+        split_of(Path(name))
+        spans(path.read_bytes(), Path(name).name, MAX_RELEASE_TASKS)
+    except NotARelease as error:
+        raise ValidationFailed(
+            f"not a Mind2Web release: {error}; nothing was imported", [{"field": error.part, "message": error.message}]
+        ) from None
 
 
 def field(message: str) -> dict:
     return {"field": "file", "message": message}
 
 
-def do_create_import(user, project, upload) -> ImportJob:
-    """Store the checked archive and enqueue its import; the job (queued) is returned."""
-    suffix = next((s for s in ARCHIVE_SUFFIXES if upload.name.lower().endswith(s)), ".archive")
+def do_create_import(user, project, upload, release_format: str = "weblinx") -> ImportJob:
+    """Store the checked archive (or split file) and enqueue its import; the job (queued) is returned."""
+    suffixes = (*ARCHIVE_SUFFIXES, ".json") if release_format == "mind2web" else ARCHIVE_SUFFIXES
+    suffix = next((s for s in suffixes if upload.name.lower().endswith(s)), ".archive")
     name = default_storage.save(f"{IMPORTS_PREFIX}{uuid.uuid4().hex}{suffix}", upload)
     with transaction.atomic():
         job = ImportJob.objects.create(
-            project=project, owner=user, archive=name, archive_name=upload.name[:200], size=upload.size
+            project=project,
+            owner=user,
+            format=release_format,
+            archive=name,
+            archive_name=upload.name[:200],
+            size=upload.size,
         )
         enqueue(queue.IMPORT, job)
     return job

@@ -155,12 +155,17 @@ def check_import(project: Project, release: Release) -> tuple[list, ImportReport
             ready.append(check_demo_files(demo, project))
         except ValidationFailed as error:
             report.skipped.append({"item": demo.id, "why": error.detail})
+    check_something_new(project, ready, present)
+    return ready, report
+
+
+def check_something_new(project: Project, ready: list, present: dict, what: str = "demo") -> None:
+    """409 when nothing is left to import because the release's items are in the project already."""
     if not ready and present:
         raise Conflict(
-            f"every demo of this release is in project {project.name!r} already; nothing was imported",
+            f"every {what} of this release is in project {project.name!r} already; nothing was imported",
             [{"field": "demonstrations", "message": f"already there: {', '.join(sorted(present))}"}],
         )
-    return ready, report
 
 
 def do_import_weblinx(
@@ -207,7 +212,7 @@ def write_demo(checked: CheckedDemo, project: Project, user, report: ImportRepor
             source_id=demo.id, source=source_facts(demo, files, masked=files is not checked.files), status=status
         )
         if demo.split:
-            fix_split(project, row.name, demo.split)
+            fix_split(project, "weblinx", row.name, demo.split)
     report.demos += 1
     report.turns += len(checked.turns)
     report.screenshots += sum(1 for turn in checked.turns if turn.get("screenshot"))
@@ -216,10 +221,11 @@ def write_demo(checked: CheckedDemo, project: Project, user, report: ImportRepor
     report.notes += [{"item": demo.id, "note": note} for note in demo.notes]
 
 
-def fix_split(project: Project, name: str, split: str) -> None:
+def fix_split(project: Project, scheme: str, name: str, split: str) -> None:
+    """The demo keeps the release's ``split`` in ``scheme`` whatever the project's split rules say."""
     config = SplitConfig.for_project(project)
     config = SplitConfig.objects.select_for_update().get(pk=config.pk)
-    config.fixed_splits.setdefault("weblinx", {})[name] = split
+    config.fixed_splits.setdefault(scheme, {})[name] = split
     config.save(update_fields=["fixed_splits", "updated_at"])
 
 

@@ -66,7 +66,8 @@ class ExportDemo:
     discarded: bool = False  # Mind2Web verification: the task is discarded (left out of the Mind2Web export)
     refined_task: str = ""  # Mind2Web verification: the reviewer's task description (blank = the recorded one)
     website: str = ""  # the Mind2Web website the demo's task was proposed for (blank = from its URLs)
-    release_id: str = ""  # imported from a WebLINX release: its id there (the export's folder name)
+    release_id: str = ""  # imported from a release: its id there (the export's folder name, or annotation_id)
+    release_format: str = ""  # imported: the release's format (weblinx, mind2web)
     original: tuple = ()  # imported and unchanged: ((path in its folder, sha256), ...) of the release's files
     changes: dict | None = None  # imported: its entry in changes.json (docs/recuration.md)
 

@@ -23,7 +23,7 @@ Where the spec leaves a choice, this module decides:
   ``-1,-1,-1,-1`` boxes except for the acted element, which keeps the turn's bbox.
 - ``annotation_id`` is uuid5 of the demo name and ``action_uid`` uuid5 of the name and the turn's stable key (the
   recorder's client id; the turn index for values built without one): the same demo exports with the same ids
-  every time, however curation reorders or removes its turns.
+  every time, however curation reorders or removes its turns. A task imported from a release keeps its ids there.
 - Rejected demos and tasks discarded in verification are left out: Mind2Web has no marker for invalid tasks
   (WebLINX has ``invalid.json``); steps discarded in verification are deleted turns, absent from ``demo.turns``.
 - ``website`` is the name of the website the task was proposed for, else the first website's registrable name
@@ -83,10 +83,16 @@ class Step:
 
 
 def annotation_id(demo: ExportDemo) -> str:
+    """A task imported from a release keeps its id there; a recorded one's derives from its name."""
+    if demo.release_format == "mind2web" and demo.release_id:
+        return demo.release_id
     return str(uuid.uuid5(NAMESPACE, demo.name))
 
 
 def action_uid(demo: ExportDemo, turn: ExportTurn) -> str:
+    """An imported task's action keeps its release id (its turn's client id); a recorded one's derives from it."""
+    if demo.release_format == "mind2web" and demo.release_id and turn.key:
+        return turn.key
     return str(uuid.uuid5(NAMESPACE, f"{demo.name}/{turn.key or turn.index}"))
 
 

@@ -1,0 +1,172 @@
+"""Importing a released Mind2Web benchmark (its split JSON files) into a project, for re-curation
+(docs/recuration.md).
+
+The files are read (``annotation/lib/mind2web_release.py``) and every task checked before anything is written: its
+pages, boxes and MHTML snapshots as the recorder's uploads are checked, its turns by the ingest schema. Each task is
+then one task-mode demonstration written in its own transaction through the recording path, stored as a recorded
+Mind2Web demonstration is (a browser turn per action, with its page, boxes and acted element), so review,
+verification and the Mind2Web export read it unchanged. What the WebLINX import does for a demo it does for a task:
+the release id as ``source_id`` (here ``annotation_id``), the split as a fixed split, an id in the project already
+skipped (nothing new: 409), the report (``ImportReport``). The task's JSON object is kept byte for byte as a blob
+(``source["files"]["task.json"]``); its website, domain and subdomain are the project's ``Website`` of that name.
+"""
+
+import copy
+import datetime as dt
+import hashlib
+import io
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import IntegrityError, transaction
+
+from ...lib import schema
+from ...lib.mind2web_release import Mind2WebRelease, ReleaseTask, read_release
+from ...lib.weblinx_release import NotARelease
+from ...models import DemoMode, Demonstration, DemoStatus, Project, Website
+from ..errors import ActionError, ValidationFailed
+from ..recordings import check_blob_references, do_finish_recording, do_ingest_turns, do_start_recording
+from ..recordings.blobs import check_blob_bytes, do_store_blob, do_store_parsed_json
+from .releases import ImportReport, check_something_new, fix_split, present_ids
+
+MAX_RELEASE_TASKS = 10_000  # tasks per import (Mind2Web has 2,350)
+MAX_SPLIT_FILE_BYTES = 4 * 1024**3  # one split file (Mind2Web's largest is about 1 GiB)
+MHTML = schema.SNAPSHOT_MEDIA_TYPE
+
+
+@dataclass
+class CheckedTask:
+    task: ReleaseTask
+    turns: list  # recorder turns, pages, boxes and snapshots as sha256s
+    blobs: dict = field(default_factory=dict)  # sha256 -> (bytes or path, media type)
+
+
+def check_mind2web_release(paths: list) -> Mind2WebRelease:
+    """The split files read; 400 naming the first missing or wrong part when one is not a split file."""
+    try:
+        return read_release(paths, MAX_RELEASE_TASKS, MAX_SPLIT_FILE_BYTES)
+    except NotARelease as error:
+        raise ValidationFailed(
+            f"not a Mind2Web release: {error}; nothing was imported", [{"field": error.part, "message": error.message}]
+        ) from None
+
+
+def check_task_files(task: ReleaseTask, project: Project) -> CheckedTask:
+    """Each page, boxes file and snapshot checked as an upload is; the turns pointed at their sha256s and checked."""
+    checked, turns = CheckedTask(task, []), copy.deepcopy(task.turns)
+    for n, turn in enumerate(turns):
+        where = f"actions[{n}]"
+        if n in task.pages:
+            page, boxes = task.pages[n]
+            turn["page"] = keep(checked, page, "text/html", f"{where}.raw_html")
+            turn["bboxes"] = keep(checked, boxes, "application/json", f"{where}.raw_html (boxes)")
+        if n in task.snapshots:
+            data = task.snapshots[n].read_bytes()
+            turn["arguments"]["properties"] = {"mhtml": keep(checked, data, MHTML, f"{where} snapshot")}
+        errors = schema.validate_turn(turn, where)
+        if errors:
+            raise ValidationFailed(f"{errors[0].field}: {errors[0].message}")
+    errors = check_blob_references(turns, project, {sha: media for sha, (_, media) in checked.blobs.items()})
+    if errors:
+        raise ValidationFailed(f"{errors[0].field}: {errors[0].message}")
+    checked.turns = turns
+    return checked
+
+
+def keep(checked: CheckedTask, data: bytes, media_type: str, where: str) -> str:
+    try:
+        check_blob_bytes(data, media_type)
+    except ValidationFailed as error:
+        raise ValidationFailed(f"{where}: {error.detail}") from None
+    sha = hashlib.sha256(data).hexdigest()
+    checked.blobs[sha] = (data, media_type)
+    return sha
+
+
+def check_mind2web_import(project: Project, release: Mind2WebRelease) -> tuple[list, ImportReport]:
+    """Every task checked before anything is written: the ones to write, and a report listing the others."""
+    report = ImportReport(skipped=list(release.skipped))
+    present = present_ids(project, [task.id for task in release.tasks])
+    ready, seen = [], {}
+    for task in release.tasks:
+        if task.id.lower() in present:
+            report.skipped.append({"item": task.id, "why": f"{present[task.id.lower()]}; not imported"})
+        elif task.id.lower() in seen:
+            why = f"the release has task {seen[task.id.lower()]} already (ids equal but for case); not imported"
+            report.skipped.append({"item": task.id, "why": why})
+        else:
+            seen[task.id.lower()] = task.id
+            try:
+                ready.append(check_task_files(task, project))
+            except ValidationFailed as error:
+                report.skipped.append({"item": task.id, "why": error.detail})
+    check_something_new(project, ready, present, "task")
+    return ready, report
+
+
+def do_import_mind2web(
+    paths: list, project: Project, by_user, progress: Callable[[int, int], None] = lambda done, total: None
+) -> ImportReport:
+    """Import the Mind2Web split files ``paths`` into ``project`` as demos demonstrated by ``by_user``.
+
+    Raises ``ValidationFailed`` (a file is not a split file) or ``Conflict`` (all of it imported already) with
+    nothing written; otherwise returns the report. ``progress(done, total)`` is called after each task."""
+    ready, report = check_mind2web_import(project, check_mind2web_release([Path(p) for p in paths]))
+    for done, checked in enumerate(ready, start=1):
+        try:
+            write_task(checked, project, by_user, report)
+        except IntegrityError:  # the same task imported meanwhile by someone else
+            report.skipped.append({"item": checked.task.id, "why": "imported into this project meanwhile"})
+        except ActionError as error:  # storage failed between the check and the write
+            report.skipped.append({"item": checked.task.id, "why": error.detail})
+        progress(done, len(ready))
+    return report
+
+
+def write_task(checked: CheckedTask, project: Project, user, report: ImportReport) -> None:
+    """One task in one transaction: its blobs, the recording and its turns, its website, release facts, split."""
+    task = checked.task
+    with transaction.atomic():
+        for sha, (data, media_type) in checked.blobs.items():
+            do_store_blob(sha, media_type, io.BytesIO(data), len(data), project, user)
+        original = do_store_parsed_json(task.original, project, user).sha256
+        website = website_of(project, task)
+        start = dt.datetime.now(dt.UTC)
+        row, _ = do_start_recording(
+            user,
+            project,
+            client_id=f"import:{uuid.uuid4().hex}",
+            mode=DemoMode.TASK,
+            task_description=task.task,
+            websites=[website.name],
+            category=task.domain,
+            subcategory=task.subdomain,
+            recording_start=start,
+        )
+        turns = copy.deepcopy(checked.turns)
+        do_ingest_turns(row, turns, checked=True)  # masks secrets and password values in place
+        masked = turns != checked.turns
+        do_finish_recording(row, recording_end=start + dt.timedelta(seconds=len(turns)))
+        source = {"format": "mind2web", "id": task.id, "split": task.split, "website": website.name}
+        source["files"] = {"task.json": original}
+        if masked:
+            source["masked"] = True
+        Demonstration.objects.filter(pk=row.pk).update(source_id=task.id, source=source, status=DemoStatus.RECORDED)
+        fix_split(project, "mind2web", row.name, task.split)
+    report.demos += 1
+    report.turns += len(turns)
+    report.pages += len(task.pages)
+    report.imported.append({"item": task.id, "demo": row.name, "split": task.split})
+    report.notes += [{"item": task.id, "note": note} for note in task.notes]
+
+
+def website_of(project: Project, task: ReleaseTask) -> Website:
+    """The project's website of the task's name, created with its domain and subdomain when new."""
+    website, _ = Website.objects.get_or_create(
+        project=project,
+        name=task.website,
+        defaults={"url": f"https://{task.website}/", "domain": task.domain, "subdomain": task.subdomain},
+    )
+    return website

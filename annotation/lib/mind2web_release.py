@@ -1,0 +1,267 @@
+"""Reading a Mind2Web release (pure): the split JSON files, each a list of task records
+(``shared/specs/mind2web-format.md``), as recorder-shaped demonstrations.
+
+A split file is named after its split (``train.json``, ``test_task_3.json``, ``test_website/...``); a file that is
+not a JSON list of objects, or names no Mind2Web split, raises ``NotARelease`` naming the part. A task failing its
+checks is listed in ``skipped`` with why; the others are read. Each task keeps its JSON object byte for byte
+(``ReleaseTask.original``) so an unchanged task can be written again as it came.
+
+Each action becomes one browser turn the platform's Mind2Web export reads back the same way: the page is the
+action's ``raw_html`` with every element's ``backend_node_id`` as its ``data-webtasks-id`` and its
+``bounding_box_rect`` in the page's bboxes; the acted element is the original target among the positive
+candidates; CLICK is a click (``HOVER`` a hover, ``ENTER`` a submit), TYPE a textInput, SELECT a change. The raw
+dump's MHTML snapshot (``task/<annotation_id>/processed/snapshots/<action_uid>_before.mhtml`` beside the split
+files) is the turn's snapshot when present. An action without its page keeps its element alone (noted).
+"""
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lxml import etree
+
+from . import jsonsafe
+from .splits import MIND2WEB_SPLITS
+from .weblinx_release import NotARelease, holds_nul
+
+SPLIT_FILE = re.compile(r"(train|test_task|test_website|test_domain)(_[0-9]+)?\.json")
+TASK_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # also the demo's client ids' length limit
+OPERATIONS = {"CLICK", "TYPE", "SELECT"}
+POINTER_INTENTS = {"HOVER": "hover", "ENTER": "submit"}  # CLICK's original_op → intent; any other is a click
+UID = "data-webtasks-id"
+TEXT_FIELDS = ("website", "domain", "subdomain", "confirmed_task")
+
+
+class BadTask(ValueError):
+    """One task fails its checks: the message says where and why."""
+
+
+@dataclass
+class ReleaseTask:
+    """One task as read: its record's facts, its turns (pages and boxes as bytes to store), notes."""
+
+    id: str
+    split: str
+    website: str
+    domain: str
+    subdomain: str
+    task: str
+    original: bytes  # the task's JSON object, byte for byte as in its split file
+    turns: list
+    pages: dict = field(default_factory=dict)  # turn position -> (page bytes, bboxes bytes)
+    snapshots: dict = field(default_factory=dict)  # turn position -> MHTML path
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class Mind2WebRelease:
+    tasks: list
+    skipped: list = field(default_factory=list)  # [{"item", "why"}]
+
+
+def split_of(path: Path) -> str:
+    """The split a file holds, from its name (``train.json``, ``test_task_2.json``); ``NotARelease`` if none."""
+    found = SPLIT_FILE.fullmatch(path.name)
+    if not found:
+        raise NotARelease(path.name, f"not a split file: expected {', '.join(MIND2WEB_SPLITS)} (.json, or _N.json)")
+    return found.group(1)
+
+
+def spans(data: bytes, name: str, max_tasks: int) -> list[bytes]:
+    """Each object of the file's top-level list, byte for byte; ``NotARelease`` when the file is no such list."""
+    try:
+        value = jsonsafe.loads(data, name)
+        text = data.decode("utf-8")
+    except (jsonsafe.JSONProblem, UnicodeDecodeError) as problem:
+        raise NotARelease(name, f"not valid JSON: {getattr(problem, 'message', problem)}") from None
+    if not isinstance(value, list):
+        raise NotARelease(name, "expected a JSON list of task records")
+    if len(value) > max_tasks:
+        raise NotARelease(name, f"{len(value)} tasks; at most {max_tasks} per import")
+    for n, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise NotARelease(f"{name}[{n}]", "expected a task record (an object)")
+    decoder, found, at = json.JSONDecoder(), [], text.index("[") + 1
+    for _ in value:
+        while text[at] in " \t\r\n,":
+            at += 1
+        _, end = decoder.raw_decode(text, at)
+        found.append(text[at:end].encode("utf-8"))
+        at = end
+    return found
+
+
+def read_release(paths: list, max_tasks: int, max_bytes: int) -> Mind2WebRelease:
+    """The tasks of the split files ``paths``; ``NotARelease`` for a file that is not one, bad tasks skipped."""
+    if not paths:
+        raise NotARelease("file", "no split file (train.json, test_task.json, test_website.json, test_domain.json)")
+    files = []
+    for path in sorted(Path(p) for p in paths):
+        if not path.is_file():
+            raise NotARelease(path.name, "missing")
+        split = split_of(path)
+        if path.stat().st_size > max_bytes:
+            raise NotARelease(path.name, f"{path.stat().st_size} bytes; at most {max_bytes} per split file")
+        files.append((path, split, spans(path.read_bytes(), path.name, max_tasks)))
+    if sum(len(found) for _, _, found in files) > max_tasks:
+        raise NotARelease("file", f"more than {max_tasks} tasks; at most {max_tasks} per import")
+    release = Mind2WebRelease(tasks=[])
+    for path, split, found in files:
+        for n, original in enumerate(found):
+            try:
+                release.tasks.append(read_task(original, split, path.parent))
+            except BadTask as problem:
+                item = task_name(original) or f"{path.name}[{n}]"
+                release.skipped.append({"item": item, "why": f"{path.name}[{n}]: {problem}"})
+    return release
+
+
+def task_name(original: bytes) -> str:
+    value = json.loads(original).get("annotation_id")
+    return value if isinstance(value, str) and TASK_ID.fullmatch(value) else ""
+
+
+def read_task(original: bytes, split: str, folder: Path) -> ReleaseTask:
+    record = json.loads(original)
+    if holds_nul(record):  # PostgreSQL stores no NUL, in text or JSON
+        raise BadTask("a string holds a NUL character (\\u0000)")
+    if not isinstance(record.get("annotation_id"), str) or not TASK_ID.fullmatch(record["annotation_id"]):
+        raise BadTask("annotation_id: expected 1 to 64 letters, digits, _ or -")
+    for name in TEXT_FIELDS:
+        if not isinstance(record.get(name), str):
+            raise BadTask(f"{name}: expected a string")
+    if not record["website"].strip() or not record["confirmed_task"].strip():
+        raise BadTask("website and confirmed_task: must not be empty")
+    actions, reprs = record.get("actions"), record.get("action_reprs")
+    if not isinstance(actions, list) or not actions:
+        raise BadTask("actions: expected a non-empty list")
+    if not isinstance(reprs, list) or len(reprs) != len(actions) or not all(isinstance(r, str) for r in reprs):
+        raise BadTask("action_reprs: expected one string per action")
+    task = ReleaseTask(
+        id=record["annotation_id"],
+        split=split,
+        website=record["website"][:100],
+        domain=record["domain"][:100],
+        subdomain=record["subdomain"][:100],
+        task=record["confirmed_task"],
+        original=original,
+        turns=[],
+    )
+    seen = set()
+    for n, action in enumerate(actions):
+        task.turns.append(read_action(task, action, n, folder, seen))
+    return task
+
+
+def read_action(task: ReleaseTask, action, n: int, folder: Path, seen: set) -> dict:
+    where = f"actions[{n}]"
+    if not isinstance(action, dict):
+        raise BadTask(f"{where}: expected an object")
+    uid = action.get("action_uid")
+    if not isinstance(uid, str) or not TASK_ID.fullmatch(uid) or uid in seen:
+        raise BadTask(f"{where}.action_uid: expected a unique id of 1 to 64 letters, digits, _ or -")
+    seen.add(uid)
+    operation = action.get("operation")
+    if not isinstance(operation, dict) or operation.get("op") not in OPERATIONS:
+        raise BadTask(f"{where}.operation.op: expected one of {', '.join(sorted(OPERATIONS))}")
+    value = operation.get("value", "")
+    if not isinstance(value, str) or not isinstance(operation.get("original_op", ""), str):
+        raise BadTask(f"{where}.operation: value and original_op must be strings")
+    target = original_target(action.get("pos_candidates"), where)
+    page = action.get("raw_html")
+    if page is not None and not isinstance(page, str):
+        raise BadTask(f"{where}.raw_html: expected a string")
+    element, boxes, html = element_on_page(page or "", target)
+    if html is None:
+        task.notes.append(f"action {n} ({uid}): no page; imported on its element alone")
+    else:
+        task.pages[n] = (html, json.dumps(boxes).encode())
+    snapshot = folder / "task" / task.id / "processed" / "snapshots" / f"{uid}_before.mhtml"
+    if snapshot.is_file():
+        task.snapshots[n] = snapshot
+    turn = {"client_id": uid, "type": "browser", "timestamp": float(n + 1), **intent_of(operation, value)}
+    turn["arguments"]["metadata"] = {"url": "", "tabId": 0}
+    turn["arguments"]["element"] = element
+    return turn
+
+
+def intent_of(operation: dict, value: str) -> dict:
+    if operation["op"] == "TYPE":
+        return {"intent": "textInput", "arguments": {"text": value}}
+    if operation["op"] == "SELECT":
+        return {"intent": "change", "arguments": {"value": value}}
+    return {"intent": POINTER_INTENTS.get(operation.get("original_op"), "click"), "arguments": {}}
+
+
+def original_target(candidates, where: str) -> dict:
+    """The acted element among the positive candidates: the original target, else the first."""
+    if not isinstance(candidates, list) or not candidates or not all(isinstance(c, dict) for c in candidates):
+        raise BadTask(f"{where}.pos_candidates: expected a non-empty list of candidates (the acted element)")
+    target = next((c for c in candidates if c.get("is_original_target") is True), candidates[0])
+    if not isinstance(target.get("backend_node_id"), str) or not isinstance(target.get("tag"), str):
+        raise BadTask(f"{where}.pos_candidates: the target needs its tag and backend_node_id")
+    try:
+        attributes = json.loads(target.get("attributes") or "{}")
+    except (TypeError, ValueError):
+        attributes = None
+    if not isinstance(attributes, dict):
+        raise BadTask(f"{where}.pos_candidates: the target's attributes must be a JSON object string")
+    return {**target, "attributes": {str(k): str(v) for k, v in attributes.items()}}
+
+
+def box_of(rect) -> dict | None:
+    try:
+        x, y, width, height = (float(part) for part in str(rect).split(","))
+    except ValueError:
+        return None
+    if width < 0 or height < 0:
+        return None
+    return {
+        "x": x,
+        "y": y,
+        "width": width,
+        "height": height,
+        "top": y,
+        "right": x + width,
+        "bottom": y + height,
+        "left": x,
+    }
+
+
+def element_on_page(page: str, target: dict) -> tuple[dict, dict, bytes | None]:
+    """The acted element as the recorder describes one, the page's boxes by uid, and the page marked with uids
+    (None when there is no page)."""
+    node = target["backend_node_id"]
+    attributes = {k: v for k, v in target["attributes"].items() if k != "bounding_box_rect"}
+    box = box_of(target["attributes"].get("bounding_box_rect")) or box_of("0,0,0,0")
+    outer = etree.Element(target["tag"] if re.fullmatch(r"[A-Za-z][\w-]*", target["tag"]) else "div")
+    for key, value in attributes.items():
+        if re.fullmatch(r"[A-Za-z_][\w.-]*", key):
+            outer.set(key, value)
+    outer.set(UID, node)
+    outer.text = ""
+    boxes, html = {}, None
+    if page.strip():
+        root = etree.fromstring(page.encode(), etree.HTMLParser(encoding="utf-8"))
+        if root is not None:
+            for found in root.iter(etree.Element):
+                if found.get("backend_node_id") is not None:
+                    found.set(UID, found.get("backend_node_id"))
+                    if box_of(found.get("bounding_box_rect")):  # none for "-1,-1,-1,-1": the element had no box
+                        boxes[found.get("backend_node_id")] = box_of(found.get("bounding_box_rect"))
+            html = etree.tostring(root, encoding="unicode").encode()
+            acted = next((e for e in root.iter(etree.Element) if e.get(UID) == node), None)
+            if acted is not None:
+                outer = acted
+                box = boxes.get(node, box)
+    text = " ".join(" ".join(outer.itertext()).split())
+    element = {
+        "attributes": {**attributes, UID: node},
+        "bbox": box,
+        "tagName": target["tag"].upper(),
+        "xpath": "",
+        "textContent": text,
+        "outerHTML": etree.tostring(outer, encoding="unicode", with_tail=False),
+    }
+    return element, boxes, html

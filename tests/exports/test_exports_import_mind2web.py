@@ -1,0 +1,278 @@
+"""Importing a Mind2Web release (its split JSON files) for re-curation: through the API job and the command, the
+platform's own export round-tripped, a release written from the format doc (odd text, a missing page, a malformed
+task, a file that is not the format), importing twice, roles, and the imported task on the review page."""
+
+import io
+import json
+import tarfile
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+
+from annotation.lib.splits import MIND2WEB_SPLITS
+from annotation.models import Demonstration, DemoStatus, ExportJob, ImportJob, Role, Website
+from annotation.store.blobstore import read_blob
+from tests.support.actors import make_user
+from tests.support.corpus import ingest_corpus
+from workers.exports.imports import run_import
+from workers.exports.jobs import run_export
+
+URL = "/api/projects/alpha/imports/"
+ODD = 'Café «naïve» 北京 🚀 <script>alert(1)</script> =HYPERLINK("http://evil.example","x")'
+PAGE = (
+    '<html backend_node_id="1" bounding_box_rect="0,0,1280,800"><body backend_node_id="2" '
+    'bounding_box_rect="0,0,1280,792"><input backend_node_id="3" bounding_box_rect="10,10,200,40" type="search" '
+    'aria_label="Search" data_pw_testid_buckeye="{uid}"></input><select backend_node_id="4" '
+    'bounding_box_rect="220,10,100,40" name="size"><option backend_node_id="5" bounding_box_rect="-1,-1,-1,-1" '
+    'value="s">Small</option><option backend_node_id="6" bounding_box_rect="-1,-1,-1,-1" value="m">Medium'
+    '</option></select><button backend_node_id="7" bounding_box_rect="330,10,60,40" type="submit">Go</button>'
+    "</body></html>"
+)
+TARGETS = {"TYPE": ("input", "3"), "SELECT": ("select", "4"), "CLICK": ("button", "7")}
+
+
+def action(uid: str, op: str, value: str = "", page: bool = True) -> dict:
+    tag, node = TARGETS[op]
+    attributes = json.dumps({"backend_node_id": node, "bounding_box_rect": "10,10,200,40"})
+    candidate = {"tag": tag, "backend_node_id": node, "is_original_target": True, "is_top_level_target": True}
+    return {
+        "action_uid": uid,
+        "operation": {"op": op, "original_op": op, "value": value},
+        "raw_html": PAGE.replace("{uid}", uid) if page else "",
+        "cleaned_html": "<html></html>",
+        "pos_candidates": [{**candidate, "attributes": attributes}],
+        "neg_candidates": [],
+    }
+
+
+def task(aid: str, text: str, website="shoeshop", domain="Shopping", subdomain="Shoes", **changes) -> dict:
+    actions = [action(f"{aid}-1", "TYPE", text), action(f"{aid}-2", "SELECT", "Medium"), action(f"{aid}-3", "CLICK")]
+    reprs = [f"[input]  Search -> TYPE: {text}", "[select]   -> SELECT: Medium", "[button]  Go -> CLICK"]
+    record = {"annotation_id": aid, "website": website, "domain": domain, "subdomain": subdomain}
+    return {**record, "confirmed_task": text, "action_reprs": reprs, "actions": actions, **changes}
+
+
+def write_release(root):
+    """Four split files: odd text, a task whose second page is missing, a malformed task, an empty split."""
+    root.mkdir(parents=True, exist_ok=True)
+    missing = task("t-missing", "Find boots")
+    missing["actions"][1] = action("t-missing-2", "SELECT", "Medium", page=False)
+    files = {
+        "train.json": [task("t-odd", ODD), missing],
+        "test_task.json": [task("t-plain", "Buy socks"), {"annotation_id": "t-bad", "website": "shoeshop"}],
+        "test_website.json": [task("t-web", "Rent a car", website="carhire", domain="Travel", subdomain="Car")],
+        "test_domain.json": [],
+    }
+    for name, records in files.items():
+        (root / name).write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
+    return root
+
+
+def tar_gz(root) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        archive.add(root, arcname="mind2web")
+    return buffer.getvalue()
+
+
+def upload(client, data: bytes, name="release.tar.gz", url=URL, release_format="mind2web"):
+    return client.post(url, {"file": SimpleUploadedFile(name, data), "format": release_format}, format="multipart")
+
+
+def imported(client, data: bytes, name="release.tar.gz", url=URL) -> dict:
+    """Upload, run the job as the worker does, and read it back through the API."""
+    answer = upload(client, data, name, url)
+    assert answer.status_code == 202, answer.content
+    run_import(answer.json()["id"])
+    return client.get(f"/api/imports/{answer.json()['id']}/").json()
+
+
+def exported(client, project: str, tmp_path) -> dict:
+    """A Mind2Web export of every status through the API, downloaded: ``{split: [records]}``."""
+    body = {"project": project, "format": "mind2web", "statuses": ["recorded", "in_review", "validated"]}
+    created = client.post("/api/exports/", body, format="json")
+    assert created.status_code == 202, created.content
+    run_export(created.json()["id"])
+    job = ExportJob.objects.get(pk=created.json()["id"])
+    data = b"".join(client.get(f"/api/exports/{job.pk}/download/").streaming_content)
+    into = tmp_path / f"download-{job.pk}"
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        archive.extractall(into, filter="data")
+    folder = into / job.filename.removesuffix(".tar.gz")
+    return {split: json.loads((folder / f"{split}.json").read_text()) for split in MIND2WEB_SPLITS}
+
+
+def summary(records: dict) -> dict:
+    """What a round trip keeps, per task: split, website facts, action_reprs, each action's element and operation."""
+    found = {}
+    for split, tasks in records.items():
+        for record in tasks:
+            steps = []
+            for step in record["actions"]:
+                target = next(c for c in step["pos_candidates"] if c["is_original_target"])
+                steps.append((step["operation"], target["tag"], target["attributes"]))
+            facts = (split, record["website"], record["domain"], record["subdomain"], tuple(record["action_reprs"]))
+            found[record["confirmed_task"]] = (facts, steps)
+    return found
+
+
+@pytest.fixture
+def people(alpha):
+    return {
+        "researcher": make_user("researcher", alpha, Role.RESEARCHER),
+        "admin": make_user("admin-m", alpha, Role.ADMIN),
+        "reviewer": make_user("reviewer", alpha, Role.REVIEWER),
+        "annotator": make_user("annotator", alpha, Role.ANNOTATOR),
+    }
+
+
+@pytest.mark.django_db
+def test_the_platforms_own_export_imports_and_exports_again_the_same(api_for, alpha, tmp_path, media_storage):
+    corpus = ingest_corpus(project="corpus", demos=3, turns=24, elements=60, status=DemoStatus.VALIDATED)
+    researcher = make_user("researcher", corpus[0].project, Role.RESEARCHER)
+    alpha.memberships.create(user=researcher, role=Role.RESEARCHER)
+    client = api_for(researcher)
+    first = exported(client, "corpus", tmp_path)
+    assert sum(len(tasks) for tasks in first.values()) == 3
+    release = tmp_path / "release"
+    release.mkdir()
+    for split, tasks in first.items():
+        (release / f"{split}.json").write_text(json.dumps(tasks, ensure_ascii=False), encoding="utf-8")
+    job = imported(client, tar_gz(release))
+    assert job["status"] == "done", job
+    assert (job["format"], job["report"]["demos"], job["report"]["skipped"]) == ("mind2web", 3, [])
+    again = exported(client, "alpha", tmp_path)
+    assert summary(again) == summary(first)
+    ids = sorted(record["annotation_id"] for tasks in first.values() for record in tasks)
+    assert sorted(record["annotation_id"] for tasks in again.values() for record in tasks) == ids
+    uids = sorted(step["action_uid"] for tasks in first.values() for record in tasks for step in record["actions"])
+    assert (
+        sorted(step["action_uid"] for tasks in again.values() for record in tasks for step in record["actions"]) == uids
+    )
+    listed = client.get("/api/demonstrations/", {"project__name": "alpha"}).json()["results"]
+    assert sorted(row["source_id"] for row in listed) == ids
+
+
+@pytest.mark.django_db
+def test_a_release_imports_its_good_tasks_and_lists_the_rest_with_why(api_for, people, alpha, tmp_path, media_storage):
+    client = api_for(people["researcher"])
+    job = imported(client, tar_gz(write_release(tmp_path / "release")))
+    assert job["status"] == "done", job
+    report = job["report"]
+    assert (report["demos"], report["turns"], report["pages"]) == (4, 12, 11)
+    assert [item["item"] for item in report["skipped"]] == ["t-bad"]
+    assert "test_task.json[1]" in report["skipped"][0]["why"]
+    assert [note["item"] for note in report["notes"]] == ["t-missing"]
+    assert "no page" in report["notes"][0]["note"]
+    splits = {row["item"]: row["split"] for row in report["imported"]}
+    assert splits == {"t-odd": "train", "t-missing": "train", "t-plain": "test_task", "t-web": "test_website"}
+    sites = {site.name: (site.domain, site.subdomain) for site in Website.objects.filter(project=alpha)}
+    assert sites == {"shoeshop": ("Shopping", "Shoes"), "carhire": ("Travel", "Car")}
+    records = exported(client, "alpha", tmp_path)
+    by_id = {record["annotation_id"]: (split, record) for split, tasks in records.items() for record in tasks}
+    assert {aid: split for aid, (split, _) in by_id.items()} == splits
+    odd = by_id["t-odd"][1]
+    assert odd["confirmed_task"] == ODD
+    assert odd["action_reprs"] == [
+        f"[input]  Search -> TYPE: {ODD}",
+        "[select]  size -> SELECT: Medium",
+        "[button]  Go -> CLICK",
+    ]
+    assert [step["operation"]["value"] for step in odd["actions"]] == [ODD, "Medium", ""]
+    missing = by_id["t-missing"][1]
+    assert [step["operation"]["op"] for step in missing["actions"]] == ["TYPE", "SELECT", "CLICK"]
+    stored = Demonstration.objects.get(project=alpha, source_id="t-odd")
+    assert stored.source["files"]["task.json"]
+    assert (stored.category, stored.subcategory, stored.mode) == ("Shopping", "Shoes", "task")
+
+    # The same release again: nothing new, refused (409 in the job's report); nothing duplicated.
+    again = imported(client, tar_gz(tmp_path / "release"))
+    assert again["status"] == "failed"
+    assert "already" in again["error"]
+    assert Demonstration.objects.filter(project=alpha).count() == 4
+
+
+@pytest.mark.django_db
+def test_the_original_task_object_is_kept_byte_for_byte(api_for, people, alpha, tmp_path, media_storage):
+    release = write_release(tmp_path / "release")
+    text = (release / "train.json").read_bytes().decode()
+    imported(api_for(people["admin"]), (release / "train.json").read_bytes(), "train.json")
+    stored = Demonstration.objects.get(project=alpha, source_id="t-odd")
+    kept = read_blob(stored.source["files"]["task.json"]).decode()
+    assert kept in text
+    assert json.loads(kept)["annotation_id"] == "t-odd"
+
+
+@pytest.mark.django_db
+def test_a_file_that_is_not_the_format_is_refused_naming_the_part(api_for, people, tmp_path, media_storage):
+    client = api_for(people["researcher"])
+    cases = [
+        (b'{"annotation_id": "x"}', "train.json", "expected a JSON list of task records"),
+        (b'[{"annotation_id": "x"}, 3]', "train.json", "train.json[1]"),
+        (b"[]", "notes.json", "not a split file"),
+        (b"[{", "test_task.json", "not valid JSON"),
+    ]
+    for data, name, part in cases:
+        answer = upload(client, data, name)
+        assert answer.status_code == 400, (name, answer.content)
+        assert part in answer.json()["detail"]
+        assert "nothing was imported" in answer.json()["detail"]
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    (stray / "readme.txt").write_text("no split files")
+    answer = upload(client, tar_gz(stray))
+    assert answer.status_code == 400
+    assert "no split file" in answer.json()["detail"]
+    answer = upload(client, b"[]", "train.json", release_format="webarena")
+    assert answer.status_code == 400
+    assert answer.json()["errors"][0]["field"] == "format"
+    assert not ImportJob.objects.exists()
+    assert not Demonstration.objects.exists()
+
+
+@pytest.mark.django_db
+def test_researchers_and_admins_import_other_roles_403_outsiders_404(
+    api_for, people, outsider, tmp_path, media_storage
+):
+    data = (write_release(tmp_path / "release") / "test_website.json").read_bytes()
+    for role in ("researcher", "admin"):
+        answer = upload(api_for(people[role]), data, "test_website.json")
+        assert answer.status_code == 202, answer.content
+        assert answer.json()["format"] == "mind2web"
+    for role in ("reviewer", "annotator"):
+        answer = upload(api_for(people[role]), data, "test_website.json")
+        assert answer.status_code == 403
+    assert upload(api_for(outsider), data, "test_website.json").status_code == 404
+    job = ImportJob.objects.first()
+    assert api_for(people["reviewer"]).get(f"/api/imports/{job.pk}/").status_code == 403
+    assert api_for(outsider).get(f"/api/imports/{job.pk}/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_the_command_imports_split_files_and_fails_when_nothing_is_new(people, alpha, tmp_path, media_storage):
+    release = write_release(tmp_path / "release")
+    files = [str(release / name) for name in ("train.json", "test_task.json")]
+    out = io.StringIO()
+    call_command("import_mind2web", *files, "--project", "alpha", "--user", "researcher", stdout=out)
+    assert "Imported 3 tasks (9 actions, 8 pages) into 'alpha'" in out.getvalue()
+    assert "skipped t-bad" in out.getvalue()
+    with pytest.raises(CommandError, match="already"):
+        call_command("import_mind2web", *files, "--project", "alpha", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="not a Mind2Web release"):
+        call_command("import_mind2web", str(release / "nothing.json"), "--project", "alpha", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="import a release"):
+        call_command("import_mind2web", *files, "--project", "alpha", "--user", "reviewer", stdout=io.StringIO())
+    assert Demonstration.objects.filter(project=alpha).count() == 3
+
+
+@pytest.mark.django_db
+def test_an_imported_task_opens_on_the_review_page(client, people, alpha, tmp_path, media_storage):
+    release = write_release(tmp_path / "release")
+    call_command("import_mind2web", str(release / "train.json"), "--project", "alpha", stdout=io.StringIO())
+    client.force_login(people["reviewer"])
+    for demo in Demonstration.objects.filter(project=alpha):
+        page = client.get(f"/review/{demo.name}/")
+        assert page.status_code == 200
+        assert "Café «naïve»" in page.content.decode() or demo.source_id == "t-missing"
+        assert "<script>alert(1)</script>" not in page.content.decode()
