@@ -17,11 +17,13 @@ files) is the turn's snapshot when present. An action without its page keeps its
 import json
 import re
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 
 from lxml import etree
 
 from . import jsonsafe
+from .redact import MASK
 from .splits import MIND2WEB_SPLITS
 from .weblinx_release import NotARelease, holds_nul
 
@@ -52,6 +54,7 @@ class ReleaseTask:
     pages: dict = field(default_factory=dict)  # turn position -> (page bytes, bboxes bytes)
     snapshots: dict = field(default_factory=dict)  # turn position -> MHTML path
     notes: list = field(default_factory=list)
+    masked: bool = False  # a password typed in the task was masked in its pages (the original is not kept)
 
 
 @dataclass
@@ -151,7 +154,25 @@ def read_task(original: bytes, split: str, folder: Path) -> ReleaseTask:
     seen = set()
     for n, action in enumerate(actions):
         task.turns.append(read_action(task, action, n, folder, seen))
+    mask_passwords(task)
     return task
+
+
+def mask_passwords(task: ReleaseTask) -> None:
+    """A value typed into a password field is masked wherever the task's pages show it (``input_value``); ingest
+    masks it in the turn itself (``turns.mask_password_values``)."""
+    secrets = set()
+    for turn in task.turns:
+        attributes = turn["arguments"]["element"]["attributes"]
+        text = turn["arguments"].get("text")
+        if str(attributes.get("type", "")).strip().lower() == "password" and text not in (None, "", MASK):
+            secrets.add(text)
+    for n, (page, boxes) in list(task.pages.items()):
+        for secret in sorted(secrets, key=len, reverse=True):
+            for form in {secret, escape(secret), escape(secret, quote=True)}:
+                page = page.replace(form.encode(), MASK.encode())
+        task.pages[n] = (page, boxes)
+    task.masked = bool(secrets)
 
 
 def read_action(task: ReleaseTask, action, n: int, folder: Path, seen: set) -> dict:

@@ -276,3 +276,26 @@ def test_an_imported_task_opens_on_the_review_page(client, people, alpha, tmp_pa
         assert page.status_code == 200
         assert "Café «naïve»" in page.content.decode() or demo.source_id == "t-missing"
         assert "<script>alert(1)</script>" not in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_password_typed_in_a_task_is_masked_everywhere_it_is_stored(api_for, people, alpha, tmp_path, media_storage):
+    secret = "hunter2-Sesame!"
+    login = task("t-login", "Sign in")
+    login["actions"][0]["pos_candidates"][0]["attributes"] = json.dumps({"backend_node_id": "3", "type": "password"})
+    login["actions"][0]["operation"]["value"] = secret
+    login["actions"][1]["raw_html"] = login["actions"][1]["raw_html"].replace(
+        'aria_label="Search"', f'aria_label="Search" type="password" input_value="{secret}"'
+    )
+    data = json.dumps([login, task("t-plain", "Buy socks")]).encode()
+    job = imported(api_for(people["researcher"]), data, "train.json")
+    assert job["report"]["demos"] == 2
+    records = {r["annotation_id"]: r for r in exported(api_for(people["researcher"]), "alpha", tmp_path)["train"]}
+    assert records["t-login"]["actions"][0]["operation"]["value"] == "********"
+    assert secret not in json.dumps(records)
+    for path in media_storage.rglob("*"):
+        assert not path.is_file() or secret.encode() not in path.read_bytes(), path
+    stored = Demonstration.objects.get(project=alpha, source_id="t-login")
+    assert stored.source["masked"] is True
+    assert "task.json" not in stored.source["files"]
+    assert Demonstration.objects.get(project=alpha, source_id="t-plain").source["files"]["task.json"]

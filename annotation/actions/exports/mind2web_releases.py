@@ -8,7 +8,8 @@ Mind2Web demonstration is (a browser turn per action, with its page, boxes and a
 verification and the Mind2Web export read it unchanged. What the WebLINX import does for a demo it does for a task:
 the release id as ``source_id`` (here ``annotation_id``), the split as a fixed split, an id in the project already
 skipped (nothing new: 409), the report (``ImportReport``). The task's JSON object is kept byte for byte as a blob
-(``source["files"]["task.json"]``); its website, domain and subdomain are the project's ``Website`` of that name.
+(``source["files"]["task.json"]``) unless secrets were masked in it; its website, domain and subdomain are the
+project's ``Website`` of that name.
 """
 
 import copy
@@ -131,7 +132,6 @@ def write_task(checked: CheckedTask, project: Project, user, report: ImportRepor
     with transaction.atomic():
         for sha, (data, media_type) in checked.blobs.items():
             do_store_blob(sha, media_type, io.BytesIO(data), len(data), project, user)
-        original = do_store_parsed_json(task.original, project, user).sha256
         website = website_of(project, task)
         start = dt.datetime.now(dt.UTC)
         row, _ = do_start_recording(
@@ -147,12 +147,12 @@ def write_task(checked: CheckedTask, project: Project, user, report: ImportRepor
         )
         turns = copy.deepcopy(checked.turns)
         do_ingest_turns(row, turns, checked=True)  # masks secrets and password values in place
-        masked = turns != checked.turns
         do_finish_recording(row, recording_end=start + dt.timedelta(seconds=len(turns)))
-        source = {"format": "mind2web", "id": task.id, "split": task.split, "website": website.name}
-        source["files"] = {"task.json": original}
-        if masked:
+        source = {"format": "mind2web", "id": task.id, "split": task.split, "website": website.name, "files": {}}
+        if task.masked or turns != checked.turns:  # secrets masked: the release's object is not kept (regenerated)
             source["masked"] = True
+        else:
+            source["files"]["task.json"] = do_store_parsed_json(task.original, project, user).sha256
         Demonstration.objects.filter(pk=row.pk).update(source_id=task.id, source=source, status=DemoStatus.RECORDED)
         fix_split(project, "mind2web", row.name, task.split)
     report.demos += 1
