@@ -57,10 +57,30 @@ class ReleaseTask:
     masked: bool = False  # a password typed in the task was masked in its pages (the original is not kept)
 
 
+@dataclass(frozen=True)
+class TaskRef:
+    """Where a task's JSON object is in its split file (bytes ``start`` to ``end``): tasks are read one at a time,
+    so an import holds one task's pages in memory, never the release's."""
+
+    path: Path
+    start: int
+    end: int
+    split: str
+    n: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.name}[{self.n}]"
+
+    def original(self) -> bytes:
+        with self.path.open("rb") as handle:
+            handle.seek(self.start)
+            return handle.read(self.end - self.start)
+
+
 @dataclass
 class Mind2WebRelease:
-    tasks: list
-    skipped: list = field(default_factory=list)  # [{"item", "why"}]
+    tasks: list  # TaskRef, in file then list order
 
 
 def split_of(path: Path) -> str:
@@ -71,8 +91,8 @@ def split_of(path: Path) -> str:
     return found.group(1)
 
 
-def spans(data: bytes, name: str, max_tasks: int) -> list[bytes]:
-    """Each object of the file's top-level list, byte for byte; ``NotARelease`` when the file is no such list."""
+def spans(data: bytes, name: str, max_tasks: int) -> list[tuple[int, int]]:
+    """``(start, end)`` bytes of each object of the file's top-level list; ``NotARelease`` when it is no such list."""
     try:
         value = jsonsafe.loads(data, name)
         text = data.decode("utf-8")
@@ -85,44 +105,51 @@ def spans(data: bytes, name: str, max_tasks: int) -> list[bytes]:
     for n, item in enumerate(value):
         if not isinstance(item, dict):
             raise NotARelease(f"{name}[{n}]", "expected a task record (an object)")
+    count = len(value)
+    del value
     decoder, found, at = json.JSONDecoder(), [], text.index("[") + 1
-    for _ in value:
+    byte_at, char_at = len(text[:at].encode()), at
+    for _ in range(count):
         while text[at] in " \t\r\n,":
             at += 1
         _, end = decoder.raw_decode(text, at)
-        found.append(text[at:end].encode("utf-8"))
-        at = end
+        byte_at += len(text[char_at:at].encode())
+        length = len(text[at:end].encode())
+        found.append((byte_at, byte_at + length))
+        byte_at, char_at, at = byte_at + length, end, end
     return found
 
 
 def read_release(paths: list, max_tasks: int, max_bytes: int) -> Mind2WebRelease:
-    """The tasks of the split files ``paths``; ``NotARelease`` for a file that is not one, bad tasks skipped."""
+    """Where the tasks of the split files ``paths`` are; ``NotARelease`` for a file that is not a split file."""
     if not paths:
         raise NotARelease("file", "no split file (train.json, test_task.json, test_website.json, test_domain.json)")
-    files = []
+    release = Mind2WebRelease(tasks=[])
     for path in sorted(Path(p) for p in paths):
         if not path.is_file():
             raise NotARelease(path.name, "missing")
         split = split_of(path)
         if path.stat().st_size > max_bytes:
             raise NotARelease(path.name, f"{path.stat().st_size} bytes; at most {max_bytes} per split file")
-        files.append((path, split, spans(path.read_bytes(), path.name, max_tasks)))
-    if sum(len(found) for _, _, found in files) > max_tasks:
-        raise NotARelease("file", f"more than {max_tasks} tasks; at most {max_tasks} per import")
-    release = Mind2WebRelease(tasks=[])
-    for path, split, found in files:
-        for n, original in enumerate(found):
-            try:
-                release.tasks.append(read_task(original, split, path.parent))
-            except BadTask as problem:
-                item = task_name(original) or f"{path.name}[{n}]"
-                release.skipped.append({"item": item, "why": f"{path.name}[{n}]: {problem}"})
+        found = spans(path.read_bytes(), path.name, max_tasks)
+        release.tasks += [TaskRef(path, start, end, split, n) for n, (start, end) in enumerate(found)]
+        if len(release.tasks) > max_tasks:
+            raise NotARelease("file", f"more than {max_tasks} tasks; at most {max_tasks} per import")
     return release
 
 
 def task_name(original: bytes) -> str:
+    """The task's ``annotation_id`` when it is a usable one, else ""."""
     value = json.loads(original).get("annotation_id")
     return value if isinstance(value, str) and TASK_ID.fullmatch(value) else ""
+
+
+def load_task(ref: TaskRef) -> ReleaseTask:
+    """The task ``ref`` points at, read; ``BadTask`` naming where and why it fails its checks."""
+    try:
+        return read_task(ref.original(), ref.split, ref.path.parent)
+    except BadTask as problem:
+        raise BadTask(f"{ref.where}: {problem}") from None
 
 
 def read_task(original: bytes, split: str, folder: Path) -> ReleaseTask:

@@ -24,7 +24,7 @@ from pathlib import Path
 from django.db import IntegrityError, transaction
 
 from ...lib import schema
-from ...lib.mind2web_release import Mind2WebRelease, ReleaseTask, read_release
+from ...lib.mind2web_release import BadTask, Mind2WebRelease, ReleaseTask, TaskRef, load_task, read_release, task_name
 from ...lib.weblinx_release import NotARelease
 from ...models import DemoMode, Demonstration, DemoStatus, Project, Website
 from ..errors import ActionError, ValidationFailed
@@ -86,23 +86,34 @@ def keep(checked: CheckedTask, data: bytes, media_type: str, where: str) -> str:
     return sha
 
 
+def check_task(ref: TaskRef, project: Project) -> CheckedTask:
+    """The task read and its files checked; ``ValidationFailed`` saying where and why it fails."""
+    try:
+        return check_task_files(load_task(ref), project)
+    except BadTask as problem:
+        raise ValidationFailed(str(problem)) from None
+
+
 def check_mind2web_import(project: Project, release: Mind2WebRelease) -> tuple[list, ImportReport]:
-    """Every task checked before anything is written: the ones to write, and a report listing the others."""
-    report = ImportReport(skipped=list(release.skipped))
-    present = present_ids(project, [task.id for task in release.tasks])
+    """Every task checked before anything is written: where the ones to write are, and a report listing the others
+    (a task is read again when written: one task's pages in memory at a time)."""
+    report, names = ImportReport(), {ref: task_name(ref.original()) for ref in release.tasks}
+    present = present_ids(project, [name for name in names.values() if name])
     ready, seen = [], {}
-    for task in release.tasks:
-        if task.id.lower() in present:
-            report.skipped.append({"item": task.id, "why": f"{present[task.id.lower()]}; not imported"})
-        elif task.id.lower() in seen:
-            why = f"the release has task {seen[task.id.lower()]} already (ids equal but for case); not imported"
-            report.skipped.append({"item": task.id, "why": why})
+    for ref in release.tasks:
+        name = names[ref]
+        if name.lower() in present:
+            report.skipped.append({"item": name, "why": f"{present[name.lower()]}; not imported"})
+        elif name and name.lower() in seen:
+            why = f"{ref.where}: the release has task {seen[name.lower()]} already (ids equal but for case)"
+            report.skipped.append({"item": name, "why": f"{why}; not imported"})
         else:
-            seen[task.id.lower()] = task.id
+            seen[name.lower()] = name
             try:
-                ready.append(check_task_files(task, project))
+                check_task(ref, project)
+                ready.append(ref)
             except ValidationFailed as error:
-                report.skipped.append({"item": task.id, "why": error.detail})
+                report.skipped.append({"item": name or ref.where, "why": error.detail})
     check_something_new(project, ready, present, "task")
     return ready, report
 
@@ -115,13 +126,14 @@ def do_import_mind2web(
     Raises ``ValidationFailed`` (a file is not a split file) or ``Conflict`` (all of it imported already) with
     nothing written; otherwise returns the report. ``progress(done, total)`` is called after each task."""
     ready, report = check_mind2web_import(project, check_mind2web_release([Path(p) for p in paths]))
-    for done, checked in enumerate(ready, start=1):
+    for done, ref in enumerate(ready, start=1):
+        name = task_name(ref.original())
         try:
-            write_task(checked, project, by_user, report)
+            write_task(check_task(ref, project), project, by_user, report)
         except IntegrityError:  # the same task imported meanwhile by someone else
-            report.skipped.append({"item": checked.task.id, "why": "imported into this project meanwhile"})
-        except ActionError as error:  # storage failed between the check and the write
-            report.skipped.append({"item": checked.task.id, "why": error.detail})
+            report.skipped.append({"item": name, "why": "imported into this project meanwhile"})
+        except ActionError as error:  # a file changed or storage failed between the check and the write
+            report.skipped.append({"item": name, "why": error.detail})
         progress(done, len(ready))
     return report
 
