@@ -2,6 +2,7 @@
 platform's own export round-tripped, a release written from the format doc (odd text, a missing page, a malformed
 task, a file that is not the format), importing twice, roles, and the imported task on the review page."""
 
+import dataclasses
 import io
 import json
 import tarfile
@@ -11,10 +12,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from annotation.lib.splits import MIND2WEB_SPLITS
-from annotation.models import Demonstration, DemoStatus, ExportJob, ImportJob, Role, Website
+from annotation.models import Demonstration, DemoStatus, ExportJob, ImportJob, Project, Role, Website
 from annotation.store.blobstore import read_blob
 from tests.support.actors import make_user
 from tests.support.corpus import ingest_corpus
+from workers.exports.dataset import export_demos, storage_blobs
+from workers.exports.exporters.mind2web import Mind2WebExporter
 from workers.exports.imports import run_import
 from workers.exports.jobs import run_export
 
@@ -103,6 +106,20 @@ def exported(client, project: str, tmp_path) -> dict:
     return {split: json.loads((folder / f"{split}.json").read_text()) for split in MIND2WEB_SPLITS}
 
 
+def regenerate(project: str, tmp_path) -> dict:
+    """``{annotation_id: record + split}`` of the project's tasks regenerated from their turns (none verbatim)."""
+    statuses = ["recorded", "in_review", "validated"]
+    found = export_demos(Project.objects.get(name=project), "mind2web", statuses)
+    demos = [dataclasses.replace(demo, original=()) for demo in found]
+    out = tmp_path / f"regenerated-{project}"
+    Mind2WebExporter().export(demos, out, storage_blobs())
+    return {
+        record["annotation_id"]: {**record, "split": split}
+        for split in MIND2WEB_SPLITS
+        for record in json.loads((out / f"{split}.json").read_text())
+    }
+
+
 def summary(records: dict) -> dict:
     """What a round trip keeps, per task: split, website facts, action_reprs, each action's element and operation."""
     found = {}
@@ -143,7 +160,13 @@ def test_the_platforms_own_export_imports_and_exports_again_the_same(api_for, al
     assert job["status"] == "done", job
     assert (job["format"], job["report"]["demos"], job["report"]["skipped"]) == ("mind2web", 3, [])
     again = exported(client, "alpha", tmp_path)
-    assert summary(again) == summary(first)
+    by_id = lambda records: {s: sorted(t, key=lambda r: r["annotation_id"]) for s, t in records.items()}  # noqa: E731
+    assert by_id(again) == by_id(first)  # unchanged tasks: the release's records
+    regenerated = regenerate("alpha", tmp_path)
+    assert summary({"": list(regenerated.values())}) == summary({"": [r for tasks in first.values() for r in tasks]})
+    assert {split: sorted(r["annotation_id"] for r in tasks) for split, tasks in first.items()} == {
+        split: sorted(aid for aid, r in regenerated.items() if r["split"] == split) for split in MIND2WEB_SPLITS
+    }
     ids = sorted(record["annotation_id"] for tasks in first.values() for record in tasks)
     assert sorted(record["annotation_id"] for tasks in again.values() for record in tasks) == ids
     uids = sorted(step["action_uid"] for tasks in first.values() for record in tasks for step in record["actions"])
@@ -172,14 +195,16 @@ def test_a_release_imports_its_good_tasks_and_lists_the_rest_with_why(api_for, p
     records = exported(client, "alpha", tmp_path)
     by_id = {record["annotation_id"]: (split, record) for split, tasks in records.items() for record in tasks}
     assert {aid: split for aid, (split, _) in by_id.items()} == splits
-    odd = by_id["t-odd"][1]
-    assert odd["confirmed_task"] == ODD
-    assert odd["action_reprs"] == [
+    odd = by_id["t-odd"][1]  # unchanged: the release's own record
+    assert odd == task("t-odd", ODD)
+    regenerated = regenerate("alpha", tmp_path)["t-odd"]
+    assert regenerated["confirmed_task"] == ODD
+    assert regenerated["action_reprs"] == [
         f"[input]  Search -> TYPE: {ODD}",
         "[select]  size -> SELECT: Medium",
         "[button]  Go -> CLICK",
     ]
-    assert [step["operation"]["value"] for step in odd["actions"]] == [ODD, "Medium", ""]
+    assert [step["operation"]["value"] for step in regenerated["actions"]] == [ODD, "Medium", ""]
     missing = by_id["t-missing"][1]
     assert [step["operation"]["op"] for step in missing["actions"]] == ["TYPE", "SELECT", "CLICK"]
     stored = Demonstration.objects.get(project=alpha, source_id="t-odd")
@@ -299,3 +324,61 @@ def test_a_password_typed_in_a_task_is_masked_everywhere_it_is_stored(api_for, p
     assert stored.source["masked"] is True
     assert "task.json" not in stored.source["files"]
     assert Demonstration.objects.get(project=alpha, source_id="t-plain").source["files"]["task.json"]
+
+
+def edit(client, demo, revision, **body):
+    answer = client.post(
+        f"/review/{demo.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
+    )
+    assert answer.status_code == 200, answer.content
+
+
+@pytest.mark.django_db
+def test_a_corrected_release_keeps_unchanged_tasks_verbatim_and_lists_the_changes(
+    client, api_for, people, alpha, tmp_path, media_storage
+):
+    release = write_release(tmp_path / "release")
+    files = [str(release / name) for name in ("train.json", "test_task.json", "test_website.json")]
+    call_command("import_mind2web", *files, "--project", "alpha", stdout=io.StringIO())
+    ana, ben = make_user("ana", alpha, Role.REVIEWER), make_user("ben", alpha, Role.REVIEWER)
+    demo = {row.source_id: row for row in Demonstration.objects.filter(project=alpha)}
+    client.force_login(ana)
+    step = demo["t-plain"].turns.get(client_id="t-plain-2")
+    edit(client, demo["t-plain"], 0, op="delete", turn=step.pk)
+    client.force_login(ben)
+    edit(client, demo["t-web"], 0, op="edit_metadata", fields={"refined_task": "Rent a small car"})
+    edit(client, demo["t-missing"], 0, op="edit_metadata", fields={"discarded": True})
+
+    researcher = api_for(people["researcher"])
+    body = {"project": "alpha", "format": "mind2web", "statuses": ["recorded", "in_review", "validated"]}
+    created = researcher.post("/api/exports/", body, format="json")
+    run_export(created.json()["id"])
+    job = ExportJob.objects.get(pk=created.json()["id"])
+    data = b"".join(researcher.get(f"/api/exports/{job.pk}/download/").streaming_content)
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        archive.extractall(tmp_path / "out", filter="data")
+    out = tmp_path / "out" / job.filename.removesuffix(".tar.gz")
+
+    train = (out / "train.json").read_text(encoding="utf-8")
+    original = json.loads((release / "train.json").read_text(encoding="utf-8"))[0]
+    kept = next(r for r in [json.loads(train)][0] if r["annotation_id"] == "t-odd")
+    assert kept == original
+    assert json.dumps(original, ensure_ascii=False, indent=1).replace("\n", "\n ") in train  # its own bytes
+    assert [r["annotation_id"] for r in json.loads(train)] == ["t-odd"]  # t-missing discarded
+    plain = json.loads((out / "test_task.json").read_text())[0]
+    assert [a["action_uid"] for a in plain["actions"]] == ["t-plain-1", "t-plain-3"]
+    assert json.loads((out / "test_website.json").read_text())[0]["confirmed_task"] == "Rent a small car"
+
+    changes = {entry["demo"]: entry for entry in json.loads((out / "changes.json").read_text())["demos"]}
+    assert {name: entry["status"] for name, entry in changes.items()} == {
+        "t-odd": "unchanged",
+        "t-missing": "dropped",
+        "t-plain": "changed",
+        "t-web": "changed",
+    }
+    assert changes["t-plain"]["turns"] == [{"index": 1, "change": "deleted", "by": "ana"}]
+    assert changes["t-web"]["task"] == [
+        {"change": "task", "field": "refined_task", "from": "", "to": "Rent a small car", "by": "ben"}
+    ]
+    assert changes["t-missing"]["by"] == "ben"
+    assert json.loads((out / "changes.json").read_text())["format"] == "mind2web"

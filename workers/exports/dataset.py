@@ -73,8 +73,11 @@ def curated_export_turn(index: int, turn: Turn, curation) -> ExportTurn:
     )
 
 
-def to_export_demo(demo: Demonstration, split: str) -> ExportDemo:
-    changes = recuration.changes_of(demo, review_order(demo)) if recuration.is_imported(demo) else None
+def to_export_demo(demo: Demonstration, split: str, scheme: str = "weblinx") -> ExportDemo:
+    """The export value of ``demo``; a demo imported from a release of the export's format (``scheme``) gets its
+    changes against the release and, unchanged, the release's files."""
+    imported = recuration.is_imported(demo) and demo.source.get("format") == scheme
+    changes = recuration.changes_of(demo, review_order(demo)) if imported else None
     return ExportDemo(
         name=demo.name,
         project=demo.project.name,
@@ -134,7 +137,7 @@ def export_demos(
     for demo in demos.iterator(chunk_size=chunk):
         name = split(demo)
         if not splits or name in splits:
-            yield to_export_demo(demo, name)
+            yield to_export_demo(demo, name, scheme)
 
 
 def storage_blobs(cache: Path | None = None) -> DirectoryBlobs:

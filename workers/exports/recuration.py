@@ -16,9 +16,11 @@ STATUSES = ("unchanged", "changed", "dropped")
 
 
 def is_imported(demo) -> bool:
-    """Imported from a WebLINX release with its files kept (imports before the files were kept: regenerated)."""
+    """Imported from a WebLINX or Mind2Web release with its files kept (imports before the files were kept:
+    regenerated)."""
     source = demo.source if isinstance(demo.source, dict) else {}
-    return bool(demo.source_id) and source.get("format") == "weblinx" and isinstance(source.get("files"), dict)
+    formats = ("weblinx", "mind2web")
+    return bool(demo.source_id) and source.get("format") in formats and isinstance(source.get("files"), dict)
 
 
 def original_files(demo, changes: dict) -> tuple:
@@ -38,7 +40,8 @@ def live_authors(demo) -> dict:
 
 
 def original_index(turn, position: int) -> int:
-    """The turn's index in the release's replay.json: the import gave each turn its position as client id."""
+    """The turn's index in the release's replay.json (the import gave each turn its position as client id) or in
+    the Mind2Web task's actions (its position: one turn per action, in order)."""
     return int(turn.client_id) if turn.client_id.isdecimal() else position
 
 
@@ -95,6 +98,7 @@ def changes_of(demo, review_order: list) -> dict:
     authors = live_authors(demo)
     turns = turn_changes(demo, review_order)
     dropped = demo.status == DemoStatus.REJECTED and "invalid" not in demo.source
+    dropped = dropped or (demo.discarded and demo.source.get("format") == "mind2web")  # Mind2Web leaves it out
     task = task_changes(demo)
     if "invalid" in demo.source and demo.status != DemoStatus.REJECTED:  # the release's invalid.json, taken back
         by = authors.get((EditKind.SET_STATUS, None))
@@ -109,7 +113,8 @@ def changes_of(demo, review_order: list) -> dict:
     if masked:
         entry["masked"] = True
     if dropped:
-        entry["by"] = authors.get((EditKind.SET_STATUS, None))
+        kind = EditKind.SET_STATUS if demo.status == DemoStatus.REJECTED else EditKind.EDIT_METADATA  # or discarded
+        entry["by"] = authors.get((kind, None))
     entry["agreement"] = agreement(demo)
     return entry
 

@@ -6,6 +6,7 @@ an output directory. It never touches the database or Celery, so it is tested on
 """
 
 import datetime as dt
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterable
@@ -144,3 +145,13 @@ class Exporter(Protocol):
         blobs: BlobSource,
         progress: Callable[[int], None] = lambda done: None,
     ) -> ExportCounts: ...
+
+
+def write_changes(out: Path, release_format: str, changes: list) -> int:
+    """``changes.json`` when imported demos were exported: ``{"format", "demos": [entries by release id]}``
+    (docs/recuration.md); returns the number of files written."""
+    if not changes:
+        return 0
+    document = {"format": release_format, "demos": sorted(changes, key=lambda entry: entry["demo"])}
+    (out / "changes.json").write_text(json.dumps(document, sort_keys=True, separators=(",", ":")), encoding="ascii")
+    return 1

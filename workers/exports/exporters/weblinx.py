@@ -24,7 +24,7 @@ from pathlib import Path
 
 from annotation.lib.splits import WEBLINX_SPLITS
 
-from .base import BlobSource, ExportCounts, ExportDemo, ExportTurn
+from .base import BlobSource, ExportCounts, ExportDemo, ExportTurn, write_changes
 
 REPLAY_VERSION = "1.0.0"
 DEFAULT_VERSION = "1.0.0"
@@ -69,7 +69,7 @@ class WeblinxExporter:
             if demo.changes is not None:
                 changes.append(demo.changes)
             progress(counts.demos)
-        counts.files += write_changes(out, changes)
+        counts.files += write_changes(out, "weblinx", changes)
         # Written last: an export that failed half-way has no splits.json, so no loader mistakes it for complete.
         write_json(out / "splits.json", {split: sorted(members) for split, members in names.items()})
         counts.files += 1
@@ -103,14 +103,6 @@ def write_original(demo: ExportDemo, folder: Path, blobs: BlobSource) -> int:
         (folder / relative).parent.mkdir(parents=True, exist_ok=True)
         blobs.copy_to(sha256, folder / relative)
     return len(demo.original)
-
-
-def write_changes(out: Path, changes: list) -> int:
-    """``changes.json`` when imported demos were exported: ``{"format", "demos": [entries by release id]}``."""
-    if not changes:
-        return 0
-    write_json(out / "changes.json", {"format": "weblinx", "demos": sorted(changes, key=lambda entry: entry["demo"])})
-    return 1
 
 
 def write_demo(demo: ExportDemo, folder: Path, blobs: BlobSource) -> int:

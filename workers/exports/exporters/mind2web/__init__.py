@@ -30,6 +30,8 @@ Where the spec leaves a choice, this module decides:
   (``www.booking.com`` → ``booking``); ``confirmed_task`` is the description refined in verification, else the
   recorded one, or for a chat demo without one the instructor's first utterance.
 - ``ExportCounts.turns`` counts the steps (actions) written.
+- A task imported from a Mind2Web release that review left unchanged is written as the release's JSON object, byte
+  for byte; a changed one is regenerated. ``changes.json`` lists each imported task's changes (docs/recuration.md).
 """
 
 import json
@@ -43,7 +45,7 @@ from urllib.parse import urlsplit
 from annotation.lib.shapes import as_dict, as_text, box_of, element_of
 from annotation.lib.splits import MIND2WEB_SPLITS
 
-from ..base import BlobSource, ExportCounts, ExportDemo, ExportTurn
+from ..base import BlobSource, ExportCounts, ExportDemo, ExportTurn, write_changes
 from .page import Snapshot
 
 NAMESPACE = uuid.UUID("4f6b1c2e-9d3a-5e7f-8b21-6c0d4a9e3f15")  # fixed forever: ids derive from it
@@ -289,10 +291,12 @@ class SplitFiles:
         if demo.split not in self.handles:
             raise ValueError(f"demo {demo.name}: split {demo.split!r} is not one of {', '.join(self.handles)}")
 
-    def write(self, split: str, record: dict) -> None:
+    def write(self, split: str, record: dict | str) -> None:
+        """One record, or a record's JSON text as it is (an imported task's original object)."""
         handle = self.handles[split]
         handle.write(",\n" if self.written[split] else "\n")
-        handle.write(json.dumps(record, ensure_ascii=False))  # dumps, not dump: dump encodes in pure Python
+        # dumps, not dump: dump encodes in pure Python
+        handle.write(record if isinstance(record, str) else json.dumps(record, ensure_ascii=False))
         self.written[split] += 1
 
     def close(self) -> None:
@@ -300,14 +304,23 @@ class SplitFiles:
             handle.write("\n]\n" if self.written[name] else "]\n")
 
 
-def write_snapshots(out: Path, annotation: str, done: list[Step], blobs: BlobSource) -> None:
-    """Raw MHTML snapshots where Mind2Web's raw dump keeps them:
+def write_snapshots(out: Path, annotation: str, snapshots: list, blobs: BlobSource) -> None:
+    """Raw MHTML snapshots (``[(action_uid, sha256 or None)]``) where Mind2Web's raw dump keeps them:
     ``task/<annotation_id>/processed/snapshots/<action_uid>_before.mhtml``."""
     folder = out / "task" / annotation / "processed" / "snapshots"
-    for step in done:
-        if step.snapshot:
+    for uid, sha in snapshots:
+        if sha:
             folder.mkdir(parents=True, exist_ok=True)
-            blobs.copy_to(step.snapshot, folder / f"{step.action['action_uid']}_before.mhtml")
+            blobs.copy_to(sha, folder / f"{uid}_before.mhtml")
+
+
+def write_original(demo: ExportDemo, files: SplitFiles, out: Path, blobs: BlobSource) -> int:
+    """An imported task nobody changed: the release's JSON object as it was, and its snapshots; its action count."""
+    original = dict(demo.original)["task.json"]
+    files.write(demo.split, blobs.read(original).decode("utf-8"))
+    turns = [turn for turn in demo.turns if turn.type == "browser" and turn.intent in STEP_INTENTS]
+    write_snapshots(out, annotation_id(demo), [(action_uid(demo, t), snapshot_of(t.arguments)) for t in turns], blobs)
+    return len(turns)
 
 
 class Mind2WebExporter:
@@ -329,20 +342,28 @@ class Mind2WebExporter:
     ) -> ExportCounts:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        counts = ExportCounts()
+        counts, changes = ExportCounts(), []
         with ExitStack() as stack:
             files = SplitFiles(out, self.splits, stack)
             for done, demo in enumerate(demos, start=1):
                 files.check(demo)
+                changes += [demo.changes] if demo.changes is not None else []
                 if demo.rejected or demo.discarded:
                     progress(done)
                     continue
-                done_steps = steps(demo, PageSource(blobs))
-                record = task_record(demo, done_steps)
-                files.write(demo.split, record)
-                write_snapshots(out, record["annotation_id"], done_steps, blobs)
-                counts.add_demo(demo.split, len(record["actions"]))
+                counts.add_demo(demo.split, self.write_demo(demo, files, out, blobs))
                 progress(done)
             files.close()
-        counts.files = len(self.splits)
+        counts.files = len(self.splits) + write_changes(out, "mind2web", changes)
         return counts
+
+    def write_demo(self, demo: ExportDemo, files: SplitFiles, out: Path, blobs: BlobSource) -> int:
+        """The demo's task record (an unchanged imported task's original object); its action count."""
+        if "task.json" in dict(demo.original):
+            return write_original(demo, files, out, blobs)
+        done_steps = steps(demo, PageSource(blobs))
+        record = task_record(demo, done_steps)
+        files.write(demo.split, record)
+        snapshots = [(step.action["action_uid"], step.snapshot) for step in done_steps]
+        write_snapshots(out, record["annotation_id"], snapshots, blobs)
+        return len(record["actions"])
