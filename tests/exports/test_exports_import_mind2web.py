@@ -16,6 +16,7 @@ from annotation.models import Demonstration, DemoStatus, ExportJob, ImportJob, P
 from annotation.store.blobstore import read_blob
 from tests.support.actors import make_user
 from tests.support.corpus import ingest_corpus
+from tests.support.jobs import poll_job
 from workers.exports.dataset import export_demos, storage_blobs
 from workers.exports.exporters.mind2web import Mind2WebExporter
 from workers.exports.imports import run_import
@@ -382,3 +383,40 @@ def test_a_corrected_release_keeps_unchanged_tasks_verbatim_and_lists_the_change
     ]
     assert changes["t-missing"]["by"] == "ben"
     assert json.loads((out / "changes.json").read_text())["format"] == "mind2web"
+
+
+@pytest.mark.processes
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_imports_an_uploaded_split_archive_and_refuses_it_the_second_time(
+    api_for, people, alpha, worker, tmp_path, media_storage
+):
+    client = api_for(people["researcher"])
+    data = tar_gz(write_release(tmp_path / "release"))
+    first = poll_job(client, f"/api/imports/{upload(client, data).json()['id']}/")[-1]
+    assert (first["status"], first["format"], first["progress"]) == ("done", "mind2web", 1.0), first
+    assert first["report"]["demos"] == 4
+    second = poll_job(client, f"/api/imports/{upload(client, data).json()['id']}/")[-1]
+    assert second["status"] == "failed"
+    assert "every task of this release is in project 'alpha' already" in second["error"]
+    assert Demonstration.objects.filter(project=alpha).count() == 4
+
+
+@pytest.mark.django_db
+def test_a_task_id_twice_in_a_release_or_equal_to_a_demo_name_is_skipped_with_why(
+    people, alpha, tmp_path, media_storage
+):
+    root = tmp_path / "release"
+    root.mkdir()
+    (root / "train.json").write_text(json.dumps([task("t-one", "Buy socks")]))
+    (root / "test_task.json").write_text(json.dumps([task("T-ONE", "Buy shoes"), task("t-two", "Buy hats")]))
+    out = io.StringIO()
+    call_command(
+        "import_mind2web", str(root / "train.json"), str(root / "test_task.json"), "--project", "alpha", stdout=out
+    )
+    assert "Imported 2 tasks" in out.getvalue()
+    assert "skipped t-one: train.json[0]: the release has task T-ONE already (ids equal but for case)" in out.getvalue()
+    name = Demonstration.objects.get(source_id="t-two").name
+    (root / "test_website.json").write_text(json.dumps([task(name, "Rent a car")]))
+    with pytest.raises(CommandError, match="already"):
+        call_command("import_mind2web", str(root / "test_website.json"), "--project", "alpha", stdout=io.StringIO())
+    assert Demonstration.objects.filter(project=alpha).count() == 2
