@@ -32,6 +32,7 @@ TASK_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # also the demo's client ids' leng
 OPERATIONS = {"CLICK", "TYPE", "SELECT"}
 POINTER_INTENTS = {"HOVER": "hover", "ENTER": "submit"}  # CLICK's original_op → intent; any other is a click
 UID = "data-webtasks-id"
+XML_INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # characters XML 1.0 (and lxml) will not hold
 TEXT_FIELDS = ("website", "domain", "subdomain", "confirmed_task")
 
 
@@ -220,7 +221,10 @@ def read_action(task: ReleaseTask, action, n: int, folder: Path, seen: set) -> d
     page = action.get("raw_html")
     if page is not None and not isinstance(page, str):
         raise BadTask(f"{where}.raw_html: expected a string")
-    element, boxes, html = element_on_page(page or "", target)
+    try:
+        element, boxes, html = element_on_page(page or "", target)
+    except (ValueError, etree.LxmlError) as problem:  # e.g. a control character lxml will not hold
+        raise BadTask(f"{where}: its page or target element cannot be read as HTML ({problem})") from None
     if html is None:
         task.notes.append(f"action {n} ({uid}): no page; imported on its element alone")
     else:
@@ -286,7 +290,7 @@ def element_on_page(page: str, target: dict) -> tuple[dict, dict, bytes | None]:
     outer = etree.Element(target["tag"] if re.fullmatch(r"[A-Za-z][\w-]*", target["tag"]) else "div")
     for key, value in attributes.items():
         if re.fullmatch(r"[A-Za-z_][\w.-]*", key):
-            outer.set(key, value)
+            outer.set(key, XML_INVALID.sub("", value))  # as the export's parse drops them from a page
     outer.set(UID, node)
     outer.text = ""
     boxes, html = {}, None

@@ -62,10 +62,12 @@ def write_release(root):
     root.mkdir(parents=True, exist_ok=True)
     missing = task("t-missing", "Find boots")
     missing["actions"][1] = action("t-missing-2", "SELECT", "Medium", page=False)
+    web = task("t-web", "Rent a car", website="carhire", domain="Travel", subdomain="Car")
+    web["actions"][2]["pos_candidates"][0]["attributes"] = json.dumps({"title": "bell\x07 and form feed\x0c"})
     files = {
         "train.json": [task("t-odd", ODD), missing],
         "test_task.json": [task("t-plain", "Buy socks"), {"annotation_id": "t-bad", "website": "shoeshop"}],
-        "test_website.json": [task("t-web", "Rent a car", website="carhire", domain="Travel", subdomain="Car")],
+        "test_website.json": [web],
         "test_domain.json": [],
     }
     for name, records in files.items():
