@@ -422,3 +422,16 @@ def test_a_task_id_twice_in_a_release_or_equal_to_a_demo_name_is_skipped_with_wh
     with pytest.raises(CommandError, match="already"):
         call_command("import_mind2web", str(root / "test_website.json"), "--project", "alpha", stdout=io.StringIO())
     assert Demonstration.objects.filter(project=alpha).count() == 2
+
+
+@pytest.mark.django_db
+def test_a_large_split_file_is_checked_by_the_worker_which_names_the_part(api_for, people, monkeypatch, media_storage):
+    monkeypatch.setattr("annotation.actions.exports.imports.CHECKED_SPLIT_BYTES", 10)
+    client = api_for(people["researcher"])
+    answer = upload(client, b'  {"annotation_id": "x", "website": "w"}', "train.json")
+    assert answer.status_code == 400
+    assert "train.json: expected a JSON list of task records" in answer.json()["detail"]
+    job = imported(client, b'[{"annotation_id": "x"}, 3]', "train.json")
+    assert job["status"] == "failed"
+    assert "not a Mind2Web release: train.json[1]: expected a task record" in job["error"]
+    assert not Demonstration.objects.exists()

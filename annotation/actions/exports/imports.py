@@ -26,6 +26,7 @@ from .releases import IMPORT_CANNOT
 IMPORTS_PREFIX = "imports/"
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
 FORMATS = {"weblinx": "WebLINX", "mind2web": "Mind2Web"}
+CHECKED_SPLIT_BYTES = 64 * 1024 * 1024  # a split file uploaded alone is parsed in the request up to this size
 LAYOUTS = {"weblinx": release_archive.weblinx_root, "mind2web": release_archive.mind2web_root}
 
 
@@ -82,9 +83,15 @@ def check_archive(path: Path, release_format: str = "weblinx") -> None:
 
 
 def check_split_file(path: Path, name: str) -> None:
-    """One Mind2Web split file: named after its split, a JSON list of task records."""
+    """One Mind2Web split file: named after its split, a JSON list of task records (read whole up to
+    ``CHECKED_SPLIT_BYTES``; a larger one's list is checked by the worker, whose job fails naming the part)."""
     try:
         split_of(Path(name))
+        if path.stat().st_size > CHECKED_SPLIT_BYTES:
+            with path.open("rb") as handle:
+                if handle.read(4096).lstrip()[:1] != b"[":
+                    raise NotARelease(Path(name).name, "expected a JSON list of task records")
+            return
         spans(path.read_bytes(), Path(name).name, MAX_RELEASE_TASKS)
     except NotARelease as error:
         raise ValidationFailed(

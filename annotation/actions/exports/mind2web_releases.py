@@ -33,7 +33,7 @@ from ..recordings.blobs import check_blob_bytes, do_store_blob, do_store_parsed_
 from .releases import ImportReport, check_something_new, fix_split, present_ids
 
 MAX_RELEASE_TASKS = 10_000  # tasks per import (Mind2Web has 2,350)
-MAX_SPLIT_FILE_BYTES = 4 * 1024**3  # one split file (Mind2Web's largest is about 1 GiB)
+MAX_SPLIT_FILE_BYTES = 1024**3  # one split file, parsed whole (Mind2Web ships its splits as files of less)
 MHTML = schema.SNAPSHOT_MEDIA_TYPE
 
 
