@@ -425,7 +425,9 @@ def test_a_task_id_twice_in_a_release_or_equal_to_a_demo_name_is_skipped_with_wh
 
 
 @pytest.mark.django_db
-def test_a_large_split_file_is_checked_by_the_worker_which_names_the_part(api_for, people, monkeypatch, media_storage):
+def test_a_large_split_file_is_checked_by_the_worker_which_names_the_part(
+    api_for, people, monkeypatch, settings, tmp_path, media_storage
+):
     monkeypatch.setattr("annotation.actions.exports.imports.CHECKED_SPLIT_BYTES", 10)
     client = api_for(people["researcher"])
     answer = upload(client, b'  {"annotation_id": "x", "website": "w"}', "train.json")
@@ -435,3 +437,11 @@ def test_a_large_split_file_is_checked_by_the_worker_which_names_the_part(api_fo
     assert job["status"] == "failed"
     assert "not a Mind2Web release: train.json[1]: expected a task record" in job["error"]
     assert not Demonstration.objects.exists()
+
+    settings.INGEST_MAX_BLOB_BYTES = 300  # a page over the blob limit skips its task
+    release = write_release(tmp_path / "release")
+    job = imported(client, (release / "test_task.json").read_bytes(), "test_task.json")
+    assert job["status"] == "failed"
+    assert "t-plain" in [item["item"] for item in job["report"]["skipped"]]
+    assert "actions[0].raw_html: " in job["report"]["skipped"][0]["why"]
+    assert "at most 300 allowed" in job["report"]["skipped"][0]["why"]

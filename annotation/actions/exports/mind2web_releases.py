@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from ...lib import schema
@@ -77,6 +78,9 @@ def check_task_files(task: ReleaseTask, project: Project) -> CheckedTask:
 
 
 def keep(checked: CheckedTask, data: bytes, media_type: str, where: str) -> str:
+    """``data`` checked as an upload of ``media_type`` is (size, content) and kept for the write; its sha256."""
+    if len(data) > settings.INGEST_MAX_BLOB_BYTES:
+        raise ValidationFailed(f"{where}: {len(data)} bytes; at most {settings.INGEST_MAX_BLOB_BYTES} allowed")
     try:
         check_blob_bytes(data, media_type)
     except ValidationFailed as error:
