@@ -33,6 +33,11 @@ PAGE = (
     '</option></select><button backend_node_id="7" bounding_box_rect="330,10,60,40" type="submit">Go</button>'
     "</body></html>"
 )
+MHTML = (
+    b"From: <Saved by Blink>\r\nSubject: Shoes\r\nMIME-Version: 1.0\r\nContent-Type: multipart/related;\r\n"
+    b'\ttype="text/html";\r\n\tboundary="----MultipartBoundary--x----"\r\n\r\n------MultipartBoundary--x----\r\n'
+    b"Content-Type: text/html\r\n\r\n<html><body>Shoes</body></html>\r\n------MultipartBoundary--x------\r\n"
+)
 TARGETS = {"TYPE": ("input", "3"), "SELECT": ("select", "4"), "CLICK": ("button", "7")}
 
 
@@ -72,6 +77,9 @@ def write_release(root):
     }
     for name, records in files.items():
         (root / name).write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
+    snapshots = root / "task" / "t-plain" / "processed" / "snapshots"  # where the raw dump keeps them
+    snapshots.mkdir(parents=True)
+    (snapshots / "t-plain-1_before.mhtml").write_bytes(MHTML)
     return root
 
 
@@ -94,7 +102,7 @@ def imported(client, data: bytes, name="release.tar.gz", url=URL) -> dict:
     return client.get(f"/api/imports/{answer.json()['id']}/").json()
 
 
-def exported(client, project: str, tmp_path) -> dict:
+def exported(client, project: str, tmp_path, with_folder=False):
     """A Mind2Web export of every status through the API, downloaded: ``{split: [records]}``."""
     body = {"project": project, "format": "mind2web", "statuses": ["recorded", "in_review", "validated"]}
     created = client.post("/api/exports/", body, format="json")
@@ -106,7 +114,8 @@ def exported(client, project: str, tmp_path) -> dict:
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
         archive.extractall(into, filter="data")
     folder = into / job.filename.removesuffix(".tar.gz")
-    return {split: json.loads((folder / f"{split}.json").read_text()) for split in MIND2WEB_SPLITS}
+    records = {split: json.loads((folder / f"{split}.json").read_text()) for split in MIND2WEB_SPLITS}
+    return (records, folder) if with_folder else records
 
 
 def regenerate(project: str, tmp_path) -> dict:
@@ -195,7 +204,9 @@ def test_a_release_imports_its_good_tasks_and_lists_the_rest_with_why(api_for, p
     assert splits == {"t-odd": "train", "t-missing": "train", "t-plain": "test_task", "t-web": "test_website"}
     sites = {site.name: (site.domain, site.subdomain) for site in Website.objects.filter(project=alpha)}
     assert sites == {"shoeshop": ("Shopping", "Shoes"), "carhire": ("Travel", "Car")}
-    records = exported(client, "alpha", tmp_path)
+    records, folder = exported(client, "alpha", tmp_path, with_folder=True)
+    snapshot = folder / "task" / "t-plain" / "processed" / "snapshots" / "t-plain-1_before.mhtml"
+    assert snapshot.read_bytes() == MHTML  # an unchanged task's snapshot, written back where the raw dump had it
     by_id = {record["annotation_id"]: (split, record) for split, tasks in records.items() for record in tasks}
     assert {aid: split for aid, (split, _) in by_id.items()} == splits
     odd = by_id["t-odd"][1]  # unchanged: the release's own record
@@ -368,6 +379,8 @@ def test_a_corrected_release_keeps_unchanged_tasks_verbatim_and_lists_the_change
     assert kept == original
     assert json.dumps(original, ensure_ascii=False, indent=1).replace("\n", "\n ") in train  # its own bytes
     assert [r["annotation_id"] for r in json.loads(train)] == ["t-odd"]  # t-missing discarded
+    snapshot = out / "task" / "t-plain" / "processed" / "snapshots" / "t-plain-1_before.mhtml"
+    assert snapshot.read_bytes() == MHTML  # the raw dump's snapshot, imported and written back where it was
     plain = json.loads((out / "test_task.json").read_text())[0]
     assert [a["action_uid"] for a in plain["actions"]] == ["t-plain-1", "t-plain-3"]
     assert json.loads((out / "test_website.json").read_text())[0]["confirmed_task"] == "Rent a small car"
