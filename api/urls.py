@@ -10,7 +10,7 @@ from rest_framework.routers import DefaultRouter
 
 from . import errors, manage, review
 from .agents import views as agents
-from .exports import imports
+from .exports import imports, recuration
 from .exports import views as exports
 from .forms import views as forms
 from .mind2web import views as mind2web
@@ -71,6 +71,12 @@ urlpatterns = [
     # a project's splits and Mind2Web verification counts, each in its own area
     path("projects/<slug:name>/splits/", exports.ProjectSplitsView.as_view(), name="project-splits"),
     path("projects/<slug:name>/imports/", imports.ProjectImportsView.as_view(), name="project-imports"),
+    path("projects/<slug:name>/recuration/", recuration.RecurationView.as_view(), name="api-recuration"),
+    path(
+        "projects/<slug:name>/recuration/<str:release_id>/",
+        recuration.RecurationItemView.as_view(),
+        name="api-recuration-item",
+    ),
     path("projects/<slug:name>/verification/", mind2web.ProjectVerificationView.as_view(), name="project-verification"),
     path("projects/<slug:name>/problem-kinds/", review.ProblemKindsView.as_view(), name="api-problem-kinds"),
     # problems marked in review

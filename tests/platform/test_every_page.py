@@ -332,6 +332,10 @@ UNFILLABLE = {
     "accounts/reset/<uidb64>/<token>/": "a password-reset link: one account's signed token, no project's object",
     "api/imports/<pk>/": "the world imports no release (it would change its demos): 403 and 404 in "
     "tests/exports/test_exports_import_api.py",
+    "projects/<name>/recuration/<release_id>/": "an imported demo's release id, and the world imports no release: "
+    "each role in tests/exports/test_exports_recuration_page.py",
+    "api/projects/<name>/recuration/<release_id>/": "an imported demo's release id, and the world imports no release: "
+    "each role in tests/exports/test_exports_recuration_page.py",
     "join/<token>/": "an invitation link is the capability: whoever opens it may join (test_manage_invitations.py)",
     "people/<user_id>/<change>": "an account, no project's object: site admins only (test_manage_people.py)",
     "admin/auth/group/<object_id>/": "groups belong to no project (the admin refuses non-staff on every page)",

@@ -16,13 +16,16 @@ from pathlib import Path
 from django.core.files.storage import default_storage
 from django.db.models import Prefetch
 
-# The demo selection and split assignment live with the domain (the splits page uses them too).
+# The demo selection and split assignment live with the domain (the splits page uses them too), and so does what
+# review changed in an imported demo (changes.json; the re-curation page and API read the same).
+from annotation.actions.exports import recuration
+from annotation.actions.exports.recuration import review_order
 from annotation.actions.exports.splits import DEFAULT_STATUSES, selected_demos, split_of
 from annotation.lib.shapes import as_dict
-from annotation.models import Demonstration, DemoReview, DemoStatus, Turn, TurnType, curated_turns, sha256_path
+from annotation.models import Demonstration, DemoStatus, Turn, TurnType, curated_turns, sha256_path
 from annotation.store.blobstore import S3ObjectReader, is_local, is_s3, stream_file
 
-from . import packs, recuration
+from . import packs
 from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn
 
 log = logging.getLogger(__name__)
@@ -37,13 +40,6 @@ def export_timeline(demo: Demonstration) -> list[ExportTurn]:
     curations = {curation.turn_id: curation for curation in demo.turn_curations.all()}
     kept = [(t, c) for t, c in curated_turns(turns, curations, review_order(demo)) if not (c and c.deleted)]
     return [curated_export_turn(index, turn, curation) for index, (turn, curation) in enumerate(kept)]
-
-
-def review_order(demo: Demonstration) -> list:
-    try:
-        return demo.review.order
-    except DemoReview.DoesNotExist:
-        return []
 
 
 def curated_text(turn: Turn, curation, arguments: dict) -> tuple[str, dict]:

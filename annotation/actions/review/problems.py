@@ -211,12 +211,15 @@ def mark_as_item(mark) -> dict:
     return mark_item(mark, {kind["key"]: kind["label"] for kind in kinds_of(mark.demonstration.project)})
 
 
-def marks_of(demo, kinds=None) -> dict:
+def marks_of(demo, kinds=None, marks=None) -> dict:
     """The demo's marks: ``{"task": [items], "turns": {turn id: [items]}, "counts": {kind: marks}}``; an item is
-    ``{"id", "kind", "label", "turn", "reviewer", "reviewer_id", "note", "at"}``. ``kinds``: the project's, if read."""
+    ``{"id", "kind", "label", "turn", "reviewer", "reviewer_id", "note", "at"}``. ``kinds``: the project's, and
+    ``marks``: the demo's (with their reviewers), if read."""
     labels = {kind["key"]: kind["label"] for kind in (kinds if kinds is not None else kinds_of(demo.project))}
+    if marks is None:
+        marks = ProblemMark.objects.filter(demonstration=demo).select_related("reviewer")
     task, turns, counts = [], {}, {}
-    for mark in ProblemMark.objects.filter(demonstration=demo).select_related("reviewer"):
+    for mark in sorted(marks, key=lambda mark: (mark.created_at, mark.pk)):
         item = mark_item(mark, labels)
         (turns.setdefault(mark.turn_id, []) if mark.turn_id else task).append(item)
         counts[mark.kind] = counts.get(mark.kind, 0) + 1

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ...actions import check_choice, parse_json
-from ...actions.exports import jobs, splits
+from ...actions.exports import jobs, recuration, splits
 from ...actions.exports.turkingbench import DEFAULT_INCLUDE_GOLD, DEFAULT_REVIEW_STATES, form_batches
 from ...actions.manage.access import check_project_role
 from ...lib import readable
@@ -216,6 +216,7 @@ def exports(request, name: str):
     jobs.reap_stale_jobs(ExportJob)
     listed = ExportJob.objects.filter(project=project).select_related("owner").prefetch_related("batches")[:PAGE_JOBS]
     context = {"project": project, "project_role": role, "tab": "exports", "form": form, "jobs": listed}
+    context["imported"] = recuration.imported_demos(project).count()  # a release's demos: the re-curation page
     return render(request, "exports/exports.html", context, status=400 if form.errors else 200)
 
 

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from ...actions import Forbidden, NotFound
 from ...actions import review as review_actions
+from ...actions.exports.recuration import has_imports
 from ...actions.quality import demos as quality
 from ...actions.quality.problems import CSV_COLUMNS, problem_counts, problem_rows
 from ...lib import spreadsheet
@@ -21,7 +22,8 @@ from ..page_errors import Refusal, action_errors, refusal_kept
 
 
 def tabs_context(user, project, tab: str) -> dict:
-    return {"project": project, "project_role": project.role_of(user), "tab": tab}
+    """The project's tabs, and whether it imported a release (the re-curation page's link)."""
+    return {"project": project, "project_role": project.role_of(user), "tab": tab, "has_imports": has_imports(project)}
 
 
 def as_int(value: str):
