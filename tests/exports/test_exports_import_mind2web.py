@@ -399,6 +399,19 @@ def test_a_corrected_release_keeps_unchanged_tasks_verbatim_and_lists_the_change
     assert changes["t-missing"]["by"] == "ben"
     assert json.loads((out / "changes.json").read_text())["format"] == "mind2web"
 
+    # The re-curation API and page say what changes.json says, for a Mind2Web release too.
+    listed = researcher.get("/api/projects/alpha/recuration/").json()
+    assert listed["counts"]["status"] == {"unchanged": 1, "changed": 2, "dropped": 1}
+    for release_id, entry in changes.items():
+        item = researcher.get(f"/api/projects/alpha/recuration/{release_id}/")
+        assert item.status_code == 200, item.content
+        assert item.json()["changes"] == entry
+    client.force_login(ana)
+    page = client.get("/projects/alpha/recuration/t-plain/")
+    assert page.status_code == 200
+    assert b"ana" in page.content
+    assert b"deleted" in page.content
+
 
 @pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
