@@ -13,6 +13,7 @@ from django.core.management import call_command
 from annotation.models import Demonstration, Project, Role, Turn
 from tests.support.actors import make_user, token_client
 from tests.support.weblinx_release import download, start_export, write_release
+from workers.exports.jobs import run_evaluation
 
 
 @pytest.fixture
@@ -168,3 +169,30 @@ def test_an_undone_edit_or_a_validation_changes_nothing_a_second_review_is_the_a
         [{"change": "status", "field": "status", "from": "invalid", "to": "in_review", "by": "ben"}],
     )
     assert weblinx.Demonstration("delta", base_dir=str(out / "demonstrations")).is_valid() is True
+
+
+def test_an_evaluation_of_the_imported_release_names_its_demos_by_their_release_ids(world, client):
+    """Scoring runs on the same export: predictions name a demo as the release did (``charlie``), never by its
+    platform name, and a prediction of the release's own click scores as the release's action."""
+    project, people, _ = world
+    charlie = Demonstration.objects.get(project=project, source_id="charlie")
+    client.force_login(people["ana"])
+    edit(client, charlie, 0, op="transition", action="validate")  # evaluations score validated demos
+    researcher = token_client(people["researcher"])
+    body = {"project": "recurate", "format": "weblinx", "split": "valid"}
+    predictions = {
+        "release id": [{"demo_name": "charlie", "turn_index": 1, "output_predicted": 'click(uid="a1b2c3")'}],
+        "platform name": [{"demo_name": charlie.name, "turn_index": 1, "output_predicted": 'click(uid="a1b2c3")'}],
+    }
+    results = {}
+    for named, listed in predictions.items():
+        created = researcher.post("/api/evaluations/", {**body, "predictions": listed}, format="json")
+        assert created.status_code == 202, created.content
+        run_evaluation(created.json()["id"])
+        results[named] = researcher.get(f"/api/evaluations/{created.json()['id']}/").json()
+
+    assert results["release id"]["status"] == "done", results["release id"]["error"]
+    assert results["release id"]["results"]["aggregate"]["intent_match"] == 1.0
+    assert [row["demo_name"] for row in results["release id"]["results"]["per_turn"]] == ["charlie"]
+    assert results["platform name"]["status"] == "failed"
+    assert charlie.name in results["platform name"]["error"]
