@@ -11,10 +11,12 @@ action's ``raw_html`` with every element's ``backend_node_id`` as its ``data-web
 ``bounding_box_rect`` in the page's bboxes; the acted element is the original target among the positive
 candidates; CLICK is a click (``HOVER`` a hover, ``ENTER`` a submit), TYPE a textInput, SELECT a change. The raw
 dump's MHTML snapshot (``task/<annotation_id>/processed/snapshots/<action_uid>_before.mhtml`` beside the split
-files) is the turn's snapshot when present. An action without its page keeps its element alone (noted).
+files) is the turn's snapshot when present (not in a task where a password was typed: it cannot be masked). An
+action without its page keeps its element alone (noted).
 """
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from html import escape
@@ -187,20 +189,37 @@ def read_task(original: bytes, split: str, folder: Path) -> ReleaseTask:
 
 
 def mask_passwords(task: ReleaseTask) -> None:
-    """A value typed into a password field is masked wherever the task's pages show it (``input_value``); ingest
-    masks it in the turn itself (``turns.mask_password_values``)."""
+    """A value typed into (or shown in, ``value``/``input_value``) a password field is masked wherever the task
+    shows it: its pages, and each turn's element (attributes, HTML, text); ingest masks the typed text itself
+    (``turns.mask_password_values``)."""
     secrets = set()
     for turn in task.turns:
         attributes = turn["arguments"]["element"]["attributes"]
-        text = turn["arguments"].get("text")
-        if str(attributes.get("type", "")).strip().lower() == "password" and text not in (None, "", MASK):
-            secrets.add(text)
+        if str(attributes.get("type", "")).strip().lower() != "password":
+            continue
+        values = (turn["arguments"].get("text"), attributes.get("value"), attributes.get("input_value"))
+        secrets |= {value for value in values if value not in (None, "", MASK)}
+    forms = sorted({f for s in secrets for f in (s, escape(s), escape(s, quote=True))}, key=len, reverse=True)
     for n, (page, boxes) in list(task.pages.items()):
-        for secret in sorted(secrets, key=len, reverse=True):
-            for form in {secret, escape(secret), escape(secret, quote=True)}:
-                page = page.replace(form.encode(), MASK.encode())
+        for form in forms:
+            page = page.replace(form.encode(), MASK.encode())
         task.pages[n] = (page, boxes)
+    for turn in task.turns:
+        turn["arguments"]["element"] = masked_strings(turn["arguments"]["element"], forms)
     task.masked = bool(secrets)
+    if task.masked and task.snapshots:  # MHTML encodes its parts: a password in one cannot be found to mask it
+        task.notes.append(f"{len(task.snapshots)} MHTML snapshot(s) not imported: a password was typed in this task")
+        task.snapshots = {}
+
+
+def masked_strings(value, forms: list):
+    """``value`` (JSON) with each of ``forms`` in its strings replaced by the mask."""
+    if isinstance(value, dict):
+        return {key: masked_strings(item, forms) for key, item in value.items()}
+    if isinstance(value, str):
+        for form in forms:
+            value = value.replace(form, MASK)
+    return value
 
 
 def read_action(task: ReleaseTask, action, n: int, folder: Path, seen: set) -> dict:
@@ -267,7 +286,8 @@ def box_of(rect) -> dict | None:
         x, y, width, height = (float(part) for part in str(rect).split(","))
     except ValueError:
         return None
-    if width < 0 or height < 0:
+    finite = all(math.isfinite(v) for v in (x, y, width, height, x + width, y + height))  # NaN, inf, overflow
+    if not finite or width < 0 or height < 0:
         return None
     return {
         "x": x,
