@@ -39,10 +39,12 @@ def live_authors(demo) -> dict:
     return authors
 
 
-def original_index(turn, position: int) -> int:
+def original_index(demo, turn, position: int) -> int:
     """The turn's index in the release's replay.json (the import gave each turn its position as client id) or in
-    the Mind2Web task's actions (its position: one turn per action, in order)."""
-    return int(turn.client_id) if turn.client_id.isdecimal() else position
+    the Mind2Web task's actions (its position: one turn per action, in order; its client id is the action_uid,
+    which may be all digits too)."""
+    weblinx = demo.source.get("format") == "weblinx"
+    return int(turn.client_id) if weblinx and turn.client_id.isdecimal() else position
 
 
 def turn_changes(demo, review_order: list) -> list:
@@ -57,7 +59,7 @@ def turn_changes(demo, review_order: list) -> list:
     authors = live_authors(demo)
     changes = []
     for position, turn in enumerate(turns):
-        index, curation = original_index(turn, position), curations.get(turn.pk)
+        index, curation = original_index(demo, turn, position), curations.get(turn.pk)
         by = lambda kind, pk=turn.pk: authors.get((kind, pk))  # noqa: E731
         if curation and curation.deleted:
             changes.append({"index": index, "change": "deleted", "by": by(EditKind.DELETE)})
@@ -107,7 +109,8 @@ def changes_of(demo, review_order: list) -> dict:
     status = "dropped" if dropped else ("changed" if turns or task or masked else "unchanged")
     marks = marks_of(demo)
     problems = [problem(mark, None) for mark in marks["task"]]
-    index = {turn.pk: original_index(turn, n) for n, turn in enumerate(sorted(demo.turns.all(), key=turn_key))}
+    turns_in_order = enumerate(sorted(demo.turns.all(), key=turn_key))
+    index = {turn.pk: original_index(demo, turn, n) for n, turn in turns_in_order}
     problems += [problem(mark, index.get(pk)) for pk, items in marks["turns"].items() for mark in items]
     entry = {"demo": demo.source_id, "status": status, "turns": turns, "task": task, "problems": problems}
     if masked:
