@@ -35,6 +35,7 @@ OPERATIONS = {"CLICK", "TYPE", "SELECT"}
 POINTER_INTENTS = {"HOVER": "hover", "ENTER": "submit"}  # CLICK's original_op → intent; any other is a click
 UID = "data-webtasks-id"
 XML_INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # characters XML 1.0 (and lxml) will not hold
+MIN_SECRET = 4  # a shorter password is masked as a whole value only (the recorder's MIN_TEXT_LENGTH)
 TEXT_FIELDS = ("website", "domain", "subdomain", "confirmed_task")
 
 
@@ -190,36 +191,54 @@ def read_task(original: bytes, split: str, folder: Path) -> ReleaseTask:
 
 def mask_passwords(task: ReleaseTask) -> None:
     """A value typed into (or shown in, ``value``/``input_value``) a password field is masked wherever the task
-    shows it: its pages, and each turn's element (attributes, HTML, text); ingest masks the typed text itself
-    (``turns.mask_password_values``)."""
+    shows it, as the recorder masks a private value: its pages, every turn's arguments (the element's attributes,
+    HTML and text; other fields it was typed in) and the task's text. One shorter than ``MIN_SECRET`` is masked only
+    as a whole value (an attribute's, a field's), or ``"in"`` would mask every ``<input``."""
     secrets = set()
     for turn in task.turns:
         attributes = turn["arguments"]["element"]["attributes"]
         if str(attributes.get("type", "")).strip().lower() != "password":
             continue
         values = (turn["arguments"].get("text"), attributes.get("value"), attributes.get("input_value"))
-        secrets |= {value for value in values if value not in (None, "", MASK)}
-    forms = sorted({f for s in secrets for f in (s, escape(s), escape(s, quote=True))}, key=len, reverse=True)
+        secrets |= {value for value in values if isinstance(value, str) and value.strip() and value != MASK}
+    if not secrets:
+        return
+    mask = masker(secrets)
     for n, (page, boxes) in list(task.pages.items()):
-        for form in forms:
-            page = page.replace(form.encode(), MASK.encode())
-        task.pages[n] = (page, boxes)
+        task.pages[n] = (mask(page.decode()).encode(), boxes)
     for turn in task.turns:
-        turn["arguments"]["element"] = masked_strings(turn["arguments"]["element"], forms)
-    task.masked = bool(secrets)
-    if task.masked and task.snapshots:  # MHTML encodes its parts: a password in one cannot be found to mask it
+        turn["arguments"] = masked_strings(turn["arguments"], mask)
+    task.task, task.masked = mask(task.task), True
+    if task.snapshots:  # MHTML encodes its parts: a password in one cannot be found to mask it
         task.notes.append(f"{len(task.snapshots)} MHTML snapshot(s) not imported: a password was typed in this task")
         task.snapshots = {}
 
 
-def masked_strings(value, forms: list):
-    """``value`` (JSON) with each of ``forms`` in its strings replaced by the mask."""
+def masker(secrets: set):
+    """A function masking ``secrets`` in a text: anywhere (a long one, as typed or HTML-escaped) or as a whole value
+    (``="…"``, or the whole text)."""
+    forms = {f for s in secrets for f in (s, escape(s), escape(s, quote=True))}
+    long = sorted((f for f in forms if len(f.strip()) >= MIN_SECRET), key=len, reverse=True)
+    anywhere = re.compile("|".join(map(re.escape, long))) if long else None
+    values = "|".join(map(re.escape, forms))
+    whole = re.compile(r"""(=[\t\n\f\r ]*["'])(?:""" + values + r""")(["'])""")
+
+    def mask(text: str) -> str:
+        if text in forms:
+            return MASK
+        text = anywhere.sub(MASK, text) if anywhere else text
+        return whole.sub(lambda m: f"{m[1]}{MASK}{m[2]}", text)
+
+    return mask
+
+
+def masked_strings(value, mask):
+    """``value`` (JSON) with ``mask`` applied to each of its strings."""
     if isinstance(value, dict):
-        return {key: masked_strings(item, forms) for key, item in value.items()}
-    if isinstance(value, str):
-        for form in forms:
-            value = value.replace(form, MASK)
-    return value
+        return {key: masked_strings(item, mask) for key, item in value.items()}
+    if isinstance(value, list):
+        return [masked_strings(item, mask) for item in value]
+    return mask(value) if isinstance(value, str) else value
 
 
 def read_action(task: ReleaseTask, action, n: int, folder: Path, seen: set) -> dict:

@@ -10,6 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from annotation.models import Demonstration, ExportJob, ImportJob, Role, Turn
+from annotation.store.blobstore import read_blob
 from tests.support.actors import make_user
 from workers.exports.jobs import run_export
 
@@ -150,3 +151,31 @@ def test_a_split_file_name_longer_than_the_job_keeps_is_refused_naming_the_file(
     assert answer.status_code == 400, answer.content
     assert answer.json()["errors"][0]["field"] == "file"
     assert not ImportJob.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_short_password_is_masked_as_a_whole_value_and_a_long_one_wherever_it_reappears(
+    researcher, alpha, tmp_path, media_storage
+):
+    password = {"backend_node_id": "3", "type": "password"}
+    short = [
+        action("s-1", "TYPE", "3", "input", "in", attributes=password),
+        action("s-2", "CLICK", page=PAGE.format(value=' input_value="in"')),
+    ]
+    typed_twice = [
+        action("l-1", "TYPE", "3", "input", SECRET, attributes=password),
+        action("l-2", "TYPE", "7", "button", SECRET),  # the same secret typed where it is not a password field
+    ]
+    text = f"Sign in with {SECRET}"
+    path = write(tmp_path / "release", [task("t-short", short), task("t-twice", typed_twice, text=text)])
+    call_command("import_mind2web", str(path), "--project", "alpha", "--user", "researcher", stdout=io.StringIO())
+
+    page = read_blob(Turn.objects.get(client_id="s-2").page_id)
+    assert b'<input backend_node_id="3"' in page  # not "<********put"
+    assert b'input_value="********"' in page
+    assert Turn.objects.get(client_id="l-2").arguments["text"] == "********"
+    demo = Demonstration.objects.get(source_id="t-twice")
+    assert demo.task_description == "Sign in with ********"
+    assert demo.source["masked"] is True
+    for stored in media_storage.rglob("*"):
+        assert not stored.is_file() or b"hunter2" not in stored.read_bytes(), stored
