@@ -291,8 +291,8 @@ def original_target(candidates, where: str) -> dict:
     target = next((c for c in candidates if c.get("is_original_target") is True), candidates[0])
     if not isinstance(target.get("backend_node_id"), str) or not isinstance(target.get("tag"), str):
         raise BadTask(f"{where}.pos_candidates: the target needs its tag and backend_node_id")
-    try:
-        attributes = json.loads(target.get("attributes") or "{}")
+    try:  # jsonsafe: a string nested 100,000 deep is a RecursionError to json.loads
+        attributes = jsonsafe.loads(target.get("attributes") or "{}")
     except (TypeError, ValueError):
         attributes = None
     if not isinstance(attributes, dict):

@@ -12,6 +12,7 @@ from django.core.management import call_command
 from annotation.models import Demonstration, ExportJob, ImportJob, Role, Turn
 from annotation.store.blobstore import read_blob
 from tests.support.actors import make_user
+from workers.exports.imports import run_import
 from workers.exports.jobs import run_export
 
 URL = "/api/projects/alpha/imports/"
@@ -179,3 +180,56 @@ def test_a_short_password_is_masked_as_a_whole_value_and_a_long_one_wherever_it_
     assert demo.source["masked"] is True
     for stored in media_storage.rglob("*"):
         assert not stored.is_file() or b"hunter2" not in stored.read_bytes(), stored
+
+
+def export(client, release_format: str) -> ExportJob:
+    body = {"project": "alpha", "format": release_format, "statuses": ["recorded", "in_review", "validated"]}
+    created = client.post("/api/exports/", body, format="json")
+    assert created.status_code == 202, created.content
+    run_export(created.json()["id"])
+    return ExportJob.objects.get(pk=created.json()["id"])
+
+
+@pytest.mark.django_db
+def test_an_imported_task_takes_no_late_turns_and_an_edit_taken_back_leaves_it_verbatim(
+    client, api_for, researcher, alpha, tmp_path, media_storage
+):
+    path = write(tmp_path / "release", [task("t-back", [action("u-1", "CLICK"), action("u-2", "CLICK")])])
+    call_command("import_mind2web", str(path), "--project", "alpha", "--user", "researcher", stdout=io.StringIO())
+    demo = Demonstration.objects.get(source_id="t-back")
+    late = {"client_id": "late-1", "type": "chat", "timestamp": 30.0, "speaker": "navigator", "utterance": "Added"}
+    answer = api_for(researcher).post(f"/api/recordings/{demo.name}/turns/", {"turns": [late]}, format="json")
+    assert answer.status_code == 409, answer.content
+
+    client.force_login(make_user("ana", alpha, Role.REVIEWER))
+    edit(client, demo, 0, op="edit_metadata", fields={"refined_task": "Sign in now"})
+    edit(client, demo, 1, op="edit_metadata", fields={"refined_task": ""})
+    folder = exported(api_for(researcher), tmp_path)
+    assert json.loads((folder / "changes.json").read_text())["demos"][0]["status"] == "unchanged"
+    original = json.dumps(json.loads(path.read_text())[0], ensure_ascii=False)
+    assert original in (folder / "train.json").read_text()  # its own bytes
+
+    weblinx = export(api_for(researcher), "weblinx")  # the project's other format exports it as recorded
+    assert weblinx.status == "done", weblinx.error
+
+
+@pytest.mark.django_db
+def test_a_candidates_attributes_nested_too_deep_skip_its_task_with_why_not_the_job(
+    api_for, researcher, alpha, tmp_path, media_storage
+):
+    deep = action("d-1", "CLICK")
+    deep["pos_candidates"][0]["attributes"] = "[" * 100_000  # a string: the split file itself is shallow
+    data = json.dumps([task("t-deep", [deep]), task("t-fine", [action("f-1", "CLICK")])]).encode()
+    client = api_for(researcher)
+    answer = upload(client, data, "train.json")
+    assert answer.status_code == 202, answer.content
+    run_import(answer.json()["id"])
+    job = client.get(f"/api/imports/{answer.json()['id']}/").json()
+    assert job["status"] == "done", job
+    assert job["report"]["skipped"] == [
+        {
+            "item": "t-deep",
+            "why": "train.json[0]: actions[0].pos_candidates: the target's attributes must be a JSON object string",
+        }
+    ]
+    assert [d.source_id for d in Demonstration.objects.filter(project=alpha)] == ["t-fine"]
