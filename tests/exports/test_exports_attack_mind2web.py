@@ -233,3 +233,21 @@ def test_a_candidates_attributes_nested_too_deep_skip_its_task_with_why_not_the_
         }
     ]
     assert [d.source_id for d in Demonstration.objects.filter(project=alpha)] == ["t-fine"]
+
+
+@pytest.mark.django_db
+def test_a_discarded_task_is_dropped_by_who_discarded_it_not_by_who_edited_it_last(
+    client, api_for, researcher, alpha, tmp_path, media_storage
+):
+    path = write(tmp_path / "release", [task("t-gone", [action("u-1", "CLICK")])])
+    call_command("import_mind2web", str(path), "--project", "alpha", "--user", "researcher", stdout=io.StringIO())
+    demo = Demonstration.objects.get(source_id="t-gone")
+    ana, ben = make_user("ana", alpha, Role.REVIEWER), make_user("ben", alpha, Role.REVIEWER)
+    client.force_login(ana)
+    edit(client, demo, 0, op="edit_metadata", fields={"discarded": True})
+    client.force_login(ben)
+    edit(client, demo, 1, op="edit_metadata", fields={"refined_task": "Sign in at once"})
+    folder = exported(api_for(researcher), tmp_path)
+    entry = json.loads((folder / "changes.json").read_text())["demos"][0]
+    assert (entry["status"], entry["by"]) == ("dropped", "ana")
+    assert json.loads((folder / "train.json").read_text()) == []

@@ -115,9 +115,10 @@ def changes_of(demo, review_order: list) -> dict:
     entry = {"demo": demo.source_id, "status": status, "turns": turns, "task": task, "problems": problems}
     if masked:
         entry["masked"] = True
-    if dropped:
-        kind = EditKind.SET_STATUS if demo.status == DemoStatus.REJECTED else EditKind.EDIT_METADATA  # or discarded
-        entry["by"] = authors.get((kind, None))
+    if dropped and demo.status == DemoStatus.REJECTED:
+        entry["by"] = authors.get((EditKind.SET_STATUS, None))
+    elif dropped:  # discarded: who set that field, not whoever edited the task's fields last
+        entry["by"] = next((change["by"] for change in task if change["field"] == "discarded"), None)
     entry["agreement"] = agreement(demo)
     return entry
 
