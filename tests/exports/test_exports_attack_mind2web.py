@@ -251,3 +251,15 @@ def test_a_discarded_task_is_dropped_by_who_discarded_it_not_by_who_edited_it_la
     entry = json.loads((folder / "changes.json").read_text())["demos"][0]
     assert (entry["status"], entry["by"]) == ("dropped", "ana")
     assert json.loads((folder / "train.json").read_text()) == []
+
+
+@pytest.mark.django_db
+def test_the_same_task_in_two_split_files_is_imported_once_and_the_second_named_as_a_repeat(
+    researcher, alpha, tmp_path, media_storage
+):
+    first = write(tmp_path / "release", [task("t-twice", [action("u-1", "CLICK")])], "train_0.json")
+    second = write(tmp_path / "release", [task("t-twice", [action("u-1", "CLICK")])], "train_1.json")
+    out = io.StringIO()
+    call_command("import_mind2web", str(first), str(second), "--project", "alpha", "--user", "researcher", stdout=out)
+    assert "skipped t-twice: train_1.json[0]: the release has task t-twice already; not imported" in out.getvalue()
+    assert Demonstration.objects.filter(project=alpha).count() == 1
