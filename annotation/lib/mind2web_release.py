@@ -58,6 +58,7 @@ class ReleaseTask:
     pages: dict = field(default_factory=dict)  # turn position -> (page bytes, bboxes bytes)
     snapshots: dict = field(default_factory=dict)  # turn position -> MHTML path
     notes: list = field(default_factory=list)
+    shown: set = field(default_factory=set)  # values a password field on a page shows (autofilled): masked too
     masked: bool = False  # a password typed in the task was masked in its pages (the original is not kept)
 
 
@@ -201,6 +202,7 @@ def mask_passwords(task: ReleaseTask) -> None:
             continue
         values = (turn["arguments"].get("text"), attributes.get("value"), attributes.get("input_value"))
         secrets |= {value for value in values if isinstance(value, str) and value.strip() and value != MASK}
+    secrets |= {value for value in task.shown if value.strip() and value != MASK}
     if not secrets:
         return
     mask = masker(secrets)
@@ -260,7 +262,7 @@ def read_action(task: ReleaseTask, action, n: int, folder: Path, seen: set) -> d
     if page is not None and not isinstance(page, str):
         raise BadTask(f"{where}.raw_html: expected a string")
     try:
-        element, boxes, html = element_on_page(page or "", target)
+        element, boxes, html = element_on_page(page or "", target, task.shown)
     except (ValueError, etree.LxmlError) as problem:  # e.g. a control character lxml will not hold
         raise BadTask(f"{where}: its page or target element cannot be read as HTML ({problem})") from None
     if html is None:
@@ -320,9 +322,9 @@ def box_of(rect) -> dict | None:
     }
 
 
-def element_on_page(page: str, target: dict) -> tuple[dict, dict, bytes | None]:
+def element_on_page(page: str, target: dict, shown: set) -> tuple[dict, dict, bytes | None]:
     """The acted element as the recorder describes one, the page's boxes by uid, and the page marked with uids
-    (None when there is no page)."""
+    (None when there is no page); the values its password fields show are added to ``shown``."""
     node = target["backend_node_id"]
     attributes = {k: v for k, v in target["attributes"].items() if k != "bounding_box_rect"}
     box = box_of(target["attributes"].get("bounding_box_rect")) or box_of("0,0,0,0")
@@ -337,6 +339,8 @@ def element_on_page(page: str, target: dict) -> tuple[dict, dict, bytes | None]:
         root = etree.fromstring(page.encode(), etree.HTMLParser(encoding="utf-8"))
         if root is not None:
             for found in root.iter(etree.Element):
+                if str(found.get("type", "")).strip().lower() == "password":  # its value is added to ``shown``
+                    shown.update(found.get(name) for name in ("value", "input_value") if found.get(name))
                 if found.get("backend_node_id") is not None:
                     found.set(UID, found.get("backend_node_id"))
                     if box_of(found.get("bounding_box_rect")):  # none for "-1,-1,-1,-1": the element had no box

@@ -263,3 +263,14 @@ def test_the_same_task_in_two_split_files_is_imported_once_and_the_second_named_
     call_command("import_mind2web", str(first), str(second), "--project", "alpha", "--user", "researcher", stdout=out)
     assert "skipped t-twice: train_1.json[0]: the release has task t-twice already; not imported" in out.getvalue()
     assert Demonstration.objects.filter(project=alpha).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_password_a_page_shows_without_it_being_typed_is_masked(researcher, alpha, tmp_path, media_storage):
+    autofilled = PAGE.format(value=f' value="{SECRET}"')  # the browser filled it in; nobody typed it in the task
+    path = write(tmp_path / "release", [task("t-filled", [action("u-1", "CLICK", page=autofilled)])])
+    call_command("import_mind2web", str(path), "--project", "alpha", "--user", "researcher", stdout=io.StringIO())
+    assert b'value="********"' in read_blob(Turn.objects.get(client_id="u-1").page_id)
+    assert Demonstration.objects.get(source_id="t-filled").source["masked"] is True
+    for stored in media_storage.rglob("*"):
+        assert not stored.is_file() or b"hunter2" not in stored.read_bytes(), stored
