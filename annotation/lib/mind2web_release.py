@@ -35,6 +35,7 @@ OPERATIONS = {"CLICK", "TYPE", "SELECT"}
 POINTER_INTENTS = {"HOVER": "hover", "ENTER": "submit"}  # CLICK's original_op → intent; any other is a click
 UID = "data-webtasks-id"
 XML_INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # characters XML 1.0 (and lxml) will not hold
+PASSWORD_TAG = re.compile(r"""\stype=["']?password\b""", re.IGNORECASE)  # in the acted element's start tag
 MIN_SECRET = 4  # a shorter password is masked as a whole value only (the recorder's MIN_TEXT_LENGTH)
 TEXT_FIELDS = ("website", "domain", "subdomain", "confirmed_task")
 
@@ -197,8 +198,9 @@ def mask_passwords(task: ReleaseTask) -> None:
     as a whole value (an attribute's, a field's), or ``"in"`` would mask every ``<input``."""
     secrets = set()
     for turn in task.turns:
-        attributes = turn["arguments"]["element"]["attributes"]
-        if str(attributes.get("type", "")).strip().lower() != "password":
+        attributes, start = turn["arguments"]["element"]["attributes"], turn["arguments"]["element"]["outerHTML"]
+        password = str(attributes.get("type", "")).strip().lower() == "password"
+        if not password and not PASSWORD_TAG.search(start.split(">", 1)[0]):  # or the page says what it is
             continue
         values = (turn["arguments"].get("text"), attributes.get("value"), attributes.get("input_value"))
         secrets |= {value for value in values if isinstance(value, str) and value.strip() and value != MASK}

@@ -274,3 +274,16 @@ def test_a_password_a_page_shows_without_it_being_typed_is_masked(researcher, al
     assert Demonstration.objects.get(source_id="t-filled").source["masked"] is True
     for stored in media_storage.rglob("*"):
         assert not stored.is_file() or b"hunter2" not in stored.read_bytes(), stored
+
+
+@pytest.mark.django_db
+def test_a_password_typed_where_only_the_page_says_the_field_is_one_is_masked(
+    researcher, alpha, tmp_path, media_storage
+):
+    typed = action("u-1", "TYPE", "3", "input", SECRET, attributes={"backend_node_id": "3"})  # no type given
+    path = write(tmp_path / "release", [task("t-typeless", [typed])])
+    call_command("import_mind2web", str(path), "--project", "alpha", "--user", "researcher", stdout=io.StringIO())
+    assert Turn.objects.get(client_id="u-1").arguments["text"] == "********"
+    assert Demonstration.objects.get(source_id="t-typeless").source["masked"] is True
+    for stored in media_storage.rglob("*"):
+        assert not stored.is_file() or b"hunter2" not in stored.read_bytes(), stored
