@@ -36,6 +36,8 @@ POINTER_INTENTS = {"HOVER": "hover", "ENTER": "submit"}  # CLICK's original_op â
 UID = "data-webtasks-id"
 XML_INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # characters XML 1.0 (and lxml) will not hold
 PASSWORD_TAG = re.compile(r"""\stype=["']?password\b""", re.IGNORECASE)  # in the acted element's start tag
+HTML_TAG = re.compile(r"<[^<>]*>")  # as lxml writes a page: no "<" or ">" inside one (escaped in values)
+QUOTED_VALUE = re.compile(r"""(=[\t\n\f\r ]*)("[^"]*"|'[^']*')""")
 MIN_SECRET = 4  # a shorter password is masked as a whole value only (the recorder's MIN_TEXT_LENGTH)
 TEXT_FIELDS = ("website", "domain", "subdomain", "confirmed_task")
 
@@ -194,8 +196,8 @@ def read_task(original: bytes, split: str, folder: Path) -> ReleaseTask:
 def mask_passwords(task: ReleaseTask) -> None:
     """A value typed into (or shown in, ``value``/``input_value``) a password field is masked wherever the task
     shows it, as the recorder masks a private value: its pages, every turn's arguments (the element's attributes,
-    HTML and text; other fields it was typed in) and the task's text. One shorter than ``MIN_SECRET`` is masked only
-    as a whole value (an attribute's, a field's), or ``"in"`` would mask every ``<input``."""
+    HTML and text; other fields it was typed in) and the task's text; in HTML, in text and attribute values only.
+    One shorter than ``MIN_SECRET`` is masked only as a whole value (an attribute's, a field's)."""
     secrets = set()
     for turn in task.turns:
         attributes, start = turn["arguments"]["element"]["attributes"], turn["arguments"]["element"]["outerHTML"]
@@ -209,7 +211,7 @@ def mask_passwords(task: ReleaseTask) -> None:
         return
     mask = masker(secrets)
     for n, (page, boxes) in list(task.pages.items()):
-        task.pages[n] = (mask(page.decode()).encode(), boxes)
+        task.pages[n] = (mask_html(page.decode(), mask).encode(), boxes)
     for turn in task.turns:
         turn["arguments"] = masked_strings(turn["arguments"], mask)
     task.task, task.masked = mask(task.task), True
@@ -219,30 +221,40 @@ def mask_passwords(task: ReleaseTask) -> None:
 
 
 def masker(secrets: set):
-    """A function masking ``secrets`` in a text: anywhere (a long one, as typed or HTML-escaped) or as a whole value
-    (``="â€¦"``, or the whole text)."""
+    """A function masking ``secrets`` in a text: anywhere (a long one, as typed or HTML-escaped) or as the whole
+    text (a short one)."""
     forms = {f for s in secrets for f in (s, escape(s), escape(s, quote=True))}
     long = sorted((f for f in forms if len(f.strip()) >= MIN_SECRET), key=len, reverse=True)
     anywhere = re.compile("|".join(map(re.escape, long))) if long else None
-    values = "|".join(map(re.escape, forms))
-    whole = re.compile(r"""(=[\t\n\f\r ]*["'])(?:""" + values + r""")(["'])""")
 
     def mask(text: str) -> str:
         if text in forms:
             return MASK
-        text = anywhere.sub(MASK, text) if anywhere else text
-        return whole.sub(lambda m: f"{m[1]}{MASK}{m[2]}", text)
+        return anywhere.sub(MASK, text) if anywhere else text
 
     return mask
 
 
-def masked_strings(value, mask):
-    """``value`` (JSON) with ``mask`` applied to each of its strings."""
+def mask_html(html: str, mask) -> str:
+    """``mask`` on an HTML text's text and attribute values only: a password ``input`` or ``body`` leaves the tags
+    and attribute names whole."""
+    value = lambda q: f"{q[1]}{q[2][0]}{mask(q[2][1:-1])}{q[2][-1]}"  # noqa: E731
+    out, at = [], 0
+    for tag in HTML_TAG.finditer(html):
+        out += [mask(html[at : tag.start()]), QUOTED_VALUE.sub(value, tag[0])]
+        at = tag.end()
+    return "".join([*out, mask(html[at:])])
+
+
+def masked_strings(value, mask, key: str = ""):
+    """``value`` (JSON) with ``mask`` applied to each of its strings (``mask_html`` to an ``outerHTML``)."""
     if isinstance(value, dict):
-        return {key: masked_strings(item, mask) for key, item in value.items()}
+        return {name: masked_strings(item, mask, name) for name, item in value.items()}
     if isinstance(value, list):
         return [masked_strings(item, mask) for item in value]
-    return mask(value) if isinstance(value, str) else value
+    if isinstance(value, str):
+        return mask_html(value, mask) if key == "outerHTML" else mask(value)
+    return value
 
 
 def read_action(task: ReleaseTask, action, n: int, folder: Path, seen: set) -> dict:

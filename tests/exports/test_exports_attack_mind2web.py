@@ -287,3 +287,20 @@ def test_a_password_typed_where_only_the_page_says_the_field_is_one_is_masked(
     assert Demonstration.objects.get(source_id="t-typeless").source["masked"] is True
     for stored in media_storage.rglob("*"):
         assert not stored.is_file() or b"hunter2" not in stored.read_bytes(), stored
+
+
+@pytest.mark.django_db
+def test_a_password_equal_to_a_tag_or_attribute_name_leaves_the_pages_html_whole(
+    researcher, alpha, tmp_path, media_storage
+):
+    password = {"backend_node_id": "3", "type": "password"}
+    typed = action("u-1", "TYPE", "3", "input", "button", attributes=password)
+    shown = action("u-2", "CLICK", page=PAGE.format(value=' input_value="button"') + "<p>button</p>")
+    path = write(tmp_path / "release", [task("t-tag", [typed, shown])])
+    call_command("import_mind2web", str(path), "--project", "alpha", "--user", "researcher", stdout=io.StringIO())
+    page = read_blob(Turn.objects.get(client_id="u-2").page_id)
+    assert b'<button backend_node_id="7"' in page
+    assert b'input_value="********"' in page
+    assert b">button<" not in page
+    element = Turn.objects.get(client_id="u-2").arguments["element"]
+    assert element["outerHTML"].startswith("<button ")
