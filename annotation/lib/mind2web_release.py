@@ -11,10 +11,12 @@ action's ``raw_html`` with every element's ``backend_node_id`` as its ``data-web
 ``bounding_box_rect`` in the page's bboxes; the acted element is the original target among the positive
 candidates; CLICK is a click (``HOVER`` a hover, ``ENTER`` a submit), TYPE a textInput, SELECT a change. The raw
 dump's MHTML snapshot (``task/<annotation_id>/processed/snapshots/<action_uid>_before.mhtml`` beside the split
-files) is the turn's snapshot when present. An action without its page keeps its element alone (noted).
+files) is the turn's snapshot when present (not in a task where a password was typed: it cannot be masked). An
+action without its page keeps its element alone (noted).
 """
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from html import escape
@@ -33,6 +35,10 @@ OPERATIONS = {"CLICK", "TYPE", "SELECT"}
 POINTER_INTENTS = {"HOVER": "hover", "ENTER": "submit"}  # CLICK's original_op → intent; any other is a click
 UID = "data-webtasks-id"
 XML_INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # characters XML 1.0 (and lxml) will not hold
+PASSWORD_TAG = re.compile(r"""\stype=["']?password\b""", re.IGNORECASE)  # in the acted element's start tag
+HTML_TAG = re.compile(r"<[^<>]*>")  # as lxml writes a page: no "<" or ">" inside one (escaped in values)
+QUOTED_VALUE = re.compile(r"""(=[\t\n\f\r ]*)("[^"]*"|'[^']*')""")
+MIN_SECRET = 4  # a shorter password is masked as a whole value only (the recorder's MIN_TEXT_LENGTH)
 TEXT_FIELDS = ("website", "domain", "subdomain", "confirmed_task")
 
 
@@ -55,6 +61,7 @@ class ReleaseTask:
     pages: dict = field(default_factory=dict)  # turn position -> (page bytes, bboxes bytes)
     snapshots: dict = field(default_factory=dict)  # turn position -> MHTML path
     notes: list = field(default_factory=list)
+    shown: set = field(default_factory=set)  # values a password field on a page shows (autofilled): masked too
     masked: bool = False  # a password typed in the task was masked in its pages (the original is not kept)
 
 
@@ -187,20 +194,67 @@ def read_task(original: bytes, split: str, folder: Path) -> ReleaseTask:
 
 
 def mask_passwords(task: ReleaseTask) -> None:
-    """A value typed into a password field is masked wherever the task's pages show it (``input_value``); ingest
-    masks it in the turn itself (``turns.mask_password_values``)."""
+    """A value typed into (or shown in, ``value``/``input_value``) a password field is masked wherever the task
+    shows it, as the recorder masks a private value: its pages, every turn's arguments (the element's attributes,
+    HTML and text; other fields it was typed in) and the task's text; in HTML, in text and attribute values only.
+    One shorter than ``MIN_SECRET`` is masked only as a whole value (an attribute's, a field's)."""
     secrets = set()
     for turn in task.turns:
-        attributes = turn["arguments"]["element"]["attributes"]
-        text = turn["arguments"].get("text")
-        if str(attributes.get("type", "")).strip().lower() == "password" and text not in (None, "", MASK):
-            secrets.add(text)
+        attributes, start = turn["arguments"]["element"]["attributes"], turn["arguments"]["element"]["outerHTML"]
+        password = str(attributes.get("type", "")).strip().lower() == "password"
+        if not password and not PASSWORD_TAG.search(start.split(">", 1)[0]):  # or the page says what it is
+            continue
+        values = (turn["arguments"].get("text"), attributes.get("value"), attributes.get("input_value"))
+        secrets |= {value for value in values if isinstance(value, str) and value.strip() and value != MASK}
+    secrets |= {value for value in task.shown if value.strip() and value != MASK}
+    if not secrets:
+        return
+    mask = masker(secrets)
     for n, (page, boxes) in list(task.pages.items()):
-        for secret in sorted(secrets, key=len, reverse=True):
-            for form in {secret, escape(secret), escape(secret, quote=True)}:
-                page = page.replace(form.encode(), MASK.encode())
-        task.pages[n] = (page, boxes)
-    task.masked = bool(secrets)
+        task.pages[n] = (mask_html(page.decode(), mask).encode(), boxes)
+    for turn in task.turns:
+        turn["arguments"] = masked_strings(turn["arguments"], mask)
+    task.task, task.masked = mask(task.task), True
+    if task.snapshots:  # MHTML encodes its parts: a password in one cannot be found to mask it
+        task.notes.append(f"{len(task.snapshots)} MHTML snapshot(s) not imported: a password was typed in this task")
+        task.snapshots = {}
+
+
+def masker(secrets: set):
+    """A function masking ``secrets`` in a text: anywhere (a long one, as typed or HTML-escaped) or as the whole
+    text (a short one)."""
+    forms = {f for s in secrets for f in (s, escape(s), escape(s, quote=True))}
+    long = sorted((f for f in forms if len(f.strip()) >= MIN_SECRET), key=len, reverse=True)
+    anywhere = re.compile("|".join(map(re.escape, long))) if long else None
+
+    def mask(text: str) -> str:
+        if text in forms:
+            return MASK
+        return anywhere.sub(MASK, text) if anywhere else text
+
+    return mask
+
+
+def mask_html(html: str, mask) -> str:
+    """``mask`` on an HTML text's text and attribute values only: a password ``input`` or ``body`` leaves the tags
+    and attribute names whole."""
+    value = lambda q: f"{q[1]}{q[2][0]}{mask(q[2][1:-1])}{q[2][-1]}"  # noqa: E731
+    out, at = [], 0
+    for tag in HTML_TAG.finditer(html):
+        out += [mask(html[at : tag.start()]), QUOTED_VALUE.sub(value, tag[0])]
+        at = tag.end()
+    return "".join([*out, mask(html[at:])])
+
+
+def masked_strings(value, mask, key: str = ""):
+    """``value`` (JSON) with ``mask`` applied to each of its strings (``mask_html`` to an ``outerHTML``)."""
+    if isinstance(value, dict):
+        return {name: masked_strings(item, mask, name) for name, item in value.items()}
+    if isinstance(value, list):
+        return [masked_strings(item, mask) for item in value]
+    if isinstance(value, str):
+        return mask_html(value, mask) if key == "outerHTML" else mask(value)
+    return value
 
 
 def read_action(task: ReleaseTask, action, n: int, folder: Path, seen: set) -> dict:
@@ -222,7 +276,7 @@ def read_action(task: ReleaseTask, action, n: int, folder: Path, seen: set) -> d
     if page is not None and not isinstance(page, str):
         raise BadTask(f"{where}.raw_html: expected a string")
     try:
-        element, boxes, html = element_on_page(page or "", target)
+        element, boxes, html = element_on_page(page or "", target, task.shown)
     except (ValueError, etree.LxmlError) as problem:  # e.g. a control character lxml will not hold
         raise BadTask(f"{where}: its page or target element cannot be read as HTML ({problem})") from None
     if html is None:
@@ -253,8 +307,8 @@ def original_target(candidates, where: str) -> dict:
     target = next((c for c in candidates if c.get("is_original_target") is True), candidates[0])
     if not isinstance(target.get("backend_node_id"), str) or not isinstance(target.get("tag"), str):
         raise BadTask(f"{where}.pos_candidates: the target needs its tag and backend_node_id")
-    try:
-        attributes = json.loads(target.get("attributes") or "{}")
+    try:  # jsonsafe: a string nested 100,000 deep is a RecursionError to json.loads
+        attributes = jsonsafe.loads(target.get("attributes") or "{}")
     except (TypeError, ValueError):
         attributes = None
     if not isinstance(attributes, dict):
@@ -267,7 +321,8 @@ def box_of(rect) -> dict | None:
         x, y, width, height = (float(part) for part in str(rect).split(","))
     except ValueError:
         return None
-    if width < 0 or height < 0:
+    finite = all(math.isfinite(v) for v in (x, y, width, height, x + width, y + height))  # NaN, inf, overflow
+    if not finite or width < 0 or height < 0:
         return None
     return {
         "x": x,
@@ -281,9 +336,9 @@ def box_of(rect) -> dict | None:
     }
 
 
-def element_on_page(page: str, target: dict) -> tuple[dict, dict, bytes | None]:
+def element_on_page(page: str, target: dict, shown: set) -> tuple[dict, dict, bytes | None]:
     """The acted element as the recorder describes one, the page's boxes by uid, and the page marked with uids
-    (None when there is no page)."""
+    (None when there is no page); the values its password fields show are added to ``shown``."""
     node = target["backend_node_id"]
     attributes = {k: v for k, v in target["attributes"].items() if k != "bounding_box_rect"}
     box = box_of(target["attributes"].get("bounding_box_rect")) or box_of("0,0,0,0")
@@ -298,6 +353,8 @@ def element_on_page(page: str, target: dict) -> tuple[dict, dict, bytes | None]:
         root = etree.fromstring(page.encode(), etree.HTMLParser(encoding="utf-8"))
         if root is not None:
             for found in root.iter(etree.Element):
+                if str(found.get("type", "")).strip().lower() == "password":  # its value is added to ``shown``
+                    shown.update(found.get(name) for name in ("value", "input_value") if found.get(name))
                 if found.get("backend_node_id") is not None:
                     found.set(UID, found.get("backend_node_id"))
                     if box_of(found.get("bounding_box_rect")):  # none for "-1,-1,-1,-1": the element had no box

@@ -27,6 +27,7 @@ IMPORTS_PREFIX = "imports/"
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
 FORMATS = {"weblinx": "WebLINX", "mind2web": "Mind2Web"}
 CHECKED_SPLIT_BYTES = 64 * 1024 * 1024  # a split file uploaded alone is parsed in the request up to this size
+MAX_NAME = ImportJob._meta.get_field("archive_name").max_length
 LAYOUTS = {"weblinx": release_archive.weblinx_root, "mind2web": release_archive.mind2web_root}
 
 
@@ -87,6 +88,8 @@ def check_split_file(path: Path, name: str) -> None:
     ``CHECKED_SPLIT_BYTES``; a larger one's list is checked by the worker, whose job fails naming the part)."""
     try:
         split_of(Path(name))
+        if len(name) > MAX_NAME:  # the job keeps this much of the name, and the worker reads the split from it
+            raise NotARelease("file", f"a name of {len(name)} characters; at most {MAX_NAME}")
         if path.stat().st_size > CHECKED_SPLIT_BYTES:
             with path.open("rb") as handle:
                 if handle.read(4096).lstrip()[:1] != b"[":

@@ -109,7 +109,8 @@ def check_mind2web_import(project: Project, release: Mind2WebRelease) -> tuple[l
         if name.lower() in present:
             report.skipped.append({"item": name, "why": f"{present[name.lower()]}; not imported"})
         elif name and name.lower() in seen:
-            why = f"{ref.where}: the release has task {seen[name.lower()]} already (ids equal but for case)"
+            but = " (ids equal but for case)" if seen[name.lower()] != name else ""
+            why = f"{ref.where}: the release has task {seen[name.lower()]} already{but}"
             report.skipped.append({"item": name, "why": f"{why}; not imported"})
         else:
             seen[name.lower()] = name

@@ -169,10 +169,12 @@ def live_authors(edits: list) -> dict:
     return authors
 
 
-def original_index(turn, position: int) -> int:
+def original_index(demo, turn, position: int) -> int:
     """The turn's index in the release's replay.json (the import gave each turn its position as client id) or in
-    the Mind2Web task's actions (its position: one turn per action, in order)."""
-    return int(turn.client_id) if turn.client_id.isdecimal() else position
+    the Mind2Web task's actions (its position: one turn per action, in order; its client id is the action_uid,
+    which may be all digits too)."""
+    weblinx = demo.source.get("format") == "weblinx"
+    return int(turn.client_id) if weblinx and turn.client_id.isdecimal() else position
 
 
 def turn_key(turn):
@@ -200,7 +202,7 @@ def turn_changes(demo, order: list, authors: dict) -> list:
     captured_at = {pk: n for n, pk in enumerate(turn.pk for turn in turns if turn.pk in kept_at)}  # place as captured
     changes = []
     for position, turn in enumerate(turns):
-        index, curation = original_index(turn, position), curations.get(turn.pk)
+        index, curation = original_index(demo, turn, position), curations.get(turn.pk)
         by = lambda kind, pk=turn.pk: authors.get((kind, pk))  # noqa: E731
         if curation and curation.deleted:
             changes.append({"index": index, "change": "deleted", "by": by(EditKind.DELETE)})
@@ -262,14 +264,16 @@ def changes_of(demo, order: list | None = None, kinds: list | None = None) -> di
     status = "dropped" if dropped else ("changed" if turns or task or masked else "unchanged")
     marks = marks_of(demo, kinds, marks=prefetched(demo, "problem_marks"))
     problems = [problem(mark, None) for mark in marks["task"]]
-    index = {turn.pk: original_index(turn, n) for n, turn in enumerate(sorted(demo.turns.all(), key=turn_key))}
+    turns_in_order = enumerate(sorted(demo.turns.all(), key=turn_key))
+    index = {turn.pk: original_index(demo, turn, n) for n, turn in turns_in_order}
     problems += [problem(mark, index.get(pk)) for pk, items in marks["turns"].items() for mark in items]
     entry = {"demo": demo.source_id, "status": status, "turns": turns, "task": task, "problems": problems}
     if masked:
         entry["masked"] = True
-    if dropped:
-        kind = EditKind.SET_STATUS if demo.status == DemoStatus.REJECTED else EditKind.EDIT_METADATA  # or discarded
-        entry["by"] = authors.get((kind, None))
+    if dropped and demo.status == DemoStatus.REJECTED:
+        entry["by"] = authors.get((EditKind.SET_STATUS, None))
+    elif dropped:  # discarded: who set that field, not whoever edited the task's fields last
+        entry["by"] = next((change["by"] for change in task if change["field"] == "discarded"), None)
     entry["agreement"] = agreement(demo)
     return entry
 
@@ -412,7 +416,7 @@ def item_of(user, project, release_id) -> dict:
     turns, curations, kept_at = curation_state(demo, order)
     rows = []
     for position, turn in enumerate(turns):
-        index, curation = original_index(turn, position), curations.get(turn.pk)
+        index, curation = original_index(demo, turn, position), curations.get(turn.pk)
         text = turn_text(turn)
         curated = None
         if turn.pk in kept_at:
