@@ -17,6 +17,7 @@ action without its page keeps its element alone (noted).
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from html import escape
@@ -75,10 +76,11 @@ class TaskRef:
     end: int
     split: str
     n: int
+    label: str = ""  # the file's path from the folder all the release's files are in (its name when alone)
 
     @property
     def where(self) -> str:
-        return f"{self.path.name}[{self.n}]"
+        return f"{self.label or self.path.name}[{self.n}]"
 
     def original(self) -> bytes:
         with self.path.open("rb") as handle:
@@ -133,14 +135,17 @@ def read_release(paths: list, max_tasks: int, max_bytes: int) -> Mind2WebRelease
     if not paths:
         raise NotARelease("file", "no split file (train.json, test_task.json, test_website.json, test_domain.json)")
     release = Mind2WebRelease(tasks=[])
-    for path in sorted(Path(p) for p in paths):
+    files = sorted(Path(p).absolute() for p in paths)
+    common = Path(os.path.commonpath([path.parent for path in files]))
+    for path in files:
+        label = path.relative_to(common).as_posix()  # two folders' train.json are told apart in the report
         if not path.is_file():
-            raise NotARelease(path.name, "missing")
+            raise NotARelease(label, "missing")
         split = split_of(path)
         if path.stat().st_size > max_bytes:
-            raise NotARelease(path.name, f"{path.stat().st_size} bytes; at most {max_bytes} per split file")
-        found = spans(path.read_bytes(), path.name, max_tasks)
-        release.tasks += [TaskRef(path, start, end, split, n) for n, (start, end) in enumerate(found)]
+            raise NotARelease(label, f"{path.stat().st_size} bytes; at most {max_bytes} per split file")
+        found = spans(path.read_bytes(), label, max_tasks)
+        release.tasks += [TaskRef(path, start, end, split, n, label) for n, (start, end) in enumerate(found)]
         if len(release.tasks) > max_tasks:
             raise NotARelease("file", f"more than {max_tasks} tasks; at most {max_tasks} per import")
     return release

@@ -11,6 +11,7 @@ import string
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Lower
 
 from .manage import Project, Role
 
@@ -173,9 +174,10 @@ class Demonstration(models.Model):
             models.CheckConstraint(condition=Q(name__regex=r"^[a-z]+$"), name="demo_name_lowercase"),
             # Per navigator, not global: another person's ids (of any project) are never an answer to anyone else.
             models.UniqueConstraint(fields=["navigator", "client_id"], name="demo_client_id_per_navigator"),
-            # One release's demo once per project: importing it again is refused, never a duplicate.
+            # One release's demo once per project, ids equal but for case included (their folders would overwrite
+            # each other on some systems): importing it again is refused, never a duplicate, even by two at once.
             models.UniqueConstraint(
-                fields=["project", "source_id"], condition=~Q(source_id=""), name="demo_source_id_per_project"
+                "project", Lower("source_id"), condition=~Q(source_id=""), name="demo_source_id_per_project"
             ),
         ]
 

@@ -1,6 +1,7 @@
 """Attacks on the Mind2Web import and its corrected-release export: a password shown in the acted element, boxes
 that are not numbers, all-digit action ids, hostile names and text, other projects and roles."""
 
+import datetime as dt
 import io
 import json
 import tarfile
@@ -8,14 +9,17 @@ import tarfile
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
+from django.db import IntegrityError, transaction
 
-from annotation.models import Demonstration, ExportJob, ImportJob, Role, Turn
+from annotation.lib.formats import mind2web_task_id
+from annotation.models import Demonstration, ExportJob, ImportJob, Project, Role, Turn
 from annotation.store.blobstore import read_blob
 from tests.support.actors import make_user
 from workers.exports.imports import run_import
 from workers.exports.jobs import run_export
 
 URL = "/api/projects/alpha/imports/"
+STARTED = {"recording_start": dt.datetime(2024, 1, 1, tzinfo=dt.UTC)}
 SECRET = "hunter2-Sesame!"
 PAGE = (
     '<html backend_node_id="1" bounding_box_rect="0,0,1280,800"><body backend_node_id="2" '
@@ -304,3 +308,44 @@ def test_a_password_equal_to_a_tag_or_attribute_name_leaves_the_pages_html_whole
     assert b">button<" not in page
     element = Turn.objects.get(client_id="u-2").arguments["element"]
     assert element["outerHTML"].startswith("<button ")
+
+
+@pytest.mark.django_db
+def test_two_folders_train_files_are_told_apart_in_the_report(researcher, alpha, tmp_path, media_storage):
+    good = write(tmp_path / "release" / "a", [task("t-a", [action("u-1", "CLICK")])])
+    bad = write(tmp_path / "release" / "b", [{"annotation_id": "t-b", "website": "shop"}])
+    out = io.StringIO()
+    call_command("import_mind2web", str(good), str(bad), "--project", "alpha", "--user", "researcher", stdout=out)
+    assert "skipped t-b: b/train.json[0]:" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_a_task_with_the_id_the_export_gives_a_recorded_demo_is_skipped_with_why(
+    researcher, alpha, tmp_path, media_storage
+):
+    recorded = Demonstration.objects.create(project=alpha, name="recordedone", navigator=researcher, **STARTED)
+    taken = mind2web_task_id(recorded.name)  # what the Mind2Web export names that demo
+    path = write(
+        tmp_path / "release", [task(taken, [action("u-1", "CLICK")]), task("t-free", [action("u-2", "CLICK")])]
+    )
+    out = io.StringIO()
+    call_command("import_mind2web", str(path), "--project", "alpha", "--user", "researcher", stdout=out)
+    assert f"skipped {taken}: the Mind2Web export gives recorded demo recordedone this id" in out.getvalue()
+    assert list(Demonstration.objects.exclude(source_id="").values_list("source_id", flat=True)) == ["t-free"]
+
+
+@pytest.mark.django_db
+def test_ids_equal_but_for_case_cannot_both_be_stored_even_by_two_imports_at_once(researcher, alpha):
+    """The check before writing reads the ids present; two imports at once both pass it, so the database refuses
+    the second (the import lists it as imported meanwhile)."""
+    Demonstration.objects.create(
+        project=alpha, name="importedone", navigator=researcher, source_id="T-1", client_id="c1", **STARTED
+    )
+    with pytest.raises(IntegrityError, match="demo_source_id_per_project"), transaction.atomic():
+        Demonstration.objects.create(
+            project=alpha, name="importedtwo", navigator=researcher, source_id="t-1", client_id="c2", **STARTED
+        )
+    other = Project.objects.create(name="beta", title="Beta")
+    Demonstration.objects.create(
+        project=other, name="importedthree", navigator=researcher, source_id="t-1", client_id="c3", **STARTED
+    )

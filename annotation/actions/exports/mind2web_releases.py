@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from ...lib import schema
+from ...lib.formats import mind2web_task_id
 from ...lib.mind2web_release import BadTask, Mind2WebRelease, ReleaseTask, TaskRef, load_task, read_release, task_name
 from ...lib.weblinx_release import NotARelease
 from ...models import DemoMode, Demonstration, DemoStatus, Project, Website
@@ -103,6 +104,7 @@ def check_mind2web_import(project: Project, release: Mind2WebRelease) -> tuple[l
     (a task is read again when written: one task's pages in memory at a time)."""
     report, names = ImportReport(), {ref: task_name(ref.original()) for ref in release.tasks}
     present = present_ids(project, [name for name in names.values() if name])
+    present.update(recorded_task_ids(project))
     ready, seen = [], {}
     for ref in release.tasks:
         name = names[ref]
@@ -121,6 +123,13 @@ def check_mind2web_import(project: Project, release: Mind2WebRelease) -> tuple[l
                 report.skipped.append({"item": name or ref.where, "why": error.detail})
     check_something_new(project, ready, present, "task")
     return ready, report
+
+
+def recorded_task_ids(project: Project) -> dict:
+    """``{annotation_id: why}`` of the ids a Mind2Web export gives the project's recorded demos (derived from their
+    names): a release task with one of them would be exported as a second task of that id."""
+    recorded = Demonstration.objects.filter(project=project, source_id="").values_list("name", flat=True)
+    return {mind2web_task_id(name): f"the Mind2Web export gives recorded demo {name} this id" for name in recorded}
 
 
 def do_import_mind2web(

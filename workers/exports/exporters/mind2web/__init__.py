@@ -42,13 +42,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from annotation.lib.formats import MIND2WEB_NAMESPACE as NAMESPACE
+from annotation.lib.formats import mind2web_task_id
 from annotation.lib.shapes import as_dict, as_text, box_of, element_of
 from annotation.lib.splits import MIND2WEB_SPLITS
 
 from ..base import BlobSource, ExportCounts, ExportDemo, ExportTurn, write_changes
 from .page import Snapshot
 
-NAMESPACE = uuid.UUID("4f6b1c2e-9d3a-5e7f-8b21-6c0d4a9e3f15")  # fixed forever: ids derive from it
 STEP_INTENTS = frozenset({"click", "hover", "submit", "textInput", "change"})
 POINTER_OPS = {"click": "CLICK", "hover": "HOVER", "submit": "ENTER"}  # intent → original_op (op is CLICK)
 TOGGLE_TYPES = frozenset({"checkbox", "radio"})
@@ -88,7 +89,7 @@ def annotation_id(demo: ExportDemo) -> str:
     """A task imported from a release keeps its id there; a recorded one's derives from its name."""
     if demo.release_format == "mind2web" and demo.release_id:
         return demo.release_id
-    return str(uuid.uuid5(NAMESPACE, demo.name))
+    return mind2web_task_id(demo.name)
 
 
 def action_uid(demo: ExportDemo, turn: ExportTurn) -> str:
