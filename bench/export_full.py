@@ -8,8 +8,10 @@ of its own, same sizes, other bytes), on local storage in a scratch database and
 export job's runner as the Celery task runs it, in a process of its own (``manage.py shell``) whose peak resident
 memory (``VmHWM`` in ``/proc/self/status``, which starts anew at exec, where ``ru_maxrss`` carries the bench
 process's own high-water mark over) is the job's, Django included; then ``tar -cf - | pigz -6 -p <cores>`` of the
-directory ``export_dataset`` writes for the same demos. Targets: ``ratio_vs_pigz`` (pigz seconds / job seconds,
-the lower of the two formats) >= 1.0, ``peak_rss_mb`` (the higher) <= 1,024.
+directory ``export_dataset`` writes for the same demos. Before the jobs, untimed, each validated demo's Mind2Web
+steps are processed as validation has the worker do (``mind2web_process_*``: where the page parsing went). Targets:
+``ratio_vs_pigz`` (pigz seconds / job seconds, the lower of the two formats) >= 1.0, ``peak_rss_mb`` (the higher)
+<= 1,024.
 
 It takes long (the corpus alone is ~10 GB of files): ``EXPORT_FULL_TURNS`` (default 100,000) and
 ``EXPORT_FULL_DEMOS`` (default 2,337) make it smaller; ``--quick`` uses 10 demos and 250 turns.
@@ -40,6 +42,18 @@ from annotation.synth.bulk import bulk_copies
 started = time.perf_counter()
 files = bulk_copies(Project.objects.get(name={project!r}), {demos}, {turns})
 print(files, time.perf_counter() - started)
+"""
+
+# What validation has the worker do (untimed in the jobs): each validated demo's Mind2Web steps processed and stored.
+PROCESS = """
+import json, time
+from annotation.models import Demonstration, Project
+from workers.exports.mind2web_steps import process_demo
+demos = Demonstration.objects.filter(project__name={project!r}, status="validated")
+started, cpu = time.perf_counter(), time.process_time()
+steps = sum(process_demo(demo) for demo in demos.iterator(chunk_size=20))
+seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+print(json.dumps({{"seconds": seconds, "cpu_seconds": cpu, "steps": steps}}))
 """
 
 # The job as the Celery task runs it, alone in this process: its peak RSS is the job's (and Django's).
@@ -110,6 +124,9 @@ def run(quick: bool = False) -> dict:
             migrate(env, database_url)
             corpus = build_corpus(env, size)
             # the templates stay "recorded": the jobs export the validated copies only
+            process = json.loads(
+                long_manage(env, "shell", "-c", PROCESS.format(project=PROJECT)).strip().splitlines()[-1]
+            )
             for name in FORMATS:
                 line = long_manage(env, "shell", "-c", RUN_JOB.format(project=PROJECT, format=name))
                 job = json.loads(line.strip().splitlines()[-1])
@@ -146,6 +163,9 @@ def run(quick: bool = False) -> dict:
             )
         },
         "mind2web_steps": mind2web["counts"]["turns"],
+        "mind2web_process_seconds": round(process["seconds"], 1),
+        "mind2web_process_cpu_seconds": round(process["cpu_seconds"], 1),
+        "mind2web_processed_steps": process["steps"],
         "blob_files": corpus["blob_files"],
         "ingest_seconds": round(corpus["ingest_seconds"], 1),
         "copy_seconds": round(corpus["copy_seconds"], 1),

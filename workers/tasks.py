@@ -105,3 +105,15 @@ def auto_approve_assignments() -> int:
     from annotation.actions.quality import do_auto_approve_due
 
     return do_auto_approve_due()
+
+
+@shared_task(name="workers.process_mind2web_steps", acks_late=True)
+def process_mind2web_steps(demo_id: int) -> None:
+    """Parse a validated demo's step pages once for the Mind2Web export (see ``mind2web_steps.process_demo``)."""
+    from annotation.models import Demonstration
+
+    from .exports.mind2web_steps import process_demo
+
+    demo = Demonstration.objects.filter(pk=demo_id).first()
+    if demo is not None:
+        process_demo(demo)

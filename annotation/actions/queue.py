@@ -21,7 +21,8 @@ AGENT_RUN = "workers.run_agent"
 PREDICTION = "workers.run_prediction"
 PACK_BLOBS = "workers.pack_demo_blobs"
 IMPORT = "workers.run_import_job"
-TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN, AGENT_RUN, PREDICTION, PACK_BLOBS, IMPORT)
+MIND2WEB_STEPS = "workers.process_mind2web_steps"
+TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN, AGENT_RUN, PREDICTION, PACK_BLOBS, IMPORT, MIND2WEB_STEPS)
 
 
 def check_plain_args(args: tuple) -> None:

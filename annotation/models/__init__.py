@@ -14,7 +14,7 @@ from .agents import (
     ModelLimits,
     PredictionRun,
 )
-from .exports import Evaluation, ExportFormat, ExportJob, ImportJob, JobStatus, SplitConfig
+from .exports import Evaluation, ExportFormat, ExportJob, ImportJob, JobStatus, Mind2WebStep, SplitConfig
 from .forms import HOLDING_STATUSES, Assignment, AssignmentStatus, Batch, BatchKind, ReviewState, Task
 from .live import Invitation, code_digest
 from .manage import READ_ROLES, RECORDING_ROLES, Membership, Project, ProjectInvitation, Role, token_digest
@@ -52,6 +52,7 @@ from .review import (
 from .stats import PayRates
 
 __all__ = [
+    "Mind2WebStep",
     "Decision",
     "BatchBlock",
     "BatchRequirement",

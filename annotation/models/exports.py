@@ -11,6 +11,7 @@ from django.db import models
 from django.utils import timezone
 
 from .manage import Project
+from .recordings import Demonstration
 
 
 class SplitConfig(models.Model):
@@ -203,3 +204,25 @@ class ImportJob(Job):
 
     def __str__(self):
         return f"import {self.pk} into {self.project} ({self.format}, {self.status})"
+
+
+class Mind2WebStep(models.Model):
+    """One step of a demonstration as the Mind2Web export writes it, processed by the worker once the demo is
+    validated (``workers/exports/mind2web_steps.py``). ``key`` is a digest of everything the step is made from (the
+    exporter's version, the action id, the turn's page, bboxes and arguments): the export uses a row whose key it
+    computes again, and processes any other step on the fly, so a stale row is never written."""
+
+    demonstration = models.ForeignKey(Demonstration, on_delete=models.CASCADE, related_name="mind2web_steps")
+    key = models.CharField(max_length=64)
+    skipped = models.BooleanField(default=False, help_text="Neither its page nor the element's outerHTML exists.")
+    op = models.CharField(max_length=16, blank=True)
+    original_op = models.CharField(max_length=16, blank=True)
+    value = models.TextField(blank=True)
+    action_repr = models.TextField(blank=True)
+    action = models.TextField(blank=True, help_text="The step's ``actions`` entry, as JSON text ready to write.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["demonstration", "key"], name="mind2web_step_key")]
+
+    def __str__(self):
+        return f"Mind2Web step {self.key[:12]} of demo {self.demonstration_id}"

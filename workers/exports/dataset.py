@@ -22,11 +22,12 @@ from annotation.actions.exports import recuration
 from annotation.actions.exports.recuration import review_order
 from annotation.actions.exports.splits import DEFAULT_STATUSES, selected_demos, split_of
 from annotation.lib.shapes import as_dict
-from annotation.models import Demonstration, DemoStatus, Turn, TurnType, curated_turns, sha256_path
+from annotation.models import Demonstration, DemoStatus, Mind2WebStep, Turn, TurnType, curated_turns, sha256_path
 from annotation.store.blobstore import S3ObjectReader, is_local, is_s3, stream_file
 
 from . import packs
 from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn
+from .exporters.mind2web import Operation, Processed
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,19 @@ def to_export_demo(demo: Demonstration, split: str, scheme: str = "weblinx") -> 
         release_format=(demo.source or {}).get("format", "") if demo.source_id else "",
         original=recuration.original_files(demo, changes) if changes else (),
         changes=changes,
+        mind2web_steps=stored_steps(demo) if scheme == "mind2web" else {},
     )
+
+
+def stored_steps(demo: Demonstration) -> dict:
+    """The demo's processed steps by key (None: a step the export skips)."""
+    rows = Mind2WebStep.objects.filter(demonstration=demo).values_list(
+        "key", "skipped", "op", "original_op", "value", "action_repr", "action"
+    )
+    return {
+        key: None if skipped else Processed(Operation(op, original_op, value), line, action)
+        for key, skipped, op, original_op, value, line, action in rows
+    }
 
 
 def proposed_website(demo: Demonstration) -> str:

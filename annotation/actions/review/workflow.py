@@ -3,6 +3,7 @@
 from django.db import transaction
 
 from ...models import Comment, DemoStatus, Edit, EditKind
+from .. import queue
 from ..errors import Conflict, Forbidden, ValidationFailed
 from .access import can_curate, check_turn
 from .revisions import locked_review, record
@@ -65,6 +66,8 @@ def do_transition(user, demo, revision, action, comment="") -> Edit:
         if comment:
             Comment.objects.create(demonstration=demo, author=user, text=comment)
         do_send_to_second_review(user, demo, action)  # a share of decided demos, to another reviewer
+        if target == DemoStatus.VALIDATED:  # its steps' pages parsed once, for the Mind2Web export
+            queue.enqueue(queue.MIND2WEB_STEPS, demo.pk)
         return record(review, user, EditKind.SET_STATUS, before, {"status": target, "action": action})
 
 

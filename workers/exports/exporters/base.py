@@ -71,6 +71,7 @@ class ExportDemo:
     release_format: str = ""  # imported: the release's format (weblinx, mind2web)
     original: tuple = ()  # imported and unchanged: ((path in its folder, sha256), ...) of the release's files
     changes: dict | None = None  # imported: its entry in changes.json (docs/recuration.md)
+    mind2web_steps: dict = field(default_factory=dict)  # Mind2Web: step key → its processed page part (or None)
 
 
 @dataclass

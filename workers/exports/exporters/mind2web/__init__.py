@@ -32,8 +32,11 @@ Where the spec leaves a choice, this module decides:
 - ``ExportCounts.turns`` counts the steps (actions) written.
 - A task imported from a Mind2Web release that review left unchanged is written as the release's JSON object, byte
   for byte; a changed one is regenerated. ``changes.json`` lists each imported task's changes (docs/recuration.md).
+- A step's page part (``Processed``) is made once, when the demo is validated (``workers/exports/mind2web_steps.py``),
+  and handed in as ``demo.mind2web_steps`` by ``step_key``; a step without a matching one is processed here.
 """
 
+import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterable
@@ -57,6 +60,9 @@ NAMING_ATTRIBUTES = ("aria_label", "placeholder", "title", "alt", "name", "value
 REPR_TEXT_LIMIT = 100
 # Second-level labels under which names are registered (www.rakuten.co.jp → rakuten, www.abc.net.au → abc).
 SECOND_LEVEL_LABELS = frozenset({"ac", "co", "com", "edu", "gov", "go", "ne", "net", "or", "org"})
+# Part of every stored step's key: bump it whenever this module or page.py changes what a step's page part is, so
+# steps processed before are no longer used.
+STEP_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -72,13 +78,24 @@ class Operation:
 
 
 @dataclass(frozen=True)
+class Processed:
+    """What a step turn's page makes of it: its operation, ``action_reprs`` line and ``actions`` entry (JSON text,
+    written as it is)."""
+
+    operation: Operation
+    repr: str
+    action: str
+
+
+@dataclass(frozen=True)
 class Step:
-    """One exported action: the record's ``actions`` entry and its ``action_reprs`` line."""
+    """One exported action: the record's ``actions`` entry (JSON text) and its ``action_reprs`` line."""
 
     uid: str | None  # the acted element's data-webtasks-id, to recognise a change that repeats a TYPE
     operation: Operation
-    action: dict
+    action: str
     repr: str
+    action_uid: str
     snapshot: str | None = None  # sha256 of the MHTML of the page before the action (step mode), if recorded
 
 
@@ -236,22 +253,52 @@ def repeats(intent: str, uid: str | None, operation: Operation, previous: Step |
     return previous.uid == uid and previous.operation == operation
 
 
+def is_step(turn: ExportTurn) -> bool:
+    return turn.type == "browser" and turn.intent in STEP_INTENTS
+
+
+def step_key(demo: ExportDemo, turn: ExportTurn) -> str:
+    """A digest of everything a step's ``Processed`` is made from: a stored one is used only when this matches."""
+    inputs = [STEP_VERSION, action_uid(demo, turn), turn.type, turn.intent, turn.page, turn.bboxes, turn.arguments]
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def process_turn(demo: ExportDemo, turn: ExportTurn, pages: PageSource) -> Processed | None:
+    """A step turn's page part; None when it has neither a page with its element nor the element's outerHTML."""
+    found = pages.snapshot(turn)
+    if found is None:
+        return None
+    snapshot, target = found
+    op = operation(turn, snapshot, target)
+    line = action_repr(snapshot, target, op)  # before build_action: it reads the unpruned tree
+    action = build_action(action_uid(demo, turn), snapshot, target, op)
+    return Processed(op, line, json.dumps(action, ensure_ascii=False))
+
+
 def steps(demo: ExportDemo, pages: PageSource) -> list[Step]:
-    """The demo's steps in turn order."""
+    """The demo's steps in turn order, each from its stored ``Processed`` when the key matches."""
     done: list[Step] = []
+    stored = demo.mind2web_steps
     for turn in demo.turns:
-        if turn.type != "browser" or turn.intent not in STEP_INTENTS:
+        if not is_step(turn):
             continue
-        found = pages.snapshot(turn)
-        if found is None:
+        key = step_key(demo, turn) if stored else None
+        processed = stored[key] if key in stored else process_turn(demo, turn, pages)
+        if processed is None:
             continue
-        snapshot, target = found
-        op = operation(turn, snapshot, target)
-        if repeats(turn.intent, turn.element_uid, op, done[-1] if done else None):
+        if repeats(turn.intent, turn.element_uid, processed.operation, done[-1] if done else None):
             continue
-        line = action_repr(snapshot, target, op)  # before build_action: it reads the unpruned tree
-        action = build_action(action_uid(demo, turn), snapshot, target, op)
-        done.append(Step(turn.element_uid, op, action, line, snapshot_of(turn.arguments)))
+        uid = action_uid(demo, turn)
+        done.append(
+            Step(
+                turn.element_uid,
+                processed.operation,
+                processed.action,
+                processed.repr,
+                uid,
+                snapshot_of(turn.arguments),
+            )
+        )
     return done
 
 
@@ -261,17 +308,19 @@ def snapshot_of(arguments: dict) -> str | None:
     return properties.get("mhtml") if isinstance(properties, dict) else None
 
 
-def task_record(demo: ExportDemo, done: list[Step]) -> dict:
-    """The Mind2Web task record of one demo from its steps."""
-    return {
+def task_record(demo: ExportDemo, done: list[Step]) -> str:
+    """The Mind2Web task record of one demo from its steps, as JSON text (the ``actions`` entries are already
+    encoded: they are joined as ``json.dumps`` would write the list)."""
+    head = {
         "annotation_id": annotation_id(demo),
         "website": website(demo),
         "domain": demo.category,
         "subdomain": demo.subcategory,
         "confirmed_task": confirmed_task(demo),
         "action_reprs": [step.repr for step in done],
-        "actions": [step.action for step in done],
     }
+    actions = ", ".join(step.action for step in done)
+    return f'{json.dumps(head, ensure_ascii=False)[:-1]}, "actions": [{actions}]}}'
 
 
 # --- Files --------------------------------------------------------------------------------------------------
@@ -363,8 +412,7 @@ class Mind2WebExporter:
         if "task.json" in dict(demo.original):
             return write_original(demo, files, out, blobs)
         done_steps = steps(demo, PageSource(blobs))
-        record = task_record(demo, done_steps)
-        files.write(demo.split, record)
-        snapshots = [(step.action["action_uid"], step.snapshot) for step in done_steps]
-        write_snapshots(out, record["annotation_id"], snapshots, blobs)
-        return len(record["actions"])
+        files.write(demo.split, task_record(demo, done_steps))
+        snapshots = [(step.action_uid, step.snapshot) for step in done_steps]
+        write_snapshots(out, annotation_id(demo), snapshots, blobs)
+        return len(done_steps)
