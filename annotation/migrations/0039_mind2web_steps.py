@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0037_import_format'),
+        ('annotation', '0038_source_id_any_case'),
     ]
 
     operations = [
