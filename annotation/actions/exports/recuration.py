@@ -169,10 +169,12 @@ def live_authors(edits: list) -> dict:
     return authors
 
 
-def original_index(turn, position: int) -> int:
-    """The turn's index in the release's replay.json (the import gave each turn its position as client id) or in
-    the Mind2Web task's actions (its position: one turn per action, in order)."""
-    return int(turn.client_id) if turn.client_id.isdecimal() else position
+def original_index(demo, turn, position: int) -> int:
+    """The turn's index in the release's replay.json (the WebLINX import gave each turn its position as client id)
+    or in the Mind2Web task's actions (its position: one turn per action, in order; its client id is the action's
+    ``action_uid``, which may be a number that is not its place)."""
+    weblinx = demo.source.get("format") == "weblinx"
+    return int(turn.client_id) if weblinx and turn.client_id.isdecimal() else position
 
 
 def turn_key(turn):
@@ -200,7 +202,7 @@ def turn_changes(demo, order: list, authors: dict) -> list:
     captured_at = {pk: n for n, pk in enumerate(turn.pk for turn in turns if turn.pk in kept_at)}  # place as captured
     changes = []
     for position, turn in enumerate(turns):
-        index, curation = original_index(turn, position), curations.get(turn.pk)
+        index, curation = original_index(demo, turn, position), curations.get(turn.pk)
         by = lambda kind, pk=turn.pk: authors.get((kind, pk))  # noqa: E731
         if curation and curation.deleted:
             changes.append({"index": index, "change": "deleted", "by": by(EditKind.DELETE)})
@@ -262,16 +264,23 @@ def changes_of(demo, order: list | None = None, kinds: list | None = None) -> di
     status = "dropped" if dropped else ("changed" if turns or task or masked else "unchanged")
     marks = marks_of(demo, kinds, marks=prefetched(demo, "problem_marks"))
     problems = [problem(mark, None) for mark in marks["task"]]
-    index = {turn.pk: original_index(turn, n) for n, turn in enumerate(sorted(demo.turns.all(), key=turn_key))}
+    index = {turn.pk: original_index(demo, turn, n) for n, turn in enumerate(sorted(demo.turns.all(), key=turn_key))}
     problems += [problem(mark, index.get(pk)) for pk, items in marks["turns"].items() for mark in items]
     entry = {"demo": demo.source_id, "status": status, "turns": turns, "task": task, "problems": problems}
     if masked:
         entry["masked"] = True
     if dropped:
-        kind = EditKind.SET_STATUS if demo.status == DemoStatus.REJECTED else EditKind.EDIT_METADATA  # or discarded
-        entry["by"] = authors.get((kind, None))
+        rejected = demo.status == DemoStatus.REJECTED
+        entry["by"] = authors.get((EditKind.SET_STATUS, None)) if rejected else discarded_by(edits)
     entry["agreement"] = agreement(demo)
     return entry
+
+
+def discarded_by(edits: list):
+    """Who discarded the task: the author of the latest standing edit setting ``discarded`` (not of any later
+    edit of another task field)."""
+    setting = [e for e in standing_edits(edits) if e.kind == EditKind.EDIT_METADATA and "discarded" in (e.after or {})]
+    return setting[-1].author.username if setting else None
 
 
 def problem(mark: dict, index) -> dict:
@@ -391,8 +400,11 @@ def recuration_of(project, status=None, problem=None) -> dict:
 
 
 def check_item(project, release_id) -> Demonstration:
-    """The project's demo imported as ``release_id`` (404 otherwise)."""
-    demo = with_history(imported_demos(project).filter(source_id=release_id)).first()
+    """The project's demo imported as ``release_id`` (404 otherwise; one with a NUL, which PostgreSQL cannot hold, is
+    no release id)."""
+    demo = None
+    if "\x00" not in release_id:
+        demo = with_history(imported_demos(project).filter(source_id=release_id)).first()
     if demo is None or not is_imported(demo):
         raise NotFound(
             f"no demo imported as {release_id!r} in {project.name}", [{"field": "release_id", "message": "not found"}]
@@ -412,7 +424,7 @@ def item_of(user, project, release_id) -> dict:
     turns, curations, kept_at = curation_state(demo, order)
     rows = []
     for position, turn in enumerate(turns):
-        index, curation = original_index(turn, position), curations.get(turn.pk)
+        index, curation = original_index(demo, turn, position), curations.get(turn.pk)
         text = turn_text(turn)
         curated = None
         if turn.pk in kept_at:

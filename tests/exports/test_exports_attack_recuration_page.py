@@ -1,0 +1,250 @@
+"""Attacks on the re-curation page and API (docs/recuration.md) as each role: who may open them, hostile release ids
+in the item URL, bad filters and pages, hostile free text shown as text, and what changes.json says of a Mind2Web
+task whose action ids are numbers or which a reviewer discarded."""
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from annotation.actions.exports import recuration
+from annotation.models import Demonstration, DemoReview, Project, Role, Turn
+from tests.support.actors import make_user, signed_in, token_client
+from tests.support.weblinx_release import write_demo, write_json, write_release
+
+HOSTILE = '"><img src=x onerror=alert(1)><script>alert(2)</script> =HYPERLINK("http://evil.example","x") \u202eevil'
+
+
+@pytest.fixture
+def world(db, media_storage, tmp_path):
+    """``attack`` with a WebLINX release imported, and ``other`` with one of its own (``alpha`` in both, ``zulu``
+    only in ``other``)."""
+    project, other = Project.objects.create(name="attack"), Project.objects.create(name="other")
+    people = {
+        "admin": make_user("admin-x", project, Role.ADMIN),
+        "ana": make_user("ana-x", project, Role.REVIEWER),
+        "ben": make_user("ben-x", project, Role.REVIEWER),
+        "annotator": make_user("ann-x", project, Role.ANNOTATOR),
+        "outsider": make_user("otto-x", other, Role.ADMIN),
+    }
+    release = write_release(tmp_path / "release")
+    write_json(release / "splits.json", {"train": ["alpha", "bravo"], "valid": ["charlie"]})
+    call_command("import_weblinx", str(release), "--project", "attack", "--user", "admin-x", stdout=io.StringIO())
+    theirs = write_release(tmp_path / "theirs")
+    write_demo(theirs, "zulu", colour=9)
+    call_command("import_weblinx", str(theirs), "--project", "other", "--user", "otto-x", stdout=io.StringIO())
+    return project, people
+
+
+def demo(project, release_id) -> Demonstration:
+    return Demonstration.objects.get(project=project, source_id=release_id)
+
+
+def edit(user, item, **body):
+    revision = DemoReview.objects.filter(demonstration=item).values_list("revision", flat=True).first() or 0
+    answer = signed_in(user).post(
+        f"/review/{item.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
+    )
+    assert answer.status_code == 200, answer.content
+    return answer.json()
+
+
+PAGE, API = "/projects/attack/recuration/", "/api/projects/attack/recuration/"
+
+
+def test_who_may_open_the_page_and_the_api(world):
+    project, people = world
+    for path in (PAGE, PAGE + "alpha/"):
+        assert signed_in(people["annotator"]).get(path).status_code == 403
+        assert signed_in(people["outsider"]).get(path).status_code == 404
+        anonymous = Client().get(path)
+        assert anonymous.status_code == 302
+        assert "login" in anonymous["Location"]
+    for path in (API, API + "alpha/"):
+        assert token_client(people["annotator"]).get(path).status_code == 403
+        assert token_client(people["outsider"]).get(path).status_code == 404
+        assert Client().get(path).status_code in (401, 403)
+    # a role lowered while the page is open: refused on the next request
+    ana = signed_in(people["ana"])
+    assert ana.get(PAGE).status_code == 200
+    project.memberships.filter(user=people["ana"]).update(role=Role.ANNOTATOR)
+    assert ana.get(PAGE + "alpha/").status_code == 403
+    project.memberships.filter(user=people["ana"]).delete()
+    assert ana.get(PAGE).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "release_id",
+    [
+        "zulu",
+        "ALPHA",
+        "Alpha",
+        "..",
+        ".",
+        "alpha%2F..",
+        "alpha%2Fbravo",
+        "%2e%2e",
+        "alph%C3%A4",
+        "a" * 5000,
+        "alpha%00",
+        "%00",
+        "alpha%20",
+        "%E2%80%AEahpla",
+        "*",
+        "%25",
+        "alpha'--",
+    ],
+)
+def test_an_item_url_names_only_this_projects_imports(world, release_id):
+    _, people = world
+    page = signed_in(people["admin"]).get(PAGE + release_id + "/")
+    api = token_client(people["admin"]).get(API + release_id + "/")
+    assert page.status_code == 404, (release_id, page.status_code)
+    assert api.status_code == 404, (release_id, api.status_code)
+    if "%2F" not in release_id:  # a slash: no item URL at all
+        assert api.json()["errors"][0]["field"] == "release_id"
+
+
+def test_a_platform_demo_name_or_a_demo_not_imported_is_not_an_item(world):
+    project, people = world
+    alpha = demo(project, "alpha")
+    admin = token_client(people["admin"])
+    assert admin.get(API + alpha.name + "/").status_code == 404
+    Demonstration.objects.filter(pk=alpha.pk).update(source={})  # its release facts lost
+    assert admin.get(API + "alpha/").status_code == 404
+    assert signed_in(people["admin"]).get(PAGE + "alpha/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("status=nope", "status"),
+        ("status=CHANGED", "status"),
+        ("status=%00", "status"),
+        ("problem=nope", "problem"),
+        ("problem=%3Cscript%3E", "problem"),
+        ("status=changed&status=bogus", "status"),
+    ],
+)
+def test_bad_filters_are_a_400_naming_the_field(world, query, field):
+    _, people = world
+    api = token_client(people["admin"]).get(f"{API}?{query}")
+    assert api.status_code == 400, api.content
+    assert api.json()["errors"][0]["field"] == field
+    page = signed_in(people["admin"]).get(f"{PAGE}?{query}")
+    assert page.status_code == 400
+    assert b"<script>" not in page.content
+
+
+@pytest.mark.parametrize("query", ["page=999999", "page=-1", "page=0", "page=abc", "page=1e9", "page=%00"])
+def test_bad_pages_are_never_a_500(world, query):
+    _, people = world
+    assert signed_in(people["admin"]).get(f"{PAGE}?{query}").status_code == 200
+    assert token_client(people["admin"]).get(f"{API}?{query}").status_code == 404
+    for size in ("page_size=-1", "page_size=abc", "page_size=0", "page_size=99999999999999999999"):
+        assert token_client(people["admin"]).get(f"{API}?{size}").status_code == 200
+
+
+def test_hostile_free_text_is_shown_as_text_and_answered_as_json(world):
+    project, people = world
+    charlie = demo(project, "charlie")
+    chat = Turn.objects.get(demonstration=charlie, client_id="0")
+    edit(people["ana"], charlie, op="edit_text", turn=chat.pk, text=HOSTILE)
+    edit(people["ben"], charlie, op="edit_metadata", fields={"category": HOSTILE, "task_description": HOSTILE})
+    body = {"kind": "wrong_target", "note": HOSTILE, "turn": Turn.objects.get(demonstration=charlie, client_id="1").pk}
+    assert (
+        token_client(people["ana"]).post(f"/api/review/{charlie.name}/problems/", body, format="json").status_code
+        == 201
+    )
+    body = {"kind": "task_infeasible", "note": "javascript:alert(3)"}
+    assert (
+        token_client(people["ben"]).post(f"/api/review/{charlie.name}/problems/", body, format="json").status_code
+        == 201
+    )
+    for path in (PAGE, PAGE + "charlie/", PAGE + "?problem=wrong_target"):
+        html = signed_in(people["ben"]).get(path).content.decode()
+        assert "<img src=x" not in html, path
+        assert "<script>alert(2)" not in html, path
+        assert 'href="javascript:' not in html
+    item = signed_in(people["ben"]).get(PAGE + "charlie/").content.decode()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in item
+    assert "javascript:alert(3)" in item
+    answer = token_client(people["admin"]).get(API + "charlie/").json()
+    assert answer["task_description"] == HOSTILE
+    assert answer["turns"][0]["curated"]["text"] == HOSTILE
+    assert {m["note"] for m in answer["changes"]["problems"]} == {HOSTILE, "javascript:alert(3)"}
+    assert {c["field"]: c["to"] for c in answer["changes"]["task"]} == {
+        "category": HOSTILE,
+        "task_description": HOSTILE,
+    }
+
+
+# --- A Mind2Web release ---------------------------------------------------------------------------------------------
+
+M2W_PAGE = (
+    '<html backend_node_id="1" bounding_box_rect="0,0,1280,800"><body backend_node_id="2" '
+    'bounding_box_rect="0,0,1280,792"><input backend_node_id="3" bounding_box_rect="10,10,200,40" type="search">'
+    '</input><button backend_node_id="7" bounding_box_rect="330,10,60,40" type="submit">Go</button></body></html>'
+)
+
+
+def m2w_action(uid: str, op: str, value: str = "") -> dict:
+    tag, node = {"TYPE": ("input", "3"), "CLICK": ("button", "7")}[op]
+    attributes = json.dumps({"backend_node_id": node, "bounding_box_rect": "10,10,200,40"})
+    candidate = {"tag": tag, "backend_node_id": node, "is_original_target": True, "is_top_level_target": True}
+    return {
+        "action_uid": uid,
+        "operation": {"op": op, "original_op": op, "value": value},
+        "raw_html": M2W_PAGE,
+        "cleaned_html": "<html></html>",
+        "pos_candidates": [{**candidate, "attributes": attributes}],
+        "neg_candidates": [],
+    }
+
+
+def m2w_task(aid: str, uids: tuple, text="socks") -> dict:
+    actions = [m2w_action(uids[0], "TYPE", text), m2w_action(uids[1], "CLICK"), m2w_action(uids[2], "CLICK")]
+    reprs = [f"[input]  Search -> TYPE: {text}", "[button]  Go -> CLICK", "[button]  Go -> CLICK"]
+    record = {"annotation_id": aid, "website": "shoeshop", "domain": "Shopping", "subdomain": "Shoes"}
+    return {**record, "confirmed_task": f"Buy {text}", "action_reprs": reprs, "actions": actions}
+
+
+@pytest.fixture
+def mind2web(db, media_storage, tmp_path):
+    """``m2w`` with a Mind2Web release imported: ``digits`` (action ids that are numbers, not in order) and
+    ``plain``."""
+    project = Project.objects.create(name="m2w")
+    people = {"admin": make_user("admin-m", project, Role.ADMIN), "ana": make_user("ana-m", project, Role.REVIEWER)}
+    people["ben"] = make_user("ben-m", project, Role.REVIEWER)
+    split = tmp_path / "train.json"
+    split.write_text(json.dumps([m2w_task("digits", ("2", "0", "1")), m2w_task("plain", ("p-a", "p-b", "p-c"))]))
+    call_command("import_mind2web", str(split), "--project", "m2w", "--user", "admin-m", stdout=io.StringIO())
+    return project, people
+
+
+def test_a_mind2web_turn_is_indexed_by_its_place_in_the_task_even_when_its_action_id_is_a_number(mind2web):
+    project, people = mind2web
+    digits = demo(project, "digits")
+    typed = Turn.objects.get(demonstration=digits, client_id="2")  # the task's first action
+    edit(people["ana"], digits, op="edit_text", turn=typed.pk, text="shoes")
+    edit(people["ana"], digits, op="delete", turn=Turn.objects.get(demonstration=digits, client_id="1").pk)
+    entry = recuration.changes_of(demo(project, "digits"))
+    assert sorted((c["index"], c["change"]) for c in entry["turns"]) == [(0, "text"), (2, "deleted")]
+    answer = token_client(people["admin"]).get("/api/projects/m2w/recuration/digits/").json()
+    assert [row["index"] for row in answer["turns"]] == [0, 1, 2]
+    assert answer["turns"][0]["changes"][0]["change"] == "text"
+    assert answer["turns"][2]["curated"] is None
+
+
+def test_a_discarded_mind2web_task_is_dropped_by_whoever_discarded_it(mind2web):
+    project, people = mind2web
+    plain = demo(project, "plain")
+    edit(people["ana"], plain, op="edit_metadata", fields={"discarded": True})
+    edit(people["ben"], plain, op="edit_metadata", fields={"category": "Shoes and boots"})
+    entry = recuration.changes_of(demo(project, "plain"))
+    assert entry["status"] == "dropped"
+    assert entry["by"] == "ana-m"
+    listed = token_client(people["admin"]).get("/api/projects/m2w/recuration/?status=dropped").json()
+    assert [row["demo"] for row in listed["results"]] == ["plain"]
