@@ -248,3 +248,54 @@ def test_a_discarded_mind2web_task_is_dropped_by_whoever_discarded_it(mind2web):
     assert entry["by"] == "ana-m"
     listed = token_client(people["admin"]).get("/api/projects/m2w/recuration/?status=dropped").json()
     assert [row["demo"] for row in listed["results"]] == ["plain"]
+
+
+def test_a_secret_the_import_masked_is_on_neither_side_of_the_item(db, media_storage, tmp_path):
+    Project.objects.create(name="masked")
+    admin = make_user("admin-s", Project.objects.get(name="masked"), Role.ADMIN)
+    root = tmp_path / "release"
+    folder = write_demo(root, "secret")
+    replay = json.loads((folder / "replay.json").read_text())
+    replay["data"][1]["action"]["arguments"]["metadata"]["url"] = "https://shop.example/cart?token=SECRET-TOKEN-123"
+    replay["data"][2]["action"]["arguments"]["element"]["attributes"]["type"] = "password"
+    replay["data"][2]["action"]["arguments"]["text"] = "hunter2-SECRET-PASSWORD"
+    write_json(folder / "replay.json", replay)
+    write_json(root / "splits.json", {"train": ["secret"]})
+    call_command("import_weblinx", str(root), "--project", "masked", "--user", "admin-s", stdout=io.StringIO())
+    item = Demonstration.objects.get(source_id="secret")
+    edit(admin, item, op="edit_text", turn=Turn.objects.get(demonstration=item, client_id="2").pk, text="••••")
+    for answer in (
+        signed_in(admin).get("/projects/masked/recuration/secret/"),
+        token_client(admin).get("/api/projects/masked/recuration/secret/"),
+        signed_in(admin).get("/projects/masked/recuration/"),
+        token_client(admin).get("/api/projects/masked/recuration/"),
+    ):
+        assert answer.status_code == 200
+        assert b"SECRET-TOKEN-123" not in answer.content
+        assert b"hunter2" not in answer.content
+    assert token_client(admin).get("/api/projects/masked/recuration/secret/").json()["changes"]["masked"] is True
+
+
+def test_the_item_page_reads_the_same_queries_however_many_turns_edits_and_marks(world):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    project, people = world
+    charlie = demo(project, "charlie")
+    reviewer = token_client(people["ana"])
+    for n in range(4):
+        pk = Turn.objects.get(demonstration=charlie, client_id=str(n)).pk
+        edit(people["ana"], charlie, op="set_validity", turn=pk, valid=False)
+        for kind in ("wrong_target", "missing_step"):
+            body = {"kind": kind, "note": f"n{n}", "turn": pk}
+            assert reviewer.post(f"/api/review/{charlie.name}/problems/", body, format="json").status_code == 201
+    counts = {}
+    for name in ("bravo", "charlie"):
+        for path in (PAGE + name + "/", API + name + "/"):
+            client = signed_in(people["ben"]) if path.startswith(PAGE) else token_client(people["ben"])
+            client.get(path)  # sessions, caches
+            with CaptureQueriesContext(connection) as queries:
+                assert client.get(path).status_code == 200
+            counts[(name, path.startswith(PAGE))] = len(queries)
+    assert counts[("bravo", True)] == counts[("charlie", True)]
+    assert counts[("bravo", False)] == counts[("charlie", False)]
