@@ -299,3 +299,30 @@ def test_the_item_page_reads_the_same_queries_however_many_turns_edits_and_marks
             counts[(name, path.startswith(PAGE))] = len(queries)
     assert counts[("bravo", True)] == counts[("charlie", True)]
     assert counts[("bravo", False)] == counts[("charlie", False)]
+
+
+def undo(user, item, edit_id):
+    return edit(user, item, op="undo", edit=edit_id)
+
+
+def test_an_undo_of_a_redo_changes_nothing_and_leaves_a_change_to_whoever_made_it(world):
+    project, people = world
+    ana, ben = people["ana"], people["ben"]
+    charlie, bravo = demo(project, "charlie"), demo(project, "bravo")
+    # a task field set, undone, redone, undone again: as the release had it
+    made = edit(ana, charlie, op="edit_metadata", fields={"category": "Travel"})
+    redone = undo(ana, charlie, undo(ana, charlie, made["id"])["id"])
+    undo(ana, charlie, redone["id"])
+    entry = recuration.changes_of(demo(project, "charlie"))
+    assert entry["task"] == []
+    assert entry["status"] == "unchanged"
+    # ana's text, ben's over it undone, redone and undone again: ana's text stands, as hers
+    chat = Turn.objects.get(demonstration=bravo, client_id="0").pk
+    edit(ana, bravo, op="edit_text", turn=chat, text="ana's")
+    over = edit(ben, bravo, op="edit_text", turn=chat, text="ben's")
+    redone = undo(ben, bravo, undo(ben, bravo, over["id"])["id"])
+    undo(ben, bravo, redone["id"])
+    [change] = recuration.changes_of(demo(project, "bravo"))["turns"]
+    assert (change["to"], change["by"]) == ("ana's", "ana-x")
+    answer = token_client(people["admin"]).get(API + "bravo/").json()
+    assert answer["turns"][0]["changes"][0]["by"] == "ana-x"

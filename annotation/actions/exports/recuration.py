@@ -134,12 +134,16 @@ def edits_of(demo) -> list:
 def standing_edits(edits: list) -> list:
     """The edits whose change stands as their author's: not undone, and not an undo putting back what an earlier
     edit had made (that stays the earlier edit's author's); an undo of an undo makes its change again, as its
-    author's. (An undo is an edit of the kind it undoes, with ``undoes`` set.)"""
+    author's, and an undo of that puts back again. (An undo is an edit of the kind it undoes, with ``undoes`` set:
+    in a chain of undos from an edit, the odd ones put back, the even ones redo.)"""
     by_pk = {edit.pk: edit for edit in edits}
     undone = {edit.undoes_id for edit in edits if edit.undoes_id}
 
     def restores(edit) -> bool:
-        return edit.undoes_id is not None and getattr(by_pk.get(edit.undoes_id), "undoes_id", None) is None
+        depth = 0
+        while edit is not None and edit.undoes_id is not None:
+            depth, edit = depth + 1, by_pk.get(edit.undoes_id)
+        return depth % 2 == 1
 
     return [edit for edit in edits if edit.pk not in undone and edit.kind != EditKind.UNDO and not restores(edit)]
 
