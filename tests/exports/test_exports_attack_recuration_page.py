@@ -326,3 +326,18 @@ def test_an_undo_of_a_redo_changes_nothing_and_leaves_a_change_to_whoever_made_i
     assert (change["to"], change["by"]) == ("ana's", "ana-x")
     answer = token_client(people["admin"]).get(API + "bravo/").json()
     assert answer["turns"][0]["changes"][0]["by"] == "ana-x"
+
+
+def test_a_mind2web_items_split_is_its_release_split(mind2web, tmp_path):
+    project, people = mind2web
+    split = tmp_path / "test_website.json"
+    split.write_text(json.dumps([m2w_task("elsewhere", ("e-a", "e-b", "e-c"))]))
+    call_command("import_mind2web", str(split), "--project", "m2w", "--user", "admin-m", stdout=io.StringIO())
+    listed = token_client(people["admin"]).get("/api/projects/m2w/recuration/").json()
+    assert {row["demo"]: row["split"] for row in listed["results"]} == {
+        "digits": "train",
+        "elsewhere": "test_website",
+        "plain": "train",
+    }
+    item = token_client(people["admin"]).get("/api/projects/m2w/recuration/elsewhere/").json()
+    assert item["item"]["split"] == "test_website"

@@ -93,6 +93,13 @@ def imported_demos(project):
     return demos.exclude(source_id="").exclude(status=DemoStatus.RECORDING).order_by("source_id")
 
 
+def split_by_release(project):
+    """A function demo → its split under the scheme of the release it came from (a Mind2Web task's is fixed at
+    import: train, test_task, test_website or test_domain)."""
+    schemes = {scheme: split_of(project, scheme) for scheme in RELEASE_FORMATS}
+    return lambda demo: schemes[demo.source["format"]](demo)
+
+
 def has_imports(project) -> bool:
     return imported_demos(project).exists()
 
@@ -388,7 +395,7 @@ def recuration_of(project, status=None, problem=None) -> dict:
     """The project's imported items: ``{"project", "filters", "counts" (every item), "items" (those the filters
     keep: ``row_of``)}``; ``status``: unchanged, changed or dropped; ``problem``: items with a mark of that kind."""
     kinds = kinds_of(project)
-    split = split_of(project, "weblinx")
+    split = split_by_release(project)
     rows, entries = [], []
     for demo in with_history(imported_demos(project)).iterator(chunk_size=100):
         if not is_imported(demo):
@@ -454,7 +461,7 @@ def item_of(user, project, release_id) -> dict:
         )
     return {
         "project": project.name,
-        "item": row_of(demo, split_of(project, "weblinx")(demo), entry),
+        "item": row_of(demo, split_by_release(project)(demo), entry),
         "task_description": demo.task_description,
         "changes": entry,
         "turns": rows,
