@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from annotation.actions.exports import recuration
-from annotation.models import Demonstration, DemoReview, Project, Role, Turn
+from annotation.models import Demonstration, DemoReview, ExportJob, Project, Role, Turn
 from tests.support.actors import make_user, signed_in, token_client
 from tests.support.weblinx_release import write_demo, write_json, write_release
 
@@ -341,3 +341,37 @@ def test_a_mind2web_items_split_is_its_release_split(mind2web, tmp_path):
     }
     item = token_client(people["admin"]).get("/api/projects/m2w/recuration/elsewhere/").json()
     assert item["item"]["split"] == "test_website"
+
+
+def test_the_page_and_api_agree_with_a_mind2web_exports_changes_json(mind2web, tmp_path):
+    from tests.support.weblinx_release import EVERY_STATUS, download
+    from workers.exports.jobs import run_export
+
+    project, people = mind2web
+    ana, ben = people["ana"], people["ben"]
+    digits, plain = demo(project, "digits"), demo(project, "plain")
+    typed = Turn.objects.get(demonstration=digits, client_id="2").pk
+    edit(ana, digits, op="edit_text", turn=typed, text="boots")
+    moved = edit(ben, digits, op="move", turn=Turn.objects.get(demonstration=digits, client_id="1").pk, to_index=0)
+    undo(ben, digits, undo(ben, digits, moved["id"])["id"])
+    edit(ana, plain, op="edit_metadata", fields={"discarded": True})
+    edit(ben, plain, op="edit_metadata", fields={"category": "Boots"})
+    body = {"kind": "wrong_target", "note": "n", "turn": typed}
+    assert token_client(ben).post(f"/api/review/{digits.name}/problems/", body, format="json").status_code == 201
+    admin = token_client(people["admin"])
+    created = admin.post(
+        "/api/exports/", {"project": "m2w", "format": "mind2web", "statuses": EVERY_STATUS}, format="json"
+    )
+    assert created.status_code == 202, created.content
+    run_export(created.json()["id"])
+    out = download(admin, ExportJob.objects.get(pk=created.json()["id"]), tmp_path)
+    exported = {entry["demo"]: entry for entry in json.loads((out / "changes.json").read_text())["demos"]}
+    for release_id, entry in exported.items():
+        assert admin.get(f"/api/projects/m2w/recuration/{release_id}/").json()["changes"] == entry
+    listed = admin.get("/api/projects/m2w/recuration/").json()
+    assert listed["counts"]["status"] == {"unchanged": 0, "changed": 1, "dropped": 1}
+    assert exported["plain"]["by"] == "ana-m"
+    assert [(c["index"], c["change"], c["by"]) for c in exported["digits"]["turns"]] == [
+        (0, "text", "ana-m"),
+        (2, "moved", "ben-m"),
+    ]
