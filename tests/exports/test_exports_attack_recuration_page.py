@@ -375,3 +375,19 @@ def test_the_page_and_api_agree_with_a_mind2web_exports_changes_json(mind2web, t
         (0, "text", "ana-m"),
         (2, "moved", "ben-m"),
     ]
+
+
+def test_an_item_without_turns_is_shown_without_rows(world):
+    """The import skips a demo whose replay has no turn; one whose turns are gone still answers."""
+    project, people = world
+    bravo = demo(project, "bravo")
+    edit(people["ana"], bravo, op="edit_metadata", fields={"category": "Travel"})
+    Turn.objects.filter(demonstration=bravo).delete()
+    page = signed_in(people["admin"]).get(PAGE + "bravo/")
+    assert page.status_code == 200
+    assert b"The release gave this demo no turn." in page.content
+    answer = token_client(people["admin"]).get(API + "bravo/")
+    assert answer.status_code == 200
+    assert answer.json()["turns"] == []
+    assert answer.json()["changes"]["status"] == "changed"
+    assert signed_in(people["admin"]).get(PAGE).status_code == 200
