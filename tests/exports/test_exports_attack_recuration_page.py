@@ -391,3 +391,47 @@ def test_an_item_without_turns_is_shown_without_rows(world):
     assert answer.json()["turns"] == []
     assert answer.json()["changes"]["status"] == "changed"
     assert signed_in(people["admin"]).get(PAGE).status_code == 200
+
+
+def test_three_reviewers_undoing_and_redoing_agree_with_a_weblinx_exports_changes_json(world, tmp_path):
+    from annotation.actions.review import do_store_suggestions
+    from tests.support.weblinx_release import download, start_export
+
+    project, people = world
+    ana, ben, cho = people["ana"], people["ben"], make_user("cho-x", project, Role.REVIEWER)
+    alpha, charlie = demo(project, "alpha"), demo(project, "charlie")
+    t = {n: Turn.objects.get(demonstration=alpha, client_id=str(n)) for n in range(4)}
+    # cho accepts the suggestions, ana undoes it, ben redoes it: ben's screenshot
+    do_store_suggestions(alpha, [(t[1], t[2].screenshot_id, "own")])
+    accepted = edit(cho, alpha, op="accept_suggestions")
+    undo(ben, alpha, undo(ana, alpha, accepted["id"])["id"])
+    # ana deletes turn 3, ben restores it, cho undoes the restore: ana's deletion
+    edit(ana, alpha, op="delete", turn=t[3].pk)
+    restored = edit(ben, alpha, op="restore", turn=t[3].pk)
+    undo(cho, alpha, restored["id"])
+    # cho marks turn 0 invalid; ana's text on it, ben's over it, undone thrice by cho: ana's text
+    edit(cho, alpha, op="set_validity", turn=t[0].pk, valid=False)
+    edit(ana, alpha, op="edit_text", turn=t[0].pk, text="ana's")
+    over = edit(ben, alpha, op="edit_text", turn=t[0].pk, text="ben's")
+    undo(cho, alpha, undo(cho, alpha, undo(cho, alpha, over["id"])["id"])["id"])
+    # charlie: a move undone and redone thrice over: unmoved
+    moved = edit(ana, charlie, op="move", turn=Turn.objects.get(demonstration=charlie, client_id="2").pk, to_index=0)
+    undo(cho, charlie, undo(ben, charlie, undo(ana, charlie, moved["id"])["id"])["id"])
+
+    researcher = make_user("res-x", project, Role.RESEARCHER)
+    out = download(token_client(researcher), start_export(token_client(researcher), "attack"), tmp_path)
+    exported = {entry["demo"]: entry for entry in json.loads((out / "changes.json").read_text())["demos"]}
+    assert sorted((c["index"], c["change"], c["by"]) for c in exported["alpha"]["turns"]) == [
+        (0, "invalid", "cho-x"),
+        (0, "text", "ana-x"),
+        (1, "screenshot", "ben-x"),
+        (3, "deleted", "ana-x"),
+    ]
+    assert exported["charlie"]["status"] == "unchanged"
+    client = token_client(researcher)
+    for release_id, entry in exported.items():
+        assert client.get(f"{API}{release_id}/").json()["changes"] == entry
+    listed = client.get(API).json()
+    statuses = [entry["status"] for entry in exported.values()]
+    assert listed["counts"]["status"] == {key: statuses.count(key) for key in ("unchanged", "changed", "dropped")}
+    assert listed["counts"]["status"]["changed"] == 1
