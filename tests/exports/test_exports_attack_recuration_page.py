@@ -51,6 +51,12 @@ def edit(user, item, **body):
     return answer.json()
 
 
+def mark(user, item, kind, turn=None, note=""):
+    body = {"kind": kind, "note": note, **({"turn": turn} if turn is not None else {})}
+    answer = token_client(user).post(f"/api/review/{item.name}/problems/", body, format="json")
+    assert answer.status_code == 201, answer.content
+
+
 PAGE, API = "/projects/attack/recuration/", "/api/projects/attack/recuration/"
 
 
@@ -435,3 +441,35 @@ def test_three_reviewers_undoing_and_redoing_agree_with_a_weblinx_exports_change
     statuses = [entry["status"] for entry in exported.values()]
     assert listed["counts"]["status"] == {key: statuses.count(key) for key in ("unchanged", "changed", "dropped")}
     assert listed["counts"]["status"]["changed"] == 1
+
+
+def test_counts_follow_the_projects_own_problem_kinds(world):
+    from annotation.actions.review import do_set_kinds, kinds_of
+
+    project, people = world
+    charlie = demo(project, "charlie")
+    turn1 = Turn.objects.get(demonstration=charlie, client_id="1").pk
+    body = {"kind": "wrong_target", "note": "", "turn": turn1}
+    assert (
+        token_client(people["ana"]).post(f"/api/review/{charlie.name}/problems/", body, format="json").status_code
+        == 201
+    )
+    kinds = [
+        {"key": "wrong_target", "label": HOSTILE[:60], "level": "turn"},  # renamed
+        {"key": "stale_page", "label": "Stale page", "level": "turn"},  # new; the rest removed
+    ]
+    do_set_kinds(project, kinds)
+    assert [k["key"] for k in kinds_of(project)] == ["wrong_target", "stale_page"]
+    body = {"kind": "stale_page", "note": "", "turn": turn1}
+    assert (
+        token_client(people["ben"]).post(f"/api/review/{charlie.name}/problems/", body, format="json").status_code
+        == 201
+    )
+    admin = token_client(people["admin"])
+    counts = {k["key"]: (k["label"], k["turn_marks"], k["items"]) for k in admin.get(API).json()["counts"]["problems"]}
+    assert counts == {"wrong_target": (HOSTILE[:60].strip(), 1, 1), "stale_page": ("Stale page", 1, 1)}
+    assert [row["demo"] for row in admin.get(API + "?problem=stale_page").json()["results"]] == ["charlie"]
+    assert admin.get(API + "?problem=missing_step").status_code == 400  # removed: no longer a kind of the project
+    page = signed_in(people["ben"]).get(PAGE + "?problem=stale_page")
+    assert page.status_code == 200
+    assert b"<img src=x" not in page.content
