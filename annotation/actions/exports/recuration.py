@@ -93,6 +93,13 @@ def imported_demos(project):
     return demos.exclude(source_id="").exclude(status=DemoStatus.RECORDING).order_by("source_id")
 
 
+def split_by_release(project):
+    """A function demo → its split under the scheme of the release it came from (a Mind2Web task's is fixed at
+    import: train, test_task, test_website or test_domain)."""
+    schemes = {scheme: split_of(project, scheme) for scheme in RELEASE_FORMATS}
+    return lambda demo: schemes[demo.source["format"]](demo)
+
+
 def has_imports(project) -> bool:
     return imported_demos(project).exists()
 
@@ -134,12 +141,16 @@ def edits_of(demo) -> list:
 def standing_edits(edits: list) -> list:
     """The edits whose change stands as their author's: not undone, and not an undo putting back what an earlier
     edit had made (that stays the earlier edit's author's); an undo of an undo makes its change again, as its
-    author's. (An undo is an edit of the kind it undoes, with ``undoes`` set.)"""
+    author's, and an undo of that puts back again. (An undo is an edit of the kind it undoes, with ``undoes`` set:
+    in a chain of undos from an edit, the odd ones put back, the even ones redo.)"""
     by_pk = {edit.pk: edit for edit in edits}
     undone = {edit.undoes_id for edit in edits if edit.undoes_id}
 
     def restores(edit) -> bool:
-        return edit.undoes_id is not None and getattr(by_pk.get(edit.undoes_id), "undoes_id", None) is None
+        depth = 0
+        while edit is not None and edit.undoes_id is not None:
+            depth, edit = depth + 1, by_pk.get(edit.undoes_id)
+        return depth % 2 == 1
 
     return [edit for edit in edits if edit.pk not in undone and edit.kind != EditKind.UNDO and not restores(edit)]
 
@@ -170,9 +181,9 @@ def live_authors(edits: list) -> dict:
 
 
 def original_index(demo, turn, position: int) -> int:
-    """The turn's index in the release's replay.json (the import gave each turn its position as client id) or in
-    the Mind2Web task's actions (its position: one turn per action, in order; its client id is the action_uid,
-    which may be all digits too)."""
+    """The turn's index in the release's replay.json (the WebLINX import gave each turn its position as client id)
+    or in the Mind2Web task's actions (its position: one turn per action, in order; its client id is the action's
+    ``action_uid``, which may be a number that is not its place)."""
     weblinx = demo.source.get("format") == "weblinx"
     return int(turn.client_id) if weblinx and turn.client_id.isdecimal() else position
 
@@ -264,18 +275,23 @@ def changes_of(demo, order: list | None = None, kinds: list | None = None) -> di
     status = "dropped" if dropped else ("changed" if turns or task or masked else "unchanged")
     marks = marks_of(demo, kinds, marks=prefetched(demo, "problem_marks"))
     problems = [problem(mark, None) for mark in marks["task"]]
-    turns_in_order = enumerate(sorted(demo.turns.all(), key=turn_key))
-    index = {turn.pk: original_index(demo, turn, n) for n, turn in turns_in_order}
+    index = {turn.pk: original_index(demo, turn, n) for n, turn in enumerate(sorted(demo.turns.all(), key=turn_key))}
     problems += [problem(mark, index.get(pk)) for pk, items in marks["turns"].items() for mark in items]
     entry = {"demo": demo.source_id, "status": status, "turns": turns, "task": task, "problems": problems}
     if masked:
         entry["masked"] = True
-    if dropped and demo.status == DemoStatus.REJECTED:
-        entry["by"] = authors.get((EditKind.SET_STATUS, None))
-    elif dropped:  # discarded: who set that field, not whoever edited the task's fields last
-        entry["by"] = next((change["by"] for change in task if change["field"] == "discarded"), None)
+    if dropped:
+        rejected = demo.status == DemoStatus.REJECTED
+        entry["by"] = authors.get((EditKind.SET_STATUS, None)) if rejected else discarded_by(edits)
     entry["agreement"] = agreement(demo)
     return entry
+
+
+def discarded_by(edits: list):
+    """Who discarded the task: the author of the latest standing edit setting ``discarded`` (not of any later
+    edit of another task field)."""
+    setting = [e for e in standing_edits(edits) if e.kind == EditKind.EDIT_METADATA and "discarded" in (e.after or {})]
+    return setting[-1].author.username if setting else None
 
 
 def problem(mark: dict, index) -> dict:
@@ -379,7 +395,7 @@ def recuration_of(project, status=None, problem=None) -> dict:
     """The project's imported items: ``{"project", "filters", "counts" (every item), "items" (those the filters
     keep: ``row_of``)}``; ``status``: unchanged, changed or dropped; ``problem``: items with a mark of that kind."""
     kinds = kinds_of(project)
-    split = split_of(project, "weblinx")
+    split = split_by_release(project)
     rows, entries = [], []
     for demo in with_history(imported_demos(project)).iterator(chunk_size=100):
         if not is_imported(demo):
@@ -395,8 +411,11 @@ def recuration_of(project, status=None, problem=None) -> dict:
 
 
 def check_item(project, release_id) -> Demonstration:
-    """The project's demo imported as ``release_id`` (404 otherwise)."""
-    demo = with_history(imported_demos(project).filter(source_id=release_id)).first()
+    """The project's demo imported as ``release_id`` (404 otherwise; one with a NUL, which PostgreSQL cannot hold, is
+    no release id)."""
+    demo = None
+    if "\x00" not in release_id:
+        demo = with_history(imported_demos(project).filter(source_id=release_id)).first()
     if demo is None or not is_imported(demo):
         raise NotFound(
             f"no demo imported as {release_id!r} in {project.name}", [{"field": "release_id", "message": "not found"}]
@@ -442,7 +461,7 @@ def item_of(user, project, release_id) -> dict:
         )
     return {
         "project": project.name,
-        "item": row_of(demo, split_of(project, "weblinx")(demo), entry),
+        "item": row_of(demo, split_by_release(project)(demo), entry),
         "task_description": demo.task_description,
         "changes": entry,
         "turns": rows,
