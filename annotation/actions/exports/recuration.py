@@ -16,6 +16,7 @@ turns (``item_of``), so they never disagree with ``changes.json``.
 """
 
 from django.db.models import Prefetch
+from django.db.models.fields.json import KT
 
 from ...models import (
     Demonstration,
@@ -104,12 +105,17 @@ def has_imports(project) -> bool:
     return imported_demos(project).exists()
 
 
-def with_history(demos):
-    """The demos with everything ``changes_of`` reads, a few queries for them all."""
+def with_history(demos, arguments: bool = True):
+    """The demos with everything ``changes_of`` reads, a few queries for them all. ``arguments=False``: each turn's
+    arguments (its element, its page's facts: most of a turn's bytes) are not read, only its typed text, which is
+    all ``changes_of`` needs of them (the list of a whole release reads every turn)."""
+    turns = Turn.objects.order_by("timestamp", "seq")
+    if not arguments:
+        turns = turns.defer("arguments").annotate(typed_text=KT("arguments__text"))
     return demos.select_related(
         "project", "review", "second_review__first_reviewer", "second_review__reviewer"
     ).prefetch_related(
-        Prefetch("turns", queryset=Turn.objects.order_by("timestamp", "seq")),
+        Prefetch("turns", queryset=turns),
         "turn_curations",
         Prefetch("edits", queryset=Edit.objects.select_related("author")),
         Prefetch("problem_marks", queryset=ProblemMark.objects.select_related("reviewer")),
@@ -194,7 +200,11 @@ def turn_key(turn):
 
 def turn_text(turn):
     """The text review may edit: a chat turn's utterance, a textInput's typed text (None for other turns)."""
-    return turn.utterance if turn.type == TurnType.CHAT else (turn.arguments or {}).get("text")
+    if turn.type == TurnType.CHAT:
+        return turn.utterance
+    if "arguments" in turn.get_deferred_fields():  # read without them (``with_history``): the text alone
+        return turn.typed_text
+    return (turn.arguments or {}).get("text")
 
 
 def curation_state(demo, order: list) -> tuple:
@@ -397,7 +407,7 @@ def recuration_of(project, status=None, problem=None) -> dict:
     kinds = kinds_of(project)
     split = split_by_release(project)
     rows, entries = [], []
-    for demo in with_history(imported_demos(project)).iterator(chunk_size=100):
+    for demo in with_history(imported_demos(project), arguments=False).iterator(chunk_size=100):
         if not is_imported(demo):
             continue
         entry = changes_of(demo, kinds=kinds)
