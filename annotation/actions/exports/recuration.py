@@ -28,6 +28,7 @@ from ...models import (
     Project,
     SecondReview,
     Turn,
+    TurnCuration,
     TurnType,
     curated_turns,
 )
@@ -37,6 +38,7 @@ from ..review import VIEW_ALL_ROLES, kinds_of, marks_of
 from .splits import split_of
 
 STATUSES = ("unchanged", "changed", "dropped")
+REVIEW_ROWS = (Edit, TurnCuration, ProblemMark)  # what review writes about a demo
 TURN_CHANGES = ("deleted", "moved", "text", "invalid", "screenshot")
 CHANGE_KINDS = (*TURN_CHANGES, "task", "status")  # task: a task field; status: a release's invalid demo taken back
 CHANGE_LABELS = {
@@ -105,13 +107,15 @@ def has_imports(project) -> bool:
     return imported_demos(project).exists()
 
 
-def with_history(demos, arguments: bool = True):
-    """The demos with everything ``changes_of`` reads, a few queries for them all. ``arguments=False``: each turn's
-    arguments (its element, its page's facts: most of a turn's bytes) are not read, only its typed text, which is
-    all ``changes_of`` needs of them (the list of a whole release reads every turn)."""
+def with_history(demos, touched: set | None = None):
+    """The demos with everything ``changes_of`` reads, a few queries for them all. ``touched``: for the list of a
+    whole release, the ids of the demos review touched (``touched_ids``), whose turns alone are read (without an
+    edit, a turn's curation or a problem mark no turn has a change or a mark, so ``changes_of`` reads none), and
+    without their arguments (its element and page facts, most of a turn's bytes): only the typed text it compares."""
     turns = Turn.objects.order_by("timestamp", "seq")
-    if not arguments:
-        turns = turns.defer("arguments").annotate(typed_text=KT("arguments__text"))
+    if touched is not None:
+        turns = turns.filter(demonstration_id__in=sorted(touched)).defer("arguments")
+        turns = turns.annotate(typed_text=KT("arguments__text"))
     return demos.select_related(
         "project", "review", "second_review__first_reviewer", "second_review__reviewer"
     ).prefetch_related(
@@ -120,6 +124,15 @@ def with_history(demos, arguments: bool = True):
         Prefetch("edits", queryset=Edit.objects.select_related("author")),
         Prefetch("problem_marks", queryset=ProblemMark.objects.select_related("reviewer")),
     )
+
+
+def touched_ids(demos) -> set:
+    """The ids of ``demos`` that review wrote about: an edit, a turn's curation or a problem mark."""
+    ids = demos.values("pk")
+    found = set()
+    for model in REVIEW_ROWS:
+        found.update(model.objects.filter(demonstration__in=ids).values_list("demonstration_id", flat=True).distinct())
+    return found
 
 
 def prefetched(demo, name: str):
@@ -202,7 +215,7 @@ def turn_text(turn):
     """The text review may edit: a chat turn's utterance, a textInput's typed text (None for other turns)."""
     if turn.type == TurnType.CHAT:
         return turn.utterance
-    if "arguments" in turn.get_deferred_fields():  # read without them (``with_history``): the text alone
+    if "arguments" in turn.get_deferred_fields():  # read for the list (``with_history``): the text alone
         return turn.typed_text
     return (turn.arguments or {}).get("text")
 
@@ -407,7 +420,8 @@ def recuration_of(project, status=None, problem=None) -> dict:
     kinds = kinds_of(project)
     split = split_by_release(project)
     rows, entries = [], []
-    for demo in with_history(imported_demos(project), arguments=False).iterator(chunk_size=100):
+    demos = imported_demos(project)
+    for demo in with_history(demos, touched=touched_ids(demos)).iterator(chunk_size=100):
         if not is_imported(demo):
             continue
         entry = changes_of(demo, kinds=kinds)
