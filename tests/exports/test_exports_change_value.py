@@ -12,12 +12,13 @@ import weblinx
 from django.core.management import call_command
 
 from annotation.lib.redact import MASK
-from annotation.models import Demonstration, DemoReview, DemoStatus, ExportJob, Role, Turn, TurnCuration
+from annotation.models import Demonstration, DemoReview, DemoStatus, ExportJob, Mind2WebStep, Role, Turn, TurnCuration
 from tests.support.actors import make_user
 from tests.support.corpus import ingest_corpus
 from tests.support.mind2web_release import edit, write_release
 from tests.support.weblinx_release import download, start_export
 from workers.exports.jobs import run_export
+from workers.exports.mind2web_steps import process_demo
 
 STATUSES = ["recorded", "in_review", "validated"]
 VALUE_CHANGE = {"index": 1, "change": "value", "from": "Medium", "to": "Small"}
@@ -94,7 +95,8 @@ def test_a_select_value_edited_undone_and_redone_reaches_the_mind2web_export_and
     assert undo.status_code == 200, undo.content
     entry = researcher.get("/api/projects/alpha/recuration/t-plain/").json()
     assert entry["changes"]["turns"] == []
-    assert plain_task(mind2web_export(researcher, tmp_path, "undone"))["actions"][1]["operation"]["value"] == "Medium"
+    undone = plain_task(mind2web_export(researcher, tmp_path, "undone"))  # unchanged: the release's own task
+    assert undone["actions"][1]["operation"]["value"] == "Medium"
     redo = post(client, demo, op="undo", edit=undo.json()["id"])
     assert redo.status_code == 200, redo.content
     entry = researcher.get("/api/projects/alpha/recuration/t-plain/").json()
@@ -106,6 +108,14 @@ def test_a_select_value_edited_undone_and_redone_reaches_the_mind2web_export_and
     out = mind2web_export(researcher, tmp_path, "redone")
     assert plain_task(out)["actions"][1]["operation"]["value"] == "Small"
     assert json.loads((out / "changes.json").read_text())["demos"][0]["turns"][0]["by"] == "ben"
+
+    # Another value after the steps were stored: the stored step ("Small") no longer matches its key, so is not used.
+    process_demo(Demonstration.objects.get(pk=demo.pk))  # as the worker stores them
+    assert Mind2WebStep.objects.filter(demonstration=demo, value="Small").exists()
+    assert post(client, demo, op="edit_text", turn=select.pk, text="XL").status_code == 200
+    out = mind2web_export(researcher, tmp_path, "again")
+    assert plain_task(out)["actions"][1]["operation"]["value"] == "XL"
+    assert plain_task(out)["action_reprs"][1].endswith("-> SELECT: XL")
     page = client.get("/projects/alpha/recuration/t-plain/")
     assert page.status_code == 200
     assert b'data-change="value">value' in page.content
