@@ -1,6 +1,7 @@
 """A reviewer curates a recorded demo in a real headless Chromium against a live server: reorders by drag and
-drop and by keyboard, edits text, deletes and undoes, marks a turn invalid, picks another screenshot, validates
-the demo; recorded page HTML is shown in a sandbox where its scripts do not run; a screenshot of the page."""
+drop and by keyboard, edits text and a change turn's value, deletes and undoes, marks a turn invalid, picks another
+screenshot, validates the demo; recorded page HTML is shown in a sandbox where its scripts do not run; a screenshot
+of the page."""
 
 import pytest
 from PIL import Image
@@ -109,6 +110,18 @@ def test_edit_text(review, demo):
     wait_revision(review, 1)
     assert "Please book the cheaper one" in item(review, turn).text
     assert exported(demo)[turn.client_id].utterance == "Please book the cheaper one"
+
+
+def test_edit_a_change_turns_value(review, demo):
+    turn = Turn.objects.filter(demonstration=demo, intent="change").order_by("seq").first()
+    item(review, turn).click()
+    keys(review, "e")
+    field = review.find_element(By.ID, "text-input")
+    assert field.get_attribute("value") == turn.arguments["value"]
+    field.clear()
+    field.send_keys("Second option", Keys.ENTER)
+    wait_revision(review, 1)
+    assert exported(demo)[turn.client_id].arguments["value"] == "Second option"
 
 
 def test_delete_and_undo(review, demo):

@@ -44,12 +44,13 @@ def export_timeline(demo: Demonstration) -> list[ExportTurn]:
 
 
 def curated_text(turn: Turn, curation, arguments: dict) -> tuple[str, dict]:
-    """The utterance and arguments with an edited text applied (chat utterance, or textInput's typed text)."""
+    """The utterance and arguments with an edited text applied (chat utterance, textInput's typed text ``text``, or
+    a change turn's value ``value``: the recorder's argument for each, annotation/lib/schema.py)."""
     if curation is None or curation.text is None:
         return turn.utterance, arguments
     if turn.type == TurnType.CHAT:
         return curation.text, arguments
-    return turn.utterance, {**arguments, "text": curation.text}
+    return turn.utterance, {**arguments, ("value" if turn.intent == "change" else "text"): curation.text}
 
 
 def curated_export_turn(index: int, turn: Turn, curation) -> ExportTurn:

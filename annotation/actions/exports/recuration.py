@@ -39,12 +39,13 @@ from .splits import split_of
 
 STATUSES = ("unchanged", "changed", "dropped")
 REVIEW_ROWS = (Edit, TurnCuration, ProblemMark)  # what review writes about a demo
-TURN_CHANGES = ("deleted", "moved", "text", "invalid", "screenshot")
+TURN_CHANGES = ("deleted", "moved", "text", "value", "invalid", "screenshot")
 CHANGE_KINDS = (*TURN_CHANGES, "task", "status")  # task: a task field; status: a release's invalid demo taken back
 CHANGE_LABELS = {
     "deleted": "Turns deleted",
     "moved": "Turns moved",
     "text": "Texts edited",
+    "value": "Values edited",
     "invalid": "Turns marked invalid",
     "screenshot": "Screenshots chosen",
     "task": "Task fields changed",
@@ -115,7 +116,7 @@ def with_history(demos, touched: set | None = None):
     turns = Turn.objects.order_by("timestamp", "seq")
     if touched is not None:
         turns = turns.filter(demonstration_id__in=sorted(touched)).defer("arguments")
-        turns = turns.annotate(typed_text=KT("arguments__text"))
+        turns = turns.annotate(typed_text=KT("arguments__text"), typed_value=KT("arguments__value"))
     return demos.select_related(
         "project", "review", "second_review__first_reviewer", "second_review__reviewer"
     ).prefetch_related(
@@ -212,12 +213,14 @@ def turn_key(turn):
 
 
 def turn_text(turn):
-    """The text review may edit: a chat turn's utterance, a textInput's typed text (None for other turns)."""
+    """The text review may edit: a chat turn's utterance, a textInput's typed text, a change turn's value (None for
+    other turns)."""
     if turn.type == TurnType.CHAT:
         return turn.utterance
+    name = "value" if turn.intent == "change" else "text"
     if "arguments" in turn.get_deferred_fields():  # read for the list (``with_history``): the text alone
-        return turn.typed_text
-    return (turn.arguments or {}).get("text")
+        return getattr(turn, f"typed_{name}")
+    return (turn.arguments or {}).get(name)
 
 
 def curation_state(demo, order: list) -> tuple:
@@ -248,9 +251,8 @@ def turn_changes(demo, order: list, authors: dict) -> list:
             continue
         text = turn_text(turn)
         if curation.text is not None and curation.text != text:
-            changes.append(
-                {"index": index, "change": "text", "from": text, "to": curation.text, "by": by(EditKind.EDIT_TEXT)}
-            )
+            edited = {"from": text, "to": curation.text, "by": by(EditKind.EDIT_TEXT)}
+            changes.append({"index": index, "change": "value" if turn.intent == "change" else "text", **edited})
         if not curation.valid:
             changes.append({"index": index, "change": "invalid", "by": by(EditKind.SET_VALIDITY)})
         if curation.screenshot and curation.screenshot != turn.screenshot_id:

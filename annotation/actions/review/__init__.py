@@ -34,6 +34,7 @@ from .background import (
 )
 from .claims import BULK_ACTIONS, do_assign, do_bulk_return, do_claim_next, held_by, queue_for
 from .curation import (
+    EDITABLE_INTENTS,
     METADATA_FIELDS,
     TURN_DEFAULTS,
     apply_metadata,
@@ -132,6 +133,7 @@ __all__ = [
     "locked_review",
     "record",
     # curation
+    "EDITABLE_INTENTS",
     "METADATA_FIELDS",
     "TURN_DEFAULTS",
     "apply_metadata",

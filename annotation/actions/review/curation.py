@@ -6,7 +6,7 @@ and records the before/after state as one ``Edit``, under the revision lock of `
 
 from django.db import transaction
 
-from ...lib import shapes
+from ...lib import redact, shapes
 from ...models import TASK_METADATA, Demonstration, Edit, EditKind, Turn, TurnCuration, TurnType
 from ...models.review import STATE_FIELDS
 from ..errors import ValidationFailed
@@ -66,15 +66,35 @@ def do_set_validity(user, demo, revision, turn_id, valid) -> Edit:
     return change_turn(user, demo, revision, turn_id, EditKind.SET_VALIDITY, valid=valid)
 
 
+EDITABLE_INTENTS = ("textInput", "change")  # typed text; a change turn's value (the option chosen in a <select>)
+
+
 def check_text(demo, turn_id, text) -> None:
-    """Only chat utterances and typed text (textInput) are editable."""
+    """Only chat utterances, typed text (textInput) and a change turn's value are editable; a browser turn's new
+    text must be one ingest's masking would keep (nothing in clear on a password field, no secret URL parameter)."""
     if not isinstance(text, str):
         raise ValidationFailed("text must be a string", [{"field": "text", "message": "expected a string"}])
     turn = check_turn(demo, turn_id)
-    if turn.type == TurnType.BROWSER and turn.intent != "textInput":
+    if turn.type != TurnType.BROWSER:
+        return
+    if turn.intent not in EDITABLE_INTENTS:
+        only = [{"field": "text", "message": "chat, textInput or change only"}]
+        raise ValidationFailed(f"a {turn.intent} turn has no text to edit", only)
+    if is_password_field(turn) and text not in ("", redact.MASK):
         raise ValidationFailed(
-            f"a {turn.intent} turn has no text to edit", [{"field": "text", "message": "chat or textInput only"}]
+            "a password field's text is never stored", [{"field": "text", "message": "a password field: not editable"}]
         )
+    if redact.mask_parameters(text) != text:
+        raise ValidationFailed(
+            "the text holds a secret URL parameter", [{"field": "text", "message": "a secret would be masked"}]
+        )
+
+
+def is_password_field(turn) -> bool:
+    """The turn's element is plainly a password input (as ingest's ``mask_password_values`` reads it)."""
+    attributes = shapes.as_dict(shapes.element_of(turn.arguments).get("attributes"))
+    kind = attributes.get("type")
+    return isinstance(kind, str) and kind.strip().lower() == "password"
 
 
 def do_edit_text(user, demo, revision, turn_id, text) -> Edit:

@@ -32,10 +32,12 @@ def element_text(turn) -> str:
 
 
 def turn_text(turn, curation) -> str:
-    """The curated text: a chat utterance, or the typed text of a textInput."""
+    """The curated text: a chat utterance, the typed text of a textInput, or a change turn's value."""
     if curation is not None and curation.text is not None:
         return curation.text
-    return turn.utterance if turn.type == TurnType.CHAT else shapes.as_text(shapes.as_dict(turn.arguments).get("text"))
+    if turn.type == TurnType.CHAT:
+        return turn.utterance
+    return shapes.as_text(shapes.as_dict(turn.arguments).get("value" if turn.intent == "change" else "text"))
 
 
 def turn_row(index, turn, curation, issues, comments) -> dict:
@@ -52,7 +54,7 @@ def turn_row(index, turn, curation, issues, comments) -> dict:
         "speaker": turn.speaker,
         "intent": turn.intent,
         "text": turn_text(turn, curation),
-        "text_editable": turn.type == TurnType.CHAT or turn.intent == "textInput",
+        "text_editable": turn.type == TurnType.CHAT or turn.intent in actions.EDITABLE_INTENTS,
         "element": element_text(turn),
         "label": label,
         "element_label": f"{tag.lower()} “{label}”" if label else "",
