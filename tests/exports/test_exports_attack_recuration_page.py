@@ -10,9 +10,9 @@ from django.core.management import call_command
 from django.test import Client
 
 from annotation.actions.exports import recuration
-from annotation.models import Demonstration, DemoReview, ExportJob, Project, Role, Turn
+from annotation.models import Demonstration, ExportJob, Project, Role, Turn
 from tests.support.actors import make_user, signed_in, token_client
-from tests.support.weblinx_release import write_demo, write_json, write_release
+from tests.support.weblinx_release import review_edit, write_demo, write_json, write_release
 
 HOSTILE = '"><img src=x onerror=alert(1)><script>alert(2)</script> =HYPERLINK("http://evil.example","x") \u202eevil'
 
@@ -40,15 +40,6 @@ def world(db, media_storage, tmp_path):
 
 def demo(project, release_id) -> Demonstration:
     return Demonstration.objects.get(project=project, source_id=release_id)
-
-
-def edit(user, item, **body):
-    revision = DemoReview.objects.filter(demonstration=item).values_list("revision", flat=True).first() or 0
-    answer = signed_in(user).post(
-        f"/review/{item.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
-    )
-    assert answer.status_code == 200, answer.content
-    return answer.json()
 
 
 def mark(user, item, kind, turn=None, note=""):
@@ -157,8 +148,8 @@ def test_hostile_free_text_is_shown_as_text_and_answered_as_json(world):
     project, people = world
     charlie = demo(project, "charlie")
     chat = Turn.objects.get(demonstration=charlie, client_id="0")
-    edit(people["ana"], charlie, op="edit_text", turn=chat.pk, text=HOSTILE)
-    edit(people["ben"], charlie, op="edit_metadata", fields={"category": HOSTILE, "task_description": HOSTILE})
+    review_edit(people["ana"], charlie, op="edit_text", turn=chat.pk, text=HOSTILE)
+    review_edit(people["ben"], charlie, op="edit_metadata", fields={"category": HOSTILE, "task_description": HOSTILE})
     body = {"kind": "wrong_target", "note": HOSTILE, "turn": Turn.objects.get(demonstration=charlie, client_id="1").pk}
     assert (
         token_client(people["ana"]).post(f"/api/review/{charlie.name}/problems/", body, format="json").status_code
@@ -234,8 +225,8 @@ def test_a_mind2web_turn_is_indexed_by_its_place_in_the_task_even_when_its_actio
     project, people = mind2web
     digits = demo(project, "digits")
     typed = Turn.objects.get(demonstration=digits, client_id="2")  # the task's first action
-    edit(people["ana"], digits, op="edit_text", turn=typed.pk, text="shoes")
-    edit(people["ana"], digits, op="delete", turn=Turn.objects.get(demonstration=digits, client_id="1").pk)
+    review_edit(people["ana"], digits, op="edit_text", turn=typed.pk, text="shoes")
+    review_edit(people["ana"], digits, op="delete", turn=Turn.objects.get(demonstration=digits, client_id="1").pk)
     entry = recuration.changes_of(demo(project, "digits"))
     assert sorted((c["index"], c["change"]) for c in entry["turns"]) == [(0, "text"), (2, "deleted")]
     answer = token_client(people["admin"]).get("/api/projects/m2w/recuration/digits/").json()
@@ -247,8 +238,8 @@ def test_a_mind2web_turn_is_indexed_by_its_place_in_the_task_even_when_its_actio
 def test_a_discarded_mind2web_task_is_dropped_by_whoever_discarded_it(mind2web):
     project, people = mind2web
     plain = demo(project, "plain")
-    edit(people["ana"], plain, op="edit_metadata", fields={"discarded": True})
-    edit(people["ben"], plain, op="edit_metadata", fields={"category": "Shoes and boots"})
+    review_edit(people["ana"], plain, op="edit_metadata", fields={"discarded": True})
+    review_edit(people["ben"], plain, op="edit_metadata", fields={"category": "Shoes and boots"})
     entry = recuration.changes_of(demo(project, "plain"))
     assert entry["status"] == "dropped"
     assert entry["by"] == "ana-m"
@@ -270,7 +261,7 @@ def test_a_secret_the_import_masked_is_on_neither_side_of_the_item(db, media_sto
     call_command("import_weblinx", str(root), "--project", "masked", "--user", "admin-s", stdout=io.StringIO())
     item = Demonstration.objects.get(source_id="secret")
     # Clear text on a password field is refused (test_exports_change_value.py); emptying it is an edit.
-    edit(admin, item, op="edit_text", turn=Turn.objects.get(demonstration=item, client_id="2").pk, text="")
+    review_edit(admin, item, op="edit_text", turn=Turn.objects.get(demonstration=item, client_id="2").pk, text="")
     for answer in (
         signed_in(admin).get("/projects/masked/recuration/secret/"),
         token_client(admin).get("/api/projects/masked/recuration/secret/"),
@@ -292,7 +283,7 @@ def test_the_item_page_reads_the_same_queries_however_many_turns_edits_and_marks
     reviewer = token_client(people["ana"])
     for n in range(4):
         pk = Turn.objects.get(demonstration=charlie, client_id=str(n)).pk
-        edit(people["ana"], charlie, op="set_validity", turn=pk, valid=False)
+        review_edit(people["ana"], charlie, op="set_validity", turn=pk, valid=False)
         for kind in ("wrong_target", "missing_step"):
             body = {"kind": kind, "note": f"n{n}", "turn": pk}
             assert reviewer.post(f"/api/review/{charlie.name}/problems/", body, format="json").status_code == 201
@@ -309,7 +300,7 @@ def test_the_item_page_reads_the_same_queries_however_many_turns_edits_and_marks
 
 
 def undo(user, item, edit_id):
-    return edit(user, item, op="undo", edit=edit_id)
+    return review_edit(user, item, op="undo", edit=edit_id)
 
 
 def test_an_undo_of_a_redo_changes_nothing_and_leaves_a_change_to_whoever_made_it(world):
@@ -317,7 +308,7 @@ def test_an_undo_of_a_redo_changes_nothing_and_leaves_a_change_to_whoever_made_i
     ana, ben = people["ana"], people["ben"]
     charlie, bravo = demo(project, "charlie"), demo(project, "bravo")
     # a task field set, undone, redone, undone again: as the release had it
-    made = edit(ana, charlie, op="edit_metadata", fields={"category": "Travel"})
+    made = review_edit(ana, charlie, op="edit_metadata", fields={"category": "Travel"})
     redone = undo(ana, charlie, undo(ana, charlie, made["id"])["id"])
     undo(ana, charlie, redone["id"])
     entry = recuration.changes_of(demo(project, "charlie"))
@@ -325,8 +316,8 @@ def test_an_undo_of_a_redo_changes_nothing_and_leaves_a_change_to_whoever_made_i
     assert entry["status"] == "unchanged"
     # ana's text, ben's over it undone, redone and undone again: ana's text stands, as hers
     chat = Turn.objects.get(demonstration=bravo, client_id="0").pk
-    edit(ana, bravo, op="edit_text", turn=chat, text="ana's")
-    over = edit(ben, bravo, op="edit_text", turn=chat, text="ben's")
+    review_edit(ana, bravo, op="edit_text", turn=chat, text="ana's")
+    over = review_edit(ben, bravo, op="edit_text", turn=chat, text="ben's")
     redone = undo(ben, bravo, undo(ben, bravo, over["id"])["id"])
     undo(ben, bravo, redone["id"])
     [change] = recuration.changes_of(demo(project, "bravo"))["turns"]
@@ -358,11 +349,13 @@ def test_the_page_and_api_agree_with_a_mind2web_exports_changes_json(mind2web, t
     ana, ben = people["ana"], people["ben"]
     digits, plain = demo(project, "digits"), demo(project, "plain")
     typed = Turn.objects.get(demonstration=digits, client_id="2").pk
-    edit(ana, digits, op="edit_text", turn=typed, text="boots")
-    moved = edit(ben, digits, op="move", turn=Turn.objects.get(demonstration=digits, client_id="1").pk, to_index=0)
+    review_edit(ana, digits, op="edit_text", turn=typed, text="boots")
+    moved = review_edit(
+        ben, digits, op="move", turn=Turn.objects.get(demonstration=digits, client_id="1").pk, to_index=0
+    )
     undo(ben, digits, undo(ben, digits, moved["id"])["id"])
-    edit(ana, plain, op="edit_metadata", fields={"discarded": True})
-    edit(ben, plain, op="edit_metadata", fields={"category": "Boots"})
+    review_edit(ana, plain, op="edit_metadata", fields={"discarded": True})
+    review_edit(ben, plain, op="edit_metadata", fields={"category": "Boots"})
     body = {"kind": "wrong_target", "note": "n", "turn": typed}
     assert token_client(ben).post(f"/api/review/{digits.name}/problems/", body, format="json").status_code == 201
     admin = token_client(people["admin"])
@@ -388,7 +381,7 @@ def test_an_item_without_turns_is_shown_without_rows(world):
     """The import skips a demo whose replay has no turn; one whose turns are gone still answers."""
     project, people = world
     bravo = demo(project, "bravo")
-    edit(people["ana"], bravo, op="edit_metadata", fields={"category": "Travel"})
+    review_edit(people["ana"], bravo, op="edit_metadata", fields={"category": "Travel"})
     Turn.objects.filter(demonstration=bravo).delete()
     page = signed_in(people["admin"]).get(PAGE + "bravo/")
     assert page.status_code == 200
@@ -410,19 +403,21 @@ def test_three_reviewers_undoing_and_redoing_agree_with_a_weblinx_exports_change
     t = {n: Turn.objects.get(demonstration=alpha, client_id=str(n)) for n in range(4)}
     # cho accepts the suggestions, ana undoes it, ben redoes it: ben's screenshot
     do_store_suggestions(alpha, [(t[1], t[2].screenshot_id, "own")])
-    accepted = edit(cho, alpha, op="accept_suggestions")
+    accepted = review_edit(cho, alpha, op="accept_suggestions")
     undo(ben, alpha, undo(ana, alpha, accepted["id"])["id"])
     # ana deletes turn 3, ben restores it, cho undoes the restore: ana's deletion
-    edit(ana, alpha, op="delete", turn=t[3].pk)
-    restored = edit(ben, alpha, op="restore", turn=t[3].pk)
+    review_edit(ana, alpha, op="delete", turn=t[3].pk)
+    restored = review_edit(ben, alpha, op="restore", turn=t[3].pk)
     undo(cho, alpha, restored["id"])
     # cho marks turn 0 invalid; ana's text on it, ben's over it, undone thrice by cho: ana's text
-    edit(cho, alpha, op="set_validity", turn=t[0].pk, valid=False)
-    edit(ana, alpha, op="edit_text", turn=t[0].pk, text="ana's")
-    over = edit(ben, alpha, op="edit_text", turn=t[0].pk, text="ben's")
+    review_edit(cho, alpha, op="set_validity", turn=t[0].pk, valid=False)
+    review_edit(ana, alpha, op="edit_text", turn=t[0].pk, text="ana's")
+    over = review_edit(ben, alpha, op="edit_text", turn=t[0].pk, text="ben's")
     undo(cho, alpha, undo(cho, alpha, undo(cho, alpha, over["id"])["id"])["id"])
     # charlie: a move undone and redone thrice over: unmoved
-    moved = edit(ana, charlie, op="move", turn=Turn.objects.get(demonstration=charlie, client_id="2").pk, to_index=0)
+    moved = review_edit(
+        ana, charlie, op="move", turn=Turn.objects.get(demonstration=charlie, client_id="2").pk, to_index=0
+    )
     undo(cho, charlie, undo(ben, charlie, undo(ana, charlie, moved["id"])["id"])["id"])
 
     researcher = make_user("res-x", project, Role.RESEARCHER)

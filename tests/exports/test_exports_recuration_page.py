@@ -15,9 +15,9 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.actions.exports import recuration
 from annotation.actions.review import do_store_suggestions
-from annotation.models import Demonstration, DemoReview, Project, Role, SecondReview, Turn
+from annotation.models import Demonstration, Project, Role, SecondReview, Turn
 from tests.support.actors import make_user, signed_in, token_client
-from tests.support.weblinx_release import download, start_export, write_demo, write_json, write_release
+from tests.support.weblinx_release import download, review_edit, start_export, write_demo, write_json, write_release
 
 SCRIPT = "<script>alert('x')</script>"
 FORMULA = '=HYPERLINK("http://evil.example","click")'
@@ -57,16 +57,6 @@ def turn(item, n) -> Turn:
     return Turn.objects.get(demonstration=item, client_id=str(n))
 
 
-def edit(user, item, **body):
-    """One review edit through the review page's endpoint, at the demo's current revision."""
-    revision = DemoReview.objects.filter(demonstration=item).values_list("revision", flat=True).first() or 0
-    answer = signed_in(user).post(
-        f"/review/{item.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
-    )
-    assert answer.status_code == 200, answer.content
-    return answer.json()
-
-
 def mark(user, item, kind, turn_n=None, note=""):
     body = {"kind": kind, "note": note, **({"turn": turn(item, turn_n).pk} if turn_n is not None else {})}
     answer = token_client(user).post(f"/api/review/{item.name}/problems/", body, format="json")
@@ -79,22 +69,22 @@ def curate(project, people) -> None:
     alpha, bravo, charlie = demo(project, "alpha"), demo(project, "bravo"), demo(project, "charlie")
     delta, foxtrot = demo(project, "delta"), demo(project, "foxtrot")
     # charlie: a text, a deletion, a move, a task field; problems on a turn and the task
-    edit(ana, charlie, op="edit_text", turn=turn(charlie, 0).pk, text=HOSTILE)
-    edit(ana, charlie, op="delete", turn=turn(charlie, 3).pk)
-    edit(ben, charlie, op="move", turn=turn(charlie, 2).pk, to_index=1)
-    edit(ben, charlie, op="edit_metadata", fields={"category": FORMULA})
+    review_edit(ana, charlie, op="edit_text", turn=turn(charlie, 0).pk, text=HOSTILE)
+    review_edit(ana, charlie, op="delete", turn=turn(charlie, 3).pk)
+    review_edit(ben, charlie, op="move", turn=turn(charlie, 2).pk, to_index=1)
+    review_edit(ben, charlie, op="edit_metadata", fields={"category": FORMULA})
     mark(ana, charlie, "wrong_target", 1, note=HOSTILE)
     mark(cho, charlie, "task_infeasible", note="the shop is closed")
     mark(cho, charlie, "wrong_target", 1)
     # alpha: cho accepts the screenshot suggestions (turn 1 shown with turn 2's screenshot), ben edits a text that
     # cho edits again and undoes (ben's text stands), then validates it: a second review decides otherwise
     do_store_suggestions(alpha, [(turn(alpha, 1), turn(alpha, 2).screenshot_id, "own")])
-    edit(cho, alpha, op="accept_suggestions")
-    edit(ben, alpha, op="edit_text", turn=turn(alpha, 3).pk, text="Done!")
-    again = edit(cho, alpha, op="edit_text", turn=turn(alpha, 3).pk, text="Finished.")
-    edit(cho, alpha, op="undo", edit=again["id"])
+    review_edit(cho, alpha, op="accept_suggestions")
+    review_edit(ben, alpha, op="edit_text", turn=turn(alpha, 3).pk, text="Done!")
+    again = review_edit(cho, alpha, op="edit_text", turn=turn(alpha, 3).pk, text="Finished.")
+    review_edit(cho, alpha, op="undo", edit=again["id"])
     Project.objects.filter(pk=project.pk).update(second_review_percent=100)
-    edit(ben, alpha, op="transition", action="validate")
+    review_edit(ben, alpha, op="transition", action="validate")
     second = SecondReview.objects.get(demonstration=alpha)
     decided = token_client(second.reviewer).post(
         f"/api/quality/second-reviews/{alpha.name}/",
@@ -104,8 +94,8 @@ def curate(project, people) -> None:
     assert decided.status_code == 200, decided.content
     Project.objects.filter(pk=project.pk).update(second_review_percent=0)
     # bravo rejected (dropped), delta (the release's rejection) reopened, foxtrot only marked
-    edit(ana, bravo, op="transition", action="reject")
-    edit(ben, delta, op="transition", action="reopen")
+    review_edit(ana, bravo, op="transition", action="reject")
+    review_edit(ben, delta, op="transition", action="reopen")
     mark(ben, foxtrot, "missing_step", 2, note="no search first")
     mark(ben, foxtrot, "instruction_ambiguous")
 
@@ -397,11 +387,11 @@ def test_an_undone_accept_all_and_an_undo_over_someone_elses_edit_leave_the_righ
     project, people = world
     alpha, charlie = demo(project, "alpha"), demo(project, "charlie")
     do_store_suggestions(alpha, [(turn(alpha, 1), turn(alpha, 2).screenshot_id, "own")])
-    accepted = edit(people["cho"], alpha, op="accept_suggestions")
-    edit(people["ana"], alpha, op="undo", edit=accepted["id"])
-    edit(people["ana"], charlie, op="edit_metadata", fields={"category": "Travel"})
-    later = edit(people["ben"], charlie, op="edit_metadata", fields={"category": "Trains"})
-    edit(people["ben"], charlie, op="undo", edit=later["id"])
+    accepted = review_edit(people["cho"], alpha, op="accept_suggestions")
+    review_edit(people["ana"], alpha, op="undo", edit=accepted["id"])
+    review_edit(people["ana"], charlie, op="edit_metadata", fields={"category": "Travel"})
+    later = review_edit(people["ben"], charlie, op="edit_metadata", fields={"category": "Trains"})
+    review_edit(people["ben"], charlie, op="undo", edit=later["id"])
 
     entries = {e["demo"]: e for e in (recuration.changes_of(demo(project, r)) for r in ("alpha", "charlie"))}
 

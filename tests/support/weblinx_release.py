@@ -8,7 +8,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from annotation.models import ExportJob, JobStatus
+from annotation.models import DemoReview, ExportJob, JobStatus
+from tests.support.actors import signed_in
 from workers.exports.jobs import run_export
 
 UID = "a1b2c3"
@@ -104,3 +105,13 @@ def download(client, job: ExportJob, into: Path) -> Path:
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
         archive.extractall(into / "download", filter="data")
     return into / "download" / job.filename.removesuffix(".tar.gz")
+
+
+def review_edit(user, item, **body) -> dict:
+    """One review edit by ``user`` through the review page's endpoint, at the demo's current revision."""
+    revision = DemoReview.objects.filter(demonstration=item).values_list("revision", flat=True).first() or 0
+    answer = signed_in(user).post(
+        f"/review/{item.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
+    )
+    assert answer.status_code == 200, answer.content
+    return answer.json()
