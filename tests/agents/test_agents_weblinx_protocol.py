@@ -41,7 +41,9 @@ def replay_turns(data, name):
 
 
 def answer(turn: dict, position: int) -> str:
-    """The gold action, except every 4th (another element), 5th (a typo) and 7th (a wrong intent)."""
+    """The gold action, except every 4th (another element), 5th (a typo) and 7th (a wrong intent), and every message
+    otherwise with a word added (a chrF between 0 and 1 that the official rounding changes, whatever demos the
+    split draws)."""
     gold = gold_output(turn)
     if position % 7 == 3:
         return 'say(speaker="navigator", utterance="ok")' if turn["type"] == "browser" else 'click(uid="nope")'
@@ -49,6 +51,8 @@ def answer(turn: dict, position: int) -> str:
         return gold.replace('"', 'x"', 2)
     if position % 4 == 1 and 'uid="' in gold:
         return gold.split('uid="')[0] + 'uid="nope")'
+    if turn["type"] == "chat":
+        return gold[: -len('")')] + ' indeed")'
     return gold
 
 
