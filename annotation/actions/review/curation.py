@@ -24,7 +24,7 @@ MAX_WEBSITE = 253  # a DNS name has at most 253 characters (as when a recording 
 # --- Turn state -----------------------------------------------------------------------------------------
 
 
-TURN_DEFAULTS = {"deleted": False, "text": None, "valid": True, "screenshot": ""}  # an uncurated turn
+TURN_DEFAULTS = {"deleted": False, "text": None, "valid": True, "screenshot": "", "element": None}  # an uncurated turn
 
 
 def turn_state(turn_id: int) -> dict:
