@@ -68,8 +68,10 @@ def test_two_reviewers_retarget_turns_undo_and_redo_and_the_page_shows_each_targ
     assert answer.status_code == 200, answer.content
     element = TurnCuration.objects.get(turn=first).element
     assert element["attributes"]["data-webtasks-id"] == chosen["uid"]
-    assert element["bbox"] == chosen["box"] and element["tagName"] == chosen["tag"].upper()
-    assert element["xpath"].startswith("/html/") and element["outerHTML"].startswith(f"<{chosen['tag']}")
+    assert element["bbox"] == chosen["box"]
+    assert element["tagName"] == chosen["tag"].upper()
+    assert element["xpath"].startswith("/html/")
+    assert element["outerHTML"].startswith(f"<{chosen['tag']}")
     row = page_row(client, demo, first)
     assert (row["target"], row["retargeted"], row["box"]) == (chosen["uid"], True, chosen["box"])
     assert listed(client, demo, first).json()["current"] == chosen["uid"]
