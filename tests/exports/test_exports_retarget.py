@@ -22,7 +22,8 @@ LINK = {"x": 300, "y": 20, "width": 80, "height": 24, "top": 20, "right": 380, "
 FIELD = {"x": 10, "y": 80, "width": 400, "height": 32, "top": 80, "right": 410, "bottom": 112, "left": 10}
 PAGE = (
     f'<html><body><button data-webtasks-id="{UID}">Go</button><a data-webtasks-id="l1" href="/deals">Deals</a>'
-    '<input data-webtasks-id="i1" name="q" placeholder="Search"></body></html>'
+    '<input data-webtasks-id="i1" name="q" placeholder="Search"><input data-webtasks-id="p1" type="password">'
+    "</body></html>"
 )
 
 
@@ -33,7 +34,7 @@ def rich_weblinx_release(root):
         folder = release / "demonstrations" / name
         for n in (1, 2):
             (folder / "pages" / f"page-{n}-0.html").write_text(PAGE, encoding="utf-8")
-            write_json(folder / "bboxes" / f"bboxes-{n}.json", {UID: BOX, "l1": LINK, "i1": FIELD})
+            write_json(folder / "bboxes" / f"bboxes-{n}.json", {UID: BOX, "l1": LINK, "i1": FIELD, "p1": FIELD})
     return release
 
 
@@ -47,6 +48,15 @@ def turn(demo, client_id) -> Turn:
 
 def changes(out) -> dict:
     return {entry["demo"]: entry for entry in json.loads((out / "changes.json").read_text())["demos"]}
+
+
+def refused(user, demo, **body) -> str:
+    """A review edit refused with a 400: the field it names."""
+    answer = signed_in(user).post(
+        f"/review/{demo.name}/edit", json.dumps({"revision": 0, **body}), content_type="application/json"
+    )
+    assert answer.status_code == 400, answer.content
+    return answer.json()["errors"][0]["field"]
 
 
 def target(index, was, now, by) -> dict:
@@ -66,14 +76,15 @@ def test_weblinx_targets_chosen_by_two_reviewers_are_exported_and_named_in_chang
     review_edit(ana, demo["charlie"], op="retarget", turn=turn(demo["charlie"], "1").pk, element="l1")
     review_edit(ben, demo["charlie"], op="retarget", turn=turn(demo["charlie"], "2").pk, element="i1")
     review_edit(ben, demo["bravo"], op="retarget", turn=turn(demo["bravo"], "1").pk, element="i1")
+    # A typed text moves onto a password field only once emptied; then nothing in clear can be typed there.
+    typed = turn(demo["bravo"], "2")
+    assert refused(ben, demo["bravo"], op="retarget", turn=typed.pk, element="p1") == "element"
+    review_edit(ben, demo["bravo"], op="edit_text", turn=typed.pk, text="")
+    review_edit(ben, demo["bravo"], op="retarget", turn=typed.pk, element="p1")
+    assert refused(ben, demo["bravo"], op="edit_text", turn=typed.pk, text="hunter2") == "text"
     made = review_edit(ana, demo["alpha"], op="retarget", turn=turn(demo["alpha"], "1").pk, element="l1")
     review_edit(ben, demo["alpha"], op="undo", edit=made["id"])  # alpha is the release's again
-    chat = signed_in(ana).post(
-        f"/review/{demo['delta'].name}/edit",
-        json.dumps({"revision": 0, "op": "retarget", "turn": turn(demo["delta"], "0").pk, "element": "l1"}),
-        content_type="application/json",
-    )
-    assert (chat.status_code, chat.json()["errors"][0]["field"]) == (400, "turn")
+    assert refused(ana, demo["delta"], op="retarget", turn=turn(demo["delta"], "0").pk, element="l1") == "turn"
 
     out = download(researcher, start_export(researcher, "recurate"), tmp_path)
     loaded = weblinx.Demonstration("charlie", base_dir=str(out / "demonstrations"))
@@ -81,14 +92,15 @@ def test_weblinx_targets_chosen_by_two_reviewers_are_exported_and_named_in_chang
     assert [e["attributes"]["data-webtasks-id"] for e in elements] == ["l1", "i1"]
     assert [(e["tagName"], e["xpath"], e["bbox"]) for e in elements] == [
         ("A", "/html/body/a", LINK),
-        ("INPUT", "/html/body/input", FIELD),
+        ("INPUT", "/html/body/input[1]", FIELD),  # the first of two inputs
     ]
     assert elements[0]["attributes"]["href"] == "/deals"
     assert elements[0]["textContent"] == "Deals"
 
     found = changes(out)
     assert found["charlie"]["turns"] == [target(1, UID, "l1", "ana"), target(2, UID, "i1", "ben")]
-    assert found["bravo"]["turns"] == [target(1, UID, "i1", "ben")]
+    emptied = {"index": 2, "change": "text", "from": "Find the cheapest flight", "to": "", "by": "ben"}
+    assert found["bravo"]["turns"] == [target(1, UID, "i1", "ben"), emptied, target(2, UID, "p1", "ben")]
     assert (found["alpha"]["status"], found["alpha"]["turns"]) == ("unchanged", [])
     for name in ("alpha", "delta"):  # nobody changed them: the release's own files
         assert folder_bytes(out / "demonstrations" / name) == folder_bytes(release / "demonstrations" / name)
@@ -98,7 +110,7 @@ def test_weblinx_targets_chosen_by_two_reviewers_are_exported_and_named_in_chang
     row = next(r for r in item["turns"] if r["index"] == 1)
     assert (row["original"]["target"], row["curated"]["target"]) == (UID, "l1")
     listed = researcher.get("/api/projects/recurate/recuration/").json()
-    assert listed["counts"]["changes"]["target"] == 3
+    assert listed["counts"]["changes"]["target"] == 4
     page = signed_in(ana).get("/projects/recurate/recuration/charlie/")
     assert page.status_code == 200
     assert b'data-change="target">target' in page.content

@@ -91,9 +91,14 @@ def check_text(demo, turn_id, text) -> None:
 
 
 def is_password_field(turn) -> bool:
-    """The turn's element is plainly a password input (as ingest's ``mask_password_values`` reads it)."""
-    attributes = shapes.as_dict(shapes.element_of(turn.arguments).get("attributes"))
-    kind = attributes.get("type")
+    """The turn's element, as recorded or as chosen in review, is plainly a password input (as ingest's
+    ``mask_password_values`` reads it)."""
+    chosen = turn_state(turn.pk)["element"]
+    return is_password_element(shapes.element_of(turn.arguments)) or is_password_element(chosen)
+
+
+def is_password_element(element) -> bool:
+    kind = shapes.as_dict(shapes.as_dict(element).get("attributes")).get("type")
     return isinstance(kind, str) and kind.strip().lower() == "password"
 
 

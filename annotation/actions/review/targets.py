@@ -6,11 +6,12 @@ edits (undo, revisions and history as theirs); choosing the recorded element aga
 
 from ...lib import jsonsafe, shapes
 from ...lib.page_elements import element_on_page, page_elements
+from ...lib.redact import MASK
 from ...models import EditKind, TurnType
 from ...store.blobstore import read_blob
 from ..errors import ValidationFailed, invalid
 from .access import check_can_curate, check_turn
-from .curation import change_turn, turn_state
+from .curation import EDITABLE_INTENTS, change_turn, is_password_element, turn_state
 
 
 def target_uid(turn, curation_element) -> str | None:
@@ -65,4 +66,14 @@ def do_retarget(user, demo, revision, turn_id, uid):
             f"no element {uid[:64]!r} with a box on this turn's page",
             [{"field": "element", "message": "not an element (with a box) of the turn's page"}],
         )
+    if is_password_element(element) and turn.intent in EDITABLE_INTENTS and typed_text(turn) not in ("", MASK):
+        raise invalid("element", "a password field: the turn's text would be in clear (empty it first)")
     return change_turn(user, demo, revision, turn.pk, EditKind.RETARGET, element=element)
+
+
+def typed_text(turn) -> str:
+    """The text a textInput typed, or a change turn's value, as curated."""
+    text = turn_state(turn.pk)["text"]
+    if text is not None:
+        return text
+    return shapes.as_text(shapes.as_dict(turn.arguments).get("value" if turn.intent == "change" else "text"))
