@@ -77,7 +77,7 @@ class DemoReview(models.Model):
 
 
 class TurnCuration(models.Model):
-    """The curated state of one turn (absent = unchanged): deleted, text override, validity, screenshot."""
+    """The curated state of one turn (absent = unchanged): deleted, text override, validity, screenshot, target."""
 
     turn = models.OneToOneField(Turn, on_delete=models.CASCADE, primary_key=True, related_name="curation")
     demonstration = models.ForeignKey(Demonstration, on_delete=models.CASCADE, related_name="turn_curations")
@@ -85,6 +85,12 @@ class TurnCuration(models.Model):
     text = models.TextField(null=True, blank=True, help_text="Edited utterance (chat) or typed text (textInput).")
     valid = models.BooleanField(default=True)
     screenshot = models.CharField(max_length=64, blank=True, help_text="Chosen screenshot sha256; blank = the turn's.")
+    element = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The target a reviewer chose on the turn's page, described as the recorder describes an acted "
+        "element (attributes, bbox, tagName, xpath, textContent, outerHTML); null = the recorded one.",
+    )
     suggested_screenshot = models.CharField(max_length=64, blank=True, help_text="The realign worker's suggestion.")
     suggested_from = models.CharField(
         max_length=12,
@@ -97,7 +103,7 @@ class TurnCuration(models.Model):
         return f"curation of turn {self.turn_id}"
 
 
-STATE_FIELDS = ("deleted", "text", "valid", "screenshot")
+STATE_FIELDS = ("deleted", "text", "valid", "screenshot", "element")
 
 
 class EditKind(models.TextChoices):
@@ -109,6 +115,7 @@ class EditKind(models.TextChoices):
     CHOOSE_SCREENSHOT = "choose_screenshot", "Choose screenshot"
     ACCEPT_SUGGESTIONS = "accept_suggestions", "Accept all suggestions"
     EDIT_METADATA = "edit_metadata", "Edit metadata"
+    RETARGET = "retarget", "Change target"
     SET_STATUS = "set_status", "Change status"
     SET_UNSURE = "set_unsure", "Unsure mark"
     COMMENT = "comment", "Comment"

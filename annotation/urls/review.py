@@ -17,4 +17,5 @@ urlpatterns = [
     path("review/<str:name>/live", pages.review_live, name="review-live"),
     path("projects/<slug:name>/problem-kinds", problems.review_problem_kinds, name="review-problem-kinds"),
     path("review/<str:name>/turns/<int:turn_id>/page", pages.review_turn_page, name="review-turn-page"),
+    path("review/<str:name>/turns/<int:turn_id>/elements", pages.review_turn_elements, name="review-turn-elements"),
 ]

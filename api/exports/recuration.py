@@ -134,6 +134,7 @@ class RecurationOriginalTurnSerializer(s.Serializer):
     position = s.IntegerField()
     text = any_value()
     screenshot = s.CharField(allow_null=True)
+    target = s.CharField(allow_null=True, help_text="The uid of the element acted on (null: none).")
 
 
 class RecurationCuratedTurnSerializer(RecurationOriginalTurnSerializer):

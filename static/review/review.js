@@ -259,6 +259,8 @@
     if ($("btn-valid")) $("btn-valid").textContent = turn.valid ? "Mark invalid" : "Mark valid";
     $("btn-page").disabled = busy || !turn.has_page;
     $("btn-page").title = turn.has_page ? "p" : "no page HTML was recorded for this turn";
+    if ($("btn-target")) $("btn-target").hidden = !turn.retargetable || turn.deleted;
+    if (window.reviewTarget) window.reviewTarget.close(false);
     const form = $("text-form");
     if (form) {
       form.hidden = !turn.text_editable;
@@ -338,6 +340,7 @@
       d: () => editable && toggleDeleted(),
       v: () => editable && toggleValid(),
       e: () => editable && turns[selected].text_editable && $("text-input").focus(),
+      t: () => editable && window.reviewTarget && window.reviewTarget.open(),
       a: () => {
         const turn = turns[selected];
         if (editable && turn.suggested && turn.suggested !== turn.screenshot)
@@ -454,7 +457,14 @@
   }
 
   // The page's polls (polls.js, loaded after this script) show their news through the same message box.
-  window.reviewPage = { busy: () => busy, showMessage: showMessage };
+  // target.js (the target picker) reads the selected turn and writes through ``send``.
+  window.reviewPage = {
+    busy: () => busy,
+    showMessage: showMessage,
+    send: send,
+    selectedTurn: () => turns[selected],
+    focusTimeline: () => items[selected] && items[selected].focus({ preventScroll: true }),
+  };
 
   if (!turns.length) {
     document.body.dataset.reviewReady = "true";

@@ -5,22 +5,19 @@ turn, a password field, a secret URL parameter and an annotator refused."""
 
 import io
 import json
-import tarfile
 
 import pytest
 import weblinx
 from django.core.management import call_command
 
 from annotation.lib.redact import MASK
-from annotation.models import Demonstration, DemoReview, DemoStatus, ExportJob, Mind2WebStep, Role, Turn, TurnCuration
+from annotation.models import Demonstration, DemoReview, DemoStatus, Mind2WebStep, Role, Turn, TurnCuration
 from tests.support.actors import make_user
 from tests.support.corpus import ingest_corpus
-from tests.support.mind2web_release import edit, write_release
+from tests.support.mind2web_release import edit, mind2web_export, write_release
 from tests.support.weblinx_release import download, start_export
-from workers.exports.jobs import run_export
 from workers.exports.mind2web_steps import process_demo
 
-STATUSES = ["recorded", "in_review", "validated"]
 VALUE_CHANGE = {"index": 1, "change": "value", "from": "Medium", "to": "Small"}
 
 
@@ -28,20 +25,6 @@ def post(client, demo, **body):
     revision = DemoReview.objects.filter(demonstration=demo).values_list("revision", flat=True).first() or 0
     body = json.dumps({"revision": revision, **body})
     return client.post(f"/review/{demo.name}/edit", body, content_type="application/json")
-
-
-def mind2web_export(client, tmp_path, name):
-    """A Mind2Web export of project alpha through the API, run as the worker runs it, unpacked: its folder."""
-    created = client.post(
-        "/api/exports/", {"project": "alpha", "format": "mind2web", "statuses": STATUSES}, format="json"
-    )
-    assert created.status_code == 202, created.content
-    run_export(created.json()["id"])
-    job = ExportJob.objects.get(pk=created.json()["id"])
-    data = b"".join(client.get(f"/api/exports/{job.pk}/download/").streaming_content)
-    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        archive.extractall(tmp_path / name, filter="data")
-    return tmp_path / name / job.filename.removesuffix(".tar.gz")
 
 
 def plain_task(folder) -> dict:

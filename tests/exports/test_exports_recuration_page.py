@@ -110,7 +110,9 @@ def exported_changes(people, tmp_path) -> dict:
 def counted(entries: list, kinds: list) -> dict:
     """The page's figures, counted here from changes.json entries (independently of the action)."""
     status = {"unchanged": 0, "changed": 0, "dropped": 0}
-    changes = dict.fromkeys(["deleted", "moved", "text", "value", "invalid", "screenshot", "task", "status"], 0)
+    changes = dict.fromkeys(
+        ["deleted", "moved", "text", "value", "target", "invalid", "screenshot", "task", "status"], 0
+    )
     problems = {k["key"]: {"turn_marks": 0, "task_marks": 0, "items": set()} for k in kinds}
     for entry in entries:
         status[entry["status"]] += 1
@@ -176,6 +178,7 @@ def test_the_page_and_the_api_show_exactly_what_changes_json_says(world, tmp_pat
         "moved": 1,
         "text": 2,
         "value": 0,
+        "target": 0,
         "invalid": 0,
         "screenshot": 1,
         "task": 1,

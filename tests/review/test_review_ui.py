@@ -1,7 +1,7 @@
 """A reviewer curates a recorded demo in a real headless Chromium against a live server: reorders by drag and
-drop and by keyboard, edits text and a change turn's value, deletes and undoes, marks a turn invalid, picks another
-screenshot, validates the demo; recorded page HTML is shown in a sandbox where its scripts do not run; a screenshot
-of the page."""
+drop and by keyboard, edits text and a change turn's value, changes a turn's target, deletes and undoes, marks a
+turn invalid, picks another screenshot, validates the demo; recorded page HTML is shown in a sandbox where its
+scripts do not run; a screenshot of the page."""
 
 import pytest
 from PIL import Image
@@ -122,6 +122,36 @@ def test_edit_a_change_turns_value(review, demo):
     field.send_keys("Second option", Keys.ENTER)
     wait_revision(review, 1)
     assert exported(demo)[turn.client_id].arguments["value"] == "Second option"
+
+
+def test_change_a_turns_target_from_the_keyboard(review, demo):
+    """t opens the picker on the filter; typing narrows the page's elements, the arrow focuses one (its box drawn on
+    the screenshot), Enter makes it the target; the exported turn acts on it."""
+    clicks = Turn.objects.filter(demonstration=demo, intent="click").exclude(page=None).order_by("seq")
+    turn = next(t for t in clicks if t.element_uid)
+    item(review, turn).click()
+    wait_shot_loaded(review)
+    keys(review, "t")
+    options = "#target-list button.target-option"
+    WebDriverWait(review, 20).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, options)) > 1)
+    search = review.find_element(By.ID, "target-search")
+    assert review.switch_to.active_element == search
+    assert review.find_element(By.CSS_SELECTOR, f"{options}.current").get_attribute("data-uid") == turn.element_uid
+    listed = [(b.get_attribute("data-uid"), b.text) for b in review.find_elements(By.CSS_SELECTOR, options)]
+    chosen = next(uid for uid, text in listed if uid != turn.element_uid and not text.startswith(("<html", "<head")))
+    search.send_keys(chosen)
+    WebDriverWait(review, 20).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, options)) == 1)
+    search.send_keys(Keys.ARROW_DOWN)
+    assert review.switch_to.active_element.get_attribute("data-uid") == chosen
+    assert review.find_element(By.ID, "target-box").get_attribute("hidden") is None
+    review.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_revision(review, 1)
+    assert exported(demo)[turn.client_id].arguments["element"]["attributes"]["data-webtasks-id"] == chosen
+    keys(review, "t")  # Escape closes the picker and gives the focus back to its button
+    WebDriverWait(review, 20).until(lambda d: d.switch_to.active_element.get_attribute("id") == "target-search")
+    review.switch_to.active_element.send_keys(Keys.ESCAPE)
+    assert review.find_element(By.ID, "target-picker").get_attribute("hidden") is not None
+    assert review.switch_to.active_element.get_attribute("id") == "btn-target"
 
 
 def test_delete_and_undo(review, demo):

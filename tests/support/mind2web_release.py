@@ -1,8 +1,13 @@
 """A Mind2Web release written from the format doc (docs/recuration.md), for the import and re-curation tests: split
-files whose tasks type, select and click on one page, a task whose second page is missing, a malformed task; and the
-review page's edit endpoint as a reviewer posts to it."""
+files whose tasks type, select and click on one page, a task whose second page is missing, a malformed task; the
+review page's edit endpoint as a reviewer posts to it, and a Mind2Web export of project alpha."""
 
+import io
 import json
+import tarfile
+
+from annotation.models import ExportJob
+from workers.exports.jobs import run_export
 
 ODD = 'Café «naïve» 北京 🚀 <script>alert(1)</script> =HYPERLINK("http://evil.example","x")'
 PAGE = (
@@ -69,3 +74,20 @@ def edit(client, demo, revision, **body):
         f"/review/{demo.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
     )
     assert answer.status_code == 200, answer.content
+
+
+STATUSES = ["recorded", "in_review", "validated"]
+
+
+def mind2web_export(client, tmp_path, name):
+    """A Mind2Web export of project alpha through the API, run as the worker runs it, unpacked: its folder."""
+    created = client.post(
+        "/api/exports/", {"project": "alpha", "format": "mind2web", "statuses": STATUSES}, format="json"
+    )
+    assert created.status_code == 202, created.content
+    run_export(created.json()["id"])
+    job = ExportJob.objects.get(pk=created.json()["id"])
+    data = b"".join(client.get(f"/api/exports/{job.pk}/download/").streaming_content)
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        archive.extractall(tmp_path / name, filter="data")
+    return tmp_path / name / job.filename.removesuffix(".tar.gz")

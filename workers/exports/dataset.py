@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 def export_timeline(demo: Demonstration) -> list[ExportTurn]:
     """The turns to export, in curated order: the raw capture with the review's edits applied (deleted turns
-    dropped, reordered, edited text, chosen screenshot, invalid turns marked ``broken``).
+    dropped, reordered, edited text, chosen target element, chosen screenshot, invalid turns marked ``broken``).
 
     Reads ``demo.turns``, ``demo.turn_curations`` and ``demo.review`` (prefetched by ``export_demos``)."""
     turns = sorted(demo.turns.all(), key=lambda t: (t.timestamp, t.seq))  # uses the prefetch
@@ -55,6 +55,8 @@ def curated_text(turn: Turn, curation, arguments: dict) -> tuple[str, dict]:
 
 def curated_export_turn(index: int, turn: Turn, curation) -> ExportTurn:
     utterance, arguments = curated_text(turn, curation, as_dict(turn.arguments))
+    if curation is not None and curation.element:  # a target chosen in review (the Mind2Web step key changes too)
+        arguments = {**arguments, "element": curation.element}
     return ExportTurn(
         index=index,
         type=turn.type,

@@ -18,6 +18,7 @@ turns (``item_of``), so they never disagree with ``changes.json``.
 from django.db.models import Prefetch
 from django.db.models.fields.json import KT
 
+from ...lib.shapes import UID_ATTRIBUTE, uid_of
 from ...models import (
     Demonstration,
     DemoReview,
@@ -39,13 +40,14 @@ from .splits import split_of
 
 STATUSES = ("unchanged", "changed", "dropped")
 REVIEW_ROWS = (Edit, TurnCuration, ProblemMark)  # what review writes about a demo
-TURN_CHANGES = ("deleted", "moved", "text", "value", "invalid", "screenshot")
+TURN_CHANGES = ("deleted", "moved", "text", "value", "target", "invalid", "screenshot")
 CHANGE_KINDS = (*TURN_CHANGES, "task", "status")  # task: a task field; status: a release's invalid demo taken back
 CHANGE_LABELS = {
     "deleted": "Turns deleted",
     "moved": "Turns moved",
     "text": "Texts edited",
     "value": "Values edited",
+    "target": "Targets changed",
     "invalid": "Turns marked invalid",
     "screenshot": "Screenshots chosen",
     "task": "Task fields changed",
@@ -59,6 +61,7 @@ TURN_EDITS = (
     EditKind.SET_VALIDITY,
     EditKind.CHOOSE_SCREENSHOT,
     EditKind.ACCEPT_SUGGESTIONS,
+    EditKind.RETARGET,
 )
 SAME_AS = {EditKind.ACCEPT_SUGGESTIONS: EditKind.CHOOSE_SCREENSHOT}  # accepting a suggestion chooses a screenshot
 RECURATION_CANNOT = "see the re-curation of imported demos (needs reviewer, researcher or admin)"
@@ -116,7 +119,11 @@ def with_history(demos, touched: set | None = None):
     turns = Turn.objects.order_by("timestamp", "seq")
     if touched is not None:
         turns = turns.filter(demonstration_id__in=sorted(touched)).defer("arguments")
-        turns = turns.annotate(typed_text=KT("arguments__text"), typed_value=KT("arguments__value"))
+        turns = turns.annotate(
+            typed_text=KT("arguments__text"),
+            typed_value=KT("arguments__value"),
+            recorded_target=KT(f"arguments__element__attributes__{UID_ATTRIBUTE}"),
+        )
     return demos.select_related(
         "project", "review", "second_review__first_reviewer", "second_review__reviewer"
     ).prefetch_related(
@@ -223,6 +230,18 @@ def turn_text(turn):
     return (turn.arguments or {}).get(name)
 
 
+def recorded_target(turn):
+    """The uid of the element the turn acted on as recorded (None without one)."""
+    if "arguments" in turn.get_deferred_fields():  # read for the list (``with_history``): the uid alone
+        return turn.recorded_target or None
+    return turn.element_uid
+
+
+def curated_target(turn, curation):
+    """The uid of the turn's target after review: the chosen element's, else the recorded one's."""
+    return uid_of(curation.element) if curation and curation.element else recorded_target(turn)
+
+
 def curation_state(demo, order: list) -> tuple:
     """``(turns in release order, {turn id: curation}, {turn id: place after review})``; deleted turns have no
     place."""
@@ -253,6 +272,10 @@ def turn_changes(demo, order: list, authors: dict) -> list:
         if curation.text is not None and curation.text != text:
             edited = {"from": text, "to": curation.text, "by": by(EditKind.EDIT_TEXT)}
             changes.append({"index": index, "change": "value" if turn.intent == "change" else "text", **edited})
+        target = curated_target(turn, curation)
+        if target != recorded_target(turn):
+            retargeted = {"from": recorded_target(turn), "to": target, "by": by(EditKind.RETARGET)}
+            changes.append({"index": index, "change": "target", **retargeted})
         if not curation.valid:
             changes.append({"index": index, "change": "invalid", "by": by(EditKind.SET_VALIDITY)})
         if curation.screenshot and curation.screenshot != turn.screenshot_id:
@@ -469,6 +492,7 @@ def item_of(user, project, release_id) -> dict:
                 "position": kept_at[turn.pk],
                 "text": curation.text if curation and curation.text is not None else text,
                 "valid": curation.valid if curation else True,
+                "target": curated_target(turn, curation),
                 "screenshot": (curation.screenshot if curation and curation.screenshot else turn.screenshot_id),
             }
         rows.append(
@@ -479,7 +503,12 @@ def item_of(user, project, release_id) -> dict:
                 "speaker": turn.speaker,
                 "intent": turn.intent,
                 "url": turn.url,
-                "original": {"position": index, "text": text, "screenshot": turn.screenshot_id},
+                "original": {
+                    "position": index,
+                    "text": text,
+                    "target": recorded_target(turn),
+                    "screenshot": turn.screenshot_id,
+                },
                 "curated": curated,
                 "changes": [change for change in entry["turns"] if change["index"] == index],
                 "problems": [mark for mark in entry["problems"] if mark["turn"] == index],

@@ -8,10 +8,10 @@ the later edit). The raw capture (``Turn`` rows) is never changed.
 
 Modules: ``access`` (who may see and curate), ``revisions`` (the lock, the revision check, the edit log),
 ``curation`` (turn state, order, metadata), ``claims`` (the "Review next" queue, assignment, bulk actions),
-``second`` (a share of decided demos to a second reviewer), ``problems`` (problems marked on tasks and turns),
-``undo``, ``workflow`` (status, unsure mark, comments) and ``background`` (what the worker computes for review:
-thumbnails, screenshot suggestions, quality checks). Callers import from here:
-``from annotation.actions import review``.
+``second`` (a share of decided demos to a second reviewer), ``targets`` (a turn's target re-picked on its page),
+``problems`` (problems marked on tasks and turns), ``undo``, ``workflow`` (status, unsure mark, comments) and
+``background`` (what the worker computes for review: thumbnails, screenshot suggestions, quality checks). Callers
+import from here: ``from annotation.actions import review``.
 """
 
 from .access import (
@@ -83,6 +83,7 @@ from .second import (
     next_second_review,
     pending_second_reviews,
 )
+from .targets import check_retargetable, do_retarget, target_uid, turn_elements
 from .undo import (
     FIELD_NAMES,
     UNDOABLE,
@@ -192,6 +193,11 @@ __all__ = [
     "do_undo",
     "edit_label",
     "touched",
+    # targets
+    "check_retargetable",
+    "do_retarget",
+    "target_uid",
+    "turn_elements",
     # workflow
     "TRANSITIONS",
     "check_transition",

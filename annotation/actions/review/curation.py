@@ -24,7 +24,7 @@ MAX_WEBSITE = 253  # a DNS name has at most 253 characters (as when a recording 
 # --- Turn state -----------------------------------------------------------------------------------------
 
 
-TURN_DEFAULTS = {"deleted": False, "text": None, "valid": True, "screenshot": ""}  # an uncurated turn
+TURN_DEFAULTS = {"deleted": False, "text": None, "valid": True, "screenshot": "", "element": None}  # an uncurated turn
 
 
 def turn_state(turn_id: int) -> dict:
@@ -91,9 +91,14 @@ def check_text(demo, turn_id, text) -> None:
 
 
 def is_password_field(turn) -> bool:
-    """The turn's element is plainly a password input (as ingest's ``mask_password_values`` reads it)."""
-    attributes = shapes.as_dict(shapes.element_of(turn.arguments).get("attributes"))
-    kind = attributes.get("type")
+    """The turn's element, as recorded or as chosen in review, is plainly a password input (as ingest's
+    ``mask_password_values`` reads it)."""
+    chosen = turn_state(turn.pk)["element"]
+    return is_password_element(shapes.element_of(turn.arguments)) or is_password_element(chosen)
+
+
+def is_password_element(element) -> bool:
+    kind = shapes.as_dict(shapes.as_dict(element).get("attributes")).get("type")
     return isinstance(kind, str) and kind.strip().lower() == "password"
 
 

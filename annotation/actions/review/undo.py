@@ -21,6 +21,7 @@ UNDOABLE = (
     EditKind.CHOOSE_SCREENSHOT,
     EditKind.ACCEPT_SUGGESTIONS,
     EditKind.EDIT_METADATA,
+    EditKind.RETARGET,
 )
 
 
@@ -71,7 +72,13 @@ def after_value(edit, key):
     return edit.after[key[1]] if key[0] == "meta" else edit.after[key[1]][key[2]]
 
 
-FIELD_NAMES = {"deleted": "deletion", "text": "text", "valid": "validity", "screenshot": "chosen screenshot"}
+FIELD_NAMES = {
+    "deleted": "deletion",
+    "text": "text",
+    "valid": "validity",
+    "screenshot": "chosen screenshot",
+    "element": "target",
+}
 
 
 def describe_key(key) -> str:

@@ -27,8 +27,8 @@ from ...store.blobstore import has_thumbnail
 from .history import curated_value, edit_summary, history, shorten
 
 
-def element_text(turn) -> str:
-    return " ".join(shapes.as_text(shapes.element_of(turn.arguments).get("textContent")).split())[:120]
+def element_text(element: dict) -> str:
+    return " ".join(shapes.as_text(element.get("textContent")).split())[:120]
 
 
 def turn_text(turn, curation) -> str:
@@ -43,9 +43,14 @@ def turn_text(turn, curation) -> str:
 def turn_row(index, turn, curation, issues, comments) -> dict:
     """Everything the page shows about one turn (also sent to the script as JSON)."""
     chosen = (curation.screenshot if curation else "") or turn.screenshot_id or ""
-    element = shapes.element_of(turn.arguments)
+    retargeted = bool(curation and curation.element)
+    arguments = {**shapes.as_dict(turn.arguments), "element": curation.element} if retargeted else turn.arguments
+    element = shapes.element_of(arguments)
     tag = shapes.as_text(element.get("tagName"))
-    label = action_label(turn.intent, turn.arguments, turn.label) if turn.type == TurnType.BROWSER else ""
+    # a chosen target is named from its element (the recorder's label named the recorded one)
+    label = (
+        action_label(turn.intent, arguments, "" if retargeted else turn.label) if turn.type == TurnType.BROWSER else ""
+    )
     return {
         "id": turn.pk,
         "index": index,
@@ -55,7 +60,10 @@ def turn_row(index, turn, curation, issues, comments) -> dict:
         "intent": turn.intent,
         "text": turn_text(turn, curation),
         "text_editable": turn.type == TurnType.CHAT or turn.intent in actions.EDITABLE_INTENTS,
-        "element": element_text(turn),
+        "element": element_text(element),
+        "target": shapes.uid_of(element) or "",
+        "retargetable": turn.type == TurnType.BROWSER and turn.element_uid is not None,
+        "retargeted": retargeted,
         "label": label,
         "element_label": f"{tag.lower()} “{label}”" if label else "",
         "tag": tag,
@@ -141,6 +149,7 @@ def page_context(user, demo, read) -> dict:
             "editUrl": reverse("review-edit", args=[demo.name]),
             "blobUrl": reverse("blob", args=["SHA"]),
             "pageUrl": reverse("review-turn-page", args=[demo.name, 0]),
+            "elementsUrl": reverse("review-turn-elements", args=[demo.name, 0]),
             "editable": curate and demo.status in actions.EDITABLE_STATUSES,
             "revisionUrl": reverse("review-revision", args=[demo.name]),
             "pollSeconds": REVISION_POLL_SECONDS,

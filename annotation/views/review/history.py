@@ -2,6 +2,7 @@
 from being undone)."""
 
 from ...actions import review as actions
+from ...lib import shapes
 from ...models import DemoStatus, Edit, EditKind
 
 HISTORY_SIZE = 100
@@ -72,6 +73,19 @@ def deletion_words(edit) -> str:
     return f"{'Deleted' if first_state(edit).get('deleted') else 'Restored'} {turn_name(edit)}"
 
 
+def target_words(edit) -> str:
+    """ "Changed the target of turn 4 from button #12 to a #31" (the recorded element when the state is null)."""
+
+    def name(state) -> str:
+        element = (state or {}).get("element") if isinstance(state, dict) else None
+        uid = shapes.uid_of(element) if element else (edit.turn.element_uid if edit.turn_id else None)
+        tag = shapes.as_text(shapes.as_dict(element).get("tagName")).lower() if element else "the recorded element"
+        return f"{tag} #{uid}" if uid else tag
+
+    before = next(iter(edit.before.values()), {}) if edit.before else {}
+    return f"Changed the target of {turn_name(edit)} from {name(before)} to {name(first_state(edit))}"
+
+
 EDIT_WORDS = {
     EditKind.DELETE: deletion_words,
     EditKind.RESTORE: deletion_words,
@@ -80,6 +94,7 @@ EDIT_WORDS = {
     EditKind.CHOOSE_SCREENSHOT: screenshot_words,
     EditKind.ACCEPT_SUGGESTIONS: suggestion_words,
     EditKind.REORDER: moved_words,
+    EditKind.RETARGET: target_words,
     EditKind.EDIT_METADATA: lambda e: "Edited the " + ", ".join(name.replace("_", " ") for name in e.after),
     EditKind.SET_STATUS: status_words,
     EditKind.SET_UNSURE: lambda e: "Marked the demo unsure" if e.after.get("unsure_by") else "Cleared the unsure mark",

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
-from ...actions import MalformedJSON, ValidationFailed, check_blob_readable, live
+from ...actions import Forbidden, MalformedJSON, ValidationFailed, check_blob_readable, live
 from ...actions import review as actions
 from ...actions.exports.jobs import do_bulk_export
 from ...lib import jsonsafe
@@ -26,6 +26,7 @@ OPS = {
     "move": lambda u, d, r, b: actions.do_move_turn(u, d, r, b.get("turn"), b.get("to_index")),
     "edit_text": lambda u, d, r, b: actions.do_edit_text(u, d, r, b.get("turn"), b.get("text")),
     "set_validity": lambda u, d, r, b: actions.do_set_validity(u, d, r, b.get("turn"), b.get("valid")),
+    "retarget": lambda u, d, r, b: actions.do_retarget(u, d, r, b.get("turn"), b.get("element")),
     "choose_screenshot": lambda u, d, r, b: actions.do_choose_screenshot(u, d, r, b.get("turn"), b.get("screenshot")),
     "accept_suggestions": lambda u, d, r, b: actions.do_accept_suggestions(u, d, r),
     "edit_metadata": lambda u, d, r, b: actions.do_edit_metadata(u, d, r, b.get("fields")),
@@ -207,6 +208,17 @@ def review_turn_page(request, name, turn_id):
     response["Referrer-Policy"] = "no-referrer"
     response["Cache-Control"] = "private, max-age=3600"
     return response
+
+
+@login_required
+@require_GET
+@json_action_errors
+def review_turn_elements(request, name, turn_id):
+    """``GET``: the turn's page elements (uid, tag, text, box) for the "Change target" picker; curators only."""
+    demo = actions.check_demo_reviewable(request.user, name)
+    if not actions.can_curate(request.user, demo):
+        raise Forbidden("only the project's reviewers and admins can change a turn's target")
+    return no_store(JsonResponse(actions.turn_elements(demo, turn_id)))
 
 
 # Shown at about a third of its size in the timeline: the text is large enough to stay readable there.

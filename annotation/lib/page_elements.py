@@ -1,0 +1,107 @@
+"""The elements of a turn's recorded page (pure): those carrying a ``data-webtasks-id`` with a box, as review's
+target picker lists them, and one of them described as the recorder describes an acted element (the extension's
+``lib/dom.js`` ``elementInfo``: attributes with the uid, bbox, tagName, textContent, outerHTML, xpath), so a target
+chosen in review is exported as a recorded one is.
+
+The page and boxes are what the recorder (or a release import) stored, masked already; nothing is added to them.
+"""
+
+from lxml import etree
+
+from .shapes import UID_ATTRIBUTE, as_dict, box_of
+
+TEXT_CONTENT_MAX = 10000  # the recorder's caps (lib/dom.js, lib/constants.js OUTER_HTML_MAX)
+OUTER_HTML_MAX = 2000
+LISTED_TEXT = 80  # the picker shows the start of an element's text
+MAX_LISTED = 5000  # a page's elements listed at most (a large page has a few thousand)
+SKIPPED_TEXT = ("script", "style", "noscript", "template")
+
+
+def parse_page(html: bytes):
+    """The page's root element, or None when it cannot be read as HTML."""
+    if not html or not html.strip():
+        return None
+    try:
+        return etree.fromstring(html, etree.HTMLParser(encoding="utf-8"))
+    except (etree.ParserError, ValueError):
+        return None
+
+
+def with_uid(root) -> dict:
+    """``{uid: element}`` of the page's elements carrying a uid (the first of each uid)."""
+    found = {}
+    for node in root.iter(etree.Element):
+        uid = node.get(UID_ATTRIBUTE)
+        if uid and uid not in found:
+            found[uid] = node
+    return found
+
+
+def text_of(node) -> str:
+    """The element's text without scripts and styles, trimmed and capped as the recorder's ``textContent``."""
+    parts = []
+
+    def collect(element):
+        if element.text:
+            parts.append(element.text)
+        for child in element:
+            if isinstance(child.tag, str) and child.tag.lower() not in SKIPPED_TEXT:
+                collect(child)
+            if child.tail:
+                parts.append(child.tail)
+
+    collect(node)
+    return "".join(parts).strip()[:TEXT_CONTENT_MAX]
+
+
+def full_box(box: dict) -> dict:
+    """A WebLINX box: x, y, width, height and top, right, bottom, left."""
+    x, y, width, height = (box[key] for key in ("x", "y", "width", "height"))
+    return {
+        "x": x,
+        "y": y,
+        "width": width,
+        "height": height,
+        "top": box.get("top", y),
+        "right": box.get("right", x + width),
+        "bottom": box.get("bottom", y + height),
+        "left": box.get("left", x),
+    }
+
+
+def page_elements(html: bytes, boxes) -> list[dict]:
+    """The page's elements with a uid and a box, in document order: ``[{"uid", "tag", "text", "box"}]``."""
+    root = parse_page(html)
+    if root is None:
+        return []
+    boxes = as_dict(boxes)
+    listed = []
+    for uid, node in with_uid(root).items():
+        box = box_of(boxes.get(uid))
+        if box is None or not isinstance(node.tag, str):
+            continue
+        text = " ".join(text_of(node).split())
+        listed.append({"uid": uid, "tag": node.tag.lower(), "text": text[:LISTED_TEXT], "box": full_box(box)})
+        if len(listed) >= MAX_LISTED:
+            break
+    return listed
+
+
+def element_on_page(html: bytes, boxes, uid: str) -> dict | None:
+    """The element ``uid`` of the page as the recorder describes an acted element, or None when the page has no
+    such element with a box."""
+    root = parse_page(html)
+    box = box_of(as_dict(boxes).get(uid))
+    node = with_uid(root).get(uid) if root is not None else None
+    if node is None or box is None or not isinstance(node.tag, str):
+        return None
+    attributes = {str(name): str(value) for name, value in node.attrib.items()}
+    outer = etree.tostring(node, encoding="unicode", method="html", with_tail=False)
+    return {
+        "attributes": {**attributes, UID_ATTRIBUTE: uid},
+        "bbox": full_box(box),
+        "tagName": node.tag.upper(),
+        "textContent": text_of(node),
+        "outerHTML": outer[:OUTER_HTML_MAX],
+        "xpath": node.getroottree().getpath(node),
+    }

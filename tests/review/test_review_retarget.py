@@ -1,0 +1,153 @@
+"""A browser turn's target re-picked on the review page (op ``retarget``, the picker's ``…/turns/<id>/elements``):
+two reviewers retarget several turns of a recorded demo, undo and redo each other's choices, and read the result
+on the page and in its history; and the refusals (chat, elementless and deleted turns, elements not on the page,
+annotators, researchers, outsiders, decided demos)."""
+
+import json
+
+import pytest
+
+from annotation.models import Demonstration, DemoReview, DemoStatus, Edit, Project, Role, Turn, TurnCuration
+from tests.support.actors import make_user
+from tests.support.corpus import ingest_corpus
+
+
+def post(client, demo, **body):
+    revision = DemoReview.objects.filter(demonstration=demo).values_list("revision", flat=True).first() or 0
+    return client.post(
+        f"/review/{demo.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
+    )
+
+
+def listed(client, demo, turn):
+    return client.get(f"/review/{demo.name}/turns/{turn.pk}/elements")
+
+
+def page_row(client, demo, turn) -> dict:
+    page = client.get(f"/review/{demo.name}/")
+    assert page.status_code == 200
+    return next(row for row in page.context["turns"] if row["id"] == turn.pk)
+
+
+def history(client, demo) -> list:
+    return [entry["kind"] for entry in client.get(f"/review/{demo.name}/").context["history"]]
+
+
+@pytest.fixture
+def recorded(db, media_storage):
+    """A recorded synthetic demo of project alpha (pages with 40 elements and their boxes), two reviewers."""
+    demo = ingest_corpus(project="alpha", demos=1, turns=24, elements=40, seed=7, status=DemoStatus.RECORDED)[0]
+    project = demo.project
+    return demo, make_user("ana", project, Role.REVIEWER), make_user("ben", project, Role.REVIEWER)
+
+
+def acting(demo) -> list:
+    """The demo's browser turns with a recorded element and a page."""
+    turns = Turn.objects.filter(demonstration=demo, type="browser").exclude(page=None).order_by("seq")
+    return [turn for turn in turns if turn.element_uid]
+
+
+def another(client, demo, turn) -> dict:
+    """An element of the turn's page other than its current target, as the picker lists it."""
+    answer = listed(client, demo, turn)
+    assert answer.status_code == 200, answer.content
+    data = answer.json()
+    assert data["current"] == data["recorded"] == turn.element_uid
+    assert len(data["elements"]) > 1
+    inside = [element for element in data["elements"] if element["tag"] not in ("html", "head", "body")]
+    return next(element for element in inside if element["uid"] != data["current"])
+
+
+def test_two_reviewers_retarget_turns_undo_and_redo_and_the_page_shows_each_target(client, recorded):
+    demo, ana, ben = recorded
+    first, second, third = acting(demo)[:3]
+
+    client.force_login(ana)
+    chosen = another(client, demo, first)
+    answer = post(client, demo, op="retarget", turn=first.pk, element=chosen["uid"])
+    assert answer.status_code == 200, answer.content
+    element = TurnCuration.objects.get(turn=first).element
+    assert element["attributes"]["data-webtasks-id"] == chosen["uid"]
+    assert element["bbox"] == chosen["box"]
+    assert element["tagName"] == chosen["tag"].upper()
+    assert element["xpath"].startswith("/html/")
+    assert element["outerHTML"].startswith(f"<{chosen['tag']}")
+    row = page_row(client, demo, first)
+    assert (row["target"], row["retargeted"], row["box"]) == (chosen["uid"], True, chosen["box"])
+    assert listed(client, demo, first).json()["current"] == chosen["uid"]
+    assert Demonstration.objects.get(pk=demo.pk).status == DemoStatus.IN_REVIEW  # the first edit starts the review
+
+    client.force_login(ben)
+    for turn in (second, third):
+        assert post(client, demo, op="retarget", turn=turn.pk, element=another(client, demo, turn)["uid"]).status_code
+    ben_edit = Edit.objects.filter(demonstration=demo, turn=second, kind="retarget").get()
+    # Ben undoes Ana's choice: the recorded element again; Ana redoes it.
+    anas = Edit.objects.get(demonstration=demo, turn=first, kind="retarget")
+    undo = post(client, demo, op="undo", edit=anas.pk)
+    assert undo.status_code == 200, undo.content
+    assert TurnCuration.objects.get(turn=first).element is None
+    assert page_row(client, demo, first)["target"] == first.element_uid
+    client.force_login(ana)
+    redo = post(client, demo, op="undo", edit=undo.json()["id"])
+    assert redo.status_code == 200, redo.content
+    assert TurnCuration.objects.get(turn=first).element["attributes"]["data-webtasks-id"] == chosen["uid"]
+    assert TurnCuration.objects.get(turn=second).element is not None
+    assert ben_edit.author == ben
+
+    words = history(client, demo)
+    change = f"Changed the target of turn {first.seq} from "
+    recorded, now = f"the recorded element #{first.element_uid}", f"{chosen['tag']} #{chosen['uid']}"
+    assert words[0] == f"{change}{recorded} to {now} (undid #{undo.json()['id']})"
+    assert words[1] == f"{change}{now} to {recorded} (undid #{anas.pk})"
+    assert sum(word.startswith("Changed the target") for word in words) == 5
+
+    # Choosing the recorded element again puts the turn back (no curated element), undoable as any edit.
+    back = post(client, demo, op="retarget", turn=second.pk, element=second.element_uid)
+    assert back.status_code == 200, back.content
+    assert TurnCuration.objects.get(turn=second).element is None
+    assert post(client, demo, op="undo", edit=back.json()["id"]).status_code == 200
+    assert TurnCuration.objects.get(turn=second).element is not None
+
+
+def test_retargets_refused_with_the_field_named(client, recorded):
+    demo, ana, _ = recorded
+    click = acting(demo)[0]
+    client.force_login(ana)
+    chat = Turn.objects.filter(demonstration=demo, type="chat").first()
+    elementless = next(t for t in Turn.objects.filter(demonstration=demo, type="browser") if not t.element_uid)
+    for turn, what in ((chat, "chat"), (elementless, "no element")):
+        refused = post(client, demo, op="retarget", turn=turn.pk, element=click.element_uid)
+        assert refused.status_code == 400, what
+        assert refused.json()["errors"][0]["field"] == "turn", what
+        assert listed(client, demo, turn).status_code == 400, what
+    for bad in ("no-such-element", "", 7, None, ["a"]):
+        refused = post(client, demo, op="retarget", turn=click.pk, element=bad)
+        assert refused.status_code == 400, bad
+        assert refused.json()["errors"] == [{"field": "element", "message": refused.json()["errors"][0]["message"]}]
+    missing = post(client, demo, op="retarget", turn=10**9, element=click.element_uid)
+    assert (missing.status_code, missing.json()["errors"][0]["field"]) == (404, "turn")
+
+    assert post(client, demo, op="delete", turn=click.pk).status_code == 200
+    deleted = post(client, demo, op="retarget", turn=click.pk, element=another(client, demo, acting(demo)[1])["uid"])
+    assert deleted.status_code == 400
+    assert deleted.json()["errors"][0] == {"field": "turn", "message": "the turn is deleted: restore it first"}
+    assert not TurnCuration.objects.filter(turn=click).exclude(element=None).exists()
+
+    # Who: the navigator (an annotator) and a researcher may not; another project's reviewer learns nothing.
+    target = another(client, demo, acting(demo)[1])["uid"]
+    project = demo.project
+    beta = Project.objects.create(name="beta", title="Beta")
+    for user, status in (
+        (demo.navigator, 403),
+        (make_user("rita", project, Role.RESEARCHER), 403),
+        (make_user("otto", beta, Role.REVIEWER), 404),
+    ):
+        client.force_login(user)
+        assert post(client, demo, op="retarget", turn=acting(demo)[1].pk, element=target).status_code == status
+        assert listed(client, demo, acting(demo)[1]).status_code == status
+    assert not Edit.objects.filter(demonstration=demo, kind="retarget").exists()
+
+    # A decided demo is read-only until reopened.
+    Demonstration.objects.filter(pk=demo.pk).update(status=DemoStatus.VALIDATED)
+    client.force_login(ana)
+    assert post(client, demo, op="retarget", turn=acting(demo)[1].pk, element=target).status_code == 409
