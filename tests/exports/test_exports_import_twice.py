@@ -11,12 +11,14 @@ import zipfile
 import pytest
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
+from django.db import connection, transaction
 
+from annotation.actions.exports.imports import do_create_import
 from annotation.models import Demonstration, ImportJob, Project, Role
 from tests.support import mind2web_release, weblinx_release
 from tests.support.actors import make_user, token_client
 from tests.support.jobs import poll_job
+from tests.support.waits import wait_until
 from workers.exports.imports import run_import
 
 WEBLINX_ITEMS = ["alpha", "bravo", "charlie", "delta"]  # the release's good demos (echo's replay.json is broken)
@@ -183,3 +185,53 @@ def test_two_identical_uploads_at_once_one_is_taken_and_imported_the_other_409(
     assert upload(clients[1], data, release_format).status_code == 409  # done, it still holds the file
     items = MIND2WEB_ITEMS if release_format == "mind2web" else WEBLINX_ITEMS
     assert sorted(Demonstration.objects.values_list("source_id", flat=True)) == items
+
+
+def inserting_blocked() -> bool:
+    """Another connection's INSERT of an import job waits on a lock (the constraint's index entry of an uncommitted
+    row)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+            ['INSERT INTO "annotation_importjob"%'],
+        )
+        return cursor.fetchone()[0] > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_racing_one_not_yet_committed_waits_for_it_and_is_refused_by_the_constraint(
+    people, tmp_path, media_storage
+):
+    data = release("weblinx", tmp_path)
+    holding, let_go, taken = threading.Event(), threading.Event(), []
+    answers = []
+
+    def first():  # created, then held uncommitted: the second upload's check cannot see it
+        try:
+            with transaction.atomic():
+                upload_file = SimpleUploadedFile("release.tar.gz", data)
+                project = Project.objects.get(name="alpha")
+                taken.append(do_create_import(people["researcher"], project, upload_file).pk)
+                holding.set()
+                let_go.wait(timeout=60)
+        finally:
+            connection.close()
+
+    def second():
+        try:
+            answers.append(upload(token_client(people["admin"]), data, "weblinx"))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    assert holding.wait(timeout=60)
+    threads[1].start()
+    wait_until(inserting_blocked, timeout=60, interval=0.05, message="the second insert waiting on the first")
+    let_go.set()
+    for thread in threads:
+        thread.join()
+    assert answers[0].status_code == 409, answers[0].content
+    assert f"import {taken[0]} (queued, 'release.tar.gz') took it" in answers[0].json()["detail"]
+    assert list(ImportJob.objects.values_list("pk", flat=True)) == taken
+    assert len(list((media_storage / "imports").iterdir())) == 1  # the refused upload's copy removed
