@@ -87,6 +87,7 @@ class JobStatus(models.TextChoices):
 
 
 ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
+IMPORT_HOLDING_STATUSES = ("queued", "running", "done")  # an import job in these holds its file
 
 
 class JobQuerySet(models.QuerySet):
@@ -198,9 +199,21 @@ class ImportJob(Job):
     archive = models.FileField(max_length=300, blank=True, help_text="The uploaded archive; removed once run.")
     archive_name = models.CharField(max_length=200, blank=True, help_text="The uploaded file's name.")
     size = models.PositiveBigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True, help_text="The uploaded file's SHA-256.")
     report = models.JSONField(
         default=dict, blank=True, help_text="Counts, demos imported, items skipped and notes (``ImportReport``)."
     )
+
+    class Meta(Job.Meta):
+        constraints = [
+            # One queued, running or done job per file and project: the same file uploaded again (or twice at once)
+            # is refused at submission; a failed or cancelled job does not hold the file.
+            models.UniqueConstraint(
+                fields=["project", "sha256"],
+                condition=models.Q(status__in=IMPORT_HOLDING_STATUSES) & ~models.Q(sha256=""),
+                name="import_job_file_once",
+            )
+        ]
 
     def __str__(self):
         return f"import {self.pk} into {self.project} ({self.format}, {self.status})"

@@ -29,6 +29,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "format",
             "archive_name",
             "size",
+            "sha256",
             "status",
             "progress",
             "error",
@@ -60,7 +61,7 @@ class ProjectImportsView(APIView):
     @extend_schema(
         operation_id="projects_imports_create",
         request={"multipart/form-data": UPLOAD},
-        responses={202: ImportJobSerializer, **error_responses(400, 403, 404, 413)},
+        responses={202: ImportJobSerializer, **error_responses(400, 403, 404, 409, 413)},
     )
     def post(self, request, name):
         project = check_project_for_import(request.user, name)

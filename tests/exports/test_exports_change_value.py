@@ -152,3 +152,36 @@ def test_a_recorded_change_turn_edited_exports_its_value_to_weblinx(client, api_
     values = [turn.args.get("value") for turn in weblinx.Replay.from_demonstration(loaded) if turn.intent == "change"]
     assert values[0] == "Curated «option» 🚀"
     assert change.arguments["value"] not in values[:1]
+
+
+@pytest.mark.django_db
+def test_the_history_says_a_value_was_changed_and_a_text_edited(client, alpha, imported):
+    demo, select = imported
+    typed = demo.turns.get(client_id="t-plain-1")  # a TYPE: its text, not a value
+    ana, ben = make_user("ana", alpha, Role.REVIEWER), make_user("ben", alpha, Role.REVIEWER)
+    value_words = f"Changed the value of turn {select.seq} to “Small”"
+    client.force_login(ana)
+    edit(client, demo, 0, op="edit_text", turn=select.pk, text="Small")
+    client.force_login(ben)
+    state = client.get(f"/review/{demo.name}/revision").json()  # what an open page polls
+    assert (state["last_edit"]["kind"], state["last_edit"]["author"]) == (value_words, "ana")
+    stale = post(client, demo, op="edit_text", turn=typed.pk, text="wool socks", revision=0)
+    assert stale.status_code == 409
+    assert "changed by ana (edit value at" in stale.json()["detail"]
+    edit(client, demo, 1, op="edit_text", turn=typed.pk, text="wool socks")
+    made = demo.edits.get(kind="edit_text", turn=select)
+    assert post(client, demo, op="undo", edit=made.pk).status_code == 200
+
+    for person in (ana, ben):
+        client.force_login(person)
+        page = client.get(f"/review/{demo.name}/")
+        kinds = [row["kind"] for row in page.context["history"]]
+        assert kinds == [
+            f"Changed the value of turn {select.seq} to “Medium” (undid #{made.pk})",
+            f"Edited the text of turn {typed.seq}",
+            value_words,
+        ]
+        assert value_words in page.content.decode()
+        assert page.context["history"][0]["button"]["label"] == f"Redo edit #{made.pk} (edit value)"
+        assert page.context["history"][1]["button"]["label"].endswith("(edit text)")
+    assert "Edited the text" not in client.get(f"/review/{demo.name}/revision").json()["last_edit"]["kind"]

@@ -43,11 +43,11 @@ def archive(tmp_path):
 
 @pytest.mark.django_db
 def test_only_researchers_and_admins_upload_other_roles_403_outsiders_404(
-    api_for, researcher, reviewer, owner, outsider, archive, media_storage
+    api_for, researcher, reviewer, owner, outsider, archive, tmp_path, media_storage
 ):
     admin = make_user("admin-i", researcher.memberships.first().project, Role.ADMIN)
-    for person in (researcher, admin):
-        answer = upload(api_for(person), archive)
+    for person, data in ((researcher, archive), (admin, zipped(write_release(tmp_path / "again")))):
+        answer = upload(api_for(person), data)
         assert answer.status_code == 202, answer.content
         assert answer.json()["status"] in ("queued", "failed")  # failed only when no broker answers
     for person in (reviewer, owner):
@@ -105,13 +105,17 @@ def test_the_worker_imports_an_upload_and_the_job_shows_progress_summary_and_rep
     listed = client.get("/api/demonstrations/", {"project__name": "alpha"}).json()["results"]
     assert sorted(row["source_id"] for row in listed) == ["alpha", "bravo", "charlie", "delta"]
 
-    write_demo(tmp_path / "release", "foxtrot")  # the same release again, one demo more; then once more unchanged
-    second = poll_job(client, f"/api/imports/{upload(client, tar_gz(tmp_path / 'release')).json()['id']}/")[-1]
+    write_demo(tmp_path / "release", "foxtrot")  # the same release again, one demo more; then that very file again
+    data = tar_gz(tmp_path / "release")
+    second = poll_job(client, f"/api/imports/{upload(client, data).json()['id']}/")[-1]
     assert second["status"] == "done"
     assert second["report"]["demos"] == 1
-    third = poll_job(client, f"/api/imports/{upload(client, tar_gz(tmp_path / 'release')).json()['id']}/")[-1]
-    assert third["status"] == "failed"
-    assert "already" in third["error"]
+    again = upload(client, data)
+    assert again.status_code == 409
+    assert f"import {second['id']} (done, 'release.tar.gz') took it" in again.json()["detail"]
+    third = poll_job(client, f"/api/imports/{upload(client, zipped(tmp_path / 'release'), 'r.zip').json()['id']}/")[-1]
+    assert third["status"] == "failed"  # the same release in another file: nothing new
+    assert "5 in project 'alpha' already, 1 skipped for other reasons" in third["error"]
     assert Demonstration.objects.filter(project=alpha).count() == 5
     uploads = media_storage / "imports"
     assert not uploads.exists() or not list(uploads.iterdir())  # each archive removed once run

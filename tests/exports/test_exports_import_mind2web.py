@@ -168,10 +168,10 @@ def test_a_release_imports_its_good_tasks_and_lists_the_rest_with_why(api_for, p
     assert stored.source["files"]["task.json"]
     assert (stored.category, stored.subcategory, stored.mode) == ("Shopping", "Shoes", "task")
 
-    # The same release again: nothing new, refused (409 in the job's report); nothing duplicated.
-    again = imported(client, tar_gz(tmp_path / "release"))
+    # The same release again in another file: nothing new, the job fails saying so; nothing duplicated.
+    again = imported(client, (tmp_path / "release" / "test_task.json").read_bytes(), "test_task.json")
     assert again["status"] == "failed"
-    assert "already" in again["error"]
+    assert "1 in project 'alpha' already, 1 skipped for other reasons" in again["error"]
     assert Demonstration.objects.filter(project=alpha).count() == 4
 
 
@@ -217,9 +217,10 @@ def test_a_file_that_is_not_the_format_is_refused_naming_the_part(api_for, peopl
 def test_researchers_and_admins_import_other_roles_403_outsiders_404(
     api_for, people, outsider, tmp_path, media_storage
 ):
-    data = (write_release(tmp_path / "release") / "test_website.json").read_bytes()
-    for role in ("researcher", "admin"):
-        answer = upload(api_for(people[role]), data, "test_website.json")
+    release = write_release(tmp_path / "release")
+    data = (release / "test_website.json").read_bytes()
+    for role, name in (("researcher", "test_website.json"), ("admin", "test_task.json")):
+        answer = upload(api_for(people[role]), (release / name).read_bytes(), name)
         assert answer.status_code == 202, answer.content
         assert answer.json()["format"] == "mind2web"
     for role in ("reviewer", "annotator"):
@@ -359,9 +360,13 @@ def test_a_real_worker_imports_an_uploaded_split_archive_and_refuses_it_the_seco
     first = poll_job(client, f"/api/imports/{upload(client, data).json()['id']}/")[-1]
     assert (first["status"], first["format"], first["progress"]) == ("done", "mind2web", 1.0), first
     assert first["report"]["demos"] == 4
-    second = poll_job(client, f"/api/imports/{upload(client, data).json()['id']}/")[-1]
-    assert second["status"] == "failed"
-    assert "every task of this release is in project 'alpha' already" in second["error"]
+    second = upload(client, data)  # the same file again: refused at submission, naming the job that took it
+    assert second.status_code == 409
+    assert f"import {first['id']} (done, 'release.tar.gz') took it" in second.json()["detail"]
+    other = (tmp_path / "release" / "train.json").read_bytes()  # a file of the release's tasks: a failed job
+    third = poll_job(client, f"/api/imports/{upload(client, other, 'train.json').json()['id']}/")[-1]
+    assert third["status"] == "failed"
+    assert "every task of this release is in project 'alpha' already" in third["error"]
     assert Demonstration.objects.filter(project=alpha).count() == 4
 
 

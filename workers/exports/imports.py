@@ -11,7 +11,7 @@ from django.core.files.storage import default_storage
 from annotation.actions import ActionError
 from annotation.actions.exports.imports import FORMATS, LAYOUTS, is_single_file
 from annotation.actions.exports.mind2web_releases import do_import_mind2web
-from annotation.actions.exports.releases import do_import_weblinx
+from annotation.actions.exports.releases import NothingNew, do_import_weblinx
 from annotation.lib import release_archive
 from annotation.lib.mind2web_release import SPLIT_FILE
 from annotation.models import ImportJob, JobStatus
@@ -52,8 +52,9 @@ def import_release(job: ImportJob, workdir) -> None:
         progress(0, force=True)
         try:
             report = run_format(job, root, lambda done, total: progress(done / total))
-        except ActionError as error:
-            finish_clean(job, workdir, JobStatus.FAILED, error=error.detail, report={"errors": error.errors})
+        except ActionError as error:  # not a release, or nothing new (``NothingNew`` lists every item with why)
+            report = {**error.report.as_dict(), "errors": error.errors} if isinstance(error, NothingNew) else {}
+            finish_clean(job, workdir, JobStatus.FAILED, error=error.detail, report=report or {"errors": error.errors})
             return
         failed = report.demos == 0
         status = JobStatus.FAILED if failed else JobStatus.DONE

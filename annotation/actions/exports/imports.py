@@ -4,20 +4,22 @@
 A WebLINX release is a ``.zip`` or ``.tar.gz``; a Mind2Web release one split ``.json`` file or such an archive of
 split files."""
 
+import hashlib
 import tempfile
 import uuid
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from ...lib import release_archive
 from ...lib.mind2web_release import spans, split_of
 from ...lib.weblinx_release import NotARelease
 from ...models import ImportJob
+from ...models.exports import IMPORT_HOLDING_STATUSES
 from .. import queue
-from ..errors import TooLarge, ValidationFailed
+from ..errors import Conflict, TooLarge, ValidationFailed
 from ..manage.access import check_not_other_role
 from .jobs import enqueue
 from .mind2web_releases import MAX_RELEASE_TASKS
@@ -106,19 +108,49 @@ def field(message: str) -> dict:
     return {"field": "file", "message": message}
 
 
+def upload_sha256(upload) -> str:
+    digest = hashlib.sha256()
+    for chunk in upload.chunks():
+        digest.update(chunk)
+    upload.seek(0)
+    return digest.hexdigest()
+
+
+def check_file_not_taken(project, sha256: str) -> None:
+    """409 naming the job when a queued, running or done import job of ``project`` took this very file (a failed or
+    cancelled one does not count: the file may be tried again)."""
+    earlier = ImportJob.objects.filter(project=project, sha256=sha256, status__in=IMPORT_HOLDING_STATUSES).first()
+    if earlier is not None:
+        raise Conflict(
+            f"this file was uploaded to project {project.name!r} already: import {earlier.pk} ({earlier.status}, "
+            f"{earlier.archive_name!r}) took it; nothing was imported. See /api/imports/{earlier.pk}/",
+            [{"field": "file", "message": f"the same file as import {earlier.pk}"}],
+        )
+
+
 def do_create_import(user, project, upload, release_format: str = "weblinx") -> ImportJob:
-    """Store the checked archive (or split file) and enqueue its import; the job (queued) is returned."""
+    """Store the checked archive (or split file) and enqueue its import; the job (queued) is returned. 409 when a
+    queued, running or done job of the project took the same file (two such uploads at once: one wins, by the
+    ``import_job_file_once`` constraint)."""
+    sha256 = upload_sha256(upload)
+    check_file_not_taken(project, sha256)
     suffixes = (*ARCHIVE_SUFFIXES, ".json") if release_format == "mind2web" else ARCHIVE_SUFFIXES
     suffix = next((s for s in suffixes if upload.name.lower().endswith(s)), ".archive")
     name = default_storage.save(f"{IMPORTS_PREFIX}{uuid.uuid4().hex}{suffix}", upload)
-    with transaction.atomic():
-        job = ImportJob.objects.create(
-            project=project,
-            owner=user,
-            format=release_format,
-            archive=name,
-            archive_name=upload.name[:200],
-            size=upload.size,
-        )
-        enqueue(queue.IMPORT, job)
+    try:
+        with transaction.atomic():
+            job = ImportJob.objects.create(
+                project=project,
+                owner=user,
+                format=release_format,
+                archive=name,
+                archive_name=upload.name[:200],
+                size=upload.size,
+                sha256=sha256,
+            )
+            enqueue(queue.IMPORT, job)
+    except IntegrityError:  # the same file uploaded at the same moment: the other upload's job holds it
+        default_storage.delete(name)
+        check_file_not_taken(project, sha256)
+        raise
     return job

@@ -105,11 +105,12 @@ def check_mind2web_import(project: Project, release: Mind2WebRelease) -> tuple[l
     report, names = ImportReport(), {ref: task_name(ref.original()) for ref in release.tasks}
     present = present_ids(project, [name for name in names.values() if name])
     present.update(recorded_task_ids(project))
-    ready, seen = [], {}
+    ready, seen, there = [], {}, []
     for ref in release.tasks:
         name = names[ref]
         if name.lower() in present:
             report.skipped.append({"item": name, "why": f"{present[name.lower()]}; not imported"})
+            there.append(name)
         elif name and name.lower() in seen:
             but = " (ids equal but for case)" if seen[name.lower()] != name else ""
             why = f"{ref.where}: the release has task {seen[name.lower()]} already{but}"
@@ -121,7 +122,7 @@ def check_mind2web_import(project: Project, release: Mind2WebRelease) -> tuple[l
                 ready.append(ref)
             except ValidationFailed as error:
                 report.skipped.append({"item": name or ref.where, "why": error.detail})
-    check_something_new(project, ready, present, "task")
+    check_something_new(project, ready, report, there, "task")
     return ready, report
 
 
@@ -137,8 +138,8 @@ def do_import_mind2web(
 ) -> ImportReport:
     """Import the Mind2Web split files ``paths`` into ``project`` as demos demonstrated by ``by_user``.
 
-    Raises ``ValidationFailed`` (a file is not a split file) or ``Conflict`` (all of it imported already) with
-    nothing written; otherwise returns the report. ``progress(done, total)`` is called after each task."""
+    Raises ``ValidationFailed`` (a file is not a split file) or ``NothingNew`` (nothing left, some imported already)
+    with nothing written; otherwise returns the report. ``progress(done, total)`` is called after each task."""
     ready, report = check_mind2web_import(project, check_mind2web_release([Path(p) for p in paths]))
     for done, ref in enumerate(ready, start=1):
         name = task_name(ref.original())

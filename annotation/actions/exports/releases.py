@@ -141,10 +141,11 @@ def check_import(project: Project, release: Release) -> tuple[list, ImportReport
     """Every demo checked before anything is written: the ones to write, and a report listing the others."""
     report = ImportReport(skipped=list(release.skipped))
     present = present_ids(project, [demo.id for demo in release.demos])
-    ready, seen = [], {}
+    ready, seen, there = [], {}, []
     for demo in release.demos:
         if demo.id.lower() in present:
             report.skipped.append({"item": demo.id, "why": f"{present[demo.id.lower()]}; not imported"})
+            there.append(demo.id)
             continue
         if demo.id.lower() in seen:
             why = f"differs from demo {seen[demo.id.lower()]} of this release only in case; not imported"
@@ -155,17 +156,33 @@ def check_import(project: Project, release: Release) -> tuple[list, ImportReport
             ready.append(check_demo_files(demo, project))
         except ValidationFailed as error:
             report.skipped.append({"item": demo.id, "why": error.detail})
-    check_something_new(project, ready, present)
+    check_something_new(project, ready, report, there)
     return ready, report
 
 
-def check_something_new(project: Project, ready: list, present: dict, what: str = "demo") -> None:
-    """409 when nothing is left to import because the release's items are in the project already."""
-    if not ready and present:
-        raise Conflict(
-            f"every {what} of this release is in project {project.name!r} already; nothing was imported",
-            [{"field": "demonstrations", "message": f"already there: {', '.join(sorted(present))}"}],
+class NothingNew(Conflict):
+    """409, nothing written: no item of the release is left to import, some because they are in the project
+    already; ``report`` lists every item with why."""
+
+    def __init__(self, detail: str, errors: list, report: ImportReport):
+        super().__init__(detail, errors)
+        self.report = report
+
+
+def check_something_new(project: Project, ready: list, report: ImportReport, there: list, what: str = "demo") -> None:
+    """``NothingNew`` (409) when nothing is left to import and some of the release's items (``there``) are in the
+    project already."""
+    if ready or not there:
+        return
+    others = len(report.skipped) - len(there)
+    detail = f"every {what} of this release is in project {project.name!r} already; nothing was imported"
+    if others:
+        detail = (
+            f"no {what} of this release is left to import: {len(there)} in project {project.name!r} already, "
+            f"{others} skipped for other reasons (see the report); nothing was imported"
         )
+    errors = [{"field": "demonstrations", "message": f"already there: {', '.join(sorted(there))}"}]
+    raise NothingNew(detail, errors, report)
 
 
 def do_import_weblinx(
@@ -173,8 +190,8 @@ def do_import_weblinx(
 ) -> ImportReport:
     """Import the WebLINX release in ``directory`` into ``project`` as demos navigated by ``by_user``.
 
-    Raises ``ValidationFailed`` (not a release) or ``Conflict`` (all of it imported already) with nothing written;
-    otherwise returns the report. ``progress(done, total)`` is called after each demo."""
+    Raises ``ValidationFailed`` (not a release) or ``NothingNew`` (nothing left, some imported already) with nothing
+    written; otherwise returns the report. ``progress(done, total)`` is called after each demo."""
     ready, report = check_import(project, check_release(directory))
     for done, checked in enumerate(ready, start=1):
         try:

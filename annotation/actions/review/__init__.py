@@ -73,7 +73,7 @@ from .problems import (
     mark_as_item,
     marks_of,
 )
-from .revisions import check_revision, locked_review, record
+from .revisions import check_revision, is_value_edit, kind_label, locked_review, record
 from .second import (
     check_second_review,
     check_second_review_percent,
@@ -131,6 +131,8 @@ __all__ = [
     "queue_for",
     # revisions
     "check_revision",
+    "is_value_edit",
+    "kind_label",
     "locked_review",
     "record",
     # curation

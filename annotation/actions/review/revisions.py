@@ -6,9 +6,26 @@ import datetime as dt
 from django.conf import settings
 from django.utils import timezone
 
-from ...models import ClaimKind, DemoReview, Edit
+from ...models import ClaimKind, DemoReview, Edit, EditKind, TurnType
 from ..errors import Conflict, ValidationFailed
 from .access import QUEUE_STATUSES, review_of
+
+VALUE_INTENT = "change"  # a browser turn whose edited text is the value chosen (a <select>'s option)
+
+
+def is_value_edit(edit: Edit) -> bool:
+    """An ``edit_text`` edit of a change turn: the turn's value was changed, not a text."""
+    turn = edit.turn if edit.turn_id else None
+    return (
+        edit.kind == EditKind.EDIT_TEXT
+        and turn is not None
+        and (turn.type, turn.intent) == (TurnType.BROWSER, VALUE_INTENT)
+    )
+
+
+def kind_label(edit: Edit) -> str:
+    """The edit's kind in lower case, as messages name it ("delete turn", "edit value")."""
+    return "edit value" if is_value_edit(edit) else edit.get_kind_display().lower()
 
 
 def check_revision(review: DemoReview, revision) -> None:
@@ -17,8 +34,8 @@ def check_revision(review: DemoReview, revision) -> None:
         raise ValidationFailed("revision (an integer) is required", [{"field": "revision", "message": "required"}])
     if revision == review.revision:
         return
-    last = Edit.objects.filter(demonstration_id=review.pk).select_related("author").first()
-    who = f"{last.author.username} ({last.get_kind_display().lower()}" if last else "someone ("
+    last = Edit.objects.filter(demonstration_id=review.pk).select_related("author", "turn").first()
+    who = f"{last.author.username} ({kind_label(last)}" if last else "someone ("
     when = timezone.localtime(last.created_at).strftime("%H:%M:%S") if last else "?"
     raise Conflict(
         f"this demo was changed by {who} at {when}) since you loaded revision {revision}; it is now at revision "

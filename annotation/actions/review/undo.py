@@ -10,7 +10,7 @@ from ...models import Demonstration, Edit, EditKind, Turn
 from ..errors import Conflict, NotFound, ValidationFailed
 from .access import check_can_curate
 from .curation import apply_metadata, apply_turn_states, current_order, turn_state
-from .revisions import locked_review, record
+from .revisions import kind_label, locked_review, record
 
 UNDOABLE = (
     EditKind.DELETE,
@@ -91,7 +91,7 @@ def describe_key(key) -> str:
 
 
 def edit_label(edit) -> str:
-    kind = edit.get_kind_display().lower()
+    kind = kind_label(edit)
     return f"undo of #{edit.undoes_id}: {kind}" if edit.undoes_id else kind
 
 
@@ -112,7 +112,7 @@ def check_not_overwritten(demo, review, edit) -> None:
     if not changed:
         return
     later = Edit.objects.filter(demonstration=demo, revision__gt=edit.revision).order_by("-revision")
-    culprit = blocking_edit(changed, later.select_related("author"))
+    culprit = blocking_edit(changed, later.select_related("author", "turn"))
     what = describe_key(changed[0])
     if culprit is None:
         raise Conflict(f"cannot undo edit #{edit.pk}: {what} has changed since")

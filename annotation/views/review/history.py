@@ -67,6 +67,17 @@ def pluralize(count: int) -> str:
     return "" if count == 1 else "s"
 
 
+def text_words(edit) -> str:
+    """A change turn's value (a <select>'s option) is edited as its text, and said as a value."""
+    if actions.is_value_edit(edit):
+        value = first_state(edit).get("text")
+        if value is None:  # back to the turn's own value (an undo)
+            arguments = edit.turn.arguments if isinstance(edit.turn.arguments, dict) else {}
+            value = arguments.get("value")
+        return f"Changed the value of {turn_name(edit)} to “{shorten(str(value or ''), 40)}”"
+    return f"Edited the text of {turn_name(edit)}"
+
+
 # Each edit kind in words, from its after-state: an undo is an edit of the same kind back to the before-state,
 # so undoing "Deleted turn 8" reads "Restored turn 8 (undid #1)".
 def deletion_words(edit) -> str:
@@ -90,7 +101,7 @@ EDIT_WORDS = {
     EditKind.DELETE: deletion_words,
     EditKind.RESTORE: deletion_words,
     EditKind.SET_VALIDITY: lambda e: f"Marked {turn_name(e)} {'valid' if first_state(e).get('valid') else 'invalid'}",
-    EditKind.EDIT_TEXT: lambda e: f"Edited the text of {turn_name(e)}",
+    EditKind.EDIT_TEXT: text_words,
     EditKind.CHOOSE_SCREENSHOT: screenshot_words,
     EditKind.ACCEPT_SUGGESTIONS: suggestion_words,
     EditKind.REORDER: moved_words,
@@ -138,7 +149,7 @@ def undo_button(edit, undoes: dict) -> dict:
     original, depth = edit.pk, 0
     while original in undoes:
         original, depth = undoes[original], depth + 1
-    kind = edit.get_kind_display().lower()
+    kind = actions.kind_label(edit)
     if depth % 2:
         return {"text": "Redo", "label": f"Redo edit #{original} ({kind})"}
     again = " again" if depth else ""
