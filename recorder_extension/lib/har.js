@@ -34,8 +34,9 @@
   /** The traffic of one tab from CDP Network events; take() hands over the finished requests since the last take. */
   class NetworkLog {
     /** fetchBody(requestId) → {body, base64Encoded}: Network.getResponseBody, asked as soon as a request finished. */
-    constructor({ fetchBody = null } = {}) {
+    constructor({ fetchBody = null, mainFrame = null } = {}) {
       this.fetchBody = fetchBody;
+      this.mainFrame = mainFrame; // the tab's top frame id: its navigation starts a page of unknown privacy
       this.pending = new Map();
       this.done = [];
       this.private = false;
@@ -60,6 +61,8 @@
           request: params.request, type: params.type || "", started: params.timestamp, wallTime: params.wallTime,
           private: this.private || Boolean(record && record.private),
         });
+        // The top frame navigates: what the next page sends is its own (judged at the next step), not the last one's.
+        if (params.type === "Document" && this.mainFrame && params.frameId === this.mainFrame) this.private = false;
       } else if (!record) {
         return;
       } else if (method === "Network.responseReceived") {

@@ -104,6 +104,24 @@ test("no body of a request sent from a page with a private field, nor of a step 
   assert.equal(onPrivatePage.response.content.text, undefined);
 });
 
+test("the top frame's navigation from a private page starts a page whose requests keep their bodies", async () => {
+  const log = new NetworkLog({ mainFrame: "top", fetchBody: async () => ({ body: "page data", base64Encoded: false }) });
+  log.setPrivate(true);
+  log.event("Network.requestWillBeSent", { ...request("nav", "https://shop.test/login", { method: "POST", hasPostData: true, postData: "pin=1234" }), type: "Document", frameId: "top" });
+  log.event("Network.requestWillBeSent", { ...request("nav", "https://shop.test/welcome"), type: "Document", frameId: "top", redirectResponse: { status: 303, headers: {} } });
+  log.event("Network.responseReceived", response("nav", 200, "text/html"));
+  finished(log, "nav");
+  log.event("Network.requestWillBeSent", { ...request("xhr", "https://shop.test/api/profile"), frameId: "top" });
+  log.event("Network.responseReceived", response("xhr", 200, "application/json"));
+  finished(log, "xhr");
+  const entries = (await buildHar(log.take())).log.entries;
+  assert.deepEqual(entries.map((e) => [e.response.status, e.request.postData && e.request.postData.text, e.response.content.text]), [
+    [303, "", undefined],
+    [200, undefined, undefined],
+    [200, undefined, "page data"],
+  ]);
+});
+
 test("bodies over the limits, not text, or gone are not kept, and the HAR says so", async () => {
   const log = logWith({ big: "x".repeat(10), img: "PNG" });
   log.event("Network.requestWillBeSent", request("big", "https://shop.test/big"));
