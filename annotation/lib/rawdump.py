@@ -7,6 +7,8 @@ Mind2Web export and offline replay read, and, as defence in depth behind the rec
 
 from .schema import RAW_FIELDS, FieldError, is_number
 
+MASK = "********"  # a private value as the recorder masks it (docs/recorder-privacy.md)
+
 HAR_MEDIA_TYPE = RAW_FIELDS["har"]
 DOM_SNAPSHOT_MEDIA_TYPE = RAW_FIELDS["dom_snapshot"]
 DOM_SNAPSHOT_FORMAT = "webtasks-dom-snapshot/1"
@@ -133,4 +135,32 @@ def check_dom_snapshot(value) -> list[FieldError]:
                 isinstance(document.get(key), dict) for key in ("nodes", "layout")
             ):
                 errors.append(FieldError(f"documents[{index}]", "expected an object with nodes and layout"))
+            elif isinstance(value.get("strings"), list) and has_password_value(document["nodes"], value["strings"]):
+                # Defence in depth behind the recorder, which keeps no DOM snapshot of a page with private fields.
+                message = "a password input's value is never kept (docs/recorder-privacy.md)"
+                errors.append(FieldError(f"documents[{index}].nodes.inputValue", message))
     return errors
+
+
+def string_at(strings: list, index) -> str:
+    return strings[index] if isinstance(index, int) and 0 <= index < len(strings) else ""
+
+
+def has_password_value(nodes: dict, strings: list) -> bool:
+    """Whether an ``<input type=password>`` of the snapshot has a value other than "" or the mask (CDP's rare string
+    data ``inputValue`` ``{index: [node], value: [string]}``; ``attributes``: per node, name and value indexes)."""
+    values, attributes = nodes.get("inputValue"), nodes.get("attributes")
+    if not isinstance(values, dict) or not isinstance(attributes, list):
+        return False
+    nodes_with, texts = values.get("index"), values.get("value")
+    if not isinstance(nodes_with, list) or not isinstance(texts, list):
+        return False
+    for node, text in zip(nodes_with, texts, strict=False):
+        if string_at(strings, text) in ("", MASK) or not isinstance(node, int) or not 0 <= node < len(attributes):
+            continue
+        pairs = attributes[node] if isinstance(attributes[node], list) else []
+        names = [string_at(strings, i).lower() for i in pairs[0::2]]
+        kinds = [string_at(strings, i).strip().lower() for i in pairs[1::2]]
+        if ("type", "password") in zip(names, kinds, strict=False):
+            return True
+    return False

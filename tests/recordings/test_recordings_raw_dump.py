@@ -146,6 +146,33 @@ def test_a_dom_snapshot_of_another_shape_is_a_400_naming_the_field(client, media
     assert field in fields_of(response)
 
 
+def with_input(value: str, kind: str = "password") -> dict:
+    """A DOM snapshot with one ``<input type=kind>`` whose value is ``value``."""
+    snapshot = dom_snapshot()
+    snapshot["strings"] += ["INPUT", "type", kind, value]
+    nodes = snapshot["documents"][0]["nodes"]
+    nodes["attributes"] = [[], [], [5, 6]]
+    nodes["inputValue"] = {"index": [2], "value": [7]}
+    return snapshot
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "status"),
+    [
+        ("Zq7-Secret", "password", 400),
+        ("********", "password", 201),
+        ("", "password", 201),
+        ("blue shoes", "text", 201),
+    ],
+)
+def test_a_dom_snapshot_with_a_password_inputs_value_is_refused(client, media_storage, value, kind, status):
+    response = put_blob(client, dom_blob(with_input(value, kind)))
+
+    assert response.status_code == status, response.content
+    if status == 400:
+        assert fields_of(response) == ["documents[0].nodes.inputValue"]
+
+
 def step_with_raw_dump(client):
     """A recording with one step whose turn refers to a HAR and a DOM snapshot, sent in one bundle."""
     demo, files, traffic, snapshot = start_demo(client), state_blobs(), har_blob(), dom_blob()
