@@ -302,6 +302,9 @@ WHITENOISE_USE_FINDERS = True
 INGEST_MAX_BATCH_BYTES = env_int("INGEST_MAX_BATCH_BYTES", 16 * 1024 * 1024)
 INGEST_MAX_BATCH_TURNS = env_int("INGEST_MAX_BATCH_TURNS", 1000)
 INGEST_MAX_BLOB_BYTES = env_int("INGEST_MAX_BLOB_BYTES", 64 * 1024 * 1024)
+# Step mode's raw dump (docs/recorder.md#raw-dump): a step's HAR and DOM snapshot blobs; 413 naming the setting.
+INGEST_MAX_HAR_BYTES = env_int("INGEST_MAX_HAR_BYTES", 32 * 1024 * 1024)
+INGEST_MAX_DOM_SNAPSHOT_BYTES = env_int("INGEST_MAX_DOM_SNAPSHOT_BYTES", 16 * 1024 * 1024)
 # Local storage: a new blob's file and its folder entry are flushed to disk (fsync) before its row commits, so a
 # power loss cannot leave a stored row naming a missing or partial file (docs/ingest.md). Off: the OS writes them back
 # within seconds, and a crash in that window can lose blobs the database says it has.

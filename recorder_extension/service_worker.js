@@ -37,6 +37,7 @@ importScripts(
   "lib/shots.js",
   "lib/video.js",
   "lib/step.js",
+  "lib/har.js",
   "lib/step_worker.js",
   "lib/navigation.js",
 );
@@ -77,6 +78,7 @@ const ready = storeReady.then((store) => {
 });
 const steps = new W.stepWorker.StepWorker({
   ready, tabsKv, shots, maskTab, hasPrivateFields: tabHasPrivateFields, notify: notifyPanel, secrets,
+  network: true, // step mode records the tab's traffic and DOM snapshots (docs/recorder.md#raw-dump)
 });
 const navigation = new W.navigation.Navigation({ ready, kv, shotLater: maskedShotLater, painted: tabPainted });
 navigation.listen();

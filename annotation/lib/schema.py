@@ -33,11 +33,14 @@ SPEAKERS = ("instructor", "navigator")
 TURN_TYPES = ("chat", "browser")
 # Screenshots are PNG: the WebLINX format (and its library) name and list them as screenshot-N-M.png.
 BLOB_FIELDS = {"screenshot": "image/png", "page": "text/html", "bboxes": "application/json"}
+# Step mode's raw dump before the action (``annotation/lib/rawdump.py``): the traffic since the previous step (HAR 1.2)
+# and the DOM snapshot with layout and computed styles. Turn columns too, but not WebLINX fields: its export omits them.
+RAW_FIELDS = {"har": "application/har+json", "dom_snapshot": "application/vnd.webtasks.dom-snapshot+json"}
 BBOX_KEYS = ("x", "y", "width", "height", "top", "right", "bottom", "left")
 UID_ATTRIBUTE = "data-webtasks-id"
 
 CHAT_FIELDS = {"client_id", "type", "timestamp", "speaker", "utterance"}
-BROWSER_FIELDS = {"client_id", "type", "timestamp", "intent", "arguments", "frames", "label", *BLOB_FIELDS}
+BROWSER_FIELDS = {"client_id", "type", "timestamp", "intent", "arguments", "frames", "label", *BLOB_FIELDS, *RAW_FIELDS}
 # The recorder's name for the action, shown in review (``annotation.lib.labels``); the model column's length.
 LABEL_MAX = 200
 # Extra screenshots captured around an action (e.g. just before and after it), for re-alignment in review.
@@ -305,7 +308,7 @@ def check_arguments(intent: str, arguments, where: str) -> list[FieldError]:
 
 def check_blob_refs(turn: dict, where: str) -> list[FieldError]:
     errors = []
-    for name in BLOB_FIELDS:
+    for name in (*BLOB_FIELDS, *RAW_FIELDS):
         value = turn.get(name)
         if value is not None and not is_sha256(value):
             errors.append(FieldError(f"{where}.{name}", "expected the sha256 of an uploaded blob (64 lowercase hex)"))
@@ -443,7 +446,7 @@ def snapshot_of(turn: dict):
 
 def referenced_blobs(turn: dict) -> dict[str, str]:
     """``{field: sha256}`` of the blobs a (valid) turn refers to, frames as ``frames[i].screenshot``."""
-    refs = {name: turn[name] for name in BLOB_FIELDS if turn.get(name)}
+    refs = {name: turn[name] for name in (*BLOB_FIELDS, *RAW_FIELDS) if turn.get(name)}
     for index, frame in enumerate(turn.get("frames") or []):
         refs[f"frames[{index}].screenshot"] = frame["screenshot"]
     if snapshot_of(turn):
@@ -455,4 +458,6 @@ def expected_media_type(field: str) -> str:
     """The media type a referenced blob must have in this field of a turn."""
     if field == SNAPSHOT_FIELD:
         return SNAPSHOT_MEDIA_TYPE
+    if field in RAW_FIELDS:
+        return RAW_FIELDS[field]
     return BLOB_FIELDS["screenshot" if field.startswith("frames[") else field]

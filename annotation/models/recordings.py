@@ -242,6 +242,22 @@ class Turn(models.Model):
     screenshot = models.ForeignKey(Blob, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     page = models.ForeignKey(Blob, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     bboxes = models.ForeignKey(Blob, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    har = models.ForeignKey(
+        Blob,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Step mode: the tab's traffic since the previous step, HAR 1.2 (docs/recorder.md#raw-dump).",
+    )
+    dom_snapshot = models.ForeignKey(
+        Blob,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Step mode: the DOM snapshot with layout and computed styles before the action.",
+    )
     frames = models.JSONField(
         default=list, blank=True, help_text="Other screenshots around the action: [{screenshot, timestamp, label}]."
     )

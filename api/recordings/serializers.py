@@ -127,6 +127,10 @@ class TurnSerializer(serializers.ModelSerializer):
     screenshot = serializers.CharField(source="screenshot_id", allow_null=True)
     page = serializers.CharField(source="page_id", allow_null=True)
     bboxes = serializers.CharField(source="bboxes_id", allow_null=True)
+    har = serializers.CharField(source="har_id", allow_null=True, help_text="Step mode: HAR 1.2 of the traffic.")
+    dom_snapshot = serializers.CharField(
+        source="dom_snapshot_id", allow_null=True, help_text="Step mode: DOM snapshot before the action."
+    )
 
     class Meta:
         model = Turn
@@ -146,6 +150,8 @@ class TurnSerializer(serializers.ModelSerializer):
             "screenshot",
             "page",
             "bboxes",
+            "har",
+            "dom_snapshot",
             "frames",
         ]
         read_only_fields = fields

@@ -236,7 +236,7 @@
      * and is recent (BEFORE_FRAME_MAX_AGE_S, lib/standins.js): it is the state the action was taken in. Resolves with the
      * stored turn (held back for its "after" frame).
      */
-    async recordAction(session, captured, { tabId, screenshot, zoomLevel, tabUrl, mhtml: rawMhtml, arrivedAt }) {
+    async recordAction(session, captured, { tabId, screenshot, zoomLevel, tabUrl, mhtml: rawMhtml, arrivedAt, har, domSnapshot }) {
       // Private values and secret URL parameters masked in the turn, its page and its snapshot before any blob is
       // made of them (blobs are addressed by their content's hash).
       const redactor = await this.d.redactor();
@@ -271,6 +271,11 @@
         blobs.push(raw);
         turn.arguments.properties = { ...(turn.arguments.properties || {}), mhtml: raw.sha256 };
       }
+      // Step mode's traffic and DOM snapshot (lib/har.js: redacted there), referenced by sha256 (docs/recorder.md#raw-dump).
+      if (har) blobs.push(await makeBlob(har, "application/har+json"));
+      if (har) turn.har = blobs[blobs.length - 1].sha256;
+      if (domSnapshot) blobs.push(await makeBlob(domSnapshot, "application/vnd.webtasks.dom-snapshot+json"));
+      if (domSnapshot) turn.dom_snapshot = blobs[blobs.length - 1].sha256;
       if (standIn) this.shotStats.standIn += 1;
       else if (!refs.screenshot) {
         this.shotStats.missing += 1;

@@ -10,6 +10,10 @@
  * performed with trusted input: the debugger is attached to the tab, the content script places the element
  * (STEP_EXEC) and CDP input acts at its centre (step.performInput); STEP_DONE makes clicks select again.
  *
+ * Raw dump (deps.network, docs/recorder.md#raw-dump): from the first selection on, the debugger stays attached to the
+ * step's tab with the Network domain on (lib/har.js NetworkLog); each step's turn gets the traffic since the step
+ * before (HAR 1.2) and the DOM snapshot before the action, not kept (nor any body) on a page with private fields.
+ *
  * Classic script: defines globalThis.WebTasks.stepWorker (and module.exports for node).
  */
 (function (root) {
@@ -19,6 +23,7 @@
   const C = W.C || require("./constants.js");
   const step = W.step || require("./step.js");
   const { base64ToBytes } = W.shots || require("./shots.js");
+  const har = W.har || require("./har.js");
 
   class StepWorker {
     /**
@@ -30,11 +35,71 @@
       this.d = { notify() {}, chrome: root.chrome, ...deps };
       // The selected step's screenshot (bytes), by the selection's client_id.
       this.blobs = new Map();
+      this.net = null; // {tabId, log}: the tab whose traffic is recorded (deps.network)
+      const events = this.d.network && this.d.chrome && this.d.chrome.debugger && this.d.chrome.debugger.onEvent;
+      if (events) {
+        events.addListener((source, method, params) => {
+          if (this.net && source.tabId === this.net.tabId && method.startsWith("Network.")) this.net.log.event(method, params);
+        });
+        this.d.chrome.debugger.onDetach.addListener((source) => {
+          if (this.net && source.tabId === this.net.tabId) this.net = null;
+        });
+      }
     }
 
-    /** A recording starts or stops: no step is selected or performed. */
-    reset() {
+    /** A recording starts or stops: no step is selected or performed, no traffic recorded. */
+    async reset() {
+      await this.stopNetwork();
       return this.d.tabsKv.set(C.STORAGE.STEP, step.IDLE);
+    }
+
+    /** Keep the debugger attached to `tabId` with the Network domain on (deps.network); the traffic from now on. */
+    async startNetwork(tabId) {
+      if (!this.d.network || (this.net && this.net.tabId === tabId)) return;
+      await this.stopNetwork();
+      const { chrome } = this.d;
+      const target = { tabId };
+      try {
+        await chrome.debugger.attach(target, "1.3");
+      } catch {
+        // Attached by this worker before a restart (its log lost): attach again.
+        await chrome.debugger.detach(target).catch(() => {});
+        await chrome.debugger.attach(target, "1.3");
+      }
+      const fetchBody = (requestId) => chrome.debugger.sendCommand(target, "Network.getResponseBody", { requestId });
+      this.net = { tabId, log: new har.NetworkLog({ fetchBody }) };
+      await chrome.debugger.sendCommand(target, "Network.enable", { maxPostDataSize: har.LIMITS.POST_DATA_BYTES });
+      const tree = await chrome.debugger.sendCommand(target, "Page.getFrameTree", {}).catch(() => null);
+      if (this.net && tree && tree.frameTree) this.net.log.mainFrame = tree.frameTree.frame.id;
+    }
+
+    async stopNetwork() {
+      if (!this.net) return;
+      const { tabId } = this.net;
+      this.net = null;
+      await this.d.chrome.debugger.detach({ tabId }).catch(() => {});
+    }
+
+    /**
+     * The raw dump of the page before the step: {har, domSnapshot} (JSON text, or null). A page with private fields
+     * keeps no DOM snapshot and no bodies, and requests it sends until the next step keep none either.
+     */
+    async rawDump(recorder, selection, isPrivate) {
+      if (!this.net || this.net.tabId !== selection.tabId) return {};
+      const redactor = this.d.secrets ? await this.d.secrets.redactor() : null;
+      const send = (method, params) => this.d.chrome.debugger.sendCommand({ tabId: selection.tabId }, method, params);
+      let domSnapshot = null;
+      if (isPrivate) await recorder.note("DOM snapshot and bodies not kept: the page has private fields");
+      else {
+        try {
+          domSnapshot = JSON.stringify(await har.captureDom(send, selection.tabUrl, redactor));
+        } catch (error) {
+          await recorder.note(`no DOM snapshot: ${(error && error.message) || error}`);
+        }
+      }
+      const log = await har.buildHar(this.net.log.take(), { redactor, keepBodies: !isPrivate });
+      this.net.log.setPrivate(isPrivate);
+      return { har: JSON.stringify(log), domSnapshot };
     }
 
     /** STATUS.step: what the side panel shows. */
@@ -56,6 +121,7 @@
       const own = message.regions ? { frameId: sender.frameId, report: message.regions } : null;
       const screenshot = png && (await this.d.maskTab(png, tab.tabId, { own, topUrl: tab.url, legacy: message }));
       const selection = step.selectionFrom(message, tab, sender.frameId);
+      await this.startNetwork(tab.tabId).catch((e) => recorder.note(`traffic not recorded: ${(e && e.message) || e}`));
       let error = null;
       await this.d.tabsKv.mutate(C.STORAGE.STEP, (current) => {
         const next = step.reduce(current, { type: "select", selection });
@@ -97,12 +163,16 @@
         const blobs = this.blobs.get(selection.clientId) || {};
         const zoomLevel = await chrome.tabs.getZoom(selection.tabId).catch(() => undefined);
         let snapshot = session.mhtml && typeof mhtml === "string" && mhtml ? base64ToBytes(mhtml) : null;
-        if (snapshot && (await this.d.hasPrivateFields(selection.tabId))) {
+        const traced = this.net && this.net.tabId === selection.tabId;
+        const isPrivate = snapshot || traced ? await this.d.hasPrivateFields(selection.tabId) : false;
+        if (snapshot && isPrivate) {
           snapshot = null; // the MHTML would carry the private fields' values in text
           await recorder.note("MHTML snapshot not kept: the page has private fields");
         }
+        const raw = traced ? await this.rawDump(recorder, selection, isPrivate) : {};
         const turn = await recorder.recordAction(session, capture, {
           tabId: selection.tabId, screenshot: blobs.screenshot || null, zoomLevel, tabUrl: selection.tabUrl, mhtml: snapshot,
+          har: raw.har || null, domSnapshot: raw.domSnapshot || null,
         });
         if (step.executes(op)) await this.perform(selection, frame, op, value);
         return { ok: true, client_id: turn.client_id };
@@ -122,14 +192,15 @@
     async perform(selection, frame, op, value) {
       const { chrome } = this.d;
       const target = { tabId: selection.tabId };
-      await chrome.debugger.attach(target, "1.3");
+      const kept = this.net && this.net.tabId === selection.tabId; // attached for the traffic: stays so
+      if (!kept) await chrome.debugger.attach(target, "1.3");
       try {
         const exec = { target: C.TARGET.CONTENT, type: C.MSG.STEP_EXEC, op, value };
         const placed = await chrome.tabs.sendMessage(selection.tabId, exec, frame);
         if (!placed || !placed.ok) throw new Error((placed && placed.error) || "the page did not answer");
         await step.performInput((method, params) => chrome.debugger.sendCommand(target, method, params), op, value, placed);
       } finally {
-        await chrome.debugger.detach(target).catch(() => {});
+        if (!kept) await chrome.debugger.detach(target).catch(() => {});
       }
     }
   }

@@ -31,7 +31,7 @@
 
   /** The sha256 of every blob a turn refers to (screenshot, page, bboxes, frames, a step's MHTML). */
   function blobRefs(turn) {
-    const refs = ["screenshot", "page", "bboxes"].map((k) => turn[k]).filter(Boolean);
+    const refs = ["screenshot", "page", "bboxes", "har", "dom_snapshot"].map((k) => turn[k]).filter(Boolean);
     for (const frame of turn.frames || []) if (frame && frame.screenshot) refs.push(frame.screenshot);
     if (mhtmlOf(turn)) refs.push(mhtmlOf(turn));
     return refs;
@@ -48,6 +48,8 @@
     if (!blobRefs(turn).some((sha) => gone.has(sha))) return turn;
     const next = { ...turn };
     if (gone.has(next.screenshot)) delete next.screenshot;
+    if (gone.has(next.har)) delete next.har;
+    if (gone.has(next.dom_snapshot)) delete next.dom_snapshot;
     if (gone.has(next.page) || gone.has(next.bboxes)) {
       delete next.page;
       delete next.bboxes;

@@ -68,6 +68,8 @@ def curated_export_turn(index: int, turn: Turn, curation) -> ExportTurn:
         screenshot=(curation.screenshot if curation and curation.screenshot else turn.screenshot_id),
         page=turn.page_id,
         bboxes=turn.bboxes_id,
+        har=turn.har_id,
+        dom_snapshot=turn.dom_snapshot_id,
         screenshot_status="broken" if curation and not curation.valid else "good",
         key=turn.client_id,
     )

@@ -119,6 +119,9 @@ def export_with_quality(exporter, demos, out: Path, blobs, progress, project: st
 
     counts = exporter.export(noting(demos), out, blobs, progress).as_dict()
     items, extra = demo_quality_items(exported)
+    extras = getattr(exporter, "quality_extras", {})  # per item, what a format adds (Mind2Web: its raw dump)
+    for item in items:
+        item.update(extras.get(item["id"], {}))
     counts["quality"] = write_quality_report(out, exporter.format, project, items, extra)
     return counts
 

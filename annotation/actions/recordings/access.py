@@ -63,7 +63,7 @@ def blob_used_by(demos, blob: Blob) -> bool:
     of their video. The indexed columns are asked first; the JSON places in a second query."""
     turns = Turn.objects.filter(demonstration__in=demos)
     columns = Q()
-    for name in schema.BLOB_FIELDS:
+    for name in (*schema.BLOB_FIELDS, *schema.RAW_FIELDS):
         columns |= Q(**{name: blob})
     if turns.filter(columns).exists():
         return True

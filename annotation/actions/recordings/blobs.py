@@ -16,7 +16,7 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from PIL import Image, UnidentifiedImageError
 
-from ...lib import jsonsafe, pngcheck, schema
+from ...lib import jsonsafe, pngcheck, rawdump, schema
 from ...models import Blob, Project, ProjectBlob, sha256_path
 from ..errors import TooLarge, UnsupportedMediaType, ValidationFailed, storage_failures
 from .staging import sync_saved
@@ -30,6 +30,8 @@ BLOB_MEDIA_TYPES = (
     "video/webm",
     "video/mp4",
     "multipart/related",  # MHTML: a raw snapshot of a page before a step-mode action (docs/recorder.md)
+    rawdump.HAR_MEDIA_TYPE,  # step mode's traffic, HAR 1.2
+    rawdump.DOM_SNAPSHOT_MEDIA_TYPE,  # step mode's DOM snapshot with layout and computed styles
 )
 PILLOW_FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/webp": "WEBP"}
 CHUNK = 1024 * 1024
@@ -52,6 +54,16 @@ def check_blob_request(sha256: str, media_type: str, content_length: int | None)
     limit = settings.INGEST_MAX_BLOB_BYTES
     if content_length is not None and content_length > limit:
         raise TooLarge(f"blob of {content_length} bytes exceeds the limit of {limit} bytes (INGEST_MAX_BLOB_BYTES)")
+    if content_length is not None:
+        check_kind_size(media_type, content_length, "body")
+
+
+def check_kind_size(media_type: str, size: int, field: str) -> None:
+    """A HAR or DOM snapshot has its own, smaller limit (``rawdump.LIMIT_SETTINGS``): 413 naming the setting."""
+    setting = rawdump.LIMIT_SETTINGS.get(media_type)
+    if setting is not None and size > (limit := getattr(settings, setting)):
+        message = f"{size} bytes exceeds the limit of {limit} bytes for {media_type} ({setting})"
+        raise TooLarge(f"{field}: {message}", [{"field": field, "message": message}])
 
 
 def spool_and_hash(stream) -> tuple[tempfile.SpooledTemporaryFile, str, int]:
@@ -69,7 +81,7 @@ def spool_and_hash(stream) -> tuple[tempfile.SpooledTemporaryFile, str, int]:
     return spool, digest.hexdigest(), size
 
 
-READ_WHOLE = ("application/json", "text/html")  # media types whose check reads every byte
+READ_WHOLE = ("application/json", "text/html", *rawdump.LIMIT_SETTINGS)  # media types whose check reads every byte
 
 
 def check_blob_content(spool, media_type: str) -> None:
@@ -100,6 +112,21 @@ def check_blob_bytes(data, media_type: str) -> None:
         check_mhtml(bytes(data[:16384]))
     elif media_type == "text/html":
         check_utf8(data)
+    elif media_type in rawdump.LIMIT_SETTINGS:
+        check_raw_dump(data, media_type)
+
+
+def check_raw_dump(data, media_type: str) -> None:
+    """A HAR 1.2 log or a DOM snapshot (``annotation/lib/rawdump.py``): JSON of the documented shape, 400 naming the
+    field (``log.version``, ``log.entries[2].request.headers[0]``)."""
+    try:
+        value = jsonsafe.loads(bytes(data), "body")
+    except jsonsafe.JSONProblem as problem:
+        raise ValidationFailed(f"body is not valid JSON: {problem}", [problem_error(problem)]) from None
+    check = rawdump.check_har if media_type == rawdump.HAR_MEDIA_TYPE else rawdump.check_dom_snapshot
+    if errors := check(value):
+        what = "a HAR 1.2 log" if media_type == rawdump.HAR_MEDIA_TYPE else "a DOM snapshot"
+        raise ValidationFailed(f"body is not {what}: {errors[0].field}: {errors[0].message}", errors)
 
 
 def check_utf8(data) -> None:
@@ -209,6 +236,7 @@ def check_and_store(sha256: str, media_type: str, stream) -> Blob:
             raise ValidationFailed(
                 f"body hashes to {digest}, not {sha256}", [{"field": "sha256", "message": "does not match body"}]
             )
+        check_kind_size(media_type, size, "body")
         try:
             check_blob_content(spool, media_type)
         except ValidationFailed as error:

@@ -23,7 +23,7 @@ from ...lib import jsonsafe, schema
 from ...models import Blob, Demonstration, ProjectBlob
 from ...store import hotsql
 from ..errors import MalformedJSON, TooLarge, UnsupportedMediaType, ValidationFailed, storage_failures
-from .blobs import BLOB_MEDIA_TYPES, MAX_BLOB_QUERY, check_blob_bytes, normalise_media_type
+from .blobs import BLOB_MEDIA_TYPES, MAX_BLOB_QUERY, check_blob_bytes, check_kind_size, normalise_media_type
 from .staging import Staging
 from .turns import IngestResult, check_turn_batch, do_ingest_turns
 
@@ -139,6 +139,7 @@ def blob_entry(entry, index: int) -> tuple[str, str, int]:
     if size > settings.INGEST_MAX_BLOB_BYTES:
         limit = settings.INGEST_MAX_BLOB_BYTES
         raise refused(f"{where}.size", f"{size} bytes exceeds the limit of {limit} (INGEST_MAX_BLOB_BYTES)", TooLarge)
+    check_kind_size(media_type, size, f"{where}.size")
     return sha, media_type, size
 
 

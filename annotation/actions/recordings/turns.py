@@ -157,6 +157,7 @@ def turn_row(demo: Demonstration, turn: dict, seq: int, digest: str) -> Turn:
     row.tab_id = metadata.get("tabId")
     row.viewport_width, row.viewport_height = metadata.get("viewportWidth"), metadata.get("viewportHeight")
     row.screenshot_id, row.page_id, row.bboxes_id = turn.get("screenshot"), turn.get("page"), turn.get("bboxes")
+    row.har_id, row.dom_snapshot_id = turn.get("har"), turn.get("dom_snapshot")
     row.frames = turn.get("frames") or []
     row.label = turn.get("label") or ""
     return row

@@ -31,6 +31,8 @@ class ExportTurn:
     screenshot: str | None = None  # sha256 of an image blob
     page: str | None = None  # sha256 of a text/html blob
     bboxes: str | None = None  # sha256 of an application/json blob
+    har: str | None = None  # step mode: sha256 of the traffic since the previous step (application/har+json)
+    dom_snapshot: str | None = None  # step mode: sha256 of the DOM snapshot before the action
     screenshot_status: str = "good"  # "broken" when a reviewer marked the turn invalid
     key: str = ""  # the recorder's client id: stable however curation reorders or removes turns
 

@@ -52,6 +52,7 @@ from annotation.lib.splits import MIND2WEB_SPLITS
 
 from ..base import BlobSource, ExportCounts, ExportDemo, ExportTurn, write_changes
 from .page import Snapshot
+from .rawdump import write_raw_dump
 
 STEP_INTENTS = frozenset({"click", "hover", "submit", "textInput", "change"})
 POINTER_OPS = {"click": "CLICK", "hover": "HOVER", "submit": "ENTER"}  # intent → original_op (op is CLICK)
@@ -97,6 +98,7 @@ class Step:
     repr: str
     action_uid: str
     snapshot: str | None = None  # sha256 of the MHTML of the page before the action (step mode), if recorded
+    turn: ExportTurn | None = None  # the step's turn (its time, page, screenshot, traffic, DOM snapshot)
 
 
 # --- Record fields ------------------------------------------------------------------------------------------
@@ -297,6 +299,7 @@ def steps(demo: ExportDemo, pages: PageSource) -> list[Step]:
                 processed.repr,
                 uid,
                 snapshot_of(turn.arguments),
+                turn,
             )
         )
     return done
@@ -379,6 +382,9 @@ class Mind2WebExporter:
     format = "mind2web"
     splits = MIND2WEB_SPLITS
 
+    def __init__(self):
+        self.quality_extras = {}  # annotation_id → its quality.json additions (the raw dump's files)
+
     def exported_id(self, demo: ExportDemo) -> str | None:
         """The demo's ``annotation_id`` in the export; None for a demo left out (rejected, or discarded)."""
         return None if demo.rejected or demo.discarded else annotation_id(demo)
@@ -415,4 +421,6 @@ class Mind2WebExporter:
         files.write(demo.split, task_record(demo, done_steps))
         snapshots = [(step.action_uid, step.snapshot) for step in done_steps]
         write_snapshots(out, annotation_id(demo), snapshots, blobs)
+        raw = write_raw_dump(out, demo, annotation_id(demo), done_steps, blobs)
+        self.quality_extras[annotation_id(demo)] = {"raw_dump": raw}
         return len(done_steps)

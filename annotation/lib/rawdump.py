@@ -1,0 +1,166 @@
+"""Step mode's raw dump beside the MHTML snapshot (issue 39, docs/recorder.md#raw-dump): the tab's network traffic as
+HAR 1.2 and the DOM snapshot with layout and a subset of computed styles, each a blob a step's turn refers to.
+
+Only their shape is checked here, with the place of a problem named (``log.entries[3].request.headers[1]``): what the
+Mind2Web export and offline replay read, and, as defence in depth behind the recorder, no cookie or credential header
+(the bytes are content-addressed, so a HAR carrying one is refused, not rewritten)."""
+
+from .schema import RAW_FIELDS, FieldError, is_number
+
+MASK = "********"  # a private value as the recorder masks it (docs/recorder-privacy.md)
+
+HAR_MEDIA_TYPE = RAW_FIELDS["har"]
+DOM_SNAPSHOT_MEDIA_TYPE = RAW_FIELDS["dom_snapshot"]
+DOM_SNAPSHOT_FORMAT = "webtasks-dom-snapshot/1"
+# media type → the setting holding its size limit (config/settings.py, docs/limits.md)
+LIMIT_SETTINGS = {HAR_MEDIA_TYPE: "INGEST_MAX_HAR_BYTES", DOM_SNAPSHOT_MEDIA_TYPE: "INGEST_MAX_DOM_SNAPSHOT_BYTES"}
+# Headers never kept in traffic (lower case): the recorder drops them, the server refuses a HAR that has one.
+SECRET_HEADERS = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization"})
+
+REQUEST_KEYS = {"method": str, "url": str, "httpVersion": str, "headers": list, "queryString": list}
+RESPONSE_KEYS = {"status": int, "statusText": str, "httpVersion": str, "headers": list, "content": dict}
+NUMBER_KEYS = ("headersSize", "bodySize")
+
+
+def typed(value, kind) -> bool:
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def check_keys(value: dict, keys: dict, where: str) -> list[FieldError]:
+    return [
+        FieldError(f"{where}.{key}", f"required; expected {kind.__name__}")
+        for key, kind in keys.items()
+        if not typed(value.get(key), kind)
+    ]
+
+
+def check_headers(headers: list, where: str) -> list[FieldError]:
+    errors = []
+    for index, header in enumerate(headers):
+        at = f"{where}.headers[{index}]"
+        if not isinstance(header, dict) or not isinstance(header.get("name"), str):
+            errors.append(FieldError(at, "expected {name, value} strings"))
+        elif not isinstance(header.get("value"), str):
+            errors.append(FieldError(f"{at}.value", "expected a string"))
+        elif header["name"].strip().lower() in SECRET_HEADERS:
+            errors.append(FieldError(at, f"{header['name']} headers are never kept (docs/recorder-privacy.md)"))
+    return errors
+
+
+def check_message(message, keys: dict, where: str) -> list[FieldError]:
+    """A HAR request or response: its fields, headers without secrets, no cookies."""
+    if not isinstance(message, dict):
+        return [FieldError(where, "required; expected an object")]
+    errors = check_keys(message, keys, where)
+    errors += [
+        FieldError(f"{where}.{key}", "required; expected a number")
+        for key in NUMBER_KEYS
+        if not is_number(message.get(key))
+    ]
+    if isinstance(message.get("headers"), list):
+        errors += check_headers(message["headers"], where)
+    if message.get("cookies") != []:
+        errors.append(FieldError(f"{where}.cookies", "expected [] (cookies are never kept)"))
+    return errors
+
+
+def check_entry(entry, where: str) -> list[FieldError]:
+    if not isinstance(entry, dict):
+        return [FieldError(where, "expected an object")]
+    errors = []
+    if not isinstance(entry.get("startedDateTime"), str):
+        errors.append(FieldError(f"{where}.startedDateTime", "required; expected an ISO 8601 string"))
+    if not is_number(entry.get("time")):
+        errors.append(FieldError(f"{where}.time", "required; expected a number"))
+    errors += check_message(entry.get("request"), REQUEST_KEYS, f"{where}.request")
+    errors += check_message(entry.get("response"), RESPONSE_KEYS, f"{where}.response")
+    response = entry.get("response")
+    content = response.get("content") if isinstance(response, dict) else None
+    if isinstance(content, dict) and not (is_number(content.get("size")) and isinstance(content.get("mimeType"), str)):
+        errors.append(FieldError(f"{where}.response.content", "required: size (number) and mimeType (string)"))
+    if isinstance(response, dict) and not isinstance(response.get("redirectURL"), str):
+        errors.append(FieldError(f"{where}.response.redirectURL", "required; expected a string"))
+    if not isinstance(entry.get("cache"), dict):
+        errors.append(FieldError(f"{where}.cache", "required; expected an object"))
+    timings = entry.get("timings")
+    if not isinstance(timings, dict) or not all(is_number(timings.get(key)) for key in ("send", "wait", "receive")):
+        errors.append(FieldError(f"{where}.timings", "required: send, wait and receive (numbers)"))
+    return errors
+
+
+def check_har(value) -> list[FieldError]:
+    """A HAR 1.2 log (http://www.softwareishard.com/blog/har-12-spec/) as the recorder writes it."""
+    log = value.get("log") if isinstance(value, dict) else None
+    if not isinstance(log, dict):
+        return [FieldError("log", "required; a HAR is an object {log: {version, creator, entries}}")]
+    errors = []
+    if log.get("version") != "1.2":
+        errors.append(FieldError("log.version", 'expected "1.2"'))
+    creator = log.get("creator")
+    if not isinstance(creator, dict) or not all(isinstance(creator.get(key), str) for key in ("name", "version")):
+        errors.append(FieldError("log.creator", "required: name and version (strings)"))
+    if not isinstance(log.get("pages", []), list):
+        errors.append(FieldError("log.pages", "expected a list"))
+    entries = log.get("entries")
+    if not isinstance(entries, list):
+        return [*errors, FieldError("log.entries", "required; expected a list")]
+    for index, entry in enumerate(entries):
+        errors += check_entry(entry, f"log.entries[{index}]")
+        if len(errors) >= 20:
+            break
+    return errors
+
+
+def check_dom_snapshot(value) -> list[FieldError]:
+    """``{format, url, timestamp, computedStyles, documents, strings}``: CDP ``DOMSnapshot.captureSnapshot``'s answer
+    (``documents``, ``strings``) with the names of the computed styles it was asked for."""
+    if not isinstance(value, dict):
+        return [FieldError("body", "expected an object {format, url, computedStyles, documents, strings}")]
+    errors = []
+    if value.get("format") != DOM_SNAPSHOT_FORMAT:
+        errors.append(FieldError("format", f"expected {DOM_SNAPSHOT_FORMAT!r}"))
+    if not isinstance(value.get("url"), str):
+        errors.append(FieldError("url", "required; expected a string"))
+    for key in ("computedStyles", "strings"):
+        if not isinstance(value.get(key), list) or not all(isinstance(item, str) for item in value[key]):
+            errors.append(FieldError(key, "required; expected a list of strings"))
+    documents = value.get("documents")
+    if not isinstance(documents, list):
+        errors.append(FieldError("documents", "required; expected a list"))
+    else:
+        for index, document in enumerate(documents):
+            if not isinstance(document, dict) or not all(
+                isinstance(document.get(key), dict) for key in ("nodes", "layout")
+            ):
+                errors.append(FieldError(f"documents[{index}]", "expected an object with nodes and layout"))
+            elif isinstance(value.get("strings"), list) and has_password_value(document["nodes"], value["strings"]):
+                # Defence in depth behind the recorder, which keeps no DOM snapshot of a page with private fields.
+                message = "a password input's value is never kept (docs/recorder-privacy.md)"
+                errors.append(FieldError(f"documents[{index}].nodes.inputValue", message))
+    return errors
+
+
+def string_at(strings: list, index) -> str:
+    return strings[index] if isinstance(index, int) and 0 <= index < len(strings) else ""
+
+
+def has_password_value(nodes: dict, strings: list) -> bool:
+    """Whether an ``<input type=password>`` of the snapshot has a value other than "" or the mask (CDP's rare string
+    data ``inputValue`` ``{index: [node], value: [string]}``; ``attributes``: per node, name and value indexes)."""
+    values, attributes = nodes.get("inputValue"), nodes.get("attributes")
+    if not isinstance(values, dict) or not isinstance(attributes, list):
+        return False
+    nodes_with, texts = values.get("index"), values.get("value")
+    if not isinstance(nodes_with, list) or not isinstance(texts, list):
+        return False
+    for node, text in zip(nodes_with, texts, strict=False):
+        if string_at(strings, text) in ("", MASK) or not isinstance(node, int) or not 0 <= node < len(attributes):
+            continue
+        pairs = attributes[node] if isinstance(attributes[node], list) else []
+        names = [string_at(strings, i).lower() for i in pairs[0::2]]
+        kinds = [string_at(strings, i).strip().lower() for i in pairs[1::2]]
+        if ("type", "password") in zip(names, kinds, strict=False):
+            return True
+    return False

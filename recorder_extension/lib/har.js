@@ -1,0 +1,213 @@
+/*
+ * Step mode's raw dump (docs/recorder.md#raw-dump): the tab's traffic as HAR 1.2 from the debugger protocol's Network
+ * events, and the DOM snapshot (DOMSnapshot.captureSnapshot) with a documented subset of computed styles.
+ *
+ * Privacy (docs/recorder-privacy.md#traffic-and-dom-snapshots-step-mode): Cookie, Set-Cookie, Authorization and
+ * Proxy-Authorization headers are dropped and `cookies` is always []; every URL, header value and body kept goes
+ * through the redactor (private values in any encoding, secret URL parameters); no body at all (request or
+ * response) of a request sent while the tab's page had a private field, or of a step whose page has one; the DOM
+ * snapshot of such a page is not kept (as MHTML is not).
+ *
+ * Classic script: defines globalThis.WebTasks.har (and module.exports for node).
+ */
+(function (root) {
+  "use strict";
+
+  const LIMITS = {
+    BODY_BYTES: 256 * 1024, // one response body kept at most (a longer one: content.comment says so)
+    STEP_BODY_BYTES: 4 * 1024 * 1024, // all response bodies of one step's HAR
+    POST_DATA_BYTES: 64 * 1024, // a request body kept at most (Network.enable's maxPostDataSize)
+    ENTRIES: 1000, // entries of one step's HAR (the first kept; log.comment counts the others)
+  };
+  const SECRET_HEADERS = new Set(["cookie", "set-cookie", "authorization", "proxy-authorization"]);
+  // Bodies kept are text: HTML, CSS, scripts, JSON, XML, forms. Images, fonts, media are not kept.
+  const TEXT_TYPE = /^(text\/|application\/(json|javascript|ecmascript|xml|x-www-form-urlencoded|[\w.-]+\+(json|xml)))/i;
+  // The computed styles a DOM snapshot keeps per laid-out node (what visibility, clickability and look depend on).
+  const DOM_STYLES = [
+    "display", "visibility", "opacity", "position", "z-index", "overflow", "pointer-events", "cursor",
+    "color", "background-color", "font-size", "font-weight",
+  ];
+  const DOM_FORMAT = "webtasks-dom-snapshot/1";
+  const CREATOR = { name: "webtasks-recorder", version: "1" };
+  const NOT_KEPT = "not kept: the page had a private field";
+
+  /** The traffic of one tab from CDP Network events; take() hands over the finished requests since the last take. */
+  class NetworkLog {
+    /** fetchBody(requestId) → {body, base64Encoded}: Network.getResponseBody, asked as soon as a request finished. */
+    constructor({ fetchBody = null, mainFrame = null } = {}) {
+      this.fetchBody = fetchBody;
+      this.mainFrame = mainFrame; // the tab's top frame id: its navigation starts a page of unknown privacy
+      this.pending = new Map();
+      this.done = [];
+      this.private = false;
+    }
+
+    /** Requests sent from now on were sent from a page with (or without) a private field. */
+    setPrivate(flag) {
+      this.private = Boolean(flag);
+    }
+
+    event(method, params) {
+      if (!params || typeof params.requestId !== "string") return;
+      const id = params.requestId;
+      const record = this.pending.get(id);
+      if (method === "Network.requestWillBeSent") {
+        if (record && params.redirectResponse) {
+          // A redirect keeps the request id: the hop before ends here with the redirect's response.
+          Object.assign(record, { response: params.redirectResponse, redirectURL: params.request.url, finished: params.timestamp });
+          this.finish(id, record);
+        }
+        this.pending.set(id, {
+          request: params.request, type: params.type || "", started: params.timestamp, wallTime: params.wallTime,
+          private: this.private || Boolean(record && record.private),
+        });
+        // The top frame navigates: what the next page sends is its own (judged at the next step), not the last one's.
+        if (params.type === "Document" && this.mainFrame && params.frameId === this.mainFrame) this.private = false;
+      } else if (!record) {
+        return;
+      } else if (method === "Network.responseReceived") {
+        record.response = params.response;
+      } else if (method === "Network.loadingFinished") {
+        Object.assign(record, { finished: params.timestamp, size: params.encodedDataLength });
+        if (this.fetchBody && wantsBody(record)) {
+          record.body = Promise.resolve(this.fetchBody(id)).catch(() => null);
+        }
+        this.finish(id, record);
+      } else if (method === "Network.loadingFailed") {
+        Object.assign(record, { finished: params.timestamp, error: params.errorText || "failed" });
+        this.finish(id, record);
+      }
+    }
+
+    finish(id, record) {
+      this.pending.delete(id);
+      this.done.push(record);
+    }
+
+    take() {
+      const out = this.done;
+      this.done = [];
+      return out;
+    }
+  }
+
+  function wantsBody(record) {
+    const response = record.response || {};
+    return !record.private && TEXT_TYPE.test(response.mimeType || "") && (record.size || 0) <= LIMITS.BODY_BYTES;
+  }
+
+  function headerList(headers, redactor) {
+    const out = [];
+    for (const [name, value] of Object.entries(headers || {})) {
+      if (SECRET_HEADERS.has(name.trim().toLowerCase())) continue;
+      for (const one of String(value).split("\n")) out.push({ name, value: mask(one, redactor) });
+    }
+    return out;
+  }
+
+  function mask(text, redactor) {
+    return redactor && typeof text === "string" ? redactor.text(text) : text;
+  }
+
+  function queryOf(url) {
+    try {
+      return [...new URL(url).searchParams].map(([name, value]) => ({ name, value }));
+    } catch {
+      return [];
+    }
+  }
+
+  function decode(found) {
+    if (!found || typeof found.body !== "string") return null;
+    if (!found.base64Encoded) return found.body;
+    try {
+      return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(atob(found.body), (c) => c.charCodeAt(0)));
+    } catch {
+      return null; // not UTF-8 text: not kept
+    }
+  }
+
+  /** CDP ResourceTiming → HAR timings (ms; -1 where the phase did not happen). */
+  function timingsOf(record) {
+    const total = Math.max(0, ((record.finished || record.started) - record.started) * 1000);
+    const t = record.response && record.response.timing;
+    if (!t) return { blocked: -1, dns: -1, connect: -1, ssl: -1, send: 0, wait: total, receive: 0 };
+    const span = (a, b) => (a >= 0 && b >= 0 ? b - a : -1);
+    const headersEnd = Math.max(0, t.receiveHeadersEnd || 0);
+    const end = Math.max(headersEnd, ((record.finished || t.requestTime) - t.requestTime) * 1000);
+    return {
+      blocked: -1, dns: span(t.dnsStart, t.dnsEnd), connect: span(t.connectStart, t.connectEnd), ssl: span(t.sslStart, t.sslEnd),
+      send: Math.max(0, span(t.sendStart, t.sendEnd)), wait: Math.max(0, headersEnd - Math.max(0, t.sendEnd || 0)),
+      receive: Math.max(0, end - headersEnd),
+    };
+  }
+
+  /** One finished request as a HAR entry; `budget` ({left}) bounds the step's bodies. */
+  async function toEntry(record, { redactor, keepBodies, budget }) {
+    const request = record.request || {};
+    const response = record.response || {};
+    const keep = keepBodies && !record.private;
+    const url = mask(request.url || "", redactor);
+    const timings = timingsOf(record);
+    const entry = {
+      startedDateTime: new Date((record.wallTime || 0) * 1000).toISOString(),
+      time: ["blocked", "dns", "connect", "send", "wait", "receive"].reduce((sum, k) => sum + Math.max(0, timings[k]), 0),
+      request: {
+        method: request.method || "GET", url, httpVersion: response.protocol || "HTTP/1.1", cookies: [],
+        headers: headerList(request.headers, redactor), queryString: queryOf(url), headersSize: -1, bodySize: 0,
+      },
+      response: {
+        status: response.status || 0, statusText: response.statusText || record.error || "", httpVersion: response.protocol || "HTTP/1.1",
+        cookies: [], headers: headerList(response.headers, redactor),
+        content: { size: record.size || 0, mimeType: response.mimeType || "x-unknown" },
+        redirectURL: mask(record.redirectURL || "", redactor), headersSize: -1, bodySize: record.size || 0,
+      },
+      cache: {},
+      timings,
+      _resourceType: record.type,
+    };
+    if (request.hasPostData || request.postData) {
+      const type = (request.headers && (request.headers["Content-Type"] || request.headers["content-type"])) || "";
+      const text = typeof request.postData === "string" ? request.postData : "";
+      entry.request.bodySize = text.length;
+      entry.request.postData = keep && text.length <= LIMITS.POST_DATA_BYTES
+        ? { mimeType: type, text: mask(text, redactor) }
+        : { mimeType: type, text: "", comment: keep ? "not kept: over the size limit" : NOT_KEPT };
+    }
+    const content = entry.response.content;
+    if (!keep) {
+      if (TEXT_TYPE.test(content.mimeType)) content.comment = NOT_KEPT;
+    } else if (record.body) {
+      const text = decode(await record.body);
+      if (text !== null && text.length <= budget.left) {
+        budget.left -= text.length;
+        content.text = mask(text, redactor);
+      } else content.comment = "not kept: over the size limit or not text";
+    }
+    if (record.error) entry._error = record.error;
+    return entry;
+  }
+
+  /** A HAR 1.2 log of these finished requests (NetworkLog.take()). `keepBodies`: false for a page with private fields. */
+  async function buildHar(records, { redactor = null, keepBodies = true } = {}) {
+    const budget = { left: LIMITS.STEP_BODY_BYTES };
+    const kept = records.slice(0, LIMITS.ENTRIES);
+    const entries = [];
+    for (const record of kept) entries.push(await toEntry(record, { redactor, keepBodies, budget }));
+    const log = { version: "1.2", creator: CREATOR, pages: [], entries };
+    if (records.length > kept.length) log.comment = `${records.length - kept.length} requests over the limit not kept`;
+    return { log };
+  }
+
+  /** DOMSnapshot.captureSnapshot of the page through `send(method, params)`, its strings redacted. */
+  async function captureDom(send, url, redactor = null) {
+    const snapshot = await send("DOMSnapshot.captureSnapshot", { computedStyles: DOM_STYLES, includeDOMRects: true });
+    const strings = (snapshot.strings || []).map((s) => mask(s, redactor));
+    return { format: DOM_FORMAT, url: mask(url || "", redactor), computedStyles: DOM_STYLES, documents: snapshot.documents || [], strings };
+  }
+
+  const api = { LIMITS, SECRET_HEADERS, DOM_STYLES, DOM_FORMAT, NetworkLog, buildHar, captureDom, timingsOf };
+  root.WebTasks = root.WebTasks || {};
+  root.WebTasks.har = api;
+  if (typeof module === "object" && module.exports) module.exports = api;
+})(typeof globalThis !== "undefined" ? globalThis : self);

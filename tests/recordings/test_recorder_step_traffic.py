@@ -1,0 +1,268 @@
+"""Step mode's raw dump end to end (issue 39): the real extension in headless Chromium records the tab's traffic as
+HAR 1.2 and a DOM snapshot before each step, on a site of the test's own with dynamic content (data fetched after
+load and on a click, with an ``Authorization`` header), a redirect, cookies, and a sign-in form with a password posted
+to the site. Three flows in one project. Traffic is stored (requests, bodies, the redirects), no cookie or
+credential and no password in any stored byte or in the Mind2Web export, which holds each task's raw dump."""
+
+import http.server
+import json
+import threading
+import urllib.parse
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from annotation.lib.splits import MIND2WEB_SPLITS
+from tests.support.recorder_browser import (
+    Browser,
+    Panel,
+    content_in_step_mode,
+    op_button,
+    select,
+    start_recording,
+    stop_and_collect,
+)
+from tests.support.recorder_harness import (
+    blob_bytes,
+    create_member,
+    exported_files,
+    extension_browser,
+    leaks,
+    live_platform,
+    stored_turns,
+)
+from tests.support.waits import wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.processes]
+
+PROJECT = "step-traffic"
+PASSWORD = "Qv8 trAffic&pass=Heron!"
+COOKIE = "Cookie-Otter-9931"  # the site's session cookie (Set-Cookie, then Cookie on every request)
+BEARER = "Bearer-Walrus-5120"  # the Authorization header the page's script sends (put together there: no page has it)
+SECRETS = [PASSWORD, COOKIE, BEARER]
+
+SHOP = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title></head><body>
+<h1>Shop</h1><ul id="items"></ul>
+<p><button id="more" type="button">More</button> <span id="more-out"></span></p>
+<p><a id="to-login" href="/go-login">Sign in</a></p>
+<script>
+fetch("/api/items").then(r => r.json()).then(d => {
+  document.getElementById("items").innerHTML = d.items.map(i => "<li>" + i + "</li>").join("");
+});
+document.getElementById("more").onclick = () => {
+  const x = new XMLHttpRequest();
+  x.open("GET", "/api/more?page=2");
+  x.setRequestHeader("Authorization", "Bearer " + ["Bearer", "Walrus", "5120"].join("-"));
+  x.onload = () => { document.getElementById("more-out").textContent = JSON.parse(x.responseText).more; };
+  x.send();
+};
+</script></body></html>"""
+
+LOGIN = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in</title></head><body>
+<form id="login" method="post" action="/login">
+  <p><label>Name <input id="user" name="user" autocomplete="off"></label></p>
+  <p><label>Password <input id="pw" name="pw" type="password" autocomplete="off"></label></p>
+  <p><button id="submit" type="submit">Sign in</button></p>
+</form></body></html>"""
+
+WELCOME = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Welcome</title></head><body>
+<h1>Welcome</h1><p id="profile">loading</p><button id="done" type="button">Done</button>
+<script>
+fetch("/api/profile").then(r => r.json()).then(d => { document.getElementById("profile").textContent = d.name; });
+</script></body></html>"""
+
+JSON_ANSWERS = {
+    "/api/items": {"items": ["Red shoe", "Blue shoe"]},
+    "/api/more": {"more": "Green shoe"},
+    "/api/profile": {"name": "Profile of Ann"},
+}
+
+
+class SiteHandler(http.server.BaseHTTPRequestHandler):
+    posted: list  # every sign-in body the site received
+
+    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+        pass
+
+    def answer(self, status: int, body: bytes = b"", content_type: str = "text/html; charset=utf-8", **headers):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Set-Cookie", f"sid={COOKIE}; Path=/")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        path = urllib.parse.urlsplit(self.path).path
+        pages = {"/shop.html": SHOP, "/login.html": LOGIN, "/welcome": WELCOME}
+        if path in pages:
+            self.answer(200, pages[path].encode())
+        elif path in JSON_ANSWERS:
+            self.answer(200, json.dumps(JSON_ANSWERS[path]).encode(), "application/json")
+        elif path == "/go-login":
+            self.answer(302, Location="/login.html")
+        else:
+            self.answer(404)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", 0))
+        self.posted.append(urllib.parse.parse_qs(self.rfile.read(length).decode()))
+        self.answer(303, Location="/welcome")
+
+
+@pytest.fixture(scope="module")
+def site():
+    posted = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (SiteHandler,), {"posted": posted}))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", posted
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    with live_platform(tmp_path_factory.mktemp("step-traffic-var"), "steptraffic", "traffic-ann", PROJECT) as running:
+        yield running
+
+
+def text_of(driver, element_id: str) -> str:
+    return driver.find_element(By.ID, element_id).text
+
+
+def type_step(driver, panel: Panel, field: str, text: str) -> None:
+    select(driver, panel, field)
+    panel.operate(
+        f"document.getElementById('step-type-value').value = {json.dumps(text)};"
+        "document.getElementById('step-type-form').requestSubmit()"
+    )
+    wait_until(lambda: driver.find_element(By.ID, field).get_property("value") == text, 30, message=f"#{field} typed")
+
+
+def page_ready(driver, path: str, element_id: str, text: str = ""):
+    def ready():
+        return path in driver.current_url and (not text or text_of(driver, element_id) == text)
+
+    wait_until(ready, 30, message=f"{path} ready")
+    wait_until(lambda: content_in_step_mode(driver), 30, message=f"step mode on {path}")
+
+
+def record_flow(browser: Browser, live, base: str) -> str:
+    """Shop (items fetched after load): Click More (an XHR), Click Sign in (a redirect); the form: Type the name and
+    the password, Click Sign in (a POST, a redirect); the welcome page (its profile fetched after load): Click Done."""
+    driver = browser.driver
+    driver.get(base + "/shop.html")
+    name = start_recording(browser, live, step=True, mhtml=True, mode="task")
+    panel = Panel(browser.recorder)
+    wait_until(lambda: not panel.quietly("document.getElementById('step').hidden"), 30, message="the step panel")
+    page_ready(driver, "/shop.html", "items")
+    select(driver, panel, "more")
+    panel.operate(op_button("click"))
+    wait_until(lambda: text_of(driver, "more-out") == "Green shoe", 30, message="more fetched")
+    select(driver, panel, "to-login")
+    panel.operate(op_button("click"))
+    page_ready(driver, "/login.html", "login")
+    type_step(driver, panel, "user", "Ann")
+    type_step(driver, panel, "pw", PASSWORD)
+    select(driver, panel, "submit")
+    panel.operate(op_button("click"))
+    page_ready(driver, "/welcome", "profile", "Profile of Ann")
+    select(driver, panel, "done")
+    panel.operate(op_button("click"))
+    stop_and_collect(browser, live, name)
+    return name
+
+
+@pytest.fixture(scope="module")
+def recorded(live, site) -> list[str]:
+    base, _ = site
+    with extension_browser(live, PROJECT) as (driver, cdp, recorder):
+        browser = Browser(driver, cdp, recorder)
+        return [record_flow(browser, live, base) for _ in range(3)]
+
+
+def steps_of(live, name: str) -> list[dict]:
+    turns = stored_turns(live.platform, live.token, name)
+    return [turn for turn in turns if turn["type"] == "browser" and turn["intent"] != "load"]
+
+
+def test_the_site_got_each_password(recorded, site):
+    _, posted = site
+    assert [body["pw"] for body in posted] == [[PASSWORD]] * 3
+
+
+def test_each_step_keeps_the_traffic_since_the_step_before(recorded, live):
+    for name in recorded:
+        steps = steps_of(live, name)
+        assert len(steps) == 6, [turn["intent"] for turn in steps]
+        assert all(turn["har"] for turn in steps[1:]), "every step after the first has traffic"
+        logs = [json.loads(blob_bytes(live.platform, live.token, turn["har"]))["log"] for turn in steps if turn["har"]]
+        entries = [entry for log in logs for entry in log["entries"]]
+        assert {log["version"] for log in logs} == {"1.2"}
+        by_path = {urllib.parse.urlsplit(e["request"]["url"]).path: e for e in entries}
+        more = by_path["/api/more"]
+        assert json.loads(more["response"]["content"]["text"]) == {"more": "Green shoe"}
+        assert more["request"]["queryString"] == [{"name": "page", "value": "2"}]
+        assert by_path["/go-login"]["response"]["status"] == 302
+        assert by_path["/go-login"]["response"]["redirectURL"].endswith("/login.html")
+        sign_in = by_path["/login"]
+        assert (sign_in["request"]["method"], sign_in["response"]["status"]) == ("POST", 303)
+        assert sign_in["request"]["postData"]["text"] == "", "sent from a page with a private field: no body"
+        assert json.loads(by_path["/api/profile"]["response"]["content"]["text"]) == {"name": "Profile of Ann"}
+        names = {
+            header["name"].lower() for e in entries for part in ("request", "response") for header in e[part]["headers"]
+        }
+        assert names.isdisjoint({"cookie", "set-cookie", "authorization"}), names
+        assert all(e[part]["cookies"] == [] for e in entries for part in ("request", "response"))
+
+
+def test_dom_snapshots_are_kept_before_steps_on_pages_without_private_fields(recorded, live):
+    for name in recorded:
+        steps = steps_of(live, name)
+        kept = [bool(turn["dom_snapshot"]) for turn in steps]
+        assert kept == [True, True, False, False, False, True], kept
+        snapshot = json.loads(blob_bytes(live.platform, live.token, steps[0]["dom_snapshot"]))
+        assert snapshot["format"] == "webtasks-dom-snapshot/1"
+        assert "display" in snapshot["computedStyles"]
+        assert "Blue shoe" in snapshot["strings"], "the items fetched after load are in the DOM before the step"
+        assert snapshot["documents"][0]["layout"]["bounds"]
+
+
+def test_no_secret_in_any_stored_byte(recorded, live):
+    files = [path for path in live.platform.var_dir.rglob("*") if path.is_file()]
+    assert sum(1 for path in files if "blobs" in path.parts) >= 30, len(files)
+    assert {str(path): found for path in files if (found := leaks(path.read_bytes(), SECRETS))} == {}
+
+
+def test_the_mind2web_export_holds_each_tasks_raw_dump_and_no_secret(recorded, live):
+    researcher = create_member(live.platform, "traffic-researcher", PROJECT, "researcher")
+    files = exported_files(live.platform, researcher, PROJECT, "mind2web")
+    assert {name: found for name, data in files.items() if (found := leaks(data, SECRETS))} == {}
+    records = [record for split in MIND2WEB_SPLITS for record in json.loads(files.get(f"{split}.json", b"[]"))]
+    assert len(records) == 3
+    manifest = json.loads(files["manifest.json"])["files"]
+    quality = {item["id"]: item["raw_dump"] for item in json.loads(files["quality.json"])["items"]}
+    for record in records:
+        raw = quality[record["annotation_id"]]
+        assert raw["har_entries"] >= 6
+        assert raw["dom_snapshots"] == 3
+        for path in (raw["har"], raw["dom_content"], raw["trace"]):
+            assert path in manifest
+        trace = json.loads(files[raw["trace"]])
+        assert [step["operation"]["op"] for step in trace["steps"]] == [
+            "CLICK",
+            "CLICK",
+            "TYPE",
+            "TYPE",
+            "CLICK",
+            "CLICK",
+        ]
+        assert trace["steps"][3]["operation"]["value"] == "********"
+        log = json.loads(files[raw["har"]])["log"]
+        assert any(entry["request"]["url"].endswith("/api/profile") for entry in log["entries"])
