@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0039_mind2web_steps'),
+        ('annotation', '0041_import_job_file_once'),
     ]
 
     operations = [
