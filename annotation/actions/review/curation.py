@@ -74,6 +74,10 @@ def check_text(demo, turn_id, text) -> None:
     text must be one ingest's masking would keep (nothing in clear on a password field, no secret URL parameter)."""
     if not isinstance(text, str):
         raise ValidationFailed("text must be a string", [{"field": "text", "message": "expected a string"}])
+    if "\x00" in text:  # PostgreSQL stores no NUL
+        raise ValidationFailed(
+            "text holds a NUL character", [{"field": "text", "message": "a NUL character is not text"}]
+        )
     turn = check_turn(demo, turn_id)
     if turn.type != TurnType.BROWSER:
         return

@@ -1,0 +1,40 @@
+"""Attacks on the review page's text and value edits (``edit_text``; issue 40): text PostgreSQL cannot hold."""
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from annotation.models import Demonstration, DemoReview, Edit, Role, TurnCuration
+from tests.support.actors import make_user
+from tests.support.mind2web_release import write_release
+
+
+def post(client, demo, **body):
+    revision = DemoReview.objects.filter(demonstration=demo).values_list("revision", flat=True).first() or 0
+    body = json.dumps({"revision": revision, **body})
+    return client.post(f"/review/{demo.name}/edit", body, content_type="application/json")
+
+
+@pytest.fixture
+def imported(alpha, tmp_path, media_storage):
+    """The Mind2Web release imported into alpha: t-plain's SELECT (a change turn) and its reviewer."""
+    make_user("admin-m", alpha, Role.ADMIN)
+    release = write_release(tmp_path / "release")
+    call_command("import_mind2web", str(release / "test_task.json"), "--project", "alpha", stdout=io.StringIO())
+    demo = Demonstration.objects.get(project=alpha, source_id="t-plain")
+    return demo, demo.turns.get(client_id="t-plain-2")
+
+
+@pytest.mark.django_db
+def test_a_nul_in_a_value_or_an_utterance_is_a_400_naming_the_text(client, alpha, imported):
+    demo, select = imported
+    client.force_login(make_user("ana", alpha, Role.REVIEWER))
+    client.raise_request_exception = False
+    for turn in (select, demo.turns.get(client_id="t-plain-1")):
+        refused = post(client, demo, op="edit_text", turn=turn.pk, text="Sm\x00all")
+        assert refused.status_code == 400, refused.content[:200]
+        assert refused.json()["errors"] == [{"field": "text", "message": "a NUL character is not text"}]
+    assert not TurnCuration.objects.filter(demonstration=demo).exists()
+    assert not Edit.objects.filter(demonstration=demo).exists()
