@@ -1,4 +1,5 @@
-"""Attacks on the review page's text and value edits (``edit_text``; issue 40): text PostgreSQL cannot hold."""
+"""Attacks on the review page's text and value edits (``edit_text``; issue 40): text PostgreSQL cannot hold, a clear
+password on a field only the page says is one, turn ids that are not ids."""
 
 import io
 import json
@@ -7,6 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Demonstration, DemoReview, Edit, Role, TurnCuration
+from tests.exports.test_exports_attack_mind2web import PAGE, action, task, write
 from tests.support.actors import make_user
 from tests.support.mind2web_release import write_release
 
@@ -38,3 +40,26 @@ def test_a_nul_in_a_value_or_an_utterance_is_a_400_naming_the_text(client, alpha
         assert refused.json()["errors"] == [{"field": "text", "message": "a NUL character is not text"}]
     assert not TurnCuration.objects.filter(demonstration=demo).exists()
     assert not Edit.objects.filter(demonstration=demo).exists()
+
+
+@pytest.mark.django_db
+def test_a_clear_password_is_refused_on_a_field_only_the_page_says_is_one(client, alpha, tmp_path, media_storage):
+    """The Mind2Web import masks a value typed where the acted element's start tag says ``type=password`` (its
+    attributes may not say so); the edit refuses clear text there too, as it does where the attributes say so."""
+    make_user("admin-m", alpha, Role.ADMIN)
+    typed = action("u-1", "TYPE", "3", "input", "hunter2-Sesame!", attributes={"backend_node_id": "3"})
+    path = write(
+        tmp_path / "release", [task("t-typeless", [typed, action("u-2", "CLICK", page=PAGE.format(value=""))])]
+    )
+    call_command("import_mind2web", str(path), "--project", "alpha", stdout=io.StringIO())
+    demo = Demonstration.objects.get(source_id="t-typeless")
+    turn = demo.turns.get(client_id="u-1")
+    assert turn.arguments["text"] == "********"
+    assert "type" not in turn.arguments["element"]["attributes"]
+    client.force_login(make_user("ana", alpha, Role.REVIEWER))
+    refused = post(client, demo, op="edit_text", turn=turn.pk, text="correct-horse")
+    assert refused.status_code == 400, refused.content
+    assert refused.json()["errors"] == [{"field": "text", "message": "a password field: not editable"}]
+    assert b"correct-horse" not in refused.content
+    assert not TurnCuration.objects.filter(turn=turn).exists()
+    assert post(client, demo, op="edit_text", turn=turn.pk, text="").status_code == 200

@@ -7,6 +7,7 @@ and records the before/after state as one ``Edit``, under the revision lock of `
 from django.db import transaction
 
 from ...lib import redact, shapes
+from ...lib.mind2web_release import PASSWORD_TAG
 from ...models import TASK_METADATA, Demonstration, Edit, EditKind, Turn, TurnCuration, TurnType
 from ...models.review import STATE_FIELDS
 from ..errors import ValidationFailed
@@ -95,10 +96,13 @@ def check_text(demo, turn_id, text) -> None:
 
 
 def is_password_field(turn) -> bool:
-    """The turn's element is plainly a password input (as ingest's ``mask_password_values`` reads it)."""
-    attributes = shapes.as_dict(shapes.element_of(turn.arguments).get("attributes"))
-    kind = attributes.get("type")
-    return isinstance(kind, str) and kind.strip().lower() == "password"
+    """The turn's element is plainly a password input: its attributes say so (as ingest's ``mask_password_values``
+    reads them) or its HTML's start tag does (as the Mind2Web import's ``mask_passwords`` reads it)."""
+    element = shapes.element_of(turn.arguments)
+    kind = shapes.as_dict(element.get("attributes")).get("type")
+    html = element.get("outerHTML")
+    start = html.split(">", 1)[0] if isinstance(html, str) else ""
+    return (isinstance(kind, str) and kind.strip().lower() == "password") or bool(PASSWORD_TAG.search(start))
 
 
 def do_edit_text(user, demo, revision, turn_id, text) -> Edit:
