@@ -34,7 +34,8 @@ class Member:
 
 
 def members(path: Path) -> list[Member]:
-    """The archive's members; ``BadArchive`` when it is neither a zip nor a (gzipped) tar, or holds a link."""
+    """The archive's members; ``BadArchive`` when it is neither a zip nor a (gzipped) tar, holds a link or (a tar)
+    more than ``MAX_MEMBERS``."""
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
             return [Member(info.filename, info.file_size, not info.is_dir()) for info in archive.infolist()]
@@ -44,6 +45,8 @@ def members(path: Path) -> list[Member]:
             for info in archive:
                 if not (info.isfile() or info.isdir()):
                     raise BadArchive(info.name, "links and special files are not accepted in a release")
+                if len(found) == MAX_MEMBERS:  # a tar lists no count: stop reading (and keeping) members there
+                    raise BadArchive("file", f"more than {MAX_MEMBERS} members", too_large=True)
                 found.append(Member(info.name, info.size, info.isfile()))
             return found
     except (tarfile.TarError, EOFError, OSError):
