@@ -10,10 +10,13 @@ import tarfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 
 from annotation.lib import release_archive
 from annotation.models import Demonstration, ImportJob, Project, Role
 from tests.support.actors import make_user, signed_in, token_client
+from tests.support.mind2web_release import MHTML as M2W_MHTML
+from tests.support.mind2web_release import write_release as write_m2w_release
 from tests.support.weblinx_release import (
     browser_turn,
     download,
@@ -147,3 +150,53 @@ def test_a_team_of_five_imports_reviews_exports_and_every_link_answers(tmp_path,
         statuses = crawl(user, starts)
         broken = {path: status for path, status in statuses.items() if status >= 500}
         assert not broken, (user.username, broken)
+
+
+# --- A release folder on the server (manage.py import_weblinx / import_mind2web) with links out of it -------------
+
+SERVER_SECRET = "SECRET_KEY=server-only-0123456789"
+
+
+def stored_bytes(media_storage) -> bytes:
+    return b"".join(path.read_bytes() for path in media_storage.rglob("*") if path.is_file())
+
+
+@pytest.mark.django_db
+def test_a_release_folders_links_to_server_files_are_not_imported(alpha, researcher, tmp_path, media_storage):
+    """A release unpacked by hand keeps its links (``tar x`` does): one to a server file (a page, a replay.json)
+    would be imported as the release's and shown to every reviewer. A link out of the release is left out."""
+    secret = tmp_path / "server" / ".env"
+    secret.parent.mkdir()
+    secret.write_text(f"<html><body>{SERVER_SECRET}</body></html>", encoding="utf-8")
+    root = tmp_path / "release"
+    write_release(root)
+    page = root / "demonstrations" / "alpha" / "pages" / "page-1-0.html"
+    page.unlink()
+    page.symlink_to(secret)
+    linked = write_demo(root, "golf")
+    (linked / "form.json").unlink()
+    (linked / "form.json").symlink_to(secret)
+    inside = root / "demonstrations" / "bravo" / "pages" / "page-1-0.html"  # a link within the release is its file
+    inside.unlink()
+    inside.symlink_to(root / "demonstrations" / "charlie" / "pages" / "page-1-0.html")
+    write_json(root / "splits.json", {"train": ["alpha", "bravo", "golf"], "valid": ["charlie"]})
+    out = io.StringIO()
+    call_command("import_weblinx", str(root), "--project", "alpha", "--user", "researcher", stdout=out)
+    assert "skipped golf: form.json: a link out of the release" in out.getvalue()
+    assert "turn 1: pages/page-1-0.html is a link out of the release; imported without it" in out.getvalue()
+    assert SERVER_SECRET.encode() not in stored_bytes(media_storage)
+    bravo = Demonstration.objects.get(project=alpha, source_id="bravo")
+    assert bravo.turns.exclude(page=None).exists()
+
+    # A Mind2Web raw dump's MHTML snapshot: the same.
+    folder = write_m2w_release(tmp_path / "m2w")
+    snapshot = folder / "task" / "t-plain" / "processed" / "snapshots" / "t-plain-1_before.mhtml"
+    snapshot.unlink()
+    secret.write_bytes(M2W_MHTML.replace(b"Shoes</body>", SERVER_SECRET.encode() + b"</body>"))
+    snapshot.symlink_to(secret)
+    out = io.StringIO()
+    call_command(
+        "import_mind2web", str(folder / "test_task.json"), "--project", "alpha", "--user", "researcher", stdout=out
+    )
+    assert Demonstration.objects.filter(project=alpha, source_id="t-plain").exists()
+    assert SERVER_SECRET.encode() not in stored_bytes(media_storage)
