@@ -1,5 +1,5 @@
 """Attacks on the review page's text and value edits (``edit_text``; issue 40): text PostgreSQL cannot hold, a clear
-password on a field only the page says is one, turn ids that are not ids."""
+password on a field only the page says is one, ``true`` as a turn or edit id."""
 
 import io
 import json
@@ -7,7 +7,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from annotation.models import Demonstration, DemoReview, Edit, Role, TurnCuration
+from annotation.models import Demonstration, DemoReview, Edit, Role, Turn, TurnCuration
 from tests.exports.test_exports_attack_mind2web import PAGE, action, task, write
 from tests.support.actors import make_user
 from tests.support.mind2web_release import write_release
@@ -63,3 +63,22 @@ def test_a_clear_password_is_refused_on_a_field_only_the_page_says_is_one(client
     assert b"correct-horse" not in refused.content
     assert not TurnCuration.objects.filter(turn=turn).exists()
     assert post(client, demo, op="edit_text", turn=turn.pk, text="").status_code == 200
+
+
+@pytest.mark.django_db
+def test_true_is_no_turn_or_edit_id(client, alpha, imported):
+    """JSON ``true`` is not the id 1: ``{"turn": true}`` edited turn 1 and ``{"edit": true}`` undid edit 1."""
+    demo, select = imported
+    Turn.objects.filter(pk=1).update(id=10**9)  # as on a fresh database: this demo's turn has id 1
+    Turn.objects.filter(pk=select.pk).update(id=1)
+    client.force_login(make_user("ana", alpha, Role.REVIEWER))
+    refused = post(client, demo, op="edit_text", turn=True, text="Small")
+    assert refused.status_code == 404, refused.content
+    assert refused.json()["errors"] == [{"field": "turn", "message": "not found"}]
+    assert not TurnCuration.objects.exists()
+    made = post(client, demo, op="edit_text", turn=1, text="Small").json()["id"]
+    Edit.objects.filter(pk=1).exclude(pk=made).update(id=10**9)
+    Edit.objects.filter(pk=made).update(id=1)
+    refused = post(client, demo, op="undo", edit=True)
+    assert refused.status_code == 404, refused.content
+    assert TurnCuration.objects.get(turn_id=1).text == "Small"
