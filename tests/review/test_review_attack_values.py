@@ -1,5 +1,5 @@
-"""Attacks on the review page's text and value edits (``edit_text``; issue 40): text PostgreSQL cannot hold, a clear
-password on a field only the page says is one, ``true`` as a turn or edit id."""
+"""Attacks on the review page's text and value edits (``edit_text``; issue 40): text PostgreSQL cannot hold (in any
+field of any edit), a clear password on a field only the page says is one, ``true`` as a turn or edit id."""
 
 import io
 import json
@@ -40,6 +40,28 @@ def test_a_nul_in_a_value_or_an_utterance_is_a_400_naming_the_text(client, alpha
         assert refused.json()["errors"] == [{"field": "text", "message": "a NUL character is not text"}]
     assert not TurnCuration.objects.filter(demonstration=demo).exists()
     assert not Edit.objects.filter(demonstration=demo).exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"op": "edit_metadata", "fields": {"refined_task": "Buy\x00socks"}}, "fields.refined_task"),
+        ({"op": "edit_metadata", "fields": {"websites": ["shop\x00.example"]}}, "fields.websites[0]"),
+        ({"op": "comment", "text": "see\x00this"}, "text"),
+        ({"op": "transition", "action": "return", "comment": "redo\x00it"}, "comment"),
+    ],
+)
+@pytest.mark.django_db
+def test_a_nul_anywhere_in_an_edit_is_a_400_naming_its_field(client, alpha, imported, body, field):
+    demo, _ = imported
+    client.force_login(make_user("ana", alpha, Role.REVIEWER))
+    client.raise_request_exception = False
+    assert post(client, demo, op="transition", action="start_review").status_code == 200
+    refused = post(client, demo, **body)
+    assert refused.status_code == 400, refused.content[:200]
+    assert refused.json()["errors"] == [{"field": field, "message": "a NUL character is not text"}]
+    assert Demonstration.objects.get(pk=demo.pk).status == "in_review"
+    assert Edit.objects.filter(demonstration=demo).count() == 1
 
 
 @pytest.mark.django_db
