@@ -1,5 +1,6 @@
 """Attacks on the review page's text and value edits (``edit_text``; issue 40): text PostgreSQL cannot hold (in any
-field of any edit), a clear password on a field only the page says is one, ``true`` as a turn or edit id."""
+field of any edit, a second review's comment, the list's filters), a clear password on a field only the page says is
+one, ``true`` as a turn or edit id."""
 
 import io
 import json
@@ -7,9 +8,9 @@ import json
 import pytest
 from django.core.management import call_command
 
-from annotation.models import Demonstration, DemoReview, Edit, Role, Turn, TurnCuration
+from annotation.models import Demonstration, DemoReview, Edit, Project, Role, Turn, TurnCuration
 from tests.exports.test_exports_attack_mind2web import PAGE, action, task, write
-from tests.support.actors import make_user
+from tests.support.actors import make_user, token_client
 from tests.support.mind2web_release import write_release
 
 
@@ -104,3 +105,25 @@ def test_true_is_no_turn_or_edit_id(client, alpha, imported):
     refused = post(client, demo, op="undo", edit=True)
     assert refused.status_code == 404, refused.content
     assert TurnCuration.objects.get(turn_id=1).text == "Small"
+
+
+@pytest.mark.django_db
+def test_a_nul_in_a_second_reviews_comment_or_a_list_filter_is_a_400(client, alpha, imported):
+    demo, _ = imported
+    Project.objects.filter(pk=alpha.pk).update(second_review_percent=100)
+    ana, ben = make_user("ana", alpha, Role.REVIEWER), make_user("ben", alpha, Role.REVIEWER)
+    client.force_login(ana)
+    assert post(client, demo, op="transition", action="validate").status_code == 200
+    second = token_client(ben)
+    second.raise_request_exception = False
+    url = f"/api/quality/second-reviews/{demo.name}/"
+    refused = second.post(url, {"decision": "accept", "comment": "fine\x00"}, format="json")
+    assert refused.status_code == 400, refused.content[:200]
+    assert refused.json()["errors"] == [{"field": "comment", "message": "a NUL character"}]
+    assert second.post(url, {"decision": "accept", "comment": "fine"}, format="json").status_code == 200
+
+    client.raise_request_exception = False
+    for query in ("q=%00", "status=validated%00", "website=a%00"):
+        listed = client.get(f"/review/?{query}")
+        assert listed.status_code == 400, (query, listed.status_code)
+        assert b"NUL" in listed.content
