@@ -36,9 +36,12 @@ class Member:
 def members(path: Path) -> list[Member]:
     """The archive's members; ``BadArchive`` when it is neither a zip nor a (gzipped) tar, holds a link or (a tar)
     more than ``MAX_MEMBERS``."""
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            return [Member(info.filename, info.file_size, not info.is_dir()) for info in archive.infolist()]
+    if zipfile.is_zipfile(path):  # its end record only: the directory may still be damaged
+        try:
+            with zipfile.ZipFile(path) as archive:
+                return [Member(info.filename, info.file_size, not info.is_dir()) for info in archive.infolist()]
+        except (zipfile.BadZipFile, OSError, EOFError):
+            raise BadArchive("file", "not a .zip or .tar.gz archive") from None
     try:
         with tarfile.open(path, "r:*") as archive:
             found = []

@@ -1,12 +1,14 @@
 """Attacks on re-curation's imports and value edits (issue 40): an archive of more members than allowed is refused
-before the rest is read; a team of five imports a release with a hostile value and page, edits, undoes and second-
-reviews it, exports it, and every link each of them sees answers without a server error."""
+before the rest is read, a damaged zip is a 400, a release folder's links out of it are left out; a team of five
+imports a release with a hostile value and page, edits, undoes and second-reviews it, exports it, and every link each
+of them sees answers without a server error."""
 
 import html
 import io
 import json
 import re
 import tarfile
+import zipfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -49,6 +51,23 @@ def test_an_archive_of_too_many_members_is_refused_without_reading_them_all(
     answer = api_for(researcher).post(URL, {"file": SimpleUploadedFile("r.tar.gz", many_members(5_000))})
     assert answer.status_code == 413, answer.content
     assert answer.json()["errors"] == [{"field": "file", "message": "file: more than 50 members"}]
+    assert not ImportJob.objects.exists()
+
+
+def damaged_zip() -> bytes:
+    """A zip whose end record is sound (``zipfile.is_zipfile`` says yes) but whose central directory is not."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("weblinx/splits.json", "{}")
+        archive.writestr("weblinx/demonstrations/a/replay.json", "{}")
+    return buffer.getvalue().replace(b"PK\x01\x02", b"XX\x01\x02", 1)
+
+
+@pytest.mark.django_db
+def test_a_zip_whose_directory_is_damaged_is_a_400_naming_the_file(api_for, researcher, alpha, media_storage):
+    answer = api_for(researcher).post(URL, {"file": SimpleUploadedFile("r.zip", damaged_zip())})
+    assert answer.status_code == 400, answer.content
+    assert answer.json()["errors"] == [{"field": "file", "message": "file: not a .zip or .tar.gz archive"}]
     assert not ImportJob.objects.exists()
 
 
