@@ -9,9 +9,8 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Demonstration, DemoReview, Edit, Project, Role, Turn, TurnCuration
-from tests.exports.test_exports_attack_mind2web import PAGE, action, task, write
 from tests.support.actors import make_user, token_client
-from tests.support.mind2web_release import write_release
+from tests.support.mind2web_release import task, write_release
 
 
 def post(client, demo, **body):
@@ -70,13 +69,13 @@ def test_a_clear_password_is_refused_on_a_field_only_the_page_says_is_one(client
     """The Mind2Web import masks a value typed where the acted element's start tag says ``type=password`` (its
     attributes may not say so); the edit refuses clear text there too, as it does where the attributes say so."""
     make_user("admin-m", alpha, Role.ADMIN)
-    typed = action("u-1", "TYPE", "3", "input", "hunter2-Sesame!", attributes={"backend_node_id": "3"})
-    path = write(
-        tmp_path / "release", [task("t-typeless", [typed, action("u-2", "CLICK", page=PAGE.format(value=""))])]
-    )
-    call_command("import_mind2web", str(path), "--project", "alpha", stdout=io.StringIO())
+    record = task("t-typeless", "hunter2-Sesame!")  # typed into the page's input, its candidate giving no type
+    for step in record["actions"]:
+        step["raw_html"] = step["raw_html"].replace('type="search"', 'type="password"')
+    (tmp_path / "train.json").write_text(json.dumps([record]), encoding="utf-8")
+    call_command("import_mind2web", str(tmp_path / "train.json"), "--project", "alpha", stdout=io.StringIO())
     demo = Demonstration.objects.get(source_id="t-typeless")
-    turn = demo.turns.get(client_id="u-1")
+    turn = demo.turns.get(client_id="t-typeless-1")
     assert turn.arguments["text"] == "********"
     assert "type" not in turn.arguments["element"]["attributes"]
     client.force_login(make_user("ana", alpha, Role.REVIEWER))
