@@ -54,6 +54,32 @@ def test_an_archive_of_too_many_members_is_refused_without_reading_them_all(
     assert not ImportJob.objects.exists()
 
 
+def many_zip_members(count: int) -> bytes:
+    """A zip of ``count`` empty files whose directory is damaged at its last entry: read whole, it is refused as
+    damaged; counted only to a member limit, it is not."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for n in range(count):
+            archive.writestr(f"weblinx/demonstrations/d{n}/replay.json", "")
+    data = buffer.getvalue()
+    last = data.rfind(b"PK\x01\x02")
+    return data[:last] + b"XX" + data[last + 2 :]
+
+
+@pytest.mark.django_db
+def test_a_zip_of_too_many_members_is_refused_without_reading_its_whole_directory(
+    api_for, researcher, alpha, media_storage, monkeypatch
+):
+    monkeypatch.setattr(release_archive, "MAX_MEMBERS", 50)
+    client = api_for(researcher)
+    answer = client.post(URL, {"file": SimpleUploadedFile("r.zip", many_zip_members(5_000))})
+    assert answer.status_code == 413, answer.content
+    assert answer.json()["errors"] == [{"field": "file", "message": "file: more than 50 members"}]
+    fifty = client.post(URL, {"file": SimpleUploadedFile("r.zip", many_zip_members(50))})  # at the limit: read whole
+    assert fifty.status_code == 400, fifty.content
+    assert not ImportJob.objects.exists()
+
+
 def damaged_zip() -> bytes:
     """A zip whose end record is sound (``zipfile.is_zipfile`` says yes) but whose central directory is not."""
     buffer = io.BytesIO()
