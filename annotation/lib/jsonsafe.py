@@ -116,3 +116,20 @@ def check(value, field: str = "", strings: bool = True) -> None:
                 stack.append((child, (where, key), depth + 1))
             elif kind is float or kind is int or (strings and kind is str):
                 check_leaf(child, (where, key), strings)
+
+
+def nul_path(value, field: str = "") -> str | None:
+    """The path of the first string (value or key) holding a NUL character, which PostgreSQL stores in neither text
+    nor JSON; None when there is none. Iterative, as ``check``."""
+    stack = [(value, field)]
+    while stack:
+        item, where = stack.pop()
+        if type(item) is str:
+            if "\x00" in item:
+                return path(where)
+        elif type(item) in (dict, list):
+            for key, child in item.items() if type(item) is dict else enumerate(item):
+                if type(key) is str and "\x00" in key:
+                    return path(where)
+                stack.append((child, (where, key)))
+    return None

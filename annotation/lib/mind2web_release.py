@@ -289,7 +289,7 @@ def read_action(task: ReleaseTask, action, n: int, folder: Path, seen: set) -> d
     else:
         task.pages[n] = (html, json.dumps(boxes).encode())
     snapshot = folder / "task" / task.id / "processed" / "snapshots" / f"{uid}_before.mhtml"
-    if snapshot.is_file():
+    if snapshot.is_file() and snapshot.resolve().is_relative_to(folder.resolve()):  # not a link out of the release
         task.snapshots[n] = snapshot
     turn = {"client_id": uid, "type": "browser", "timestamp": float(n + 1), **intent_of(operation, value)}
     turn["arguments"]["metadata"] = {"url": "", "tabId": 0}

@@ -6,6 +6,7 @@ unpacked bytes than allowed, no ``splits.json`` or no ``demonstrations/`` beside
 file (a Mind2Web release: ``train.json``, ``test_task_0.json``... anywhere in it).
 """
 
+import struct
 import tarfile
 import zipfile
 from collections.abc import Callable
@@ -34,20 +35,59 @@ class Member:
 
 
 def members(path: Path) -> list[Member]:
-    """The archive's members; ``BadArchive`` when it is neither a zip nor a (gzipped) tar, or holds a link."""
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            return [Member(info.filename, info.file_size, not info.is_dir()) for info in archive.infolist()]
+    """The archive's members; ``BadArchive`` when it is neither a zip nor a (gzipped) tar, holds a link or (a tar)
+    more than ``MAX_MEMBERS``."""
+    if zipfile.is_zipfile(path):  # its end record only: the directory may still be damaged
+        if zip_entries_over(path, MAX_MEMBERS):  # zipfile keeps every entry: counted first, without keeping them
+            raise BadArchive("file", f"more than {MAX_MEMBERS} members", too_large=True)
+        try:
+            with zipfile.ZipFile(path) as archive:
+                return [Member(info.filename, info.file_size, not info.is_dir()) for info in archive.infolist()]
+        except (zipfile.BadZipFile, OSError, EOFError):
+            raise BadArchive("file", "not a .zip or .tar.gz archive") from None
     try:
         with tarfile.open(path, "r:*") as archive:
             found = []
             for info in archive:
                 if not (info.isfile() or info.isdir()):
                     raise BadArchive(info.name, "links and special files are not accepted in a release")
+                if len(found) == MAX_MEMBERS:  # a tar lists no count: stop reading (and keeping) members there
+                    raise BadArchive("file", f"more than {MAX_MEMBERS} members", too_large=True)
                 found.append(Member(info.name, info.size, info.isfile()))
             return found
     except (tarfile.TarError, EOFError, OSError):
         raise BadArchive("file", "not a .zip or .tar.gz archive") from None
+
+
+ZIP_END, ZIP64_LOCATOR, ZIP64_END, ZIP_ENTRY = b"PK\x05\x06", b"PK\x06\x07", b"PK\x06\x06", b"PK\x01\x02"
+
+
+def zip_entries_over(path: Path, limit: int) -> bool:
+    """Whether the zip's central directory holds more than ``limit`` entries: its headers walked from where its end
+    record (or the zip64 one) says it starts, up to the limit. False when it cannot be found (zipfile then says why)."""
+    with path.open("rb") as handle:
+        size = handle.seek(0, 2)
+        handle.seek(max(0, size - 22 - 65535))
+        tail = handle.read()
+        end = tail.rfind(ZIP_END)
+        if end < 0 or len(tail) < end + 22:
+            return False
+        end_at = size - len(tail) + end
+        directory_size = struct.unpack("<L", tail[end + 12 : end + 16])[0]
+        start = end_at - directory_size
+        locator = tail[end - 20 : end] if end >= 20 else b""
+        if locator[:4] == ZIP64_LOCATOR:  # the zip64 end record (56 bytes) comes before the locator
+            handle.seek(max(0, end_at - 20 - 56))
+            record = handle.read(56)
+            if record[:4] == ZIP64_END:
+                start = end_at - 20 - 56 - struct.unpack("<Q", record[40:48])[0]
+        handle.seek(max(0, start))
+        for _ in range(limit + 1):
+            header = handle.read(46)
+            if len(header) < 46 or header[:4] != ZIP_ENTRY:
+                return False
+            handle.seek(sum(struct.unpack("<3H", header[28:34])), 1)  # its name, extra field and comment
+        return True
 
 
 def check_members(found: list[Member], max_bytes: int, layout: Callable | None = None) -> str:

@@ -153,6 +153,9 @@ def holds_nul(value) -> bool:
 def read_demo(folder: Path, max_turns: int, max_json_bytes: int) -> ReleaseDemo:
     if not DEMO_ID.fullmatch(folder.name):
         raise BadDemo("demo name: expected 1 to 48 letters, digits, _ or -")
+    for name in (*REQUIRED_FILES, "invalid.json"):
+        if (folder / name).is_file() and out_of_release(folder, folder / name):
+            raise BadDemo(f"{name}: a link out of the release")
     for name in REQUIRED_FILES:
         if not (folder / name).is_file():
             raise BadDemo(f"{name}: missing")
@@ -230,7 +233,7 @@ def captures(demo: ReleaseDemo, state: dict, n: int) -> dict:
     page = capture_path(demo, "pages", state.get("page"), n)
     named = PAGE_NAME.fullmatch(Path(page).name) if page else None
     bboxes = f"bboxes/bboxes-{named.group(1) if named else n}.json"  # the package derives it from the page's N
-    if not (demo.folder / bboxes).is_file():
+    if not (demo.folder / bboxes).is_file() or out_of_release(demo.folder, demo.folder / bboxes):
         if page:
             demo.notes.append(f"turn {n}: {page} has no {bboxes}; page left out")
         bboxes = page = None
@@ -252,4 +255,13 @@ def capture_path(demo: ReleaseDemo, folder: str, name, n: int) -> str | None:
     if not (demo.folder / folder / name).is_file():
         demo.notes.append(f"turn {n}: {folder}/{name} is missing; imported without it")
         return None
+    if out_of_release(demo.folder, demo.folder / folder / name):
+        demo.notes.append(f"turn {n}: {folder}/{name} is a link out of the release; imported without it")
+        return None
     return f"{folder}/{name}"
+
+
+def out_of_release(folder: Path, path: Path) -> bool:
+    """Whether ``path`` in demo ``folder`` (``<release>/demonstrations/<id>``) leads out of the release through a
+    link (a release unpacked by hand keeps its links): a server's file would be imported as the release's."""
+    return not path.resolve().is_relative_to(folder.parent.parent.resolve())

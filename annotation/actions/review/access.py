@@ -50,7 +50,8 @@ def check_can_curate(user, demo) -> None:
 
 
 def check_turn(demo, turn_id) -> Turn:
-    turn = Turn.objects.filter(demonstration=demo, pk=turn_id).first() if isinstance(turn_id, int) else None
+    is_id = isinstance(turn_id, int) and not isinstance(turn_id, bool)  # JSON true is not turn 1
+    turn = Turn.objects.filter(demonstration=demo, pk=turn_id).first() if is_id else None
     if turn is None:
         raise NotFound(f"no turn {turn_id!r} in demo {demo.name}", [{"field": "turn", "message": "not found"}])
     return turn

@@ -7,6 +7,7 @@ and records the before/after state as one ``Edit``, under the revision lock of `
 from django.db import transaction
 
 from ...lib import redact, shapes
+from ...lib.mind2web_release import PASSWORD_TAG
 from ...models import TASK_METADATA, Demonstration, Edit, EditKind, Turn, TurnCuration, TurnType
 from ...models.review import STATE_FIELDS
 from ..errors import ValidationFailed
@@ -74,6 +75,10 @@ def check_text(demo, turn_id, text) -> None:
     text must be one ingest's masking would keep (nothing in clear on a password field, no secret URL parameter)."""
     if not isinstance(text, str):
         raise ValidationFailed("text must be a string", [{"field": "text", "message": "expected a string"}])
+    if "\x00" in text:  # PostgreSQL stores no NUL
+        raise ValidationFailed(
+            "text holds a NUL character", [{"field": "text", "message": "a NUL character is not text"}]
+        )
     turn = check_turn(demo, turn_id)
     if turn.type != TurnType.BROWSER:
         return
@@ -91,15 +96,19 @@ def check_text(demo, turn_id, text) -> None:
 
 
 def is_password_field(turn) -> bool:
-    """The turn's element, as recorded or as chosen in review, is plainly a password input (as ingest's
-    ``mask_password_values`` reads it)."""
+    """The turn's element, as recorded or as chosen in review, is plainly a password input: its attributes say so
+    (as ingest's ``mask_password_values`` reads them) or its HTML's start tag does (as the Mind2Web import's
+    ``mask_passwords`` reads it)."""
     chosen = turn_state(turn.pk)["element"]
     return is_password_element(shapes.element_of(turn.arguments)) or is_password_element(chosen)
 
 
 def is_password_element(element) -> bool:
-    kind = shapes.as_dict(shapes.as_dict(element).get("attributes")).get("type")
-    return isinstance(kind, str) and kind.strip().lower() == "password"
+    element = shapes.as_dict(element)
+    kind = shapes.as_dict(element.get("attributes")).get("type")
+    html = element.get("outerHTML")
+    start = html.split(">", 1)[0] if isinstance(html, str) else ""
+    return (isinstance(kind, str) and kind.strip().lower() == "password") or bool(PASSWORD_TAG.search(start))
 
 
 def do_edit_text(user, demo, revision, turn_id, text) -> Edit:

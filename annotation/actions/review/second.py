@@ -141,6 +141,8 @@ def do_second_decision(user, name: str, decision, invalid_turns=None, comment=""
         raise ValidationFailed(
             f"comment must be text of at most {MAX_COMMENT} characters", [{"field": "comment", "message": "too long"}]
         )
+    if "\x00" in comment:  # PostgreSQL stores no NUL
+        raise ValidationFailed("comment holds a NUL character", [{"field": "comment", "message": "a NUL character"}])
     invalid = check_invalid_turns(demo, invalid_turns)
     with transaction.atomic():
         review = SecondReview.objects.select_for_update().get(pk=demo.pk)

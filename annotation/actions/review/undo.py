@@ -37,7 +37,8 @@ def apply_state(demo, review, kind, state: dict) -> None:
 
 
 def check_undoable(demo, edit_id) -> Edit:
-    edit = Edit.objects.filter(demonstration=demo, pk=edit_id).first() if isinstance(edit_id, int) else None
+    is_id = isinstance(edit_id, int) and not isinstance(edit_id, bool)  # JSON true is not edit 1
+    edit = Edit.objects.filter(demonstration=demo, pk=edit_id).first() if is_id else None
     if edit is None:
         raise NotFound(f"no edit {edit_id!r} on demo {demo.name}", [{"field": "edit", "message": "not found"}])
     if edit.kind not in UNDOABLE:

@@ -70,6 +70,8 @@ def filtered_demos(user, params) -> tuple:
     """``(queryset without the status filter, queryset with it, cleaned filters)``."""
     demos = actions.reviewable_demos(user).exclude(status=DemoStatus.RECORDING)
     filters = {key: (params.get(key) or "").strip() for key in FILTERS}
+    if nul := [{"field": key, "message": "a NUL character is not text"} for key in FILTERS if "\x00" in filters[key]]:
+        raise ValidationFailed("a filter holds a NUL character (PostgreSQL compares no NUL)", nul)
     for key, lookup in FILTER_LOOKUPS.items():
         if filters[key]:
             demos = demos.filter(**{lookup: filters[key]})

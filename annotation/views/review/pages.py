@@ -142,6 +142,10 @@ def parse_body(request) -> dict:
         raise MalformedJSON.of(problem) from None
     if not isinstance(body, dict) or body.get("op") not in OPS:
         raise ValidationFailed("expected a JSON object with an op", [{"field": "op", "message": ", ".join(OPS)}])
+    if (where := jsonsafe.nul_path(body)) is not None:  # PostgreSQL stores no NUL (a comment, metadata, a text)
+        raise ValidationFailed(
+            f"{where}: a NUL character is not text", [{"field": where, "message": "a NUL character is not text"}]
+        )
     return body
 
 
