@@ -8,6 +8,7 @@ import json
 import pytest
 from django.core.management import call_command
 
+from annotation.actions.review.curation import MAX_EDIT_TEXT_CHARS
 from annotation.models import Demonstration, DemoReview, Edit, Project, Role, Turn, TurnCuration
 from tests.support.actors import make_user, token_client
 from tests.support.mind2web_release import task, write_release
@@ -126,3 +127,18 @@ def test_a_nul_in_a_second_reviews_comment_or_a_list_filter_is_a_400(client, alp
         listed = client.get(f"/review/?{query}")
         assert listed.status_code == 400, (query, listed.status_code)
         assert b"NUL" in listed.content
+
+
+@pytest.mark.django_db
+def test_an_edited_text_or_value_past_the_limit_is_a_400_and_one_at_it_is_kept(client, alpha, imported):
+    demo, select = imported
+    client.force_login(make_user("ana", alpha, Role.REVIEWER))
+    utterance = demo.turns.get(client_id="t-plain-1")
+    for turn in (select, utterance):
+        refused = post(client, demo, op="edit_text", turn=turn.pk, text="x" * (MAX_EDIT_TEXT_CHARS + 1))
+        assert refused.status_code == 400, refused.content[:200]
+        assert refused.json()["errors"] == [{"field": "text", "message": "at most 100,000 characters"}]
+    assert not Edit.objects.filter(demonstration=demo).exists()
+    kept = post(client, demo, op="edit_text", turn=select.pk, text="y" * MAX_EDIT_TEXT_CHARS)
+    assert kept.status_code == 200, kept.content[:200]
+    assert TurnCuration.objects.get(turn=select).text == "y" * MAX_EDIT_TEXT_CHARS

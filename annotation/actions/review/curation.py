@@ -67,6 +67,7 @@ def do_set_validity(user, demo, revision, turn_id, valid) -> Edit:
     return change_turn(user, demo, revision, turn_id, EditKind.SET_VALIDITY, valid=valid)
 
 
+MAX_EDIT_TEXT_CHARS = 100_000  # an edited utterance, typed text or value
 EDITABLE_INTENTS = ("textInput", "change")  # typed text; a change turn's value (the option chosen in a <select>)
 
 
@@ -75,6 +76,10 @@ def check_text(demo, turn_id, text) -> None:
     text must be one ingest's masking would keep (nothing in clear on a password field, no secret URL parameter)."""
     if not isinstance(text, str):
         raise ValidationFailed("text must be a string", [{"field": "text", "message": "expected a string"}])
+    if len(text) > MAX_EDIT_TEXT_CHARS:  # every edit and revision keeps a copy
+        raise ValidationFailed(
+            "text is too long", [{"field": "text", "message": f"at most {MAX_EDIT_TEXT_CHARS:,} characters"}]
+        )
     if "\x00" in text:  # PostgreSQL stores no NUL
         raise ValidationFailed(
             "text holds a NUL character", [{"field": "text", "message": "a NUL character is not text"}]
