@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from .mind2web_release import SPLIT_FILE
 
 MAX_MEMBERS = 500_000
+ZIP_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}  # what unpacks
 MAX_NAME_BYTES = 255  # a file or folder name most file systems take
 
 
@@ -42,9 +43,15 @@ def members(path: Path) -> list[Member]:
             raise BadArchive("file", f"more than {MAX_MEMBERS} members", too_large=True)
         try:
             with zipfile.ZipFile(path) as archive:
-                return [Member(info.filename, info.file_size, not info.is_dir()) for info in archive.infolist()]
+                infos = archive.infolist()
         except (zipfile.BadZipFile, OSError, EOFError):
             raise BadArchive("file", "not a .zip or .tar.gz archive") from None
+        for info in infos:
+            if info.flag_bits & 0x1:
+                raise BadArchive(info.filename, "encrypted: a release is unpacked without a password")
+            if info.compress_type not in ZIP_METHODS:
+                raise BadArchive(info.filename, "compressed with a method other than stored, deflate, bzip2 or lzma")
+        return [Member(info.filename, info.file_size, not info.is_dir()) for info in infos]
     try:
         with tarfile.open(path, "r:*") as archive:
             found = []
@@ -144,6 +151,6 @@ def unpack(path: Path, into: Path, max_bytes: int, layout: Callable | None = Non
         else:
             with tarfile.open(path, "r:*") as archive:
                 archive.extractall(into, filter="data")
-    except (OSError, tarfile.TarError, zipfile.BadZipFile) as error:  # said without the server's paths
+    except (OSError, tarfile.TarError, zipfile.BadZipFile, NotImplementedError, RuntimeError) as error:  # no paths
         raise BadArchive("file", f"could not be unpacked ({getattr(error, 'strerror', None) or 'damaged'})") from None
     return into / root

@@ -97,6 +97,40 @@ def test_a_zip_whose_directory_is_damaged_is_a_400_naming_the_file(api_for, rese
     assert not ImportJob.objects.exists()
 
 
+def patched_zip(flags: int = 0, method: int | None = None) -> bytes:
+    """A zip whose central directory says its second member is encrypted (``flags``) or compressed by ``method``."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("weblinx/splits.json", "{}")
+        archive.writestr("weblinx/demonstrations/a/replay.json", "{}")
+    data = bytearray(buffer.getvalue())
+    entry = data.rfind(b"PK\x01\x02")
+    data[entry + 8 : entry + 10] = (int.from_bytes(data[entry + 8 : entry + 10], "little") | flags).to_bytes(
+        2, "little"
+    )
+    if method is not None:
+        data[entry + 10 : entry + 12] = method.to_bytes(2, "little")
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (patched_zip(flags=1), "encrypted: a release is unpacked without a password"),
+        (patched_zip(method=99), "compressed with a method other than stored, deflate, bzip2 or lzma"),
+    ],
+)
+@pytest.mark.django_db
+def test_an_encrypted_or_strangely_compressed_zip_is_a_400_naming_the_member(
+    api_for, researcher, alpha, media_storage, data, message
+):
+    answer = api_for(researcher).post(URL, {"file": SimpleUploadedFile("r.zip", data)})
+    assert answer.status_code == 400, answer.content
+    member = "weblinx/demonstrations/a/replay.json"
+    assert answer.json()["errors"] == [{"field": "file", "message": f"{member}: {message}"}]
+    assert not ImportJob.objects.exists()
+
+
 # --- A team of five: import, review with value edits and a second review, export, changes.json, every link -------
 
 HOSTILE = '"><script>alert(1)</script> =HYPERLINK("http://evil.example","x") \u202e'
