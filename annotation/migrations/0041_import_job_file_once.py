@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0039_mind2web_steps'),
+        ('annotation', '0040_turn_curation_element'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
