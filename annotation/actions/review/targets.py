@@ -7,11 +7,11 @@ edits (undo, revisions and history as theirs); choosing the recorded element aga
 from ...lib import jsonsafe, shapes
 from ...lib.page_elements import element_on_page, page_elements
 from ...lib.redact import MASK
-from ...models import EditKind, TurnType
+from ...models import EditKind, Turn, TurnType
 from ...store.blobstore import read_blob
-from ..errors import ValidationFailed, invalid
+from ..errors import Conflict, ValidationFailed, invalid
 from .access import check_can_curate, check_turn
-from .curation import EDITABLE_INTENTS, change_turn, is_password_element, turn_state
+from .curation import EDITABLE_INTENTS, change_turn, is_password_element, is_password_field, turn_state
 
 
 def target_uid(turn, curation_element) -> str | None:
@@ -77,3 +77,14 @@ def typed_text(turn) -> str:
     if text is not None:
         return text
     return shapes.as_text(shapes.as_dict(turn.arguments).get("value" if turn.intent == "change" else "text"))
+
+
+def check_no_clear_password(turn_ids) -> None:
+    """409 when one of the turns, as curated now, has a clear text or value on a password field (an undo bringing
+    back a text, or a password target, the other edit kept out)."""
+    for turn in Turn.objects.filter(pk__in=[int(pk) for pk in turn_ids], intent__in=EDITABLE_INTENTS):
+        if is_password_field(turn) and typed_text(turn) not in ("", MASK):
+            raise Conflict(
+                f"turn {turn.seq} would have its text in clear on a password field: empty it or retarget it first",
+                [{"field": "edit", "message": "a password field's text is never stored"}],
+            )

@@ -1,0 +1,91 @@
+"""Hostile use of "Change target" (op ``retarget``, ``…/turns/<id>/elements``): undo used to put a typed text back in
+clear on a turn retargeted onto a password field, and a deep page made the picker's listing quadratic."""
+
+import hashlib
+import io
+import json
+
+import pytest
+
+from annotation.actions.recordings.blobs import check_and_store
+from annotation.models import DemoReview, DemoStatus, Edit, Role, Turn
+from annotation.models.review import TurnCuration
+from tests.support.actors import make_user
+from tests.support.corpus import ingest_corpus
+
+BOX = {"x": 10, "y": 10, "width": 100, "height": 20}
+
+
+def post(client, demo, **body):
+    revision = DemoReview.objects.filter(demonstration=demo).values_list("revision", flat=True).first() or 0
+    return client.post(
+        f"/review/{demo.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
+    )
+
+
+def stored(data: bytes, media_type: str):
+    return check_and_store(hashlib.sha256(data).hexdigest(), media_type, io.BytesIO(data))
+
+
+def with_page(turn, html: str, uids) -> None:
+    """Give the turn (a test fixture's raw capture) this page, every uid of ``uids`` with a box."""
+    page = stored(html.encode(), "text/html")
+    boxes = stored(json.dumps(dict.fromkeys(uids, BOX)).encode(), "application/json")
+    Turn.objects.filter(pk=turn.pk).update(page=page, bboxes=boxes)
+
+
+@pytest.fixture
+def typing(db, media_storage, client):
+    """A reviewer signed in on a recorded demo whose textInput turn typed a text in a field beside a password one."""
+    demo = ingest_corpus(project="alpha", demos=1, turns=24, elements=20, seed=7, status=DemoStatus.RECORDED)[0]
+    turn = next(t for t in Turn.objects.filter(demonstration=demo, intent="textInput") if t.element_uid)
+    assert turn.arguments["text"]
+    field = turn.element_uid
+    with_page(
+        turn,
+        f'<body><input data-webtasks-id="{field}"><input data-webtasks-id="pw" type="password"></body>',
+        [field, "pw"],
+    )
+    client.force_login(make_user("ana", demo.project, Role.REVIEWER))
+    return demo, turn
+
+
+def last_edit(demo, kind) -> Edit:
+    return Edit.objects.filter(demonstration=demo, kind=kind).latest("revision")
+
+
+def text_now(turn):
+    return TurnCuration.objects.get(turn=turn).text
+
+
+def test_undoing_the_emptied_text_of_a_turn_now_on_a_password_field_is_refused(client, typing):
+    demo, turn = typing
+    assert post(client, demo, op="edit_text", turn=turn.pk, text="").status_code == 200
+    emptied = last_edit(demo, "edit_text")
+    assert post(client, demo, op="retarget", turn=turn.pk, element="pw").status_code == 200
+
+    undo = post(client, demo, op="undo", edit=emptied.pk)
+    assert undo.status_code == 409, undo.content
+    assert "password" in undo.json()["detail"]
+    assert text_now(turn) == ""
+    assert TurnCuration.objects.get(turn=turn).element["attributes"]["type"] == "password"
+
+    # Once the target is a plain field again the text may come back.
+    assert post(client, demo, op="undo", edit=last_edit(demo, "retarget").pk).status_code == 200
+    assert post(client, demo, op="undo", edit=emptied.pk).status_code == 200
+    assert text_now(turn) is None
+
+
+def test_undoing_a_retarget_back_onto_a_password_field_with_text_typed_since_is_refused(client, typing):
+    demo, turn = typing
+    assert post(client, demo, op="edit_text", turn=turn.pk, text="").status_code == 200
+    assert post(client, demo, op="retarget", turn=turn.pk, element="pw").status_code == 200
+    assert post(client, demo, op="retarget", turn=turn.pk, element=turn.element_uid).status_code == 200
+    back = last_edit(demo, "retarget")
+    assert post(client, demo, op="edit_text", turn=turn.pk, text="hunter2").status_code == 200
+
+    undo = post(client, demo, op="undo", edit=back.pk)
+    assert undo.status_code == 409, undo.content
+    assert "password" in undo.json()["detail"]
+    assert TurnCuration.objects.get(turn=turn).element is None
+    assert text_now(turn) == "hunter2"
