@@ -13,6 +13,7 @@ from .shapes import UID_ATTRIBUTE, as_dict, box_of
 TEXT_CONTENT_MAX = 10000  # the recorder's caps (lib/dom.js, lib/constants.js OUTER_HTML_MAX)
 OUTER_HTML_MAX = 2000
 LISTED_TEXT = 80  # the picker shows the start of an element's text
+LISTED_STEPS = 200  # of which it reads at most this many text pieces and empty elements
 MAX_LISTED = 5000  # a page's elements listed at most (a large page has a few thousand)
 SKIPPED_TEXT = ("script", "style", "noscript", "template")
 
@@ -37,21 +38,45 @@ def with_uid(root) -> dict:
     return found
 
 
-def text_of(node) -> str:
-    """The element's text without scripts and styles, trimmed and capped as the recorder's ``textContent``."""
-    parts = []
+def text_pieces(node):
+    """The element's text pieces in document order (its text, its descendants' and their tails), without those
+    inside scripts and styles: a walk with its own stack, as deep as the page."""
+    if node.text:
+        yield node.text
+    stack, open_children = [iter(node)], []
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+            if open_children and (tail := open_children.pop().tail):
+                yield tail
+        elif isinstance(child.tag, str) and child.tag.lower() not in SKIPPED_TEXT:
+            if child.text:
+                yield child.text
+            stack.append(iter(child))
+            open_children.append(child)
+        elif child.tail:
+            yield child.tail
+        else:
+            yield ""  # a step with no text: counted against ``steps``
 
-    def collect(element):
-        if element.text:
-            parts.append(element.text)
-        for child in element:
-            if isinstance(child.tag, str) and child.tag.lower() not in SKIPPED_TEXT:
-                collect(child)
-            if child.tail:
-                parts.append(child.tail)
 
-    collect(node)
-    return "".join(parts).strip()[:TEXT_CONTENT_MAX]
+def text_of(node, limit: int = TEXT_CONTENT_MAX, steps: int | None = None) -> str:
+    """The element's text without scripts and styles, trimmed and capped at ``limit`` as the recorder's
+    ``textContent``; read only until ``limit`` characters are certain (and at most ``steps`` pieces, when given), so
+    no element costs more than its first part: a page's elements nest, and each listed one would otherwise read all
+    its descendants again."""
+    parts, size = [], 0
+    for step, piece in enumerate(text_pieces(node)):
+        if steps is not None and step >= steps:
+            break
+        if not parts and not piece.strip():
+            continue  # leading whitespace, trimmed anyway
+        parts.append(piece.lstrip() if not parts else piece)
+        if piece.strip() and size + len(parts[-1].rstrip()) > limit:  # a visible character past the limit
+            return "".join(parts)[:limit]
+        size += len(parts[-1])
+    return "".join(parts).rstrip()[:limit]
 
 
 def full_box(box: dict) -> dict:
@@ -80,7 +105,7 @@ def page_elements(html: bytes, boxes) -> list[dict]:
         box = box_of(boxes.get(uid))
         if box is None or not isinstance(node.tag, str):
             continue
-        text = " ".join(text_of(node).split())
+        text = " ".join(text_of(node, 2 * LISTED_TEXT, LISTED_STEPS).split())
         listed.append({"uid": uid, "tag": node.tag.lower(), "text": text[:LISTED_TEXT], "box": full_box(box)})
         if len(listed) >= MAX_LISTED:
             break
