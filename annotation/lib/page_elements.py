@@ -3,11 +3,15 @@ target picker lists them, and one of them described as the recorder describes an
 ``lib/dom.js`` ``elementInfo``: attributes with the uid, bbox, tagName, textContent, outerHTML, xpath), so a target
 chosen in review is exported as a recorded one is.
 
-The page and boxes are what the recorder (or a release import) stored, masked already; nothing is added to them.
+The page and boxes are what the recorder (or a release import, unmasked) stored; nothing is added to them. The
+element described is masked as ingest masks a recorded one (``redact``: secret URL parameters, secret-named values).
 """
+
+import copy
 
 from lxml import etree
 
+from .redact import FIELD_VALUES, MASK, is_secret_parameter, mask_arguments
 from .shapes import UID_ATTRIBUTE, as_dict, box_of
 
 TEXT_CONTENT_MAX = 10000  # the recorder's caps (lib/dom.js, lib/constants.js OUTER_HTML_MAX)
@@ -120,13 +124,30 @@ def element_on_page(html: bytes, boxes, uid: str) -> dict | None:
     node = with_uid(root).get(uid) if root is not None else None
     if node is None or box is None or not isinstance(node.tag, str):
         return None
+    xpath = node.getroottree().getpath(node)
+    node = without_secret_values(node)
     attributes = {str(name): str(value) for name, value in node.attrib.items()}
     outer = etree.tostring(node, encoding="unicode", method="html", with_tail=False)
-    return {
+    element = {
         "attributes": {**attributes, UID_ATTRIBUTE: uid},
         "bbox": full_box(box),
         "tagName": node.tag.upper(),
         "textContent": text_of(node),
         "outerHTML": outer[:OUTER_HTML_MAX],
-        "xpath": node.getroottree().getpath(node),
+        "xpath": xpath,
     }
+    mask_arguments(element, "arguments.element")  # as ingest masks a recorded element: secret URL parameters
+    return element
+
+
+def without_secret_values(node):
+    """The element, or a copy of it whose ``value`` and ``content`` are the mask when its ``name`` marks a secret
+    (ingest's rule for a recorded element's attributes, here for its outerHTML too)."""
+    name = node.get("name")
+    if not name or not is_secret_parameter(name) or all(node.get(key) in (None, "", MASK) for key in FIELD_VALUES):
+        return node
+    node = copy.deepcopy(node)  # a field or a meta: small
+    for key in FIELD_VALUES:
+        if node.get(key) not in (None, "", MASK):
+            node.set(key, MASK)
+    return node

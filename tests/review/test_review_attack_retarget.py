@@ -116,3 +116,27 @@ def test_a_deep_page_is_listed_in_linear_time(client, typing):
 
     assert post(client, demo, op="retarget", turn=turn.pk, element="d0").status_code == 200
     assert TurnCuration.objects.get(turn=turn).element["xpath"] == "/html/body/div"
+
+
+def test_a_chosen_target_is_masked_as_ingest_masks_a_recorded_one(client, typing):
+    """A page kept as a release had it (secret-named field values, token parameters): the element chosen from it is
+    stored with the masking ingest applies to every recorded element (annotation/lib/redact.py), its HTML too."""
+    demo, turn = typing
+    field = turn.element_uid
+    page = (
+        f'<body><input data-webtasks-id="{field}"><input data-webtasks-id="k1" name="api_key" value="sk-live-123">'
+        '<a data-webtasks-id="l1" href="https://x.test/cb?access_token=abc123">Go</a></body>'
+    )
+    with_page(turn, page, [field, "k1", "l1"])
+    for uid in ("k1", "l1"):
+        assert post(client, demo, op="retarget", turn=turn.pk, element=uid).status_code == 200
+        element = TurnCuration.objects.get(turn=turn).element
+        assert element["attributes"]["data-webtasks-id"] == uid
+        assert "sk-live-123" not in json.dumps(element), element
+        assert "abc123" not in json.dumps(element), element
+    assert (
+        TurnCuration.objects.get(turn=turn).element["attributes"]["href"] == "https://x.test/cb?access_token=********"
+    )
+
+    huge = post(client, demo, op="retarget", turn=10**20, element="k1")
+    assert (huge.status_code, huge.json()["errors"][0]["field"]) == (404, "turn")
