@@ -140,3 +140,22 @@ def test_a_chosen_target_is_masked_as_ingest_masks_a_recorded_one(client, typing
 
     huge = post(client, demo, op="retarget", turn=10**20, element="k1")
     assert (huge.status_code, huge.json()["errors"][0]["field"]) == (404, "turn")
+
+
+@pytest.mark.parametrize(("intent", "argument"), [("paste", "pasted"), ("copy", "selected")])
+def test_a_pasted_or_copied_text_is_not_moved_onto_a_password_field(client, typing, intent, argument):
+    """Ingest masks a ``pasted`` or ``selected`` text on a password field as it masks a typed one: a retarget
+    cannot put one there in clear (they are not editable, so it stays refused)."""
+    demo, _ = typing
+    turn = next(t for t in Turn.objects.filter(demonstration=demo, intent=intent) if t.element_uid)
+    assert turn.arguments[argument]
+    field = turn.element_uid
+    with_page(
+        turn,
+        f'<body><p data-webtasks-id="{field}">x</p><input data-webtasks-id="pw" type="password"></body>',
+        [field, "pw"],
+    )
+    refused = post(client, demo, op="retarget", turn=turn.pk, element="pw")
+    assert refused.status_code == 400, refused.content
+    assert refused.json()["errors"][0]["field"] == "element"
+    assert not TurnCuration.objects.filter(turn=turn).exclude(element=None).exists()
