@@ -159,3 +159,24 @@ def test_a_pasted_or_copied_text_is_not_moved_onto_a_password_field(client, typi
     assert refused.status_code == 400, refused.content
     assert refused.json()["errors"][0]["field"] == "element"
     assert not TurnCuration.objects.filter(turn=turn).exclude(element=None).exists()
+
+
+def test_a_typed_text_is_not_moved_onto_a_field_the_recorder_keeps_private(client, typing):
+    """The recorder masks what is typed into a card number or one-time code field and anything marked
+    ``data-private`` as into a password one (recorder_extension/lib/privacy.js): review keeps such a field's text
+    masked too, whether the field was recorded or chosen."""
+    demo, turn = typing
+    field = turn.element_uid
+    page = (
+        f'<body><input data-webtasks-id="{field}"><input data-webtasks-id="cc" autocomplete="billing cc-number">'
+        '<input data-webtasks-id="pv" data-private=""></body>'
+    )
+    with_page(turn, page, [field, "cc", "pv"])
+    for uid in ("cc", "pv"):
+        refused = post(client, demo, op="retarget", turn=turn.pk, element=uid)
+        assert (refused.status_code, refused.json()["errors"][0]["field"]) == (400, "element"), refused.content
+    assert post(client, demo, op="edit_text", turn=turn.pk, text="").status_code == 200
+    assert post(client, demo, op="retarget", turn=turn.pk, element="cc").status_code == 200
+    typed = post(client, demo, op="edit_text", turn=turn.pk, text="4111 1111 1111 1111")
+    assert (typed.status_code, typed.json()["errors"][0]["field"]) == (400, "text"), typed.content
+    assert text_now(turn) == ""

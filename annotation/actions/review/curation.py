@@ -90,16 +90,30 @@ def check_text(demo, turn_id, text) -> None:
         )
 
 
+# The recorder's SENSITIVE_AUTOCOMPLETE (recorder_extension/lib/privacy.js): an input whose value it masks.
+PRIVATE_AUTOCOMPLETE = frozenset(
+    ("current-password", "new-password", "one-time-code", "cc-number", "cc-csc", "cc-exp", "cc-exp-month")
+    + ("cc-exp-year",)
+)
+
+
 def is_password_field(turn) -> bool:
     """The turn's element, as recorded or as chosen in review, is plainly a password input (as ingest's
-    ``mask_password_values`` reads it)."""
+    ``mask_password_values`` reads it) or another field the recorder keeps private (``is_password_element``)."""
     chosen = turn_state(turn.pk)["element"]
     return is_password_element(shapes.element_of(turn.arguments)) or is_password_element(chosen)
 
 
 def is_password_element(element) -> bool:
-    kind = shapes.as_dict(shapes.as_dict(element).get("attributes")).get("type")
-    return isinstance(kind, str) and kind.strip().lower() == "password"
+    """A password input, or by its own attributes a field whose value the recorder masks as one's (lib/privacy.js):
+    ``data-private``, an input whose autocomplete is a password, one-time code or card's."""
+    attributes = shapes.as_dict(shapes.as_dict(element).get("attributes"))
+    kind, autocomplete = attributes.get("type"), attributes.get("autocomplete")
+    if (isinstance(kind, str) and kind.strip().lower() == "password") or "data-private" in attributes:
+        return True
+    tokens = autocomplete.lower().split() if isinstance(autocomplete, str) else []
+    is_input = shapes.as_text(shapes.as_dict(element).get("tagName")).lower() == "input"
+    return is_input and bool(tokens) and tokens[-1] in PRIVATE_AUTOCOMPLETE
 
 
 def do_edit_text(user, demo, revision, turn_id, text) -> Edit:
