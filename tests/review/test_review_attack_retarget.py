@@ -180,3 +180,39 @@ def test_a_typed_text_is_not_moved_onto_a_field_the_recorder_keeps_private(clien
     typed = post(client, demo, op="edit_text", turn=turn.pk, text="4111 1111 1111 1111")
     assert (typed.status_code, typed.json()["errors"][0]["field"]) == (400, "text"), typed.content
     assert text_now(turn) == ""
+
+
+@pytest.mark.browser
+def test_a_reviewer_removed_while_the_picker_is_open_is_refused(browser, live_server, reviewer, demo):
+    """In Chromium: the picker lists the elements; the reviewer's membership is then removed; Enter on an element is
+    refused with a message (no edit), and opening the picker again says why it cannot list them."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from annotation.models import Membership
+    from tests.support.browser import use_session
+    from tests.support.review_ui import item, keys, open_page, wait_shot_loaded
+
+    use_session(browser, live_server.url, reviewer)
+    open_page(browser, live_server, demo)
+    try:
+        turn = next(
+            t for t in Turn.objects.filter(demonstration=demo, intent="click").exclude(page=None) if t.element_uid
+        )
+        item(browser, turn).click()
+        wait_shot_loaded(browser)
+        keys(browser, "t")
+        options = "#target-list button.target-option:not(.current)"
+        WebDriverWait(browser, 20).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, options)) > 1)
+        Membership.objects.filter(user=reviewer).delete()
+        browser.find_elements(By.CSS_SELECTOR, options)[-1].send_keys(Keys.ENTER)
+        message = WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "message").text)
+        assert "no recorded demonstration" in message.lower()
+        assert not Edit.objects.filter(demonstration=demo).exists()
+        browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+        keys(browser, "t")
+        count = lambda d: d.find_element(By.ID, "target-count").text  # noqa: E731
+        WebDriverWait(browser, 20).until(lambda d: count(d).startswith("Could not list the elements"))
+    finally:
+        browser.get("about:blank")
