@@ -100,20 +100,36 @@ def check_text(demo, turn_id, text) -> None:
         )
 
 
+# The recorder's SENSITIVE_AUTOCOMPLETE (recorder_extension/lib/privacy.js): an input whose value it masks.
+PRIVATE_AUTOCOMPLETE = frozenset(
+    ("current-password", "new-password", "one-time-code", "cc-number", "cc-csc", "cc-exp", "cc-exp-month")
+    + ("cc-exp-year",)
+)
+
+
 def is_password_field(turn) -> bool:
-    """The turn's element, as recorded or as chosen in review, is plainly a password input: its attributes say so
-    (as ingest's ``mask_password_values`` reads them) or its HTML's start tag does (as the Mind2Web import's
-    ``mask_passwords`` reads it)."""
+    """The turn's element, as recorded or as chosen in review, is plainly a password input or another field the
+    recorder keeps private (``is_password_element``)."""
     chosen = turn_state(turn.pk)["element"]
     return is_password_element(shapes.element_of(turn.arguments)) or is_password_element(chosen)
 
 
 def is_password_element(element) -> bool:
+    """A password input by its attributes (as ingest's ``mask_password_values`` reads them) or its HTML's start tag
+    (as the Mind2Web import's ``mask_passwords`` reads it), or by its own attributes a field whose value the recorder
+    masks as one's (lib/privacy.js): ``data-private``, an input whose autocomplete is a password, one-time code or
+    card's."""
     element = shapes.as_dict(element)
-    kind = shapes.as_dict(element.get("attributes")).get("type")
+    attributes = shapes.as_dict(element.get("attributes"))
+    kind, autocomplete = attributes.get("type"), attributes.get("autocomplete")
+    if (isinstance(kind, str) and kind.strip().lower() == "password") or "data-private" in attributes:
+        return True
     html = element.get("outerHTML")
-    start = html.split(">", 1)[0] if isinstance(html, str) else ""
-    return (isinstance(kind, str) and kind.strip().lower() == "password") or bool(PASSWORD_TAG.search(start))
+    if PASSWORD_TAG.search(html.split(">", 1)[0] if isinstance(html, str) else ""):
+        return True
+    tokens = autocomplete.lower().split() if isinstance(autocomplete, str) else []
+    is_input = shapes.as_text(element.get("tagName")).lower() == "input"
+    return is_input and bool(tokens) and tokens[-1] in PRIVATE_AUTOCOMPLETE
 
 
 def do_edit_text(user, demo, revision, turn_id, text) -> Edit:

@@ -7,11 +7,11 @@ edits (undo, revisions and history as theirs); choosing the recorded element aga
 from ...lib import jsonsafe, shapes
 from ...lib.page_elements import element_on_page, page_elements
 from ...lib.redact import MASK
-from ...models import EditKind, TurnType
+from ...models import EditKind, Turn, TurnType
 from ...store.blobstore import read_blob
-from ..errors import ValidationFailed, invalid
+from ..errors import Conflict, ValidationFailed, invalid
 from .access import check_can_curate, check_turn
-from .curation import EDITABLE_INTENTS, change_turn, is_password_element, turn_state
+from .curation import EDITABLE_INTENTS, change_turn, is_password_element, is_password_field, turn_state
 
 
 def target_uid(turn, curation_element) -> str | None:
@@ -66,9 +66,22 @@ def do_retarget(user, demo, revision, turn_id, uid):
             f"no element {uid[:64]!r} with a box on this turn's page",
             [{"field": "element", "message": "not an element (with a box) of the turn's page"}],
         )
-    if is_password_element(element) and turn.intent in EDITABLE_INTENTS and typed_text(turn) not in ("", MASK):
-        raise invalid("element", "a password field: the turn's text would be in clear (empty it first)")
+    if is_password_element(element) and has_clear_text(turn):
+        empty = " (empty it first)" if turn.intent in EDITABLE_INTENTS else ""
+        raise invalid("element", f"a password field: the turn's text would be in clear{empty}")
     return change_turn(user, demo, revision, turn.pk, EditKind.RETARGET, element=element)
+
+
+CLEAR_ARGUMENTS = ("pasted", "selected")  # a paste's or a copy's text: ingest masks them on a password field too
+
+
+def has_clear_text(turn) -> bool:
+    """The turn carries a text ingest masks on a password field: its typed text or value (as curated), a pasted or
+    copied text."""
+    arguments = shapes.as_dict(turn.arguments)
+    texts = [typed_text(turn)] if turn.intent in EDITABLE_INTENTS else []
+    texts += [shapes.as_text(arguments.get(name)) for name in CLEAR_ARGUMENTS]
+    return any(text not in ("", MASK) for text in texts)
 
 
 def typed_text(turn) -> str:
@@ -77,3 +90,14 @@ def typed_text(turn) -> str:
     if text is not None:
         return text
     return shapes.as_text(shapes.as_dict(turn.arguments).get("value" if turn.intent == "change" else "text"))
+
+
+def check_no_clear_password(turn_ids) -> None:
+    """409 when one of the turns, as curated now, has a clear text or value on a password field (an undo bringing
+    back a text, or a password target, the other edit kept out)."""
+    for turn in Turn.objects.filter(pk__in=[int(pk) for pk in turn_ids], type=TurnType.BROWSER):
+        if is_password_field(turn) and has_clear_text(turn):
+            raise Conflict(
+                f"turn {turn.seq} would have its text in clear on a password field: empty it or retarget it first",
+                [{"field": "edit", "message": "a password field's text is never stored"}],
+            )

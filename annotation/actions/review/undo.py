@@ -11,6 +11,7 @@ from ..errors import Conflict, NotFound, ValidationFailed
 from .access import check_can_curate
 from .curation import apply_metadata, apply_turn_states, current_order, turn_state
 from .revisions import kind_label, locked_review, record
+from .targets import check_no_clear_password
 
 UNDOABLE = (
     EditKind.DELETE,
@@ -135,4 +136,6 @@ def do_undo(user, demo, revision, edit_id) -> Edit:
         review = locked_review(demo, revision, user)
         check_not_overwritten(demo, review, edit)
         apply_state(demo, review, edit.kind, edit.before)
+        if edit.kind not in (EditKind.REORDER, EditKind.EDIT_METADATA):
+            check_no_clear_password(edit.before)  # raised inside the transaction: nothing applied
         return record(review, user, edit.kind, edit.after, edit.before, turn=edit.turn, undoes=edit)
