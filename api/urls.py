@@ -10,7 +10,7 @@ from rest_framework.routers import DefaultRouter
 
 from . import errors, manage, review
 from .agents import views as agents
-from .exports import imports, recuration
+from .exports import imports, recuration, replays
 from .exports import views as exports
 from .forms import views as forms
 from .mind2web import views as mind2web
@@ -71,6 +71,8 @@ urlpatterns = [
     # a project's splits and Mind2Web verification counts, each in its own area
     path("projects/<slug:name>/splits/", exports.ProjectSplitsView.as_view(), name="project-splits"),
     path("projects/<slug:name>/imports/", imports.ProjectImportsView.as_view(), name="project-imports"),
+    path("projects/<slug:name>/replays/", replays.ReplaysView.as_view(), name="project-replays"),
+    path("projects/<slug:name>/replays/<str:task>/", replays.ReplayView.as_view(), name="project-replay"),
     path("projects/<slug:name>/recuration/", recuration.RecurationView.as_view(), name="api-recuration"),
     path(
         "projects/<slug:name>/recuration/<str:release_id>/",

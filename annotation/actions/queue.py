@@ -22,7 +22,19 @@ PREDICTION = "workers.run_prediction"
 PACK_BLOBS = "workers.pack_demo_blobs"
 IMPORT = "workers.run_import_job"
 MIND2WEB_STEPS = "workers.process_mind2web_steps"
-TASK_NAMES = (EXPORT, EVALUATION, THUMBNAILS, REALIGN, AGENT_RUN, PREDICTION, PACK_BLOBS, IMPORT, MIND2WEB_STEPS)
+REPLAY = "workers.replay_task"
+TASK_NAMES = (
+    EXPORT,
+    EVALUATION,
+    THUMBNAILS,
+    REALIGN,
+    AGENT_RUN,
+    PREDICTION,
+    PACK_BLOBS,
+    IMPORT,
+    MIND2WEB_STEPS,
+    REPLAY,
+)
 
 
 def check_plain_args(args: tuple) -> None:

@@ -152,6 +152,12 @@ class Demonstration(models.Model):
         blank=True,
         help_text="Mind2Web verification: the reviewer's task description; the recorded one is kept as it was.",
     )
+    replay = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The last offline replay of the task from its HAR: {steps, replayed, first_failure, per_step, at} "
+        "(docs/mind2web.md#replay).",
+    )
     source_id = models.CharField(
         max_length=64,
         blank=True,

@@ -15,6 +15,7 @@ urlpatterns = [
     path("review/<str:name>/problems", problems.review_problems, name="review-problems"),
     path("review/<str:name>/revision", pages.review_revision, name="review-revision"),
     path("review/<str:name>/live", pages.review_live, name="review-live"),
+    path("review/<str:name>/replay", pages.review_replay, name="review-replay"),
     path("projects/<slug:name>/problem-kinds", problems.review_problem_kinds, name="review-problem-kinds"),
     path("review/<str:name>/turns/<int:turn_id>/page", pages.review_turn_page, name="review-turn-page"),
     path("review/<str:name>/turns/<int:turn_id>/elements", pages.review_turn_elements, name="review-turn-elements"),

@@ -10,13 +10,14 @@ from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
-from ...actions import Forbidden, MalformedJSON, ValidationFailed, check_blob_readable, live
+from ...actions import Conflict, Forbidden, MalformedJSON, ValidationFailed, check_blob_readable, live
 from ...actions import review as actions
+from ...actions.exports import replays
 from ...actions.exports.jobs import do_bulk_export
 from ...lib import jsonsafe
 from ...models import DemoMode
 from ...store.blobstore import has_thumbnail, read_blob, thumbnail_path
-from ..page_errors import action_errors, json_action_errors, refusal_kept
+from ..page_errors import action_errors, json_action_errors, refusal_kept, refusals_as_messages
 from . import demo_page, listing
 
 # op → function(user, demo, revision, body) -> Edit | Comment
@@ -124,7 +125,20 @@ def review_demo(request, name):
     """The review page of one demonstration."""
     demo = actions.check_demo_reviewable(request.user, name)
     context = demo_page.page_context(request.user, demo, read_blob)
-    return render(request, "review/demo.html", {**context, "session_url": session_url(request.user, demo)})
+    extra = {"session_url": session_url(request.user, demo), "replay": replays.replay_offer(request.user, demo)}
+    return render(request, "review/demo.html", {**context, **extra})
+
+
+@login_required
+@require_POST
+@action_errors
+def review_replay(request, name):
+    """The "Replay offline" button: queue a replay of the task from its HAR (docs/mind2web.md#replay)."""
+    demo = actions.check_demo_reviewable(request.user, name)
+    with refusals_as_messages(request, Conflict):  # no traffic: said on the page; others: the 403/404 pages
+        replays.do_request_replay(request.user, demo.project.name, {"task": replays.task_id(demo)})
+        messages.success(request, "Replay queued: its result shows here when the worker is done.")
+    return redirect("review-demo", name=demo.name)
 
 
 def session_url(user, demo) -> str:

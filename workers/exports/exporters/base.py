@@ -74,6 +74,7 @@ class ExportDemo:
     original: tuple = ()  # imported and unchanged: ((path in its folder, sha256), ...) of the release's files
     changes: dict | None = None  # imported: its entry in changes.json (docs/recuration.md)
     mind2web_steps: dict = field(default_factory=dict)  # Mind2Web: step key → its processed page part (or None)
+    replay: dict | None = None  # Mind2Web: the task's last offline replay, when one was run
 
 
 @dataclass

@@ -422,5 +422,7 @@ class Mind2WebExporter:
         snapshots = [(step.action_uid, step.snapshot) for step in done_steps]
         write_snapshots(out, annotation_id(demo), snapshots, blobs)
         raw = write_raw_dump(out, demo, annotation_id(demo), done_steps, blobs)
-        self.quality_extras[annotation_id(demo)] = {"raw_dump": raw}
+        self.quality_extras[annotation_id(demo)] = {"raw_dump": raw} | (
+            {"replay": demo.replay} if (demo.replay or {}).get("status") == "done" else {}
+        )
         return len(done_steps)
