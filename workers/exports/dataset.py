@@ -227,17 +227,16 @@ class RemoteStorageBlobs:
     def fetch_pack(self, demo_name: str, mine: dict) -> None:
         """The claimed blobs ``mine`` (sha256 → event) from the demo's pack; those not in it (or all of them, without
         a pack) handed to the pool to read on their own. A pack is only a copy: any failure to read it is too."""
-        pack, found = self.cache / f"{demo_name}.pack", set()
+        unpacking = packs.PackWriter(mine, self.cache)  # unpacked from the GET's body as it arrives
         try:
-            with pack.open("wb") as out:
-                self.reader.copy(packs.pack_name(demo_name), out)
-            found = packs.unpack(pack, mine, self.cache)
+            self.reader.copy(packs.pack_name(demo_name), unpacking)
         except FileNotFoundError:
             pass
         except Exception as error:  # a pack is only a copy: whatever went wrong, the blobs are read on their own
             log.warning("could not read the blob pack of %s (%s); reading its blobs one by one", demo_name, error)
         finally:
-            pack.unlink(missing_ok=True)
+            unpacking.close()
+            found = unpacking.found
             self.settle(found)
         missing = sorted(mine.keys() - found)
         for index, sha in enumerate(missing):

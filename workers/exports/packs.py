@@ -12,6 +12,7 @@ Format of ``blobpacks/<demo name>.pack``: ``MAGIC``, the length of the index (8 
 checked against its sha256 like any blob read from storage. Local storage has no packs: its blobs are hard-linked.
 """
 
+import hashlib
 import json
 import logging
 import os
@@ -85,34 +86,91 @@ def delete_pack(demo_name: str) -> None:
         default_storage.delete(pack_name(demo_name))
 
 
-def unpack(pack: Path, wanted: Iterable[str], cache: Path) -> set[str]:
-    """The ``wanted`` blobs found in the pack file, written into ``cache`` (named by sha256) once their bytes match
-    it; returns their sha256s. A blob that does not match is left out (read on its own instead), as is the rest of a
-    pack whose index does not fit its bytes."""
-    import hashlib
+class PackWriter:
+    """A write-only binary stream that unpacks a pack as its bytes arrive (``S3ObjectReader.copy(name, writer)``:
+    no copy of the pack is kept): each ``wanted`` blob is written into ``cache`` (named by sha256) once its bytes
+    match it, and listed in ``found``. A blob that does not match is left out (read on its own instead), as is the
+    rest of a pack whose head or index is not one. ``seek(0)`` (a retried GET) starts again; ``close()`` removes a
+    blob left half-written by a body cut short."""
 
-    wanted, found = set(wanted), set()
-    with pack.open("rb") as handle:
-        head = handle.read(len(MAGIC) + 8)
-        if len(head) < len(MAGIC) + 8 or not head.startswith(MAGIC):
-            return found
-        (length,) = struct.unpack(">Q", head[len(MAGIC) :])
-        try:
-            entries = json.loads(handle.read(length))["blobs"]
-        except (ValueError, KeyError, TypeError):
-            return found
-        for sha, size in entries:
-            if sha not in wanted or sha in found:
-                handle.seek(size, os.SEEK_CUR)
-                continue
-            data = handle.read(size)
-            if len(data) != size:
-                return found
-            if hashlib.sha256(data).hexdigest() != sha:
-                log.warning("pack %s: blob %s does not match its sha256; reading it on its own", pack.name, sha)
-                continue
-            partial = cache / f"{sha}.part"
-            partial.write_bytes(data)
-            partial.replace(cache / sha)
-            found.add(sha)
-    return found
+    def __init__(self, wanted: Iterable[str], cache: Path):
+        self.wanted, self.cache, self.found = set(wanted), cache, set()
+        self.seek(0)
+
+    def writable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if (offset, whence) != (0, os.SEEK_SET):
+            raise OSError("a pack writer only starts again from the beginning")
+        self.close()
+        self.head, self.entries, self.broken = bytearray(), None, False
+        self.entry, self.left, self.blob, self.digest = -1, 0, None, None  # the blob being read
+        return 0
+
+    def truncate(self, size=None) -> int:
+        return 0
+
+    def write(self, data) -> int:
+        view = memoryview(data)
+        while view and not self.broken:
+            if self.entries is None:
+                view = self.read_head(view)
+            elif self.left == 0:
+                self.next_entry()
+            else:
+                take, view = view[: self.left], view[self.left :]
+                self.left -= len(take)
+                if self.blob is not None:
+                    self.digest.update(take)
+                    self.blob.write(take)
+                if self.left == 0:
+                    self.end_entry()
+        return len(data)
+
+    def read_head(self, view: memoryview) -> memoryview:
+        """Gather ``MAGIC``, the index's length and the index; then parse it (``broken`` when it is not one)."""
+        fixed = len(MAGIC) + 8
+        need = fixed if len(self.head) < fixed else fixed + struct.unpack(">Q", self.head[len(MAGIC) : fixed])[0]
+        take = view[: need - len(self.head)]
+        self.head += take
+        view = view[len(take) :]
+        if len(self.head) == fixed and (not self.head.startswith(MAGIC) or self.head.endswith(bytes(8))):
+            self.broken = True  # not a pack, or an empty index
+        elif len(self.head) > fixed and len(self.head) == need:
+            try:
+                entries = json.loads(bytes(self.head[fixed:]))["blobs"]
+                self.entries = [(str(sha), int(size)) for sha, size in entries]
+            except (ValueError, KeyError, TypeError):
+                self.broken = True
+        return view
+
+    def next_entry(self) -> None:
+        self.entry += 1
+        if self.entry >= len(self.entries):  # bytes beyond the index: not a pack
+            self.broken = True
+            return
+        sha, self.left = self.entries[self.entry]
+        if sha in self.wanted and sha not in self.found:
+            self.blob, self.digest = (self.cache / f"{sha}.part").open("wb"), hashlib.sha256()
+        if self.left == 0:
+            self.end_entry()
+
+    def end_entry(self) -> None:
+        if self.blob is None:
+            return
+        sha = self.entries[self.entry][0]
+        self.blob.close()
+        partial, self.blob = self.cache / f"{sha}.part", None
+        if self.digest.hexdigest() != sha:
+            log.warning("a blob pack's blob %s does not match its sha256; reading it on its own", sha)
+            partial.unlink(missing_ok=True)
+            return
+        partial.replace(self.cache / sha)
+        self.found.add(sha)
+
+    def close(self) -> None:
+        if getattr(self, "blob", None) is not None:
+            self.blob.close()
+            (self.cache / f"{self.entries[self.entry][0]}.part").unlink(missing_ok=True)
+            self.blob = None
