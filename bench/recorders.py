@@ -19,6 +19,12 @@ short pause, as the recorder retries. After the run every recording is finished 
 the server answered 2xx for but did not store; ``duplicated`` is stored turns beyond one per action;
 ``not_uploaded`` is actions still waiting ``DRAIN_SECONDS`` after the last action's second (a real recorder keeps
 them in IndexedDB and sends them later; here the run stops).
+
+The baseline, run first: the same recorders at the same rate for ``bare_seconds`` (recorder i of N from the demo's
+(i/N)-th action, so the short run has the whole demo's mix of actions), their batches posted to ``bench.bare``
+served as the platform is (same uvicorn settings and process count): the token, the access check and the platform's
+``do_ingest_bundle``, with no request stack. ``server_cpu_ratio_vs_bare`` is the platform's server CPU per action
+over the bare one's (target ≤ 1.5); ``recorders_per_core`` is ``recorders_at_1s`` over the machine's cores.
 """
 
 import asyncio
@@ -128,11 +134,12 @@ class Prepared:
     payload: int
 
 
-def prepare(actions: Actions, count: int) -> list[Prepared]:
-    """The first ``count`` actions' batches, each with the blobs that action is the first to use."""
+def prepare(actions: Actions, count: int, offset: int = 0) -> list[Prepared]:
+    """``count`` actions' batches from the ``offset``-th on (after the last, the first again), each with the blobs
+    this recorder has not sent before."""
     prepared = []
-    for index in range(count):
-        turn, blobs = actions[index]
+    for index in range(offset, offset + count):
+        turn, blobs = actions[index % len(actions)]
         prepared.append(Prepared(turn["client_id"], *ingest.gzipped_batch([turn], blobs)))
     return prepared
 
@@ -314,6 +321,7 @@ def run(quick: bool = False) -> dict:
         "bare_upload_ms_p95": bare["upload_ms_p95"],
         "bare_seconds": size["bare_seconds"],
         "bare_uploaded": bare["uploaded"],
+        "bare_mb": bare["mb"],
         "recorders_at_1s": at_1s,
         "recorders_per_core": round(at_1s / (os.cpu_count() or 1), 1),
         "capacity_p95_ms": {str(n): p95 for n, p95 in capacity},  # None: the step lost or left actions
@@ -328,7 +336,7 @@ def bare_run(env: dict, port: int, tokens: list, spec, project: str, seconds: in
     log_path = Path(os.environ.get("VAR_DIR") or ingest.ROOT / "var") / "bench" / "recorders-bare-server.log"
     with ingest.asgi_server_process(env, log_path, workers, BARE_APP) as (bare_port, bare_server):
         play(port, tokens, spec, project, 1, mark="bw", upload_port=bare_port)  # untimed: each process warmed up
-        recorders, cpu = play(port, tokens, spec, project, seconds, bare_server.pid, mark="b", upload_port=bare_port)
+        recorders, cpu = play(port, tokens, spec, project, seconds, bare_server.pid, "b", bare_port, spread=True)
     stored = [recorder.stored() for recorder in recorders]
     done = figures(recorders, stored, {"seconds": seconds, "elements": 0}, spec)
     if done["lost"] or done["not_uploaded"] or done["duplicated"] or done["errors"]:
@@ -367,16 +375,21 @@ def play(
     server_pid: int | None = None,
     mark: str = "",
     upload_port: int | None = None,
+    spread: bool = False,
 ):
     """One timed run of ``len(tokens)`` recorders; returns them and the server's CPU seconds during the timed
     uploads (0 without ``server_pid``). ``mark`` makes this run's blobs its own (a later step must not find them
-    stored already); ``upload_port``: the server the batches go to (``port``'s by default)."""
+    stored already); ``upload_port``: the server the batches go to (``port``'s by default). ``spread``: recorder i
+    of N starts at the demo's (i/N)-th action, so that a run shorter than the demo uploads the same mix of actions
+    (chat turns, new pages, screenshots only) as a whole one, not its first seconds'."""
     originals = {hashlib.sha256(data).hexdigest(): (media_type, data) for data, media_type in spec.blobs}
     count = min(seconds, len(spec.turns))
     recorders = []
     for index, token in enumerate(tokens):
         own = f"{mark}r{index:03d}"
-        recorders.append(Recorder(port, token, spec, prepare(Actions(spec, originals, own), count), own, upload_port))
+        offset = index * len(spec.turns) // len(tokens) if spread else 0
+        prepared = prepare(Actions(spec, originals, own), count, offset)
+        recorders.append(Recorder(port, token, spec, prepared, own, upload_port))
     for recorder in recorders:
         recorder.begin(project)
     before = cpu.tree_cpu_seconds(server_pid) if server_pid else 0.0
