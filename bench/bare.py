@@ -2,21 +2,22 @@
 (``POST /api/recordings/<name>/bundle/``, token-authenticated) and does only the work a batch needs, with no
 framework request stack (no Django handler, middleware, DRF view, throttles or response rendering).
 
-Per batch, on one of ``REQUEST_THREADS`` long-lived threads (each with its own database connection, kept open):
-the token looked up (``hotsql.active_token``, one query), the recording and the uploader's role read with the
-platform's access check (``actions.check_demo_for_bundle``, one query), then the platform's own action,
-``actions.do_ingest_bundle``: inflate, every blob's sha256 and content (PNG, bboxes, HTML) checked and the turns
-validated, files written and fsynced, blob and turn rows inserted in one transaction, the live session told. The
-answer is the action's JSON. Served by ``config.serve`` with ``--app bench.bare:application``: the same uvicorn
-settings and process count as the platform (``bench.ingest.asgi_server_process``)."""
+Per batch, on one of ``REQUEST_THREADS`` long-lived threads (through ``sync_to_async``, as Django runs a view), each
+with its own database connection, kept open: the token looked up (``hotsql.active_token``, one query), the
+recording and the uploader's role read with the platform's access check (``actions.check_demo_for_bundle``, one
+query), then the platform's own action, ``actions.do_ingest_bundle``: inflate, every blob's sha256 and content (PNG,
+bboxes, HTML) checked and the turns validated, files written and fsynced, blob and turn rows inserted in one
+transaction, the live session told. The answer is the action's JSON. Served by ``config.serve`` with ``--app
+bench.bare:application``: the same uvicorn settings and process count as the platform
+(``bench.ingest.asgi_server_process``)."""
 
-import asyncio
 import json
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 
 import django
+from asgiref.sync import sync_to_async
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup(set_prefix=False)
@@ -74,8 +75,10 @@ async def application(scope, receive, send):
     if body is None:
         return await answer(send, 413, {"detail": "body exceeds INGEST_MAX_UPLOAD_BYTES", "code": "too_large"})
     args = (found[1], headers.get("authorization", ""), headers.get("content-type", ""))
-    status, data = await asyncio.get_running_loop().run_in_executor(
-        THREADS, ingest, *args, headers.get("content-encoding"), body
+    # through asgiref, as Django runs a view: the live notification's ``async_to_sync`` then runs on this event loop
+    # (a plain executor thread would start an event loop, and a Redis connection, per batch)
+    status, data = await sync_to_async(ingest, thread_sensitive=False, executor=THREADS)(
+        *args, headers.get("content-encoding"), body
     )
     await answer(send, status, data)
 

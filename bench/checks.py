@@ -10,6 +10,7 @@ validated, files written and fsynced, rows in one transaction, the live session 
 ``check_demo_writable`` and ``do_finish_recording``. The warm-up demos first, then ``ready`` on stdout; the timed
 demos once a line comes on stdin, then ``done``; then, untimed, every demo is read back (status, turn count)."""
 
+import asyncio
 import json
 import os
 import pickle
@@ -37,6 +38,15 @@ def upload(user, demo: dict) -> str:
     return name
 
 
+async def uploads(user, demos: list) -> list[str]:
+    """The demos uploaded one after another on a thread of asgiref's, as the server runs its views: the live
+    notifications' ``async_to_sync`` then runs on this event loop (without one it would start an event loop, and a
+    Redis connection, per batch)."""
+    from asgiref.sync import sync_to_async
+
+    return [await sync_to_async(upload)(user, demo) for demo in demos]
+
+
 def main(path: str) -> int:
     import django
 
@@ -48,11 +58,10 @@ def main(path: str) -> int:
 
     share = pickle.loads(Path(path).read_bytes())
     user = get_user_model().objects.get(username=share["username"])
-    for demo in share["warm"]:
-        upload(user, demo)
+    asyncio.run(uploads(user, share["warm"]))
     print("ready", flush=True)
     sys.stdin.readline()
-    names = [upload(user, demo) for demo in share["demos"]]
+    names = asyncio.run(uploads(user, share["demos"]))
     print("done", flush=True)
     for name, demo in zip(names, share["demos"], strict=True):
         stored = Demonstration.objects.get(name=name)
