@@ -243,15 +243,15 @@ def asgi_server(env: dict, log_path: Path, workers: int = 1):
 
 
 @contextlib.contextmanager
-def asgi_server_process(env: dict, log_path: Path, workers: int = 1):
+def asgi_server_process(env: dict, log_path: Path, workers: int = 1, app: str | None = None):
     """``asgi_server`` yielding ``(port, process)``: the process (its workers are its children) for reading the
     server's CPU time (``bench.cpu``). Started through ``devtools.processes.spawn``: its own process group, killed
-    by a watchdog if this process dies first."""
-    from config.server import server_command
+    by a watchdog if this process dies first. ``app``: another ASGI application served the same way (``bench.bare``)."""
+    from config.server import APPLICATION, server_command
 
     port = free_port()
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    process = spawn(server_command("127.0.0.1", port, workers), log_path, env)
+    process = spawn(server_command("127.0.0.1", port, workers, app or APPLICATION), log_path, env)
     try:
         wait_listening(port, process, log_path)
         yield port, process

@@ -19,6 +19,12 @@ short pause, as the recorder retries. After the run every recording is finished 
 the server answered 2xx for but did not store; ``duplicated`` is stored turns beyond one per action;
 ``not_uploaded`` is actions still waiting ``DRAIN_SECONDS`` after the last action's second (a real recorder keeps
 them in IndexedDB and sends them later; here the run stops).
+
+The baseline, run first: the same recorders at the same rate for ``bare_seconds`` (recorder i of N from the demo's
+(i/N)-th action, so the short run has the whole demo's mix of actions), their batches posted to ``bench.bare``
+served as the platform is (same uvicorn settings and process count): the token, the access check and the platform's
+``do_ingest_bundle``, with no request stack. ``server_cpu_ratio_vs_bare`` is the platform's server CPU per action
+over the bare one's (target ≤ 1.5); ``recorders_per_core`` is ``recorders_at_1s`` over the machine's cores.
 """
 
 import asyncio
@@ -40,8 +46,9 @@ from devtools.processes import scratch_database
 
 from . import cpu, ingest
 
-FULL = {"recorders": 100, "seconds": 60, "elements": 2000}
-QUICK = {"recorders": 4, "seconds": 4, "elements": 120}
+FULL = {"recorders": 100, "seconds": 60, "elements": 2000, "bare_seconds": 20}
+QUICK = {"recorders": 4, "seconds": 4, "elements": 120, "bare_seconds": 2}
+BARE_APP = "bench.bare:application"  # the baseline: the same batches, the same actions, no request stack
 # ``recorders_at_1s``: the recorder counts tried, in order, each for the run's seconds (steps of 50).
 CAPACITY = (50, 100, 150, 200, 250, 300)
 CAPACITY_QUICK = (2, 4)
@@ -127,11 +134,12 @@ class Prepared:
     payload: int
 
 
-def prepare(actions: Actions, count: int) -> list[Prepared]:
-    """The first ``count`` actions' batches, each with the blobs that action is the first to use."""
+def prepare(actions: Actions, count: int, offset: int = 0) -> list[Prepared]:
+    """``count`` actions' batches from the ``offset``-th on (after the last, the first again), each with the blobs
+    this recorder has not sent before."""
     prepared = []
-    for index in range(count):
-        turn, blobs = actions[index]
+    for index in range(offset, offset + count):
+        turn, blobs = actions[index % len(actions)]
         prepared.append(Prepared(turn["client_id"], *ingest.gzipped_batch([turn], blobs)))
     return prepared
 
@@ -148,9 +156,9 @@ class Recorder:
     recorders), against ~9 ms of server CPU. Starting and finishing the recording (untimed) go through
     ``ingest.Client``."""
 
-    def __init__(self, port: int, token: str, spec, prepared: list, mark: str):
+    def __init__(self, port: int, token: str, spec, prepared: list, mark: str, upload_port: int | None = None):
         self.client = ingest.Client(port, token, keep_pieces=False)
-        self.port, self.auth = port, f"Token {token}"
+        self.port, self.auth = upload_port or port, f"Token {token}"  # uploads to ``upload_port``: the baseline
         self.spec, self.prepared, self.mark, self.start_at = spec, prepared, mark, None
         self.latencies, self.answered, self.retries, self.name, self.error = [], [], 0, None, None
         self.sent = 0  # payload bytes of the uploads the server answered 2xx for
@@ -295,20 +303,45 @@ def run(quick: bool = False) -> dict:
             tokens = json.loads(ingest.manage(env, "shell", "-c", setup).strip().splitlines()[-1])
             workers = server_workers(database_url)
             with ingest.asgi_server_process(env, log_path, workers) as (port, server):
+                bare = bare_run(env, port, tokens[: size["recorders"]], spec, project, size["bare_seconds"], workers)
                 recorders, cpu = play(port, tokens[: size["recorders"]], spec, project, size["seconds"], server.pid)
                 stored = [recorder.stored() for recorder in recorders]
                 capacity = capacity_search(port, tokens, spec, project, size["seconds"], steps)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     figures_ = figures(recorders, stored, size, spec)
+    per_action = 1000 * cpu / max(1, figures_["uploaded"])
+    at_1s = max((n for n, p95 in capacity if p95 is not None and p95 <= 1000), default=0)
     return {
         **figures_,
         "server_cpu_seconds": round(cpu, 3),
-        "server_cpu_ms_per_action": round(1000 * cpu / max(1, figures_["uploaded"]), 2),
-        "recorders_at_1s": max((n for n, p95 in capacity if p95 is not None and p95 <= 1000), default=0),
+        "server_cpu_ms_per_action": round(per_action, 2),
+        "bare_cpu_ms_per_action": round(bare["cpu_ms_per_action"], 2),
+        "server_cpu_ratio_vs_bare": round(per_action / bare["cpu_ms_per_action"], 3),
+        "bare_upload_ms_p95": bare["upload_ms_p95"],
+        "bare_seconds": size["bare_seconds"],
+        "bare_uploaded": bare["uploaded"],
+        "bare_mb": bare["mb"],
+        "recorders_at_1s": at_1s,
+        "recorders_per_core": round(at_1s / (os.cpu_count() or 1), 1),
         "capacity_p95_ms": {str(n): p95 for n, p95 in capacity},  # None: the step lost or left actions
         "server_workers": workers,
     }
+
+
+def bare_run(env: dict, port: int, tokens: list, spec, project: str, seconds: int, workers: int) -> dict:
+    """The baseline: the same recorders at the same rate for ``seconds``, their batches posted to ``bench.bare``
+    served as the platform is (same uvicorn settings, same process count), recordings started and read back through
+    the platform on ``port``. Its server's CPU per action; a baseline that lost or left an action fails the run."""
+    log_path = Path(os.environ.get("VAR_DIR") or ingest.ROOT / "var") / "bench" / "recorders-bare-server.log"
+    with ingest.asgi_server_process(env, log_path, workers, BARE_APP) as (bare_port, bare_server):
+        play(port, tokens, spec, project, 1, mark="bw", upload_port=bare_port)  # untimed: each process warmed up
+        recorders, cpu = play(port, tokens, spec, project, seconds, bare_server.pid, "b", bare_port, spread=True)
+    stored = [recorder.stored() for recorder in recorders]
+    done = figures(recorders, stored, {"seconds": seconds, "elements": 0}, spec)
+    if done["lost"] or done["not_uploaded"] or done["duplicated"] or done["errors"]:
+        raise ingest.BenchError(f"the bare baseline did not store every action once: {done}")
+    return {**done, "cpu_ms_per_action": 1000 * cpu / max(1, done["uploaded"])}
 
 
 def capacity_search(port: int, tokens: list, spec, project: str, seconds: int, steps: tuple) -> list:
@@ -333,16 +366,30 @@ def server_workers(database_url: str | None) -> int:
     return max(1, os.cpu_count() or 1) if database_url else 1
 
 
-def play(port: int, tokens: list, spec, project: str, seconds: int, server_pid: int | None = None, mark: str = ""):
+def play(
+    port: int,
+    tokens: list,
+    spec,
+    project: str,
+    seconds: int,
+    server_pid: int | None = None,
+    mark: str = "",
+    upload_port: int | None = None,
+    spread: bool = False,
+):
     """One timed run of ``len(tokens)`` recorders; returns them and the server's CPU seconds during the timed
     uploads (0 without ``server_pid``). ``mark`` makes this run's blobs its own (a later step must not find them
-    stored already)."""
+    stored already); ``upload_port``: the server the batches go to (``port``'s by default). ``spread``: recorder i
+    of N starts at the demo's (i/N)-th action, so that a run shorter than the demo uploads the same mix of actions
+    (chat turns, new pages, screenshots only) as a whole one, not its first seconds'."""
     originals = {hashlib.sha256(data).hexdigest(): (media_type, data) for data, media_type in spec.blobs}
     count = min(seconds, len(spec.turns))
     recorders = []
     for index, token in enumerate(tokens):
         own = f"{mark}r{index:03d}"
-        recorders.append(Recorder(port, token, spec, prepare(Actions(spec, originals, own), count), own))
+        offset = index * len(spec.turns) // len(tokens) if spread else 0
+        prepared = prepare(Actions(spec, originals, own), count, offset)
+        recorders.append(Recorder(port, token, spec, prepared, own, upload_port))
     for recorder in recorders:
         recorder.begin(project)
     before = cpu.tree_cpu_seconds(server_pid) if server_pid else 0.0

@@ -55,16 +55,17 @@ def listening_socket(host: str, port: int) -> socket.socket:
 class Worker:
     """One server process, serving on ``sock``."""
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, app: str = APPLICATION):
         fd = sock.fileno()
         command = [sys.executable, "-m", "config.serve", "--child-fd", str(fd), "--parent", str(os.getpid())]
+        command += ["--app", app] if app != APPLICATION else []
         self.process = subprocess.Popen(command, pass_fds=[fd])
         sock.close()  # the process holds the socket now: it leaves the port's group when the process ends
 
 
 class Supervisor:
-    def __init__(self, host: str, port: int, workers: int):
-        self.host, self.port, self.count = host, port, workers
+    def __init__(self, host: str, port: int, workers: int, app: str = APPLICATION):
+        self.host, self.port, self.count, self.app = host, port, workers, app
         self.workers: list[Worker] = []
         self.stopping = False
 
@@ -72,7 +73,7 @@ class Supervisor:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self.stop)
         sockets = [listening_socket(self.host, self.port) for _ in range(self.count)]  # all bound before any serves
-        self.workers = [Worker(sock) for sock in sockets]
+        self.workers = [Worker(sock, self.app) for sock in sockets]
         log.info("serving on %s:%s with %d processes %s", self.host, self.port, self.count, self.pids())
         status = 0
         while not self.stopping:
@@ -99,7 +100,7 @@ class Supervisor:
                 log.error("server process %d could not start: stopping", worker.process.pid)
                 return code
             log.warning("server process %d exited with %d: starting another", worker.process.pid, code)
-            self.workers[index] = Worker(listening_socket(self.host, self.port))
+            self.workers[index] = Worker(listening_socket(self.host, self.port), self.app)
         return 0
 
     def stop_all(self) -> None:
@@ -145,14 +146,14 @@ def dies_with_this_process(sig: int = signal.SIGTERM, before=None):
     return preexec
 
 
-def serve_socket(fd: int, parent: int) -> int:
-    """A server process: uvicorn serving ``config.asgi`` on the inherited socket ``fd``; ends with its parent.
+def serve_socket(fd: int, parent: int, app: str = APPLICATION) -> int:
+    """A server process: uvicorn serving ``app`` (``config.asgi``) on the inherited socket ``fd``; ends with its parent.
     Returns ``STARTUP_FAILURE`` if it never served (the application did not load, or its startup failed)."""
     if not die_with_parent(parent):
         return 0
     import uvicorn
 
-    config = uvicorn.Config(APPLICATION, **UVICORN)
+    config = uvicorn.Config(app, **UVICORN)
     try:
         config.load()  # imports config.asgi: the settings' and the application's errors come here
     except SystemExit:  # uvicorn logged why
@@ -170,16 +171,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes (default: one per core)")
+    parser.add_argument("--app", default=APPLICATION, help=argparse.SUPPRESS)  # another ASGI app: the benchmarks'
     parser.add_argument("--child-fd", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--parent", type=int, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.child_fd is not None:
-        return serve_socket(options.child_fd, options.parent)
+        return serve_socket(options.child_fd, options.parent, options.app)
     if options.workers < 1:
         parser.error("--workers must be at least 1")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(message)s")
     try:
-        return Supervisor(options.host, options.port, options.workers).run()
+        return Supervisor(options.host, options.port, options.workers, options.app).run()
     except OSError as error:
         log.error("cannot listen on %s:%s: %s", options.host, options.port, error)
         return 1

@@ -32,12 +32,14 @@ def uvicorn_options() -> list[str]:
     return [part for key, value in UVICORN.items() for part in option(key, value)]
 
 
-def server_command(host: str, port: int, workers: int = 1) -> list[str]:
+def server_command(host: str, port: int, workers: int = 1, app: str = APPLICATION) -> list[str]:
     """uvicorn serving HTTP and WebSocket (``config.asgi``). Not Daphne: Daphne receives a whole request body before
     the application runs, so a size or credential check could only come after a 300 MB upload (docs/limits.md);
     uvicorn hands the body over as it arrives and stops reading while the application does not ask for more.
     ``workers`` > 1: that many processes on the port, each with its own listening socket so that connections spread
-    evenly (``config.serve``; production: one per core, docs/deployment.md)."""
+    evenly (``config.serve``; production: one per core, docs/deployment.md). ``app``: another ASGI application
+    served the same way (the benchmarks' baselines)."""
     if workers > 1:
-        return [sys.executable, "-m", "config.serve", "--host", host, "--port", str(port), "--workers", str(workers)]
-    return [sys.executable, "-m", "uvicorn", APPLICATION, "--host", host, "--port", str(port)] + uvicorn_options()
+        command = [sys.executable, "-m", "config.serve", "--host", host, "--port", str(port), "--workers", str(workers)]
+        return command + (["--app", app] if app != APPLICATION else [])
+    return [sys.executable, "-m", "uvicorn", app, "--host", host, "--port", str(port)] + uvicorn_options()

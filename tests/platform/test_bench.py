@@ -77,6 +77,13 @@ def test_quick_recorders_bench_uploads_every_action_once_through_the_real_server
     assert list(steps) == [str(count) for count in recorders.CAPACITY_QUICK[: len(steps)]]
     held = [int(count) for count, p95 in steps.items() if p95 is not None and p95 <= 1000]
     assert figures["recorders_at_1s"] == max(held, default=0)
+    assert figures["recorders_per_core"] == pytest.approx(figures["recorders_at_1s"] / os.cpu_count(), abs=0.05)
+    # the bare baseline (bench.bare) stored every action of its run once, else the section fails
+    assert figures["bare_uploaded"] == size["recorders"] * size["bare_seconds"]
+    assert figures["bare_cpu_ms_per_action"] > 0
+    ratio = figures["server_cpu_ms_per_action"] / figures["bare_cpu_ms_per_action"]
+    assert figures["server_cpu_ratio_vs_bare"] == pytest.approx(ratio, rel=0.05)
+    assert (tmp_path / "bench" / "recorders-bare-server.log").stat().st_size > 0
 
 
 def test_tree_cpu_counts_the_processes_under_a_process():
@@ -120,3 +127,37 @@ def test_each_recorder_sends_valid_blobs_of_its_own(db):
 
 def ingest_sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def test_the_bare_baseline_is_served_as_the_platform_is():
+    from config.server import APPLICATION, server_command, uvicorn_options
+
+    platform, bare = server_command("127.0.0.1", 1, 2), server_command("127.0.0.1", 1, 2, recorders.BARE_APP)
+    assert bare == [*platform, "--app", recorders.BARE_APP]  # config.serve: the same processes, uvicorn settings
+    one = server_command("127.0.0.1", 1, 1, recorders.BARE_APP)
+    assert one == [part if part != APPLICATION else recorders.BARE_APP for part in server_command("127.0.0.1", 1, 1)]
+    assert one[-len(uvicorn_options()) :] == uvicorn_options()
+
+
+def test_the_bare_baseline_answers_only_token_authenticated_batches():
+    import asyncio
+
+    from bench import bare
+
+    async def call(method, path, headers=()):
+        sent = []
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "method": method, "path": path, "headers": list(headers)}
+        await bare.application(scope, receive, send)
+        return sent[0]["status"], json.loads(sent[1]["body"])
+
+    assert asyncio.run(call("GET", "/api/recordings/x/bundle/"))[0] == 404
+    assert asyncio.run(call("POST", "/api/recordings/"))[0] == 404
+    status, body = asyncio.run(call("POST", "/api/recordings/x/bundle/", [(b"authorization", b"Bearer x")]))
+    assert (status, body["code"]) == (401, "not_authenticated")

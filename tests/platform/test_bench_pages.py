@@ -45,4 +45,7 @@ def test_quick_ingest_parallel_bench_stores_every_clients_sessions(tmp_path):
     assert figures["demos"] >= 4  # the bench read every demo back with all its turns (check_stored)
     assert figures["turns"] > 0
     assert figures["ratio_vs_raw"] == pytest.approx(figures["mb_per_s"] / figures["raw_write_mb_per_s"], rel=0.02)
+    # the 4 in-process workers (bench.checks) stored and read back every demo, else the section fails
+    assert figures["checks_mb_per_s"] > 0
+    assert figures["ratio_vs_checks"] == pytest.approx(figures["mb_per_s"] / figures["checks_mb_per_s"], rel=0.02)
     assert figures["server_cpu_seconds"] > 0
