@@ -5,6 +5,7 @@ Only their shape is checked here, with the place of a problem named (``log.entri
 Mind2Web export and offline replay read, and, as defence in depth behind the recorder, no cookie or credential header
 (the bytes are content-addressed, so a HAR carrying one is refused, not rewritten)."""
 
+from .redact import is_secret_parameter
 from .schema import RAW_FIELDS, FieldError, is_number
 
 MASK = "********"  # a private value as the recorder masks it (docs/recorder-privacy.md)
@@ -46,7 +47,14 @@ def check_headers(headers: list, where: str) -> list[FieldError]:
             errors.append(FieldError(f"{at}.value", "expected a string"))
         elif header["name"].strip().lower() in SECRET_HEADERS:
             errors.append(FieldError(at, f"{header['name']} headers are never kept (docs/recorder-privacy.md)"))
+        elif is_secret_header(header["name"]) and header["value"] not in ("", MASK):
+            errors.append(FieldError(f"{at}.value", f"{header['name']} is a credential: its value is kept masked"))
     return errors
+
+
+def is_secret_header(name: str) -> bool:
+    """A credential by its name (``X-Auth-Token``, ``X-Api-Key``): the recorder masks its value (lib/har.js)."""
+    return not name.strip().startswith(":") and is_secret_parameter(name.strip())
 
 
 def check_message(message, keys: dict, where: str) -> list[FieldError]:

@@ -3,7 +3,8 @@
  * events, and the DOM snapshot (DOMSnapshot.captureSnapshot) with a documented subset of computed styles.
  *
  * Privacy (docs/recorder-privacy.md#traffic-and-dom-snapshots-step-mode): Cookie, Set-Cookie, Authorization and
- * Proxy-Authorization headers are dropped and `cookies` is always []; every URL, header value and body kept goes
+ * Proxy-Authorization headers are dropped, a header named as a secret URL parameter would be (X-Auth-Token) keeps
+ * its name only, and `cookies` is always []; every URL, header value and body kept goes
  * through the redactor (private values in any encoding, secret URL parameters); no body at all (request or
  * response) of a request sent while the tab's page had a private field, or of a step whose page has one; the DOM
  * snapshot of such a page is not kept (as MHTML is not).
@@ -30,6 +31,7 @@
   const DOM_FORMAT = "webtasks-dom-snapshot/1";
   const CREATOR = { name: "webtasks-recorder", version: "1" };
   const NOT_KEPT = "not kept: the page had a private field";
+  const redact = (root.WebTasks && root.WebTasks.redact) || require("./redact.js");
 
   /** The traffic of one tab from CDP Network events; take() hands over the finished requests since the last take. */
   class NetworkLog {
@@ -99,8 +101,11 @@
   function headerList(headers, redactor) {
     const out = [];
     for (const [name, value] of Object.entries(headers || {})) {
-      if (SECRET_HEADERS.has(name.trim().toLowerCase())) continue;
-      for (const one of String(value).split("\n")) out.push({ name, value: mask(one, redactor) });
+      const key = name.trim().toLowerCase();
+      if (SECRET_HEADERS.has(key)) continue;
+      // A credential by its name (X-Auth-Token, X-Api-Key, X-CSRF-Token): its name kept, as a secret URL parameter's.
+      const secret = !key.startsWith(":") && redact.isSecretParameter(key);
+      for (const one of String(value).split("\n")) out.push({ name, value: secret ? redact.MASK : mask(one, redactor) });
     }
     return out;
   }

@@ -1,0 +1,41 @@
+/*
+ * lib/har.js under attack (issue 39 review): credentials in custom headers, a body larger than the limit once
+ * decompressed, a password value in a DOM snapshot the page check missed (closed shadow root, autofill, a short one),
+ * and requests of a private page after a top-frame navigation that did not replace it (204, download).
+ */
+"use strict";
+
+const test = require("node:test");
+const assert = require("node:assert/strict");
+
+const { NetworkLog, buildHar, captureDom, LIMITS } = require("../lib/har.js");
+const { Redactor } = require("../lib/redact.js");
+
+const TOKEN = "tok-9f8e7d6c5b4a";
+
+function sent(log, id, url, extra = {}) {
+  log.event("Network.requestWillBeSent", {
+    requestId: id, type: "XHR", timestamp: 100, wallTime: 1700000000, frameId: "top", loaderId: "L1",
+    request: { method: "GET", url, headers: { Accept: "*/*" } }, ...extra,
+  });
+}
+
+function answered(log, id, mimeType = "application/json", headers = {}, size = 20) {
+  log.event("Network.responseReceived", { requestId: id, response: { status: 200, statusText: "OK", mimeType, headers } });
+  log.event("Network.loadingFinished", { requestId: id, timestamp: 100.25, encodedDataLength: size });
+}
+
+test("credential headers by name (X-Auth-Token, X-Api-Key, X-CSRF-Token, any case) keep their name, not their value", async () => {
+  const log = new NetworkLog({ fetchBody: async () => ({ body: "{}", base64Encoded: false }) });
+  sent(log, "r1", "https://api.test/me", {
+    request: { method: "GET", url: "https://api.test/me", headers: { "X-Auth-Token": TOKEN, "x-api-key": TOKEN, "X-CSRF-Token": TOKEN, Accept: "*/*" } },
+  });
+  answered(log, "r1", "application/json", { "X-Session-Id": TOKEN, "Content-Type": "application/json" });
+  const text = JSON.stringify(await buildHar(log.take(), { redactor: new Redactor([]) }));
+  assert.ok(!text.includes(TOKEN), text);
+  const [entry] = JSON.parse(text).log.entries;
+  assert.deepEqual(entry.request.headers.map((h) => [h.name, h.value]), [
+    ["X-Auth-Token", "********"], ["x-api-key", "********"], ["X-CSRF-Token", "********"], ["Accept", "*/*"],
+  ]);
+  assert.deepEqual(entry.response.headers.map((h) => h.name), ["X-Session-Id", "Content-Type"]);
+});
