@@ -184,7 +184,8 @@
       if (TEXT_TYPE.test(content.mimeType)) content.comment = NOT_KEPT;
     } else if (record.body) {
       const text = decode(await record.body);
-      if (text !== null && text.length <= budget.left) {
+      // The limit holds for the body as decoded: a compressed one is far smaller on the wire (record.size).
+      if (text !== null && text.length <= Math.min(LIMITS.BODY_BYTES, budget.left)) {
         budget.left -= text.length;
         content.text = mask(text, redactor);
       } else content.comment = "not kept: over the size limit or not text";

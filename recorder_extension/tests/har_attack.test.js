@@ -39,3 +39,13 @@ test("credential headers by name (X-Auth-Token, X-Api-Key, X-CSRF-Token, any cas
   ]);
   assert.deepEqual(entry.response.headers.map((h) => h.name), ["X-Session-Id", "Content-Type"]);
 });
+
+test("a response body over the per-body limit once decoded is not kept, however small it was on the wire", async () => {
+  const big = JSON.stringify({ rows: "x".repeat(LIMITS.BODY_BYTES + 10) });
+  const log = new NetworkLog({ fetchBody: async () => ({ body: big, base64Encoded: false }) });
+  sent(log, "gz", "https://api.test/rows");
+  answered(log, "gz", "application/json", { "Content-Encoding": "gzip" }, 2000);
+  const [entry] = (await buildHar(log.take())).log.entries;
+  assert.equal(entry.response.content.text, undefined);
+  assert.match(entry.response.content.comment, /over the size limit/);
+});
