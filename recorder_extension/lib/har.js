@@ -32,6 +32,7 @@
   const CREATOR = { name: "webtasks-recorder", version: "1" };
   const NOT_KEPT = "not kept: the page had a private field";
   const redact = (root.WebTasks && root.WebTasks.redact) || require("./redact.js");
+  const privacy = (root.WebTasks && root.WebTasks.privacy) || require("./privacy.js");
 
   /** The traffic of one tab from CDP Network events; take() hands over the finished requests since the last take. */
   class NetworkLog {
@@ -209,7 +210,47 @@
   async function captureDom(send, url, redactor = null) {
     const snapshot = await send("DOMSnapshot.captureSnapshot", { computedStyles: DOM_STYLES, includeDOMRects: true });
     const strings = (snapshot.strings || []).map((s) => mask(s, redactor));
-    return { format: DOM_FORMAT, url: mask(url || "", redactor), computedStyles: DOM_STYLES, documents: snapshot.documents || [], strings };
+    const documents = snapshot.documents || [];
+    maskInputs(documents, snapshot.strings || [], strings, redactor);
+    return { format: DOM_FORMAT, url: mask(url || "", redactor), computedStyles: DOM_STYLES, documents, strings };
+  }
+
+  /**
+   * Whatever the page check found (a closed shadow root's or an autofilled field escapes it): the value (live or
+   * attribute) of a password or credential-autocomplete input, and an input's or textarea's value that is a private
+   * value as a whole (a short one too), become MASK in `strings` (wherever else the page shows it too). `raw`: the
+   * strings before redaction.
+   */
+  function maskInputs(documents, raw, strings, redactor) {
+    const masked = (at) => {
+      if (typeof raw[at] === "string" && raw[at] !== "") strings[at] = redact.MASK;
+    };
+    for (const doc of documents) {
+      const nodes = (doc && doc.nodes) || {};
+      const attributes = Array.isArray(nodes.attributes) ? nodes.attributes : [];
+      const secret = attributes.map((pairs) => isSecretInput(pairs, raw));
+      attributes.forEach((pairs, node) => {
+        if (!secret[node]) return;
+        for (let i = 0; i + 1 < pairs.length; i += 2) if (String(raw[pairs[i]]).toLowerCase() === "value") masked(pairs[i + 1]);
+      });
+      for (const rare of [nodes.inputValue, nodes.textValue]) {
+        if (!rare || !Array.isArray(rare.index) || !Array.isArray(rare.value)) continue;
+        rare.value.forEach((at, i) => {
+          if (secret[rare.index[i]] || (redactor && redactor.isValue(raw[at]))) masked(at);
+        });
+      }
+    }
+  }
+
+  function isSecretInput(pairs, raw) {
+    if (!Array.isArray(pairs)) return false;
+    for (let i = 0; i + 1 < pairs.length; i += 2) {
+      const name = String(raw[pairs[i]]).toLowerCase();
+      const tokens = String(raw[pairs[i + 1]]).trim().toLowerCase().split(/\s+/);
+      if (name === "type" && tokens[0] === "password") return true;
+      if (name === "autocomplete" && privacy.SENSITIVE_AUTOCOMPLETE.has(tokens[tokens.length - 1])) return true;
+    }
+    return false;
   }
 
   const api = { LIMITS, SECRET_HEADERS, DOM_STYLES, DOM_FORMAT, NetworkLog, buildHar, captureDom, timingsOf };

@@ -49,3 +49,29 @@ test("a response body over the per-body limit once decoded is not kept, however 
   assert.equal(entry.response.content.text, undefined);
   assert.match(entry.response.content.comment, /over the size limit/);
 });
+
+function passwordSnapshot(value, type = "password", autocomplete = null) {
+  // strings: 0 "INPUT", 1 "type", 2 type, 3 the value, 4 "autocomplete", 5 its value
+  const attributes = [1, 2, ...(autocomplete ? [4, 5] : [])];
+  return {
+    documents: [{ nodes: { nodeName: [0], attributes: [attributes], inputValue: { index: [0], value: [3] } }, layout: {} }],
+    strings: ["INPUT", "type", type, value, "autocomplete", autocomplete || ""],
+  };
+}
+
+test("a password input's value never stays in a DOM snapshot, whether the recorder knew it or not", async () => {
+  for (const [value, type, autocomplete, known] of [
+    ["Autofilled-Pass-77", "password", null, []], // a closed shadow root's field the page check missed, autofilled
+    ["ab1", "PASSWORD", null, ["ab1"]], // a short typed password: text() masks only 4 characters or more
+    ["card-4111111111111111", "text", "cc-number", []],
+  ]) {
+    const dom = await captureDom(async () => passwordSnapshot(value, type, autocomplete), "https://x.test/", new Redactor(known));
+    const text = JSON.stringify(dom);
+    assert.ok(!text.includes(value), `${value} in ${text}`);
+    assert.equal(dom.strings[dom.documents[0].nodes.inputValue.value[0]], "********");
+  }
+  const area = { documents: [{ nodes: { attributes: [[]], textValue: { index: [0], value: [1] } }, layout: {} }], strings: ["TEXTAREA", "pin"] };
+  assert.deepEqual((await captureDom(async () => area, "", new Redactor(["pin"]))).strings, ["TEXTAREA", "********"]);
+  const plain = await captureDom(async () => passwordSnapshot("blue shoes", "search"), "https://x.test/", new Redactor([]));
+  assert.equal(plain.strings[plain.documents[0].nodes.inputValue.value[0]], "blue shoes", "other inputs keep their value");
+});
