@@ -43,6 +43,7 @@
       this.pending = new Map();
       this.done = [];
       this.private = false;
+      this.navigation = null; // the loader id of the top frame's last navigation, until its page sends a request
     }
 
     /** Requests sent from now on were sent from a page with (or without) a private field. */
@@ -60,12 +61,18 @@
           Object.assign(record, { response: params.redirectResponse, redirectURL: params.request.url, finished: params.timestamp });
           this.finish(id, record);
         }
+        const topFrame = Boolean(this.mainFrame) && params.frameId === this.mainFrame;
+        // The top frame's next page is in place once a request of its document comes (the navigation's loader id):
+        // what it sends is its own (judged at the next step). A navigation that left the page (204, a download) is not.
+        if (topFrame && this.navigation && params.loaderId === this.navigation && params.type !== "Document") {
+          this.private = false;
+          this.navigation = null;
+        }
         this.pending.set(id, {
           request: params.request, type: params.type || "", started: params.timestamp, wallTime: params.wallTime,
           private: this.private || Boolean(record && record.private),
         });
-        // The top frame navigates: what the next page sends is its own (judged at the next step), not the last one's.
-        if (params.type === "Document" && this.mainFrame && params.frameId === this.mainFrame) this.private = false;
+        if (topFrame && params.type === "Document") this.navigation = params.loaderId || id;
       } else if (!record) {
         return;
       } else if (method === "Network.responseReceived") {

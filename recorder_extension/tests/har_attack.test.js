@@ -75,3 +75,25 @@ test("a password input's value never stays in a DOM snapshot, whether the record
   const plain = await captureDom(async () => passwordSnapshot("blue shoes", "search"), "https://x.test/", new Redactor([]));
   assert.equal(plain.strings[plain.documents[0].nodes.inputValue.value[0]], "blue shoes", "other inputs keep their value");
 });
+
+test("a top-frame navigation that leaves the private page in place (204, download) does not unlock its bodies", async () => {
+  const log = new NetworkLog({ mainFrame: "top", fetchBody: async () => ({ body: `{"echo": "${TOKEN}"}`, base64Encoded: false }) });
+  log.setPrivate(true);
+  sent(log, "nav", "https://shop.test/ping", { type: "Document", loaderId: "nav" });
+  log.event("Network.responseReceived", { requestId: "nav", response: { status: 204, mimeType: "text/html", headers: {} } });
+  log.event("Network.loadingFinished", { requestId: "nav", timestamp: 100.2, encodedDataLength: 0 });
+  // The login page is still there (its loader L1) and sends the password.
+  sent(log, "login", "https://shop.test/api/login", {
+    request: { method: "POST", url: "https://shop.test/api/login", headers: { "Content-Type": "application/json" }, hasPostData: true, postData: `{"password": "${TOKEN}"}` },
+  });
+  answered(log, "login");
+  // A real new document (its requests carry the navigation's loader) does keep its bodies.
+  sent(log, "nav2", "https://shop.test/home", { type: "Document", loaderId: "nav2" });
+  answered(log, "nav2", "text/html");
+  sent(log, "next", "https://shop.test/api/feed", { loaderId: "nav2" });
+  answered(log, "next");
+  const entries = (await buildHar(log.take())).log.entries;
+  const login = entries.find((e) => e.request.url.endsWith("/login"));
+  assert.ok(!JSON.stringify(login).includes(TOKEN), JSON.stringify(login));
+  assert.equal(entries.find((e) => e.request.url.endsWith("/feed")).response.content.text, `{"echo": "${TOKEN}"}`);
+});
