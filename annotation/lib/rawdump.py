@@ -143,32 +143,53 @@ def check_dom_snapshot(value) -> list[FieldError]:
                 isinstance(document.get(key), dict) for key in ("nodes", "layout")
             ):
                 errors.append(FieldError(f"documents[{index}]", "expected an object with nodes and layout"))
-            elif isinstance(value.get("strings"), list) and has_password_value(document["nodes"], value["strings"]):
+            elif found := password_value(document["nodes"], value.get("strings")):
                 # Defence in depth behind the recorder, which keeps no DOM snapshot of a page with private fields.
-                message = "a password input's value is never kept (docs/recorder-privacy.md)"
-                errors.append(FieldError(f"documents[{index}].nodes.inputValue", message))
+                message = "a password or credential input's value is never kept (docs/recorder-privacy.md)"
+                errors.append(FieldError(f"documents[{index}].nodes.{found}", message))
     return errors
 
 
 def string_at(strings: list, index) -> str:
-    return strings[index] if isinstance(index, int) and 0 <= index < len(strings) else ""
+    text = strings[index] if isinstance(index, int) and 0 <= index < len(strings) else ""
+    return text if isinstance(text, str) else ""  # a non-string is named by check_dom_snapshot, not read here
 
 
-def has_password_value(nodes: dict, strings: list) -> bool:
-    """Whether an ``<input type=password>`` of the snapshot has a value other than "" or the mask (CDP's rare string
-    data ``inputValue`` ``{index: [node], value: [string]}``; ``attributes``: per node, name and value indexes)."""
-    values, attributes = nodes.get("inputValue"), nodes.get("attributes")
-    if not isinstance(values, dict) or not isinstance(attributes, list):
-        return False
-    nodes_with, texts = values.get("index"), values.get("value")
-    if not isinstance(nodes_with, list) or not isinstance(texts, list):
-        return False
-    for node, text in zip(nodes_with, texts, strict=False):
-        if string_at(strings, text) in ("", MASK) or not isinstance(node, int) or not 0 <= node < len(attributes):
-            continue
-        pairs = attributes[node] if isinstance(attributes[node], list) else []
-        names = [string_at(strings, i).lower() for i in pairs[0::2]]
-        kinds = [string_at(strings, i).strip().lower() for i in pairs[1::2]]
-        if ("type", "password") in zip(names, kinds, strict=False):
+# An input whose autocomplete ends with one of these holds a credential (recorder_extension/lib/privacy.js).
+SENSITIVE_AUTOCOMPLETE = ("current-password", "new-password", "one-time-code", "cc-number", "cc-csc", "cc-exp")
+AUTOCOMPLETE_PAIRS = frozenset(
+    ("autocomplete", token) for token in (*SENSITIVE_AUTOCOMPLETE, "cc-exp-month", "cc-exp-year")
+)
+
+
+def is_secret_input(pairs, strings: list) -> bool:
+    """Whether a node's attributes (name and value string indexes) make it a password or credential input."""
+    pairs = pairs if isinstance(pairs, list) else []
+    for name, kind in zip(pairs[0::2], pairs[1::2], strict=False):
+        name, tokens = string_at(strings, name).lower(), string_at(strings, kind).strip().lower().split()
+        if tokens and ((name, tokens[0]) == ("type", "password") or (name, tokens[-1]) in AUTOCOMPLETE_PAIRS):
             return True
     return False
+
+
+def password_value(nodes: dict, strings: list) -> str | None:
+    """Where a password or credential input of the snapshot has a value other than "" or the mask: ``inputValue``
+    (CDP's rare string data ``{index: [node], value: [string]}``) or ``attributes`` (its ``value`` attribute); None."""
+    attributes = nodes.get("attributes")
+    if not isinstance(attributes, list) or not isinstance(strings, list):
+        return None
+    secret = {node for node, pairs in enumerate(attributes) if is_secret_input(pairs, strings)}
+    for node in secret:
+        pairs = attributes[node]
+        for name, text in zip(pairs[0::2], pairs[1::2], strict=False):
+            if string_at(strings, name).lower() == "value" and string_at(strings, text) not in ("", MASK):
+                return "attributes"
+    values = nodes.get("inputValue")
+    nodes_with = values.get("index") if isinstance(values, dict) else None
+    texts = values.get("value") if isinstance(values, dict) else None
+    if not isinstance(nodes_with, list) or not isinstance(texts, list):
+        return None
+    for node, text in zip(nodes_with, texts, strict=False):
+        if isinstance(node, int) and node in secret and string_at(strings, text) not in ("", MASK):
+            return "inputValue"
+    return None

@@ -3,7 +3,7 @@ annotator's token must not get past the server with (the recorder is not the onl
 
 import pytest
 
-from tests.support.rawdump import changed, har, har_blob, har_entry
+from tests.support.rawdump import changed, dom_blob, dom_snapshot, har, har_blob, har_entry
 from tests.support.recorder import assert_nothing_stored, put_blob
 
 
@@ -35,3 +35,42 @@ def test_a_credential_header_by_its_name_with_a_value_is_a_400_naming_it(client,
 )
 def test_a_masked_credential_header_and_ordinary_ones_are_accepted(client, name, value):
     assert put_blob(client, har_blob(with_header(name, value))).status_code == 201
+
+
+def with_field(attributes: list[str], value: str | None = None) -> dict:
+    """A DOM snapshot with one ``<input>`` of these attributes (name, value, ...) and maybe a live value."""
+    snapshot = dom_snapshot()
+    first = len(snapshot["strings"])
+    snapshot["strings"] += ["INPUT", *attributes, *([] if value is None else [value])]
+    nodes = snapshot["documents"][0]["nodes"]
+    nodes["attributes"] = [[], [], list(range(first + 1, first + 1 + len(attributes)))]
+    if value is not None:
+        nodes["inputValue"] = {"index": [2], "value": [first + 1 + len(attributes)]}
+    return snapshot
+
+
+@pytest.mark.parametrize(
+    ("snapshot", "field"),
+    [
+        (with_field(["type", "password", "value", "Zq7-Secret"]), "attributes"),
+        (with_field(["autocomplete", "section-a current-password"], "Zq7-Secret"), "inputValue"),
+        (with_field(["type", "text", "autocomplete", "cc-number"], "4111111111111111"), "inputValue"),
+    ],
+    ids=["password-value-attribute", "autocomplete-password", "card-number"],
+)
+def test_a_dom_snapshot_with_a_credential_fields_value_is_a_400_naming_it(client, media_storage, snapshot, field):
+    response = put_blob(client, dom_blob(snapshot))
+
+    assert response.status_code == 400, response.content
+    assert [error["field"] for error in response.json()["errors"]] == [f"documents[0].nodes.{field}"]
+    assert_nothing_stored(None, media_storage)
+
+
+def test_a_dom_snapshot_with_a_string_that_is_not_one_is_a_400_not_a_500(client, media_storage):
+    snapshot = with_field(["type", "password"], "Zq7-Secret")
+    snapshot["strings"][-3] = 5  # "type"
+
+    response = put_blob(client, dom_blob(snapshot))
+
+    assert response.status_code == 400, response.content
+    assert [error["field"] for error in response.json()["errors"]] == ["strings"]
