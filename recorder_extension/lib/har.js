@@ -44,6 +44,9 @@
       this.done = [];
       this.private = false;
       this.navigation = null; // the loader id of the top frame's last navigation, until its page sends a request
+      // Memory between two steps (a page polling for an hour): the requests a HAR keeps, the bodies it can keep.
+      this.over = 0; // requests finished since the last take() and not held (LIMITS.ENTRIES)
+      this.bodyBytes = 0; // bodies held since the last take()
     }
 
     /** Requests sent from now on were sent from a page with (or without) a private field. */
@@ -55,7 +58,9 @@
       if (!params || typeof params.requestId !== "string") return;
       const id = params.requestId;
       const record = this.pending.get(id);
-      if (method === "Network.requestWillBeSent") {
+      if (method === "Network.requestWillBeSent" && !record && this.pending.size >= LIMITS.ENTRIES) {
+        this.over += 1; // never answered ones (long polls, streams) hold no more than the entries of a step
+      } else if (method === "Network.requestWillBeSent") {
         if (record && params.redirectResponse) {
           // A redirect keeps the request id: the hop before ends here with the redirect's response.
           Object.assign(record, { response: params.redirectResponse, redirectURL: params.request.url, finished: params.timestamp });
@@ -79,8 +84,8 @@
         record.response = params.response;
       } else if (method === "Network.loadingFinished") {
         Object.assign(record, { finished: params.timestamp, size: params.encodedDataLength });
-        if (this.fetchBody && wantsBody(record)) {
-          record.body = Promise.resolve(this.fetchBody(id)).catch(() => null);
+        if (this.fetchBody && wantsBody(record) && this.done.length < LIMITS.ENTRIES) {
+          record.body = Promise.resolve(this.fetchBody(id)).then((found) => this.held(decode(found)), () => null);
         }
         this.finish(id, record);
       } else if (method === "Network.loadingFailed") {
@@ -91,12 +96,23 @@
 
     finish(id, record) {
       this.pending.delete(id);
-      this.done.push(record);
+      if (this.done.length < LIMITS.ENTRIES) this.done.push(record);
+      else this.over += 1;
     }
 
+    /** A decoded body, held only within the limits (one body, the step's bodies); else null. */
+    held(text) {
+      if (text === null || text.length > Math.min(LIMITS.BODY_BYTES, LIMITS.STEP_BODY_BYTES - this.bodyBytes)) return null;
+      this.bodyBytes += text.length;
+      return text;
+    }
+
+    /** The finished requests since the last take (`over`: how many more were not held). */
     take() {
-      const out = this.done;
+      const out = this.over ? Object.assign(this.done, { over: this.over }) : this.done;
       this.done = [];
+      this.over = 0;
+      this.bodyBytes = 0;
       return out;
     }
   }
@@ -191,7 +207,7 @@
     if (!keep) {
       if (TEXT_TYPE.test(content.mimeType)) content.comment = NOT_KEPT;
     } else if (record.body) {
-      const text = decode(await record.body);
+      const text = await record.body; // decoded, or null (lib/har.js NetworkLog.held)
       // The limit holds for the body as decoded: a compressed one is far smaller on the wire (record.size).
       if (text !== null && text.length <= Math.min(LIMITS.BODY_BYTES, budget.left)) {
         budget.left -= text.length;
@@ -209,7 +225,8 @@
     const entries = [];
     for (const record of kept) entries.push(await toEntry(record, { redactor, keepBodies, budget }));
     const log = { version: "1.2", creator: CREATOR, pages: [], entries };
-    if (records.length > kept.length) log.comment = `${records.length - kept.length} requests over the limit not kept`;
+    const over = (records.over || 0) + records.length - kept.length;
+    if (over > 0) log.comment = `${over} requests over the limit not kept`;
     return { log };
   }
 

@@ -97,3 +97,22 @@ test("a top-frame navigation that leaves the private page in place (204, downloa
   assert.ok(!JSON.stringify(login).includes(TOKEN), JSON.stringify(login));
   assert.equal(entries.find((e) => e.request.url.endsWith("/feed")).response.content.text, `{"echo": "${TOKEN}"}`);
 });
+
+test("a chatty page between two steps: the log holds at most the entries kept, and bodies up to the step's limit", async () => {
+  let asked = 0;
+  const body = JSON.stringify({ poll: "y".repeat(200 * 1024) });
+  const log = new NetworkLog({ fetchBody: async () => ++asked && { body, base64Encoded: false } });
+  for (let i = 0; i < 3 * LIMITS.ENTRIES; i++) {
+    sent(log, `p${i}`, `https://shop.test/poll?i=${i}`);
+    answered(log, `p${i}`, "application/json", {}, 100);
+  }
+  for (let i = 0; i < 2 * LIMITS.ENTRIES; i++) sent(log, `hang${i}`, "https://shop.test/never-answered");
+  const records = log.take();
+  assert.ok(records.length <= LIMITS.ENTRIES, `${records.length} records held`);
+  assert.ok(asked <= LIMITS.ENTRIES, `${asked} bodies asked for`);
+  const held = (await Promise.all(records.map((r) => r.body))).filter((text) => typeof text === "string");
+  assert.ok(held.reduce((sum, text) => sum + text.length, 0) <= LIMITS.STEP_BODY_BYTES, "bodies held in memory");
+  assert.ok(log.pending.size <= LIMITS.ENTRIES, `${log.pending.size} unfinished requests held`);
+  // 2,000 answered past the first 1,000, and 1,000 never answered past the 1,000 held
+  assert.match((await buildHar(records)).log.comment, /^3000 requests over the limit not kept$/);
+});
