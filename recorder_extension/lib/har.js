@@ -19,6 +19,7 @@
     STEP_BODY_BYTES: 4 * 1024 * 1024, // all response bodies of one step's HAR
     POST_DATA_BYTES: 64 * 1024, // a request body kept at most (Network.enable's maxPostDataSize)
     ENTRIES: 1000, // entries of one step's HAR (the first kept; log.comment counts the others)
+    HAR_BYTES: 16 * 1024 * 1024, // one step's HAR as uploaded (UTF-8), the entries that fit (the server's: 32 MiB)
   };
   const SECRET_HEADERS = new Set(["cookie", "set-cookie", "authorization", "proxy-authorization"]);
   // Bodies kept are text: HTML, CSS, scripts, JSON, XML, forms. Images, fonts, media are not kept.
@@ -223,9 +224,15 @@
     const budget = { left: LIMITS.STEP_BODY_BYTES };
     const kept = records.slice(0, LIMITS.ENTRIES);
     const entries = [];
-    for (const record of kept) entries.push(await toEntry(record, { redactor, keepBodies, budget }));
+    let bytes = 1024; // the log's own fields
+    for (const record of kept) {
+      const entry = await toEntry(record, { redactor, keepBodies, budget });
+      bytes += new TextEncoder().encode(JSON.stringify(entry)).length + 1;
+      if (bytes > LIMITS.HAR_BYTES) break; // long URLs and headers (data: URLs), request bodies: the first that fit
+      entries.push(entry);
+    }
     const log = { version: "1.2", creator: CREATOR, pages: [], entries };
-    const over = (records.over || 0) + records.length - kept.length;
+    const over = (records.over || 0) + records.length - entries.length;
     if (over > 0) log.comment = `${over} requests over the limit not kept`;
     return { log };
   }

@@ -116,3 +116,18 @@ test("a chatty page between two steps: the log holds at most the entries kept, a
   // 2,000 answered past the first 1,000, and 1,000 never answered past the 1,000 held
   assert.match((await buildHar(records)).log.comment, /^3000 requests over the limit not kept$/);
 });
+
+test("a step's HAR stays under the server's 32 MiB (chunked uploads, long data: URLs), the rest counted", async () => {
+  const chunk = "c".repeat(60 * 1024);
+  const log = new NetworkLog({ fetchBody: async () => null });
+  for (let i = 0; i < LIMITS.ENTRIES; i++) {
+    const url = i % 2 ? `https://shop.test/upload?part=${i}` : `data:image/png;base64,${"A".repeat(100 * 1024)}`;
+    sent(log, `u${i}`, url, { request: { method: "POST", url, headers: { Referer: url }, hasPostData: true, postData: chunk } });
+    answered(log, `u${i}`, "application/json", {}, 10);
+  }
+  const har = await buildHar(log.take());
+  const bytes = Buffer.byteLength(JSON.stringify(har));
+  assert.ok(bytes <= LIMITS.HAR_BYTES && LIMITS.HAR_BYTES < 32 * 1024 * 1024, `${bytes} bytes`);
+  assert.ok(har.log.entries.length > 10, "the first requests are kept");
+  assert.match(har.log.comment, new RegExp(`^${LIMITS.ENTRIES - har.log.entries.length} requests over the limit not kept$`));
+});
