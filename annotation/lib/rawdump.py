@@ -162,14 +162,31 @@ AUTOCOMPLETE_PAIRS = frozenset(
 )
 
 
-def is_secret_input(pairs, strings: list) -> bool:
+def string_kinds(strings: list) -> dict:
+    """The indexes of the strings an attribute check compares with, each string read once (a snapshot may point
+    millions of attributes at one long string: per-attribute string work would be quadratic)."""
+    kinds = {"type": set(), "autocomplete": set(), "value": set(), "password": set(), "credential": set()}
+    for index, text in enumerate(strings):
+        if not isinstance(text, str) or len(text) > 256:
+            continue
+        if (key := text.lower()) in ("type", "autocomplete", "value"):
+            kinds[key].add(index)
+        tokens = key.split()
+        if tokens and tokens[0] == "password":
+            kinds["password"].add(index)
+        if tokens and ("autocomplete", tokens[-1]) in AUTOCOMPLETE_PAIRS:
+            kinds["credential"].add(index)
+    return kinds
+
+
+def is_secret_input(pairs: list, kinds: dict) -> bool:
     """Whether a node's attributes (name and value string indexes) make it a password or credential input."""
-    pairs = pairs if isinstance(pairs, list) else []
-    for name, kind in zip(pairs[0::2], pairs[1::2], strict=False):
-        name, tokens = string_at(strings, name).lower(), string_at(strings, kind).strip().lower().split()
-        if tokens and ((name, tokens[0]) == ("type", "password") or (name, tokens[-1]) in AUTOCOMPLETE_PAIRS):
-            return True
-    return False
+    return any(
+        (name in kinds["type"] and kind in kinds["password"])
+        or (name in kinds["autocomplete"] and kind in kinds["credential"])
+        for name, kind in zip(pairs[0::2], pairs[1::2], strict=False)
+        if isinstance(name, int) and isinstance(kind, int)
+    )
 
 
 def password_value(nodes: dict, strings: list) -> str | None:
@@ -178,11 +195,19 @@ def password_value(nodes: dict, strings: list) -> str | None:
     attributes = nodes.get("attributes")
     if not isinstance(attributes, list) or not isinstance(strings, list):
         return None
-    secret = {node for node, pairs in enumerate(attributes) if is_secret_input(pairs, strings)}
+    kinds = string_kinds(strings)
+    cleared = {index for index, text in enumerate(strings) if text in ("", MASK)}
+
+    def has_value(text) -> bool:  # a string index (an index out of range: no value)
+        return isinstance(text, int) and 0 <= text < len(strings) and text not in cleared
+
+    secret = {
+        node for node, pairs in enumerate(attributes) if isinstance(pairs, list) and is_secret_input(pairs, kinds)
+    }
     for node in secret:
         pairs = attributes[node]
         for name, text in zip(pairs[0::2], pairs[1::2], strict=False):
-            if string_at(strings, name).lower() == "value" and string_at(strings, text) not in ("", MASK):
+            if isinstance(name, int) and name in kinds["value"] and has_value(text):
                 return "attributes"
     values = nodes.get("inputValue")
     nodes_with = values.get("index") if isinstance(values, dict) else None
@@ -190,6 +215,6 @@ def password_value(nodes: dict, strings: list) -> str | None:
     if not isinstance(nodes_with, list) or not isinstance(texts, list):
         return None
     for node, text in zip(nodes_with, texts, strict=False):
-        if isinstance(node, int) and node in secret and string_at(strings, text) not in ("", MASK):
+        if isinstance(node, int) and node in secret and has_value(text):
             return "inputValue"
     return None

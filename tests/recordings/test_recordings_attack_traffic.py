@@ -1,6 +1,8 @@
 """Step mode's raw dump under attack (issue 39 review): what a hand-made HAR or DOM snapshot uploaded with an
 annotator's token must not get past the server with (the recorder is not the only client)."""
 
+import signal
+
 import pytest
 
 from tests.support.rawdump import changed, dom_blob, dom_snapshot, har, har_blob, har_entry
@@ -74,3 +76,38 @@ def test_a_dom_snapshot_with_a_string_that_is_not_one_is_a_400_not_a_500(client,
 
     assert response.status_code == 400, response.content
     assert [error["field"] for error in response.json()["errors"]] == ["strings"]
+
+
+@pytest.fixture
+def alarm():
+    """A hang (quadratic work) fails the test after 120 s instead of blocking the run; linear work takes ~2 s."""
+
+    def expired(*_):
+        raise TimeoutError("the check did not finish")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(120)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_dom_snapshot_pointing_millions_of_attributes_at_one_long_string_is_checked_in_linear_time(
+    client, settings, alarm
+):
+    snapshot = with_field(["type", "password"], "Zq7-Secret")
+    snapshot["strings"][0] = "x" * (2 * 1024 * 1024)
+    snapshot["documents"][0]["nodes"]["attributes"][2] += [0, 0] * 1_500_000
+
+    response = put_blob(client, dom_blob(snapshot))
+
+    assert response.status_code == 400, response.content
+    assert [error["field"] for error in response.json()["errors"]] == ["documents[0].nodes.inputValue"]
+
+
+def test_a_dom_snapshot_whose_value_index_is_not_a_number_is_no_500(client):
+    snapshot = with_field(["type", "password", "value", "x"], "Zq7-Secret")
+    nodes = snapshot["documents"][0]["nodes"]
+    nodes["attributes"][2][-1], nodes["inputValue"]["value"] = [9], [[9]]
+
+    assert put_blob(client, dom_blob(snapshot)).status_code == 201
