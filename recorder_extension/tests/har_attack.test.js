@@ -131,3 +131,20 @@ test("a step's HAR stays under the server's 32 MiB (chunked uploads, long data: 
   assert.ok(har.log.entries.length > 10, "the first requests are kept");
   assert.match(har.log.comment, new RegExp(`^${LIMITS.ENTRIES - har.log.entries.length} requests over the limit not kept$`));
 });
+
+test("a private value sent or echoed as a JSON string (escaped quote, backslash, slash, \\u escapes) is masked", async () => {
+  const value = 'pa"ss\\wörd/1';
+  const redactor = new Redactor([value]);
+  const bodies = [
+    JSON.stringify({ password: value }),
+    JSON.stringify({ password: value }).replace(/ö/g, "\\u00f6"),
+    JSON.stringify({ password: value }).replace(/\//g, "\\/").replace(/ö/g, "\\u00F6"),
+  ];
+  const log = new NetworkLog({ fetchBody: async (id) => ({ body: bodies[Number(id)], base64Encoded: false }) });
+  bodies.forEach((body, i) => {
+    sent(log, String(i), "https://api.test/me", { request: { method: "PUT", url: "https://api.test/me", headers: {}, hasPostData: true, postData: body } });
+    answered(log, String(i));
+  });
+  const text = JSON.stringify(await buildHar(log.take(), { redactor }));
+  for (const needle of ["wörd", "w\\\\u00f6rd", "w\\\\u00F6rd", "pa\\\\\\\"ss"]) assert.ok(!text.includes(needle), `${needle} in ${text}`);
+});
