@@ -148,3 +148,16 @@ test("a private value sent or echoed as a JSON string (escaped quote, backslash,
   const text = JSON.stringify(await buildHar(log.take(), { redactor }));
   for (const needle of ["wörd", "w\\\\u00f6rd", "w\\\\u00F6rd", "pa\\\\\\\"ss"]) assert.ok(!text.includes(needle), `${needle} in ${text}`);
 });
+
+test("a password field in a closed shadow root counts as a private field of the page (no DOM snapshot, no bodies)", () => {
+  const { JSDOM } = require("jsdom");
+  const dom = require("../lib/dom.js");
+  const frames = require("../lib/frames.js");
+  const { window } = new JSDOM("<!doctype html><html><body><login-box></login-box></body></html>", { url: "https://shop.test/" });
+  const host = window.document.querySelector("login-box");
+  const closed = host.attachShadow({ mode: "closed" });
+  closed.innerHTML = '<input type="password" value="">';
+  const shadowRootOf = (el) => (el === host ? closed : el.shadowRoot || null); // chrome.dom.openOrClosedShadowRoot
+  const geometry = frames.createFrames({ window, dom, selectors: () => [], shadowRootOf });
+  assert.equal(geometry.regionsReport(null, null, true).privateFields, 1);
+});
