@@ -5,6 +5,7 @@ Only their shape is checked here, with the place of a problem named (``log.entri
 Mind2Web export and offline replay read, and, as defence in depth behind the recorder, no cookie or credential header
 (the bytes are content-addressed, so a HAR carrying one is refused, not rewritten)."""
 
+from .redact import is_secret_parameter
 from .schema import RAW_FIELDS, FieldError, is_number
 
 MASK = "********"  # a private value as the recorder masks it (docs/recorder-privacy.md)
@@ -46,7 +47,14 @@ def check_headers(headers: list, where: str) -> list[FieldError]:
             errors.append(FieldError(f"{at}.value", "expected a string"))
         elif header["name"].strip().lower() in SECRET_HEADERS:
             errors.append(FieldError(at, f"{header['name']} headers are never kept (docs/recorder-privacy.md)"))
+        elif is_secret_header(header["name"]) and header["value"] not in ("", MASK):
+            errors.append(FieldError(f"{at}.value", f"{header['name']} is a credential: its value is kept masked"))
     return errors
+
+
+def is_secret_header(name: str) -> bool:
+    """A credential by its name (``X-Auth-Token``, ``X-Api-Key``): the recorder masks its value (lib/har.js)."""
+    return not name.strip().startswith(":") and is_secret_parameter(name.strip())
 
 
 def check_message(message, keys: dict, where: str) -> list[FieldError]:
@@ -135,32 +143,78 @@ def check_dom_snapshot(value) -> list[FieldError]:
                 isinstance(document.get(key), dict) for key in ("nodes", "layout")
             ):
                 errors.append(FieldError(f"documents[{index}]", "expected an object with nodes and layout"))
-            elif isinstance(value.get("strings"), list) and has_password_value(document["nodes"], value["strings"]):
+            elif found := password_value(document["nodes"], value.get("strings")):
                 # Defence in depth behind the recorder, which keeps no DOM snapshot of a page with private fields.
-                message = "a password input's value is never kept (docs/recorder-privacy.md)"
-                errors.append(FieldError(f"documents[{index}].nodes.inputValue", message))
+                message = "a password or credential input's value is never kept (docs/recorder-privacy.md)"
+                errors.append(FieldError(f"documents[{index}].nodes.{found}", message))
     return errors
 
 
 def string_at(strings: list, index) -> str:
-    return strings[index] if isinstance(index, int) and 0 <= index < len(strings) else ""
+    text = strings[index] if isinstance(index, int) and 0 <= index < len(strings) else ""
+    return text if isinstance(text, str) else ""  # a non-string is named by check_dom_snapshot, not read here
 
 
-def has_password_value(nodes: dict, strings: list) -> bool:
-    """Whether an ``<input type=password>`` of the snapshot has a value other than "" or the mask (CDP's rare string
-    data ``inputValue`` ``{index: [node], value: [string]}``; ``attributes``: per node, name and value indexes)."""
-    values, attributes = nodes.get("inputValue"), nodes.get("attributes")
-    if not isinstance(values, dict) or not isinstance(attributes, list):
-        return False
-    nodes_with, texts = values.get("index"), values.get("value")
-    if not isinstance(nodes_with, list) or not isinstance(texts, list):
-        return False
-    for node, text in zip(nodes_with, texts, strict=False):
-        if string_at(strings, text) in ("", MASK) or not isinstance(node, int) or not 0 <= node < len(attributes):
+# An input whose autocomplete ends with one of these holds a credential (recorder_extension/lib/privacy.js).
+SENSITIVE_AUTOCOMPLETE = ("current-password", "new-password", "one-time-code", "cc-number", "cc-csc", "cc-exp")
+AUTOCOMPLETE_PAIRS = frozenset(
+    ("autocomplete", token) for token in (*SENSITIVE_AUTOCOMPLETE, "cc-exp-month", "cc-exp-year")
+)
+
+
+def string_kinds(strings: list) -> dict:
+    """The indexes of the strings an attribute check compares with, each string read once (a snapshot may point
+    millions of attributes at one long string: per-attribute string work would be quadratic)."""
+    kinds = {"type": set(), "autocomplete": set(), "value": set(), "password": set(), "credential": set()}
+    for index, text in enumerate(strings):
+        if not isinstance(text, str) or len(text) > 256:
             continue
-        pairs = attributes[node] if isinstance(attributes[node], list) else []
-        names = [string_at(strings, i).lower() for i in pairs[0::2]]
-        kinds = [string_at(strings, i).strip().lower() for i in pairs[1::2]]
-        if ("type", "password") in zip(names, kinds, strict=False):
-            return True
-    return False
+        if (key := text.lower()) in ("type", "autocomplete", "value"):
+            kinds[key].add(index)
+        tokens = key.split()
+        if tokens and tokens[0] == "password":
+            kinds["password"].add(index)
+        if tokens and ("autocomplete", tokens[-1]) in AUTOCOMPLETE_PAIRS:
+            kinds["credential"].add(index)
+    return kinds
+
+
+def is_secret_input(pairs: list, kinds: dict) -> bool:
+    """Whether a node's attributes (name and value string indexes) make it a password or credential input."""
+    return any(
+        (name in kinds["type"] and kind in kinds["password"])
+        or (name in kinds["autocomplete"] and kind in kinds["credential"])
+        for name, kind in zip(pairs[0::2], pairs[1::2], strict=False)
+        if isinstance(name, int) and isinstance(kind, int)
+    )
+
+
+def password_value(nodes: dict, strings: list) -> str | None:
+    """Where a password or credential input of the snapshot has a value other than "" or the mask: ``inputValue``
+    (CDP's rare string data ``{index: [node], value: [string]}``) or ``attributes`` (its ``value`` attribute); None."""
+    attributes = nodes.get("attributes")
+    if not isinstance(attributes, list) or not isinstance(strings, list):
+        return None
+    kinds = string_kinds(strings)
+    cleared = {index for index, text in enumerate(strings) if text in ("", MASK)}
+
+    def has_value(text) -> bool:  # a string index (an index out of range: no value)
+        return isinstance(text, int) and 0 <= text < len(strings) and text not in cleared
+
+    secret = {
+        node for node, pairs in enumerate(attributes) if isinstance(pairs, list) and is_secret_input(pairs, kinds)
+    }
+    for node in secret:
+        pairs = attributes[node]
+        for name, text in zip(pairs[0::2], pairs[1::2], strict=False):
+            if isinstance(name, int) and name in kinds["value"] and has_value(text):
+                return "attributes"
+    values = nodes.get("inputValue")
+    nodes_with = values.get("index") if isinstance(values, dict) else None
+    texts = values.get("value") if isinstance(values, dict) else None
+    if not isinstance(nodes_with, list) or not isinstance(texts, list):
+        return None
+    for node, text in zip(nodes_with, texts, strict=False):
+        if isinstance(node, int) and node in secret and has_value(text):
+            return "inputValue"
+    return None

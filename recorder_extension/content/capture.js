@@ -69,7 +69,10 @@
     scroll: (key) => emitScroll(key),
     hover: (el) => emitHover(el),
   });
-  const frames = W.frames.createFrames({ window, dom, selectors: () => state.privateSelectors });
+  // Counting a page's private fields (step mode, once a step) looks into closed shadow roots too.
+  const openOrClosed = root.chrome && root.chrome.dom && root.chrome.dom.openOrClosedShadowRoot;
+  const shadowRootOf = openOrClosed ? (el) => root.chrome.dom.openOrClosedShadowRoot(el) || null : undefined;
+  const frames = W.frames.createFrames({ window, dom, selectors: () => state.privateSelectors, shadowRootOf });
   const { message: captureMessage, domOptions, mouse, rememberPointer } = W.captureMessage.createCaptureMessage({
     window, dom, frames, selectors: () => state.privateSelectors,
   });

@@ -67,9 +67,9 @@
 
   /**
    * The geometry of the frame of `window` (the content script's own). deps: {window, dom (lib/dom.js),
-   * selectors() → the configured private selectors}.
+   * selectors() → the configured private selectors, shadowRootOf(el)? → its open or closed shadow root}.
    */
-  function createFrames({ window, dom, selectors = () => [] }) {
+  function createFrames({ window, dom, selectors = () => [], shadowRootOf = undefined }) {
     const captureWindow = findCaptureWindow(window);
     let received = null; // {x, y, viewportWidth, viewportHeight} from the parent, in a cross-origin frame
     let lastOffsetRequest = 0;
@@ -238,7 +238,8 @@
       }
       if (unnamed) askChildFrameIds();
       const report = { url: window.location.href, viewport: size, rects: own.map((r) => ({ x: r.x, y: r.y, width: r.width, height: r.height })), frames };
-      if (fields) report.privateFields = dom.privateElements(doc, { privateSelectors }).length;
+      // Closed shadow roots too (shadowRootOf: chrome.dom.openOrClosedShadowRoot): the page's raw dump depends on it.
+      if (fields) report.privateFields = dom.privateElements(doc, { privateSelectors, shadowRootOf }).length;
       return report;
     }
 

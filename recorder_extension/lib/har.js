@@ -3,7 +3,8 @@
  * events, and the DOM snapshot (DOMSnapshot.captureSnapshot) with a documented subset of computed styles.
  *
  * Privacy (docs/recorder-privacy.md#traffic-and-dom-snapshots-step-mode): Cookie, Set-Cookie, Authorization and
- * Proxy-Authorization headers are dropped and `cookies` is always []; every URL, header value and body kept goes
+ * Proxy-Authorization headers are dropped, a header named as a secret URL parameter would be (X-Auth-Token) keeps
+ * its name only, and `cookies` is always []; every URL, header value and body kept goes
  * through the redactor (private values in any encoding, secret URL parameters); no body at all (request or
  * response) of a request sent while the tab's page had a private field, or of a step whose page has one; the DOM
  * snapshot of such a page is not kept (as MHTML is not).
@@ -18,6 +19,7 @@
     STEP_BODY_BYTES: 4 * 1024 * 1024, // all response bodies of one step's HAR
     POST_DATA_BYTES: 64 * 1024, // a request body kept at most (Network.enable's maxPostDataSize)
     ENTRIES: 1000, // entries of one step's HAR (the first kept; log.comment counts the others)
+    HAR_BYTES: 16 * 1024 * 1024, // one step's HAR as uploaded (UTF-8), the entries that fit (the server's: 32 MiB)
   };
   const SECRET_HEADERS = new Set(["cookie", "set-cookie", "authorization", "proxy-authorization"]);
   // Bodies kept are text: HTML, CSS, scripts, JSON, XML, forms. Images, fonts, media are not kept.
@@ -30,6 +32,8 @@
   const DOM_FORMAT = "webtasks-dom-snapshot/1";
   const CREATOR = { name: "webtasks-recorder", version: "1" };
   const NOT_KEPT = "not kept: the page had a private field";
+  const redact = (root.WebTasks && root.WebTasks.redact) || require("./redact.js");
+  const privacy = (root.WebTasks && root.WebTasks.privacy) || require("./privacy.js");
 
   /** The traffic of one tab from CDP Network events; take() hands over the finished requests since the last take. */
   class NetworkLog {
@@ -40,6 +44,10 @@
       this.pending = new Map();
       this.done = [];
       this.private = false;
+      this.navigation = null; // the loader id of the top frame's last navigation, until its page sends a request
+      // Memory between two steps (a page polling for an hour): the requests a HAR keeps, the bodies it can keep.
+      this.over = 0; // requests finished since the last take() and not held (LIMITS.ENTRIES)
+      this.bodyBytes = 0; // bodies held since the last take()
     }
 
     /** Requests sent from now on were sent from a page with (or without) a private field. */
@@ -51,26 +59,34 @@
       if (!params || typeof params.requestId !== "string") return;
       const id = params.requestId;
       const record = this.pending.get(id);
-      if (method === "Network.requestWillBeSent") {
+      if (method === "Network.requestWillBeSent" && !record && this.pending.size >= LIMITS.ENTRIES) {
+        this.over += 1; // never answered ones (long polls, streams) hold no more than the entries of a step
+      } else if (method === "Network.requestWillBeSent") {
         if (record && params.redirectResponse) {
           // A redirect keeps the request id: the hop before ends here with the redirect's response.
           Object.assign(record, { response: params.redirectResponse, redirectURL: params.request.url, finished: params.timestamp });
           this.finish(id, record);
         }
+        const topFrame = Boolean(this.mainFrame) && params.frameId === this.mainFrame;
+        // The top frame's next page is in place once a request of its document comes (the navigation's loader id):
+        // what it sends is its own (judged at the next step). A navigation that left the page (204, a download) is not.
+        if (topFrame && this.navigation && params.loaderId === this.navigation && params.type !== "Document") {
+          this.private = false;
+          this.navigation = null;
+        }
         this.pending.set(id, {
           request: params.request, type: params.type || "", started: params.timestamp, wallTime: params.wallTime,
           private: this.private || Boolean(record && record.private),
         });
-        // The top frame navigates: what the next page sends is its own (judged at the next step), not the last one's.
-        if (params.type === "Document" && this.mainFrame && params.frameId === this.mainFrame) this.private = false;
+        if (topFrame && params.type === "Document") this.navigation = params.loaderId || id;
       } else if (!record) {
         return;
       } else if (method === "Network.responseReceived") {
         record.response = params.response;
       } else if (method === "Network.loadingFinished") {
         Object.assign(record, { finished: params.timestamp, size: params.encodedDataLength });
-        if (this.fetchBody && wantsBody(record)) {
-          record.body = Promise.resolve(this.fetchBody(id)).catch(() => null);
+        if (this.fetchBody && wantsBody(record) && this.done.length < LIMITS.ENTRIES) {
+          record.body = Promise.resolve(this.fetchBody(id)).then((found) => this.held(decode(found)), () => null);
         }
         this.finish(id, record);
       } else if (method === "Network.loadingFailed") {
@@ -81,12 +97,23 @@
 
     finish(id, record) {
       this.pending.delete(id);
-      this.done.push(record);
+      if (this.done.length < LIMITS.ENTRIES) this.done.push(record);
+      else this.over += 1;
     }
 
+    /** A decoded body, held only within the limits (one body, the step's bodies); else null. */
+    held(text) {
+      if (text === null || text.length > Math.min(LIMITS.BODY_BYTES, LIMITS.STEP_BODY_BYTES - this.bodyBytes)) return null;
+      this.bodyBytes += text.length;
+      return text;
+    }
+
+    /** The finished requests since the last take (`over`: how many more were not held). */
     take() {
-      const out = this.done;
+      const out = this.over ? Object.assign(this.done, { over: this.over }) : this.done;
       this.done = [];
+      this.over = 0;
+      this.bodyBytes = 0;
       return out;
     }
   }
@@ -99,8 +126,11 @@
   function headerList(headers, redactor) {
     const out = [];
     for (const [name, value] of Object.entries(headers || {})) {
-      if (SECRET_HEADERS.has(name.trim().toLowerCase())) continue;
-      for (const one of String(value).split("\n")) out.push({ name, value: mask(one, redactor) });
+      const key = name.trim().toLowerCase();
+      if (SECRET_HEADERS.has(key)) continue;
+      // A credential by its name (X-Auth-Token, X-Api-Key, X-CSRF-Token): its name kept, as a secret URL parameter's.
+      const secret = !key.startsWith(":") && redact.isSecretParameter(key);
+      for (const one of String(value).split("\n")) out.push({ name, value: secret ? redact.MASK : mask(one, redactor) });
     }
     return out;
   }
@@ -178,8 +208,9 @@
     if (!keep) {
       if (TEXT_TYPE.test(content.mimeType)) content.comment = NOT_KEPT;
     } else if (record.body) {
-      const text = decode(await record.body);
-      if (text !== null && text.length <= budget.left) {
+      const text = await record.body; // decoded, or null (lib/har.js NetworkLog.held)
+      // The limit holds for the body as decoded: a compressed one is far smaller on the wire (record.size).
+      if (text !== null && text.length <= Math.min(LIMITS.BODY_BYTES, budget.left)) {
         budget.left -= text.length;
         content.text = mask(text, redactor);
       } else content.comment = "not kept: over the size limit or not text";
@@ -193,9 +224,16 @@
     const budget = { left: LIMITS.STEP_BODY_BYTES };
     const kept = records.slice(0, LIMITS.ENTRIES);
     const entries = [];
-    for (const record of kept) entries.push(await toEntry(record, { redactor, keepBodies, budget }));
+    let bytes = 1024; // the log's own fields
+    for (const record of kept) {
+      const entry = await toEntry(record, { redactor, keepBodies, budget });
+      bytes += new TextEncoder().encode(JSON.stringify(entry)).length + 1;
+      if (bytes > LIMITS.HAR_BYTES) break; // long URLs and headers (data: URLs), request bodies: the first that fit
+      entries.push(entry);
+    }
     const log = { version: "1.2", creator: CREATOR, pages: [], entries };
-    if (records.length > kept.length) log.comment = `${records.length - kept.length} requests over the limit not kept`;
+    const over = (records.over || 0) + records.length - entries.length;
+    if (over > 0) log.comment = `${over} requests over the limit not kept`;
     return { log };
   }
 
@@ -203,7 +241,47 @@
   async function captureDom(send, url, redactor = null) {
     const snapshot = await send("DOMSnapshot.captureSnapshot", { computedStyles: DOM_STYLES, includeDOMRects: true });
     const strings = (snapshot.strings || []).map((s) => mask(s, redactor));
-    return { format: DOM_FORMAT, url: mask(url || "", redactor), computedStyles: DOM_STYLES, documents: snapshot.documents || [], strings };
+    const documents = snapshot.documents || [];
+    maskInputs(documents, snapshot.strings || [], strings, redactor);
+    return { format: DOM_FORMAT, url: mask(url || "", redactor), computedStyles: DOM_STYLES, documents, strings };
+  }
+
+  /**
+   * Whatever the page check found (a closed shadow root's or an autofilled field escapes it): the value (live or
+   * attribute) of a password or credential-autocomplete input, and an input's or textarea's value that is a private
+   * value as a whole (a short one too), become MASK in `strings` (wherever else the page shows it too). `raw`: the
+   * strings before redaction.
+   */
+  function maskInputs(documents, raw, strings, redactor) {
+    const masked = (at) => {
+      if (typeof raw[at] === "string" && raw[at] !== "") strings[at] = redact.MASK;
+    };
+    for (const doc of documents) {
+      const nodes = (doc && doc.nodes) || {};
+      const attributes = Array.isArray(nodes.attributes) ? nodes.attributes : [];
+      const secret = attributes.map((pairs) => isSecretInput(pairs, raw));
+      attributes.forEach((pairs, node) => {
+        if (!secret[node]) return;
+        for (let i = 0; i + 1 < pairs.length; i += 2) if (String(raw[pairs[i]]).toLowerCase() === "value") masked(pairs[i + 1]);
+      });
+      for (const rare of [nodes.inputValue, nodes.textValue]) {
+        if (!rare || !Array.isArray(rare.index) || !Array.isArray(rare.value)) continue;
+        rare.value.forEach((at, i) => {
+          if (secret[rare.index[i]] || (redactor && redactor.isValue(raw[at]))) masked(at);
+        });
+      }
+    }
+  }
+
+  function isSecretInput(pairs, raw) {
+    if (!Array.isArray(pairs)) return false;
+    for (let i = 0; i + 1 < pairs.length; i += 2) {
+      const name = String(raw[pairs[i]]).toLowerCase();
+      const tokens = String(raw[pairs[i + 1]]).trim().toLowerCase().split(/\s+/);
+      if (name === "type" && tokens[0] === "password") return true;
+      if (name === "autocomplete" && privacy.SENSITIVE_AUTOCOMPLETE.has(tokens[tokens.length - 1])) return true;
+    }
+    return false;
   }
 
   const api = { LIMITS, SECRET_HEADERS, DOM_STYLES, DOM_FORMAT, NetworkLog, buildHar, captureDom, timingsOf };

@@ -166,7 +166,7 @@
   }
 
   const api = {
-    MASK, NONE, VALUE, SUBTREE, SAFE_ATTRIBUTES,
+    MASK, NONE, VALUE, SUBTREE, SAFE_ATTRIBUTES, SENSITIVE_AUTOCOMPLETE,
     policyFor, isSensitiveInput, startsPrivateSubtree, levelOf, inheritedLevel, privacyLevel, isPrivate, maskValue,
     privateElements, frameDocument, frameElementOf,
   };

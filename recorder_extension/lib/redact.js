@@ -15,10 +15,10 @@
  *  2. PRIVATE VALUES (a Redactor made from the values of the private fields seen, kept by SecretStore below): a
  *     value of MIN_TEXT_LENGTH characters or more is replaced wherever it appears — URLs, titles, page text,
  *     attribute values, element text, MHTML parts and headers — as typed and in the forms a browser writes it in a
- *     URL (percent-encoded, `+` for a space, either case of hex) or in HTML (`&amp;`, `&lt;`, `&gt;`, `&quot;`,
- *     `&#39;`). A shorter value (1 to 3 characters would match inside every other word) is masked only where it is
- *     the whole value: a URL parameter's value (decoded), a field's value (an element's `value` attribute, a
- *     turn's text, value, pasted or selected text).
+ *     URL (percent-encoded, `+` for a space, either case of hex), in HTML (`&amp;`, `&lt;`, `&gt;`, `&quot;`,
+ *     `&#39;`) or in a JSON string (`\"`, `\\`, `\u00f6`, `\/`). A shorter value (1 to 3 characters would match
+ *     inside every other word) is masked only where it is the whole value: a URL parameter's value (decoded), a
+ *     field's value (an element's `value` attribute, a turn's text, value, pasted or selected text).
  * Tag and attribute names, the recorder's own uids and an element's xpath are never changed, so a page keeps its
  * structure and its uids still match its boxes; style rules (<style>, style attributes) get rule 1 only.
  *
@@ -125,7 +125,19 @@
     }
     const forms = new Set(encoded);
     for (const text of encoded) for (const escape of HTML_ESCAPES) forms.add(escape(text));
+    for (const text of jsonForms(value)) forms.add(text);
     return [...forms];
+  }
+
+  /**
+   * `value` inside a JSON string (a request or response body, an inline script): as JSON.stringify writes it,
+   * non-ASCII as \u escapes (either case of hex), `/` as `\/` (PHP's json_encode).
+   */
+  function jsonForms(value) {
+    const json = JSON.stringify(value).slice(1, -1);
+    const ascii = (hex) => json.replace(/[\u007f-\uffff]/g, (c) => "\\u" + hex(c.charCodeAt(0).toString(16).padStart(4, "0")));
+    const forms = [json, ascii((h) => h), ascii((h) => h.toUpperCase())];
+    return [...forms, ...forms.map((text) => text.replace(/\//g, "\\/"))];
   }
 
   /** A string's UTF-8 bytes as one character per byte (how lib/redact reads MHTML). */

@@ -170,8 +170,8 @@
 
   /**
    * Whether a frame of tab `tabId` holds a private field (password, data-private, a configured selector; anywhere in
-   * its document or its open shadow trees, not only in view) or might (a frame that does not answer, or does not
-   * count them). An MHTML snapshot is the page's markup and text as the browser serializes it (shadow trees and
+   * its document or its shadow trees, closed ones too, not in view only) or might (a frame that does not answer, or
+   * does not count them). An MHTML snapshot is the page's markup and text as the browser serializes it (shadow trees and
    * value attributes included; Chromium leaves typed values out): step mode keeps one only when this is false.
    */
   async function hasPrivateFields(tabId, selectors) {

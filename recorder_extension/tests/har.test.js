@@ -111,7 +111,7 @@ test("the top frame's navigation from a private page starts a page whose request
   log.event("Network.requestWillBeSent", { ...request("nav", "https://shop.test/welcome"), type: "Document", frameId: "top", redirectResponse: { status: 303, headers: {} } });
   log.event("Network.responseReceived", response("nav", 200, "text/html"));
   finished(log, "nav");
-  log.event("Network.requestWillBeSent", { ...request("xhr", "https://shop.test/api/profile"), frameId: "top" });
+  log.event("Network.requestWillBeSent", { ...request("xhr", "https://shop.test/api/profile"), frameId: "top", loaderId: "nav" });
   log.event("Network.responseReceived", response("xhr", 200, "application/json"));
   finished(log, "xhr");
   const entries = (await buildHar(log.take())).log.entries;
