@@ -31,6 +31,9 @@ SECRET_PARAMETER_PARTS = (
     "signature",
     "sig",
     "credential",
+    "jwt",
+    "saml",
+    "assertion",
 )
 
 # The recorder's regular expressions, character for character (explicit HTML whitespace, not \s, so both languages

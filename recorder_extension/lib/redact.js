@@ -33,7 +33,7 @@
   // The one list (docs/recorder-privacy.md; annotation/lib/redact.py SECRET_PARAMETER_PARTS, equal by a test).
   const SECRET_PARAMETER_PARTS = Object.freeze([
     "password", "passwd", "pwd", "token", "code", "key", "secret", "session", "sid", "auth", "otp", "signature", "sig",
-    "credential",
+    "credential", "jwt", "saml", "assertion",
   ]);
   const MIN_TEXT_LENGTH = 4; // shorter private values are masked only as whole values (see rule 2)
   const MAX_VALUES = 100; // the private values remembered, most recent kept
