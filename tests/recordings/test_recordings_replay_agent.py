@@ -11,9 +11,9 @@ import threading
 import pytest
 
 from annotation.lib.formats import mind2web_task_id
-from tests.recordings.test_recordings_replay import JSON_ANSWERS, PAGES, REDIRECTS, record_flow
 from tests.support.recorder_browser import Browser
 from tests.support.recorder_harness import create_member, extension_browser, live_platform
+from tests.support.replay_site import JSON_ANSWERS, PAGES, REDIRECTS, record_flow
 from tests.support.step_site import serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
