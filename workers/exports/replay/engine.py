@@ -36,6 +36,8 @@ FLAGS = (
     "--proxy-server=http://127.0.0.1:9",
     "--proxy-bypass-list=<-loopback>",
     "--host-resolver-rules=MAP * ~NOTFOUND",
+    # WebRTC sends UDP (STUN/TURN to an IP literal) past the proxy and the resolver: only proxied (closed) UDP
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--remote-debugging-port=0",
 )
 MASK = "********"  # the recorder's mask of a private value (recorder_extension/lib/privacy.js)

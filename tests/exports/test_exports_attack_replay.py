@@ -1,0 +1,82 @@
+"""Attacks on the offline replay engine (docs/mind2web.md#replay) with hostile hand-made HARs, in real headless
+Chromium: recorded pages must not reach the network past the Fetch interception (WebRTC's UDP/TCP went straight
+out), must not hold the browser with dialogs, and the browser must not outlive the process that started it."""
+
+import contextlib
+import http.server
+import socket
+import threading
+
+import pytest
+
+from tests.exports.test_exports_replay_engine import BASE, page
+from workers.exports.replay.engine import ReplayStep, replay_steps
+from workers.exports.replay.har import Responder
+
+pytestmark = pytest.mark.browser
+
+
+@contextlib.contextmanager
+def listeners():
+    """A UDP socket, a TCP listener and an HTTP server on free loopback ports; yields (ports, did each get anything)."""
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(5)
+    hits = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits.append(self.path)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def received() -> dict:
+        udp.setblocking(False)
+        tcp.setblocking(False)
+        got = {"udp": True, "tcp": True, "http": list(hits)}
+        try:
+            udp.recvfrom(4096)
+        except BlockingIOError:
+            got["udp"] = False
+        try:
+            tcp.accept()[0].close()
+        except BlockingIOError:
+            got["tcp"] = False
+        return got
+
+    ports = {"udp": udp.getsockname()[1], "tcp": tcp.getsockname()[1], "http": server.server_address[1]}
+    try:
+        yield ports, received
+    finally:
+        server.shutdown()
+        udp.close()
+        tcp.close()
+
+
+def click_step(url: str = f"{BASE}/page.html") -> ReplayStep:
+    return ReplayStep("go", "CLICK", "CLICK", "", url, tag="button", attributes={"id": "go"})
+
+
+def test_webrtc_popups_and_workers_send_nothing():
+    with listeners() as (ports, received):
+        udp, tcp, web = ports["udp"], ports["tcp"], f"http://127.0.0.1:{ports['http']}"
+        html = f"""<!doctype html><html><body><button id="go" type="button">Go</button><script>
+const pc = new RTCPeerConnection({{iceServers: [{{urls: "stun:127.0.0.1:{udp}"}},
+  {{urls: "turn:127.0.0.1:{tcp}?transport=tcp", username: "u", credential: "p"}}]}});
+pc.createDataChannel("x");
+pc.createOffer().then(offer => pc.setLocalDescription(offer));
+window.open("{web}/popup");
+new Worker(URL.createObjectURL(new Blob(["fetch('{web}/worker')"])));
+navigator.sendBeacon("{web}/beacon", "x");
+</script></body></html>"""
+        result = replay_steps([click_step()], Responder([page(f"{BASE}/page.html", html)]))
+        assert result["steps"] == 1
+        assert received() == {"udp": False, "tcp": False, "http": []}
