@@ -80,3 +80,12 @@ navigator.sendBeacon("{web}/beacon", "x");
         result = replay_steps([click_step()], Responder([page(f"{BASE}/page.html", html)]))
         assert result["steps"] == 1
         assert received() == {"udp": False, "tcp": False, "http": []}
+
+
+def test_dialogs_do_not_hold_the_replay():
+    html = """<!doctype html><html><body><input id="name"><script>
+alert("hold"); confirm("hold?"); prompt("hold", "x");
+</script></body></html>"""
+    typed = ReplayStep("name", "TYPE", "TYPE", "Ann", f"{BASE}/page.html", tag="input", attributes={"id": "name"})
+    result = replay_steps([typed], Responder([page(f"{BASE}/page.html", html)]))
+    assert (result["replayed"], result["first_failure"]) == (1, None), result

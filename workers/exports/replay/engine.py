@@ -154,6 +154,9 @@ class Browser:
         return self.cdp.call(method, params, self.session, timeout)
 
     def on_event(self, message: dict) -> None:
+        if message.get("method") == "Page.javascriptDialogOpening":  # alert/confirm/prompt/beforeunload hold the page
+            self.cdp.send("Page.handleJavaScriptDialog", {"accept": True}, message.get("sessionId"))
+            return
         if message.get("method") != "Fetch.requestPaused":
             return
         self.last_request = time.monotonic()
