@@ -4,8 +4,14 @@ out), must not hold the browser with dialogs, and the browser must not outlive t
 
 import contextlib
 import http.server
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +95,43 @@ alert("hold"); confirm("hold?"); prompt("hold", "x");
     typed = ReplayStep("name", "TYPE", "TYPE", "Ann", f"{BASE}/page.html", tag="input", attributes={"id": "name"})
     result = replay_steps([typed], Responder([page(f"{BASE}/page.html", html)]))
     assert (result["replayed"], result["first_failure"]) == (1, None), result
+
+
+BROWSER_HOLDER = """import sys, time
+from workers.exports.replay.engine import Browser
+from workers.exports.replay.har import Responder
+browser = Browser(Responder([]))
+print(browser.process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def live_in_group(group: int) -> list[int]:
+    """Processes of process group ``group`` that are not zombies."""
+    live = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group and fields[0] != "Z":
+                live.append(int(stat.parent.name))
+    return live
+
+
+def test_chromium_dies_with_the_process_that_started_it():
+    """A worker killed mid-replay (a revoked task, an OOM kill) left its Chromium running for good."""
+    holder = subprocess.Popen([sys.executable, "-c", BROWSER_HOLDER], stdout=subprocess.PIPE, text=True)
+    try:
+        chromium = int(holder.stdout.readline())
+        assert live_in_group(chromium)
+    finally:
+        holder.kill()
+        holder.wait()
+    for _ in range(600):  # wait (up to a minute) for Chromium and its helpers to go
+        if not live_in_group(chromium):
+            break
+        time.sleep(0.1)
+    left = live_in_group(chromium)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == []

@@ -5,9 +5,12 @@ and no DNS, in case anything slipped past. No Django here: ``run.py`` builds the
 
 import base64
 import contextlib
+import ctypes
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -114,6 +117,12 @@ class CDP:
             self.ws.close()
 
 
+def die_with_parent() -> None:
+    """In the forked child before exec: Linux kills the child when the process that started it dies (a worker killed
+    mid-replay, a revoked task), so no Chromium outlives its replay."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 class Browser:
     """Headless Chromium on a fresh profile with one tab whose every request ``responder`` answers."""
 
@@ -125,6 +134,7 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         self.cdp = None
         try:
@@ -209,8 +219,9 @@ class Browser:
     def close(self):
         if self.cdp is not None:
             self.cdp.close()
-        if self.process.poll() is None:
-            self.process.kill()
+        if self.process.returncode is None:  # not yet reaped: its process group is still its own
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)  # the browser and the helpers it started
         self.process.wait()
         shutil.rmtree(self.profile, ignore_errors=True)
 
