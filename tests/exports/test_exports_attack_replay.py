@@ -135,3 +135,12 @@ def test_chromium_dies_with_the_process_that_started_it():
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     assert left == []
+
+
+@pytest.mark.parametrize("url", ["chrome://version/", "file:///etc/hostname"])
+def test_a_recorded_page_url_opens_only_web_pages(url):
+    """A step's recorded URL is the annotator's: ``chrome://version`` (the browser's command line and paths on the
+    server) loaded, and a step matching its text told what it shows."""
+    result = replay_steps([ReplayStep("g", "CLICK", "CLICK", "", url, tag="td", text="OS")], Responder([]))
+    assert result["per_step"][0]["ok"] is False
+    assert result["per_step"][0]["why"].startswith(f"its page {url} could not be loaded")

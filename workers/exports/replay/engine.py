@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import websocket
 
@@ -212,6 +213,9 @@ class Browser:
         return self.location() == bare(url)
 
     def navigate(self, url: str) -> bool:
+        """Load a recorded page: only a web page (a recorded URL such as ``chrome://version`` is not ours to open)."""
+        if urlsplit(url).scheme not in ("http", "https"):
+            return False
         if self.call("Page.navigate", {"url": url}).get("errorText"):
             return False
         return self.wait_for(url)
