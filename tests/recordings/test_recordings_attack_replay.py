@@ -3,6 +3,7 @@ another project's task is a 404, and a researcher spamming replays of one task q
 Chromium on the workers)."""
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from annotation.lib.formats import mind2web_task_id
 from annotation.models import Demonstration
@@ -40,3 +41,12 @@ def test_a_spammed_replay_is_queued_once(task, researcher, api_for):
     again = api.post("/api/projects/alpha/replays/", body, format="json")
     assert again.status_code == 409, again.content
     assert b"already queued" in again.content
+
+
+@pytest.mark.parametrize("where", ["a directory", "missing/dir/result.json"])
+def test_a_bad_json_path_is_refused_before_the_replay(where, task, researcher, tmp_path):
+    """``--json`` naming a directory or a missing folder crashed with a traceback after the whole replay had run."""
+    path = tmp_path if where == "a directory" else tmp_path / where
+    with pytest.raises(CommandError, match="--json"):
+        call_command("replay", project="alpha", task=mind2web_task_id(task), user=researcher.username, json=path)
+    assert Demonstration.objects.get(name=task).replay is None
