@@ -144,3 +144,14 @@ def test_a_recorded_page_url_opens_only_web_pages(url):
     result = replay_steps([ReplayStep("g", "CLICK", "CLICK", "", url, tag="td", text="OS")], Responder([]))
     assert result["per_step"][0]["ok"] is False
     assert result["per_step"][0]["why"].startswith(f"its page {url} could not be loaded")
+
+
+def test_a_page_that_hangs_every_step_cannot_hold_the_worker():
+    """A page spinning forever made each step wait out every CDP timeout: steps × tens of seconds, unbounded."""
+    html = """<!doctype html><html><body><input id="name"><script>
+setTimeout(() => { for (;;) {} }, 50);
+</script></body></html>"""
+    typed = ReplayStep("name", "TYPE", "TYPE", "Ann", f"{BASE}/page.html", tag="input", attributes={"id": "name"})
+    result = replay_steps([typed] * 4, Responder([page(f"{BASE}/page.html", html)]), budget=1)
+    assert result["replayed"] == 0
+    assert "ran out of time" in result["per_step"][-1]["why"]

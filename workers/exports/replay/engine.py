@@ -47,6 +47,7 @@ FLAGS = (
 MASK = "********"  # the recorder's mask of a private value (recorder_extension/lib/privacy.js)
 UID_ATTRIBUTE = "data-webtasks-id"
 STEP_TIMEOUT = 15.0  # seconds for the next recorded page to be reached
+BUDGET = 600.0  # seconds for a whole replay: a page that hangs each step cannot hold a worker for steps × timeouts
 QUIET = 0.5  # seconds without a new request before a step's outcome is read
 IGNORED_MISSING = ("/favicon.ico",)
 
@@ -313,13 +314,18 @@ def missing_since(responder: Responder, start: int) -> list[str]:
     return [m for m in responder.missing[start:] if not m.endswith(IGNORED_MISSING)]
 
 
-def replay_steps(steps: list[ReplayStep], responder: Responder) -> dict:
+def replay_steps(steps: list[ReplayStep], responder: Responder, budget: float = BUDGET) -> dict:
     """Replay ``steps`` in order; ``{"steps", "replayed", "first_failure", "per_step"}`` (docs/mind2web.md#replay).
-    A step whose page is not the one shown (after a failure) starts by loading its recorded page."""
-    per_step = []
+    A step whose page is not the one shown (after a failure) starts by loading its recorded page. Steps not begun
+    within ``budget`` seconds are not replayed (said in their why)."""
+    per_step, deadline = [], time.monotonic() + budget
     browser = Browser(responder)
     try:
         for index, step in enumerate(steps):
+            if time.monotonic() > deadline:
+                why = f"not replayed: the replay ran out of time ({budget:.0f}s for all steps)"
+                per_step.append({"action_uid": step.action_uid, "ok": False, "why": why})
+                continue
             start = len(responder.missing)
             why = None
             if browser.location() != bare(step.url) and not browser.navigate(step.url):
