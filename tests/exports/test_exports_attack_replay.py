@@ -82,8 +82,14 @@ pc.createOffer().then(offer => pc.setLocalDescription(offer));
 window.open("{web}/popup");
 new Worker(URL.createObjectURL(new Blob(["fetch('{web}/worker')"])));
 navigator.sendBeacon("{web}/beacon", "x");
-</script></body></html>"""
-        result = replay_steps([click_step()], Responder([page(f"{BASE}/page.html", html)]))
+new WebSocket("ws://127.0.0.1:{ports['http']}/ws");
+new EventSource("{web}/events");
+navigator.serviceWorker && navigator.serviceWorker.register("/sw.js").catch(() => null);
+</script><link rel="prefetch" href="{web}/prefetch"><link rel="dns-prefetch" href="//example.invalid">
+<iframe src="{web}/frame"></iframe></body></html>"""
+        worker = page(f"{BASE}/sw.js", f"fetch('{web}/sw'); fetch('http://127.0.0.1:{udp}/sw')")
+        worker["response"]["headers"] = [{"name": "Content-Type", "value": "text/javascript"}]
+        result = replay_steps([click_step()], Responder([page(f"{BASE}/page.html", html), worker]))
         assert result["steps"] == 1
         assert received() == {"udp": False, "tcp": False, "http": []}
 
