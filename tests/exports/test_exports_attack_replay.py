@@ -82,7 +82,7 @@ pc.createOffer().then(offer => pc.setLocalDescription(offer));
 window.open("{web}/popup");
 new Worker(URL.createObjectURL(new Blob(["fetch('{web}/worker')"])));
 navigator.sendBeacon("{web}/beacon", "x");
-new WebSocket("ws://127.0.0.1:{ports['http']}/ws");
+new WebSocket("ws://127.0.0.1:{ports["http"]}/ws");
 new EventSource("{web}/events");
 navigator.serviceWorker && navigator.serviceWorker.register("/sw.js").catch(() => null);
 </script><link rel="prefetch" href="{web}/prefetch"><link rel="dns-prefetch" href="//example.invalid">
@@ -161,3 +161,18 @@ setTimeout(() => { for (;;) {} }, 50);
     result = replay_steps([typed] * 4, Responder([page(f"{BASE}/page.html", html)]), budget=1)
     assert result["replayed"] == 0
     assert "ran out of time" in result["per_step"][-1]["why"]
+
+
+def test_a_malformed_har_answer_is_failed_not_a_crash():
+    """An entry with a body that is not base64 raised inside the CDP event handler and ended the whole replay; a status
+    Chromium refuses (999) left the request paused. Each is a request the HAR cannot answer."""
+    bad_body = page(f"{BASE}/a.js", "")
+    bad_body["response"]["content"] = {"mimeType": "text/javascript", "encoding": "base64", "text": "a"}
+    bad_status = page(f"{BASE}/b.js", "1")
+    bad_status["response"]["status"] = 999
+    bad_headers = page(f"{BASE}/c.js", "1")
+    bad_headers["response"]["headers"] = {"Content-Type": "text/javascript"}
+    responder = Responder([bad_body, bad_status, bad_headers])
+    for name in ("a", "b", "c"):
+        assert responder.answer("GET", f"{BASE}/{name}.js") is None
+    assert responder.missing == [f"GET {BASE}/{name}.js" for name in ("a", "b", "c")]
