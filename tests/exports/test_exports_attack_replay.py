@@ -176,3 +176,13 @@ def test_a_malformed_har_answer_is_failed_not_a_crash():
     for name in ("a", "b", "c"):
         assert responder.answer("GET", f"{BASE}/{name}.js") is None
     assert responder.missing == [f"GET {BASE}/{name}.js" for name in ("a", "b", "c")]
+
+
+def test_a_header_chromium_refuses_does_not_hang_the_page():
+    """A recorded header with a space in its name or a line break in its value made Chromium refuse the fulfilment:
+    the request stayed paused, Page.navigate never answered and the whole replay failed."""
+    entry = page(f"{BASE}/page.html", '<!doctype html><input id="name">')
+    entry["response"]["headers"] += [{"name": "X-Bad Name", "value": "1"}, {"name": "X-Ok", "value": "a\r\nX-Evil: 1"}]
+    typed = ReplayStep("name", "TYPE", "TYPE", "Ann", f"{BASE}/page.html", tag="input", attributes={"id": "name"})
+    result = replay_steps([typed], Responder([entry]))
+    assert (result["replayed"], result["first_failure"]) == (1, None), result

@@ -11,12 +11,15 @@ import base64
 import binascii
 import email
 import email.policy
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from urllib.parse import urldefrag
 
 # Answer headers that no longer describe the body we hand over (decoded, whole) or that we never send.
 DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "set-cookie"})
+TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # header names Chromium fulfils with (RFC 9110)
+BAD_VALUE = re.compile(r"[\r\n\0]")
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,9 @@ def har_answer(entry: dict) -> Answer | None:
     headers = [
         {"name": str(h.get("name", "")), "value": str(h.get("value", ""))}
         for h in response.get("headers") or []
-        if str(h.get("name", "")).lower() not in DROPPED_HEADERS and not str(h.get("name", "")).startswith(":")
+        if str(h.get("name", "")).lower() not in DROPPED_HEADERS
+        and TOKEN.fullmatch(str(h.get("name", "")))
+        and not BAD_VALUE.search(str(h.get("value", "")))
     ]
     location = response.get("redirectURL")
     if 300 <= status < 400 and location and not any(h["name"].lower() == "location" for h in headers):
