@@ -15,11 +15,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.exports.test_exports_replay_engine import BASE, page
+from tests.support.rawdump import har_entry
 from workers.exports.replay.engine import ReplayStep, replay_steps
 from workers.exports.replay.har import Responder
 
 pytestmark = pytest.mark.browser
+
+BASE = "http://127.0.0.1:9"  # the discard port: nothing answers there
+
+
+def page(url: str, html: str) -> dict:
+    entry = har_entry(url)
+    entry["response"].update(
+        status=200,
+        headers=[{"name": "Content-Type", "value": "text/html"}],
+        content={"size": len(html), "mimeType": "text/html", "text": html},
+    )
+    return entry
 
 
 @contextlib.contextmanager
