@@ -3,12 +3,16 @@ the API queues, and its result stored on the demonstration (the Mind2Web export'
 
 import datetime as dt
 
+from django.db import transaction
+
 from ...lib.formats import mind2web_task_id
 from ...models import Demonstration, Project
 from ..errors import Conflict, NotFound, invalid
 from ..manage.access import check_project_role
 from ..queue import REPLAY, enqueue
 from .jobs import EXPORT_ROLES
+
+REQUEUE_AFTER = dt.timedelta(hours=1)  # a replay queued this long ago is taken as lost and may be queued again
 
 
 def now() -> str:
@@ -68,11 +72,27 @@ def do_request_replay(user, project_name: str, body) -> dict:
     task = body.get("task") if isinstance(body, dict) else None
     if not isinstance(task, str) or not task:
         raise invalid("task", "the annotation_id of a task of the project is required")
-    demo = check_replay(user, project_name, task)
-    demo.replay = {"status": "queued", "at": now()}
-    demo.save(update_fields=["replay"])
+    with transaction.atomic():
+        demo = Demonstration.objects.select_for_update().get(pk=check_replay(user, project_name, task).pk)
+        if queued_recently(demo):  # one Chromium per task on the workers, however often the button is pressed
+            raise Conflict(
+                f"a replay of task {task!r} is already queued: its result shows when the worker is done",
+                [{"field": "task", "message": "already queued"}],
+            )
+        demo.replay = {"status": "queued", "at": now()}
+        demo.save(update_fields=["replay"])
     enqueue(REPLAY, demo.pk, on_failure=lambda error: do_fail_replay(demo, f"could not be queued: {error}"))
     return status_of(demo, task)
+
+
+def queued_recently(demo: Demonstration) -> bool:
+    replay = demo.replay or {}
+    if replay.get("status") != "queued":
+        return False
+    try:
+        return dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(replay.get("at") or "") < REQUEUE_AFTER
+    except (TypeError, ValueError):
+        return False
 
 
 def replay_status(user, project_name: str, annotation_id: str) -> dict:

@@ -5,14 +5,18 @@ and no DNS, in case anything slipped past. No Django here: ``run.py`` builds the
 
 import base64
 import contextlib
+import ctypes
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import websocket
 
@@ -36,11 +40,14 @@ FLAGS = (
     "--proxy-server=http://127.0.0.1:9",
     "--proxy-bypass-list=<-loopback>",
     "--host-resolver-rules=MAP * ~NOTFOUND",
+    # WebRTC sends UDP (STUN/TURN to an IP literal) past the proxy and the resolver: only proxied (closed) UDP
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--remote-debugging-port=0",
 )
 MASK = "********"  # the recorder's mask of a private value (recorder_extension/lib/privacy.js)
 UID_ATTRIBUTE = "data-webtasks-id"
 STEP_TIMEOUT = 15.0  # seconds for the next recorded page to be reached
+BUDGET = 600.0  # seconds for a whole replay: a page that hangs each step cannot hold a worker for steps × timeouts
 QUIET = 0.5  # seconds without a new request before a step's outcome is read
 IGNORED_MISSING = ("/favicon.ico",)
 
@@ -112,6 +119,12 @@ class CDP:
             self.ws.close()
 
 
+def die_with_parent() -> None:
+    """In the forked child before exec: Linux kills the child when the process that started it dies (a worker killed
+    mid-replay, a revoked task), so no Chromium outlives its replay."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 class Browser:
     """Headless Chromium on a fresh profile with one tab whose every request ``responder`` answers."""
 
@@ -123,6 +136,7 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         self.cdp = None
         try:
@@ -152,6 +166,9 @@ class Browser:
         return self.cdp.call(method, params, self.session, timeout)
 
     def on_event(self, message: dict) -> None:
+        if message.get("method") == "Page.javascriptDialogOpening":  # alert/confirm/prompt/beforeunload hold the page
+            self.cdp.send("Page.handleJavaScriptDialog", {"accept": True}, message.get("sessionId"))
+            return
         if message.get("method") != "Fetch.requestPaused":
             return
         self.last_request = time.monotonic()
@@ -197,6 +214,9 @@ class Browser:
         return self.location() == bare(url)
 
     def navigate(self, url: str) -> bool:
+        """Load a recorded page: only a web page (a recorded URL such as ``chrome://version`` is not ours to open)."""
+        if urlsplit(url).scheme not in ("http", "https"):
+            return False
         if self.call("Page.navigate", {"url": url}).get("errorText"):
             return False
         return self.wait_for(url)
@@ -204,8 +224,9 @@ class Browser:
     def close(self):
         if self.cdp is not None:
             self.cdp.close()
-        if self.process.poll() is None:
-            self.process.kill()
+        if self.process.returncode is None:  # not yet reaped: its process group is still its own
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)  # the browser and the helpers it started
         self.process.wait()
         shutil.rmtree(self.profile, ignore_errors=True)
 
@@ -293,13 +314,18 @@ def missing_since(responder: Responder, start: int) -> list[str]:
     return [m for m in responder.missing[start:] if not m.endswith(IGNORED_MISSING)]
 
 
-def replay_steps(steps: list[ReplayStep], responder: Responder) -> dict:
+def replay_steps(steps: list[ReplayStep], responder: Responder, budget: float = BUDGET) -> dict:
     """Replay ``steps`` in order; ``{"steps", "replayed", "first_failure", "per_step"}`` (docs/mind2web.md#replay).
-    A step whose page is not the one shown (after a failure) starts by loading its recorded page."""
-    per_step = []
+    A step whose page is not the one shown (after a failure) starts by loading its recorded page. Steps not begun
+    within ``budget`` seconds are not replayed (said in their why)."""
+    per_step, deadline = [], time.monotonic() + budget
     browser = Browser(responder)
     try:
         for index, step in enumerate(steps):
+            if time.monotonic() > deadline:
+                why = f"not replayed: the replay ran out of time ({budget:.0f}s for all steps)"
+                per_step.append({"action_uid": step.action_uid, "ok": False, "why": why})
+                continue
             start = len(responder.missing)
             why = None
             if browser.location() != bare(step.url) and not browser.navigate(step.url):

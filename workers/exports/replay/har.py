@@ -8,14 +8,18 @@ browser follows it to the next request. A request with no entry and no MHTML par
 never passed to the network."""
 
 import base64
+import binascii
 import email
 import email.policy
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from urllib.parse import urldefrag
 
 # Answer headers that no longer describe the body we hand over (decoded, whole) or that we never send.
 DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "set-cookie"})
+TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # header names Chromium fulfils with (RFC 9110)
+BAD_VALUE = re.compile(r"[\r\n\0]")
 
 
 @dataclass(frozen=True)
@@ -36,12 +40,15 @@ def bare(url: str) -> str:
 def har_answer(entry: dict) -> Answer | None:
     response = entry.get("response") or {}
     status = response.get("status")
-    if not isinstance(status, int) or status < 100:  # 0: the recorded request failed; nothing to answer with
+    # 0: the recorded request failed; 1xx (a 101 upgrade) or past 599 Chromium cannot be fulfilled with
+    if not isinstance(status, int) or not 200 <= status <= 599:
         return None
     headers = [
         {"name": str(h.get("name", "")), "value": str(h.get("value", ""))}
         for h in response.get("headers") or []
-        if str(h.get("name", "")).lower() not in DROPPED_HEADERS and not str(h.get("name", "")).startswith(":")
+        if str(h.get("name", "")).lower() not in DROPPED_HEADERS
+        and TOKEN.fullmatch(str(h.get("name", "")))
+        and not BAD_VALUE.search(str(h.get("value", "")))
     ]
     location = response.get("redirectURL")
     if 300 <= status < 400 and location and not any(h["name"].lower() == "location" for h in headers):
@@ -104,7 +111,10 @@ class Responder:
     def answer(self, method: str, url: str, body: str | None = None) -> Answer | None:
         """The answer to a request, or None (recorded in ``missing``): it is to be failed."""
         entry = self.pick(method, url, body)
-        found = har_answer(entry) if entry is not None else None
+        try:
+            found = har_answer(entry) if entry is not None else None
+        except (AttributeError, TypeError, ValueError, binascii.Error):  # a malformed entry (the HAR is uploaded)
+            found = None
         if found is None and method.upper() == "GET" and bare(url) in self.pages:
             content_type, data = self.pages[bare(url)]
             found = Answer(200, [{"name": "Content-Type", "value": content_type}], data, "mhtml")

@@ -35,6 +35,9 @@ class Command(BaseCommand):
             demo = check_replay(user, options["project"], options["task"])
         except ActionError as error:
             raise CommandError(f"{error.status} {error.code}: {error.detail}") from None
+        target = options["json"]
+        if target and (target.is_dir() or not target.parent.is_dir()):  # said before the replay, not after it
+            raise CommandError(f"--json {target}: not a file in an existing folder")
         result = replay_demo(demo)
         text = json.dumps(result, indent=1, ensure_ascii=False)
         if options["json"]:
