@@ -21,7 +21,6 @@
  *     field's value (an element's `value` attribute, a turn's text, value, pasted or selected text).
  * Tag and attribute names, the recorder's own uids and an element's xpath are never changed, so a page keeps its
  * structure and its uids still match its boxes; style rules (<style>, style attributes) get rule 1 only.
- *
  * Classic script: defines globalThis.WebTasks.redact (and module.exports for node).
  */
 (function (root) {
@@ -33,8 +32,7 @@
   // The one list (docs/recorder-privacy.md; annotation/lib/redact.py SECRET_PARAMETER_PARTS, equal by a test).
   const SECRET_PARAMETER_PARTS = Object.freeze([
     "password", "passwd", "pwd", "token", "code", "key", "secret", "session", "sid", "auth", "otp", "signature", "sig",
-    "credential", "jwt", "saml", "assertion",
-  ]);
+    "credential", "jwt", "saml", "assertion"]);
   const MIN_TEXT_LENGTH = 4; // shorter private values are masked only as whole values (see rule 2)
   const MAX_VALUES = 100; // the private values remembered, most recent kept
   const MAX_VALUE_LENGTH = 10000; // a longer value is not remembered (a private textarea's essay)

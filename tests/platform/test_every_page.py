@@ -336,6 +336,8 @@ UNFILLABLE = {
     "each role in tests/exports/test_exports_recuration_page.py",
     "api/projects/<name>/recuration/<release_id>/": "an imported demo's release id, and the world imports no release: "
     "each role in tests/exports/test_exports_recuration_page.py",
+    "api/projects/<name>/replays/<task>/": "a recorded task's annotation_id, and the world records no traffic: "
+    "roles, outsiders and hostile ids in tests/recordings/test_recordings_attack_replay.py",
     "join/<token>/": "an invitation link is the capability: whoever opens it may join (test_manage_invitations.py)",
     "people/<user_id>/<change>": "an account, no project's object: site admins only (test_manage_people.py)",
     "admin/auth/group/<object_id>/": "groups belong to no project (the admin refuses non-staff on every page)",

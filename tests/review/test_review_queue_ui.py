@@ -199,11 +199,13 @@ def test_thumbnails_appear_on_the_open_page_when_the_worker_makes_them(
                 and d.execute_script("return document.querySelector('img.thumb').complete")
             )
         )
+        # The suggestions are the worker's next job: waited for while the worker still runs (it was stopped before
+        # they were made on a loaded CI run).
+        WebDriverWait(browser, 120).until(lambda d: "suggestions are ready" in d.find_element(By.ID, "message").text)
     thumb = browser.find_element(By.CSS_SELECTOR, "img.thumb")
     assert thumb.get_attribute("src").endswith("?ready=1")
     assert browser.execute_script("return arguments[0].naturalWidth", thumb) == 320  # the WebP, not the SVG
     assert browser.execute_script("return window.notReloaded") is True
-    WebDriverWait(browser, 20).until(lambda d: "suggestions are ready" in d.find_element(By.ID, "message").text)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -68,7 +68,9 @@ def status_of(demo: Demonstration, annotation_id: str) -> dict:
 
 
 def do_request_replay(user, project_name: str, body) -> dict:
-    """Queue a replay of ``body["task"]`` (an annotation_id); its status (``queued``)."""
+    """Queue a replay of ``body["task"]`` (an annotation_id); its status (``queued``). The project is checked first:
+    a non-member learns nothing from the body's validation."""
+    check_replay_project(user, project_name)
     task = body.get("task") if isinstance(body, dict) else None
     if not isinstance(task, str) or not task:
         raise invalid("task", "the annotation_id of a task of the project is required")
