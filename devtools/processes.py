@@ -111,11 +111,13 @@ def migrations_digest() -> str:
 
 
 TEMPLATE_PREFIX = "webdemos_migrated_"
+KEPT_TEMPLATES = 4  # migration sets whose template stays (worktrees on one server each have theirs)
 
 
 def migrated_template(url: str) -> str:
     """The name of a database every migration has run on, made once per set of migrations (under an advisory
-    lock, so processes starting at once make it once) and kept for the next run; older ones are dropped."""
+    lock, so processes starting at once make it once) and kept for the next run; the oldest beyond
+    ``KEPT_TEMPLATES`` are dropped."""
     admin = admin_connection(url)
     name = TEMPLATE_PREFIX + migrations_digest()
     with psycopg.connect(**admin) as conn:
@@ -123,8 +125,11 @@ def migrated_template(url: str) -> str:
         try:
             found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
             if found is None:
+                # Worktrees sharing one server each have their own set: only the oldest beyond KEPT_TEMPLATES go.
                 for (old,) in conn.execute(
-                    "SELECT datname FROM pg_database WHERE datname LIKE %s", [TEMPLATE_PREFIX + "%"]
+                    "SELECT datname FROM pg_database WHERE datname LIKE %s AND datname NOT LIKE %s"
+                    " ORDER BY oid DESC OFFSET %s",
+                    [TEMPLATE_PREFIX + "%", "%_building", KEPT_TEMPLATES - 1],
                 ).fetchall():
                     conn.execute(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
                 building = f"{name}_building"
