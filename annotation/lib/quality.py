@@ -1,7 +1,9 @@
 """Automatic quality checks of a recorded demonstration, shown on its review page and counted in the list.
 
-``quality_issues`` is pure over the turns (capture order) and a ``read(sha) -> bytes`` for page and bboxes blobs
-(each blob read once); its result is cached with the review, since the raw capture never changes. ``order_issues``
+``quality_issues`` is pure over the turns (capture order), the targets reviewers re-picked (``TurnCuration.element``:
+the checks of a turn's target read it instead of the recorded element) and a ``read(sha) -> bytes`` for page and
+bboxes blobs (each blob read once); its result is cached with the review, and ``rechecked`` runs a retargeted turn's
+checks again, reading only that turn's blobs. ``order_issues``
 checks the curated order (it changes with every reorder, so it is computed when the page is shown), and
 ``alignment_issues`` the curated screenshots against the realign worker's suggestions from the tab video.
 An issue is ``{"turn": turn id or None, "check": code, "message": text}``.
@@ -33,8 +35,10 @@ def issue(turn, check: str, detail: str = "") -> dict:
     return {"turn": turn.pk, "check": check, "message": LABELS[check] + (f": {detail}" if detail else "")}
 
 
-def box_of(turn) -> dict | None:
-    return shapes.box_of(shapes.element_of(turn.arguments).get("bbox"))
+def target_of(turn, elements: dict) -> dict:
+    """The element the turn acts on: the one a reviewer re-picked (``elements``: ``{turn id: element}``), else the
+    recorded one."""
+    return shapes.as_dict(elements.get(turn.pk)) or shapes.element_of(turn.arguments)
 
 
 def outside(box: dict, width, height) -> bool:
@@ -65,8 +69,7 @@ class BlobCache:
         return self.boxes[sha]
 
 
-def uid_problem(turn, blobs: BlobCache) -> str:
-    uid = turn.element_uid
+def uid_problem(turn, uid, blobs: BlobCache) -> str:
     if not uid:
         return ""
     if turn.page_id and f'data-webtasks-id="{uid}"' not in blobs.page(turn.page_id):
@@ -76,19 +79,29 @@ def uid_problem(turn, blobs: BlobCache) -> str:
     return ""
 
 
-def browser_issues(turn, blobs: BlobCache) -> list:
+def uid_issue(turn, target: dict, blobs: BlobCache, known: dict) -> dict | None:
+    """The turn's ``uid_missing`` issue, or None: from ``known`` (``{turn id: issue or None}``, kept from the cache)
+    without reading its blobs when there."""
+    if turn.pk in known:
+        return known[turn.pk]
+    problem = uid_problem(turn, shapes.uid_of(target), blobs)
+    return issue(turn, "uid_missing", problem) if problem else None
+
+
+def browser_issues(turn, target: dict, blobs: BlobCache, known: dict) -> list:
     found = []
     if not turn.screenshot_id and turn.intent not in NO_SCREENSHOT_INTENTS:
         found.append(issue(turn, "no_screenshot", turn.intent))
-    if problem := uid_problem(turn, blobs):
-        found.append(issue(turn, "uid_missing", problem))
-    box = box_of(turn)
+    if missing := uid_issue(turn, target, blobs, known):
+        found.append(missing)
+    box = shapes.box_of(target.get("bbox"))
     if box and outside(box, turn.viewport_width, turn.viewport_height):
         found.append(issue(turn, "box_outside"))
     return found
 
 
-def pair_issues(previous, turn) -> list:
+def pair_issues(previous, turn, uids: tuple) -> list:
+    """Issues of ``turn`` against the turn before it (``uids``: the two turns' target uids)."""
     found = []
     if previous is None:
         return found
@@ -96,22 +109,34 @@ def pair_issues(previous, turn) -> list:
     if gap > LONG_GAP_SECONDS:
         found.append(issue(turn, "long_gap", f"{gap:.0f} s"))
     hovers = previous.intent == turn.intent == "hover"
-    if hovers and previous.element_uid and previous.element_uid == turn.element_uid:
-        found.append(issue(turn, "duplicate_hover", turn.element_uid))
+    if hovers and uids[0] and uids[0] == uids[1]:
+        found.append(issue(turn, "duplicate_hover", uids[1]))
     return found
 
 
-def quality_issues(turns, read) -> list[dict]:
-    """Every issue of the demo's ``turns`` (in capture order)."""
-    blobs, found, previous = BlobCache(read), [], None
+def quality_issues(turns, read, elements=None, known=None) -> list[dict]:
+    """Every issue of the demo's ``turns`` (in capture order), their targets as curated (``elements``: ``{turn id:
+    element}`` re-picked in review); ``known``: ``uid_missing`` results kept (``rechecked``)."""
+    blobs, found, previous, uid = BlobCache(read), [], None, None
+    elements, known = elements or {}, known or {}
     for turn in turns:
+        target = target_of(turn, elements)
         if turn.type == "chat" and not (turn.utterance or "").strip():
             found.append(issue(turn, "empty_chat"))
         elif turn.type == "browser":
-            found.extend(browser_issues(turn, blobs))
-        found.extend(pair_issues(previous, turn))
-        previous = turn
+            found.extend(browser_issues(turn, target, blobs, known))
+        found.extend(pair_issues(previous, turn, (uid, shapes.uid_of(target))))
+        previous, uid = turn, shapes.uid_of(target)
     return found
+
+
+def rechecked(cached: list, turns, read, elements: dict, changed: set) -> list[dict]:
+    """The cached issues after the targets of the ``changed`` turns (ids) were re-picked or put back: every check
+    computed again from the turns (pure), the page and bboxes blobs read for the changed turns only (the other
+    turns' ``uid_missing`` results are kept)."""
+    known = {turn.pk: None for turn in turns if turn.pk not in changed}
+    known.update({i["turn"]: i for i in cached if i["check"] == "uid_missing" and i["turn"] in known})
+    return quality_issues(turns, read, elements, known)
 
 
 def order_issues(ordered, deleted: set) -> list[dict]:

@@ -8,7 +8,7 @@ import av
 import pytest
 from PIL import Image
 
-from annotation.lib.quality import quality_issues
+from annotation.lib.quality import quality_issues, rechecked
 from annotation.models import DemoReview, Turn, TurnCuration
 from tests.support.review_data import recorded_demo
 from workers.review import realign
@@ -118,3 +118,22 @@ def test_prepare_review_stores_suggestions_and_quality(alpha):
     review = DemoReview.objects.get(pk=demo.pk)
     assert review.realigned
     assert review.quality is not None
+
+
+def test_a_re_picked_target_is_checked_instead_of_the_recorded_one_reading_only_its_turns_blobs():
+    on_page = {"attributes": {"data-webtasks-id": "a1"}, "bbox": {"x": 10, "y": 10, "width": 20, "height": 20}}
+    outside = {"attributes": {"data-webtasks-id": "zz"}, "bbox": {"x": 2000, "y": 10, "width": 5, "height": 5}}
+    turns = [turn(1, uid="zz"), turn(2, timestamp=1), turn(3, intent="hover", timestamp=2)]
+    turns.append(turn(4, intent="hover", uid="zz", timestamp=3))
+    cached = quality_issues(turns, BLOBS.get)
+    assert [(item["turn"], item["check"]) for item in cached] == [(1, "uid_missing"), (4, "uid_missing")]
+    reads = []
+    read = lambda sha: reads.append(sha) or BLOBS[sha]  # noqa: E731
+    picked = rechecked(cached, turns, read, {1: on_page, 2: outside, 4: on_page}, {1, 2, 4})
+    assert [(item["turn"], item["check"]) for item in picked] == [
+        (2, "uid_missing"), (2, "box_outside"), (4, "duplicate_hover"),
+    ]  # fmt: skip
+    assert sorted(reads) == ["boxes", "page"]  # each read once, for the changed turns only
+    put_back = rechecked(picked, turns, lambda sha: BLOBS[sha], {1: on_page}, {2, 4})
+    assert [(item["turn"], item["check"]) for item in put_back] == [(4, "uid_missing")]
+    assert rechecked(cached, turns, lambda sha: pytest.fail(sha), {}, set()) == cached  # nothing changed: no read

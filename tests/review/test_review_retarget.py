@@ -1,15 +1,19 @@
 """A browser turn's target re-picked on the review page (op ``retarget``, the picker's ``…/turns/<id>/elements``):
 two reviewers retarget several turns of a recorded demo, undo and redo each other's choices, and read the result
-on the page and in its history; and the refusals (chat, elementless and deleted turns, elements not on the page,
-annotators, researchers, outsiders, decided demos)."""
+on the page and in its history; the quality checks on the chosen target; and the refusals (chat, elementless and
+deleted turns, elements not on the page, annotators, researchers, outsiders, decided demos)."""
 
 import json
 
 import pytest
 
+from annotation import synth
+from annotation.lib.shapes import element_of
 from annotation.models import Demonstration, DemoReview, DemoStatus, Edit, Project, Role, Turn, TurnCuration
-from tests.support.actors import make_user
+from tests.support.actors import make_user, token_client
 from tests.support.corpus import ingest_corpus
+from tests.support.weblinx_release import download, start_export
+from workers.management.commands.synth_demos import ensure_actors, ingest_demo
 
 
 def post(client, demo, **body):
@@ -151,3 +155,55 @@ def test_retargets_refused_with_the_field_named(client, recorded):
     Demonstration.objects.filter(pk=demo.pk).update(status=DemoStatus.VALIDATED)
     client.force_login(ana)
     assert post(client, demo, op="retarget", turn=acting(demo)[1].pk, element=target).status_code == 409
+
+
+# --- The quality checks read the curated target ------------------------------------------------------------------
+
+
+def uid_missing_everywhere(client, researcher, demo, turn, tmp_path) -> dict:
+    """How each surface shows ``turn``'s uid_missing: the review page's row, the navigator's record, the export's
+    quality.json; and the list's issue count of the demo."""
+    page = client.get(f"/review/{demo.name}/")
+    row = next(row for row in page.context["turns"] if row["id"] == turn.pk)
+    listed = client.get(f"/review/live?names={demo.name}").json()["demos"][demo.name]["issues"]
+    records = researcher.get("/api/quality/demos/alpha/records/").json()["records"]
+    record = next(r for r in records if r["user"] == demo.navigator.username)
+    exported = download(researcher, start_export(researcher, "alpha"), tmp_path)
+    report = json.loads((exported / "quality.json").read_text())
+    (item,) = [item for item in report["items"] if item["id"] == demo.name]
+    return {
+        "page": any(issue.startswith("element uid missing") for issue in row["issues"]),
+        "list": listed,
+        "record": record["checks_failing"].get("uid_missing", 0),
+        "export": item["checks"]["uid_missing"],
+    }
+
+
+def in_view(box, turn) -> bool:
+    return box["x"] >= 0 and box["x"] + box["width"] <= turn.viewport_width and 0 <= box["y"] < turn.viewport_height
+
+
+def test_the_quality_checks_read_the_target_a_reviewer_picked(client, db, media_storage, tmp_path):
+    """A turn whose recorded uid is not on its page fails uid_missing on every surface; retargeted to an element of
+    its page it passes; the retarget undone, it fails again."""
+    project, navigator, instructor = ensure_actors("alpha")
+    spec = next(synth.generate_corpus(1, 24, 40, seed=11))
+    broken = next(t for t in spec.turns if t["type"] == "browser" and t.get("page") and element_of(t["arguments"]))
+    broken["arguments"]["element"]["attributes"]["data-webtasks-id"] = "not-on-the-page"
+    demo, _, _ = ingest_demo(spec, navigator, project, instructor)
+    Demonstration.objects.filter(pk=demo.pk).update(status=DemoStatus.RECORDED)
+    turn = Turn.objects.get(demonstration=demo, client_id=broken["client_id"])
+    researcher = token_client(make_user("res", project, Role.RESEARCHER))
+    client.force_login(make_user("ana", project, Role.REVIEWER))
+    before = uid_missing_everywhere(client, researcher, demo, turn, tmp_path / "a")
+    assert before == {"page": True, "list": before["list"], "record": 1, "export": 1}
+
+    listed_elements = listed(client, demo, turn).json()["elements"]
+    chosen = next(e for e in listed_elements if e["tag"] == "a" and in_view(e["box"], turn))  # no box_outside either
+    made = post(client, demo, op="retarget", turn=turn.pk, element=chosen["uid"])
+    assert made.status_code == 200, made.content
+    after = {"page": False, "list": before["list"] - 1, "record": 0, "export": 0}
+    assert uid_missing_everywhere(client, researcher, demo, turn, tmp_path / "b") == after
+
+    assert post(client, demo, op="undo", edit=made.json()["id"]).status_code == 200
+    assert uid_missing_everywhere(client, researcher, demo, turn, tmp_path / "c") == before

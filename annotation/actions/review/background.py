@@ -4,7 +4,9 @@ finished recording enqueues is in `actions/recordings/background.py`)."""
 from django.core.cache import cache
 from django.db import transaction
 
-from ...models import DemoReview, TurnCuration
+from ...lib.quality import quality_issues, rechecked
+from ...models import DemoReview, Turn, TurnCuration
+from ...store.blobstore import read_blob
 from .. import queue
 
 ENQUEUE_EVERY = 60  # seconds
@@ -25,13 +27,30 @@ def enqueue_review_work(demo, review, missing_thumbnails: list) -> None:
 
 
 def ensure_quality(demo, review, turns, read) -> list:
-    """The demo's quality issues, computed once (the raw capture never changes) and cached on its review."""
-    from ...lib.quality import quality_issues
-
+    """The demo's quality issues, computed once and cached on its review (the raw capture never changes; a re-picked
+    target changes them through ``recheck_targets``)."""
     if review.quality is None:
-        review.quality = quality_issues(turns, read)
+        review.quality = quality_issues(turns, read, curated_elements(demo))
         DemoReview.objects.filter(pk=review.pk).update(quality=review.quality)
     return review.quality
+
+
+def curated_elements(demo) -> dict:
+    """``{turn id: element}`` of the demo's turns whose target a reviewer re-picked."""
+    curated = TurnCuration.objects.filter(demonstration=demo, element__isnull=False)
+    return dict(curated.values_list("turn_id", "element"))
+
+
+def recheck_targets(demo, turn_ids: set) -> None:
+    """The cached quality issues after the targets of ``turn_ids`` changed (a retarget, its undo or redo; the
+    caller holds the review row's lock): their checks run again on the curated element, reading only their page
+    and bboxes. Nothing to do while the issues are not computed yet (they will be, on the curated targets)."""
+    cached = DemoReview.objects.filter(pk=demo.pk).values_list("quality", flat=True).first()
+    if cached is None:
+        return
+    turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
+    issues = rechecked(cached, turns, read_blob, curated_elements(demo), turn_ids)
+    DemoReview.objects.filter(pk=demo.pk).update(quality=issues)
 
 
 def do_store_suggestions(demo, suggested) -> None:

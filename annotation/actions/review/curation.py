@@ -12,6 +12,7 @@ from ...models import TASK_METADATA, Demonstration, Edit, EditKind, Turn, TurnCu
 from ...models.review import STATE_FIELDS
 from ..errors import ValidationFailed
 from .access import check_can_curate, check_turn
+from .background import recheck_targets
 from .revisions import locked_review, record
 from .workflow import start_review_if_needed
 
@@ -34,9 +35,11 @@ def turn_state(turn_id: int) -> dict:
 
 
 def apply_turn_states(demo, states: dict) -> None:
-    """Write ``{turn_id: {field: value}}`` into the turns' curation rows."""
+    """Write ``{turn_id: {field: value}}`` into the turns' curation rows (a changed target re-checks its turn)."""
     for turn_id, fields in states.items():
         TurnCuration.objects.update_or_create(turn_id=int(turn_id), defaults={"demonstration": demo, **fields})
+    if retargeted := {int(turn_id) for turn_id, fields in states.items() if "element" in fields}:
+        recheck_targets(demo, retargeted)
 
 
 def change_turn(user, demo, revision, turn_id, kind, **fields) -> Edit:
