@@ -203,14 +203,21 @@ class ImportJob(Job):
     report = models.JSONField(
         default=dict, blank=True, help_text="Counts, demos imported, items skipped and notes (``ImportReport``)."
     )
+    file_freed_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the same file was uploaded again after every demo this job imported had been deleted: the "
+        "job holds the file no more.",
+    )
 
     class Meta(Job.Meta):
         constraints = [
             # One queued, running or done job per file and project: the same file uploaded again (or twice at once)
-            # is refused at submission; a failed or cancelled job does not hold the file.
+            # is refused at submission; a failed or cancelled job does not hold the file, nor a freed one.
             models.UniqueConstraint(
                 fields=["project", "sha256"],
-                condition=models.Q(status__in=IMPORT_HOLDING_STATUSES) & ~models.Q(sha256=""),
+                condition=models.Q(status__in=IMPORT_HOLDING_STATUSES, file_freed_at__isnull=True)
+                & ~models.Q(sha256=""),
                 name="import_job_file_once",
             )
         ]

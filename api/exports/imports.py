@@ -34,6 +34,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "progress",
             "error",
             "report",
+            "file_freed_at",
             "created_at",
             "started_at",
             "finished_at",

@@ -1,39 +1,15 @@
 """`POST /api/projects/<name>/imports/`: a release archive uploaded, checked at once (roles, size, archive, layout),
 then imported by a real Celery worker, its progress and report read at `/api/imports/<id>/`."""
 
-import io
-import tarfile
-import zipfile
-
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation.models import Demonstration, ImportJob, Role
 from tests.support.actors import make_user
 from tests.support.jobs import poll_job
+from tests.support.release_upload import tar_gz, upload, zipped
 from tests.support.weblinx_release import write_demo, write_release
 
 URL = "/api/projects/alpha/imports/"
-
-
-def tar_gz(root, top="weblinx") -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        archive.add(root, arcname=top)
-    return buffer.getvalue()
-
-
-def zipped(root) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for path in sorted(root.rglob("*")):
-            if path.is_file():
-                archive.write(path, path.relative_to(root).as_posix())
-    return buffer.getvalue()
-
-
-def upload(client, data: bytes, name="release.tar.gz", url=URL):
-    return client.post(url, {"file": SimpleUploadedFile(name, data)}, format="multipart")
 
 
 @pytest.fixture
@@ -69,7 +45,7 @@ def test_bad_uploads_are_refused_naming_the_limit_or_the_part(api_for, researche
     assert answer.status_code == 400
     assert answer.json()["errors"][0]["field"] == "file"
 
-    answer = upload(client, b"this is not an archive at all", "notes.tar.gz")
+    answer = upload(client, b"this is not an archive at all", name="notes.tar.gz")
     assert answer.status_code == 400
     assert "not a .zip or .tar.gz archive" in answer.json()["detail"]
 
@@ -92,7 +68,7 @@ def test_the_worker_imports_an_upload_and_the_job_shows_progress_summary_and_rep
     api_for, researcher, alpha, worker, tmp_path, media_storage
 ):
     client = api_for(researcher)
-    answer = upload(client, zipped(write_release(tmp_path / "release")), "release.zip")
+    answer = upload(client, zipped(write_release(tmp_path / "release")), name="release.zip")
     assert answer.status_code == 202, answer.content
     seen = poll_job(client, f"/api/imports/{answer.json()['id']}/")
     job = seen[-1]
@@ -113,7 +89,8 @@ def test_the_worker_imports_an_upload_and_the_job_shows_progress_summary_and_rep
     again = upload(client, data)
     assert again.status_code == 409
     assert f"import {second['id']} (done, 'release.tar.gz') took it" in again.json()["detail"]
-    third = poll_job(client, f"/api/imports/{upload(client, zipped(tmp_path / 'release'), 'r.zip').json()['id']}/")[-1]
+    zipped_again = upload(client, zipped(tmp_path / "release"), name="r.zip").json()["id"]
+    third = poll_job(client, f"/api/imports/{zipped_again}/")[-1]
     assert third["status"] == "failed"  # the same release in another file: nothing new
     assert "5 in project 'alpha' already, 1 skipped for other reasons" in third["error"]
     assert Demonstration.objects.filter(project=alpha).count() == 5

@@ -3,10 +3,7 @@ file again is a 409 at submission naming the earlier job while that job is queue
 does not hold it; two identical uploads at once give one 202 and one 409; a different archive whose items are all
 imported already ends as a failed job whose report lists each item with why."""
 
-import io
-import tarfile
 import threading
-import zipfile
 
 import pytest
 from django.core.files.storage import default_storage
@@ -16,8 +13,9 @@ from django.db import connection, transaction
 from annotation.actions.exports.imports import do_create_import
 from annotation.models import Demonstration, ImportJob, Project, Role
 from tests.support import mind2web_release, weblinx_release
-from tests.support.actors import make_user, token_client
+from tests.support.actors import make_user, signed_in, token_client
 from tests.support.jobs import poll_job
+from tests.support.release_upload import tar_gz, upload, zipped
 from tests.support.waits import wait_until
 from workers.exports.imports import run_import
 
@@ -25,31 +23,10 @@ WEBLINX_ITEMS = ["alpha", "bravo", "charlie", "delta"]  # the release's good dem
 MIND2WEB_ITEMS = ["t-missing", "t-odd", "t-plain", "t-web"]  # t-bad is malformed
 
 
-def tar_gz(root, top) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        archive.add(root, arcname=top)
-    return buffer.getvalue()
-
-
-def zipped(root) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for path in sorted(root.rglob("*")):
-            if path.is_file():
-                archive.write(path, path.relative_to(root).as_posix())
-    return buffer.getvalue()
-
-
 def release(release_format, tmp_path) -> bytes:
     if release_format == "mind2web":
         return tar_gz(mind2web_release.write_release(tmp_path / "m2w"), "mind2web")
     return tar_gz(weblinx_release.write_release(tmp_path / "weblinx"), "weblinx")
-
-
-def upload(client, data: bytes, release_format, project="alpha", name="release.tar.gz"):
-    body = {"file": SimpleUploadedFile(name, data), "format": release_format}
-    return client.post(f"/api/projects/{project}/imports/", body, format="multipart")
 
 
 @pytest.fixture
@@ -235,3 +212,43 @@ def test_an_upload_racing_one_not_yet_committed_waits_for_it_and_is_refused_by_t
     assert f"import {taken[0]} (queued, 'release.tar.gz') took it" in answers[0].json()["detail"]
     assert list(ImportJob.objects.values_list("pk", flat=True)) == taken
     assert len(list((media_storage / "imports").iterdir())) == 1  # the refused upload's copy removed
+
+
+def admin_deletes(staff, demos) -> None:
+    """Staff delete demonstrations as the admin site does: the list's "Delete selected", confirmed."""
+    body = {"action": "delete_selected", "_selected_action": [demo.pk for demo in demos], "post": "yes"}
+    answer = signed_in(staff).post("/admin/annotation/demonstration/", body)
+    assert answer.status_code == 302, answer.content[:2000]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("release_format", ["weblinx", "mind2web"])
+def test_once_every_demo_of_the_file_is_deleted_it_imports_again(release_format, people, tmp_path, media_storage):
+    data = release(release_format, tmp_path)
+    staff = make_user("staff")
+    staff.is_staff = staff.is_superuser = True
+    staff.save()
+    admin = token_client(people["admin"])
+    first = upload(admin, data, release_format).json()["id"]
+    as_queued(first)
+    run_import(first)
+    items = MIND2WEB_ITEMS if release_format == "mind2web" else WEBLINX_ITEMS
+    demos = list(Demonstration.objects.filter(project__name="alpha").order_by("source_id"))
+    assert [demo.source_id for demo in demos] == items
+
+    admin_deletes(staff, demos[:1])  # one of the file's demos deleted: the rest still hold it
+    again = upload(admin, data, release_format)
+    assert again.status_code == 409, again.content
+    assert f"Delete its 3 demonstrations to import it again (/api/imports/{first}/)" in again.json()["detail"]
+    admin_deletes(staff, demos[1:])
+    taken = upload(admin, data, release_format, name="renamed.tar.gz")
+    assert taken.status_code == 202, taken.content
+    assert admin.get(f"/api/imports/{first}/").json()["file_freed_at"] is not None
+    as_queued(taken.json()["id"])
+    run_import(taken.json()["id"])
+    job = admin.get(f"/api/imports/{taken.json()['id']}/").json()
+    assert (job["status"], job["report"]["demos"], job["file_freed_at"]) == ("done", 4, None)
+    assert sorted(Demonstration.objects.values_list("source_id", flat=True)) == items
+    refused = upload(token_client(people["researcher"]), data, release_format)
+    assert refused.status_code == 409  # the new job holds the file now
+    assert f"import {taken.json()['id']} (done, 'renamed.tar.gz') took it" in refused.json()["detail"]

@@ -12,11 +12,12 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from ...lib import release_archive
 from ...lib.mind2web_release import spans, split_of
 from ...lib.weblinx_release import NotARelease
-from ...models import ImportJob
+from ...models import Demonstration, ImportJob, JobStatus
 from ...models.exports import IMPORT_HOLDING_STATUSES
 from .. import queue
 from ..errors import Conflict, TooLarge, ValidationFailed
@@ -116,23 +117,55 @@ def upload_sha256(upload) -> str:
     return digest.hexdigest()
 
 
+def holding_job(project, sha256: str):
+    """The project's queued, running or done import job holding this file, if any."""
+    holding = ImportJob.objects.filter(project=project, sha256=sha256, status__in=IMPORT_HOLDING_STATUSES)
+    return holding.filter(file_freed_at__isnull=True).first()
+
+
+def imported_demos(job):
+    """The demos the job imported that are still in its project."""
+    names = [item.get("demo") for item in (job.report or {}).get("imported", []) if isinstance(item, dict)]
+    return Demonstration.objects.filter(project_id=job.project_id, name__in=names)
+
+
 def check_file_not_taken(project, sha256: str) -> None:
     """409 naming the job when a queued, running or done import job of ``project`` took this very file (a failed or
-    cancelled one does not count: the file may be tried again)."""
-    earlier = ImportJob.objects.filter(project=project, sha256=sha256, status__in=IMPORT_HOLDING_STATUSES).first()
-    if earlier is not None:
-        raise Conflict(
-            f"this file was uploaded to project {project.name!r} already: import {earlier.pk} ({earlier.status}, "
-            f"{earlier.archive_name!r}) took it; nothing was imported. See /api/imports/{earlier.pk}/",
-            [{"field": "file", "message": f"the same file as import {earlier.pk}"}],
-        )
+    cancelled one does not count: the file may be tried again; nor a done one whose demos were all deleted, which
+    ``do_create_import`` frees); a done one's refusal says how many of its demos to delete."""
+    earlier = holding_job(project, sha256)
+    if earlier is None:
+        return
+    todo = f"See /api/imports/{earlier.pk}/"
+    if earlier.status == JobStatus.DONE:
+        todo = f"Delete its {imported_demos(earlier).count()} demonstrations to import it again ({todo[4:]})"
+    raise Conflict(
+        f"this file was uploaded to project {project.name!r} already: import {earlier.pk} ({earlier.status}, "
+        f"{earlier.archive_name!r}) took it; nothing was imported. {todo}",
+        [{"field": "file", "message": f"the same file as import {earlier.pk}"}],
+    )
+
+
+def free_emptied_job(project, sha256: str) -> None:
+    """A done job of this file none of whose demos remain lets the file go (``file_freed_at``), so the file can be
+    imported again. Under the job row's lock: of two uploads at once, one frees it and the constraint then lets one
+    of the two new jobs in."""
+    with transaction.atomic():
+        earlier = holding_job(project, sha256)
+        if earlier is None or earlier.status != JobStatus.DONE:
+            return
+        earlier = ImportJob.objects.select_for_update().get(pk=earlier.pk)
+        if earlier.file_freed_at is None and earlier.report.get("imported") and not imported_demos(earlier).exists():
+            earlier.file_freed_at = timezone.now()
+            earlier.save(update_fields=["file_freed_at"])
 
 
 def do_create_import(user, project, upload, release_format: str = "weblinx") -> ImportJob:
     """Store the checked archive (or split file) and enqueue its import; the job (queued) is returned. 409 when a
     queued, running or done job of the project took the same file (two such uploads at once: one wins, by the
-    ``import_job_file_once`` constraint)."""
+    ``import_job_file_once`` constraint). A done job whose demos were all deleted lets its file go first."""
     sha256 = upload_sha256(upload)
+    free_emptied_job(project, sha256)
     check_file_not_taken(project, sha256)
     suffixes = (*ARCHIVE_SUFFIXES, ".json") if release_format == "mind2web" else ARCHIVE_SUFFIXES
     suffix = next((s for s in suffixes if upload.name.lower().endswith(s)), ".archive")
