@@ -4,24 +4,13 @@ load and on a click, with an ``Authorization`` header), a redirect, cookies, and
 to the site. Three flows in one project. Traffic is stored (requests, bodies, the redirects), no cookie or
 credential and no password in any stored byte or in the Mind2Web export, which holds each task's raw dump."""
 
-import http.server
 import json
-import threading
 import urllib.parse
 
 import pytest
-from selenium.webdriver.common.by import By
 
 from annotation.lib.splits import MIND2WEB_SPLITS
-from tests.support.recorder_browser import (
-    Browser,
-    Panel,
-    content_in_step_mode,
-    op_button,
-    select,
-    start_recording,
-    stop_and_collect,
-)
+from tests.support.recorder_browser import Browser, Panel, op_button, select, start_recording, stop_and_collect
 from tests.support.recorder_harness import (
     blob_bytes,
     create_member,
@@ -29,8 +18,8 @@ from tests.support.recorder_harness import (
     extension_browser,
     leaks,
     live_platform,
-    stored_turns,
 )
+from tests.support.step_site import page_ready, serve, stored_steps, text_of, type_step
 from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
@@ -71,6 +60,7 @@ WELCOME = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>W
 fetch("/api/profile").then(r => r.json()).then(d => { document.getElementById("profile").textContent = d.name; });
 </script></body></html>"""
 
+PAGES = {"/shop.html": SHOP, "/login.html": LOGIN, "/welcome": WELCOME}
 JSON_ANSWERS = {
     "/api/items": {"items": ["Red shoe", "Blue shoe"]},
     "/api/more": {"more": "Green shoe"},
@@ -78,79 +68,17 @@ JSON_ANSWERS = {
 }
 
 
-class SiteHandler(http.server.BaseHTTPRequestHandler):
-    posted: list  # every sign-in body the site received
-
-    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
-        pass
-
-    def answer(self, status: int, body: bytes = b"", content_type: str = "text/html; charset=utf-8", **headers):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("Set-Cookie", f"sid={COOKIE}; Path=/")
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        path = urllib.parse.urlsplit(self.path).path
-        pages = {"/shop.html": SHOP, "/login.html": LOGIN, "/welcome": WELCOME}
-        if path in pages:
-            self.answer(200, pages[path].encode())
-        elif path in JSON_ANSWERS:
-            self.answer(200, json.dumps(JSON_ANSWERS[path]).encode(), "application/json")
-        elif path == "/go-login":
-            self.answer(302, Location="/login.html")
-        else:
-            self.answer(404)
-
-    def do_POST(self):
-        length = int(self.headers.get("Content-Length", 0))
-        self.posted.append(urllib.parse.parse_qs(self.rfile.read(length).decode()))
-        self.answer(303, Location="/welcome")
-
-
 @pytest.fixture(scope="module")
 def site():
-    posted = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (SiteHandler,), {"posted": posted}))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", posted
-    finally:
-        server.shutdown()
-        server.server_close()
+    every_answer = {"Set-Cookie": f"sid={COOKIE}; Path=/"}
+    with serve(PAGES, JSON_ANSWERS, {"/go-login": "/login.html"}, "/welcome", every_answer) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     with live_platform(tmp_path_factory.mktemp("step-traffic-var"), "steptraffic", "traffic-ann", PROJECT) as running:
         yield running
-
-
-def text_of(driver, element_id: str) -> str:
-    return driver.find_element(By.ID, element_id).text
-
-
-def type_step(driver, panel: Panel, field: str, text: str) -> None:
-    select(driver, panel, field)
-    panel.operate(
-        f"document.getElementById('step-type-value').value = {json.dumps(text)};"
-        "document.getElementById('step-type-form').requestSubmit()"
-    )
-    wait_until(lambda: driver.find_element(By.ID, field).get_property("value") == text, 30, message=f"#{field} typed")
-
-
-def page_ready(driver, path: str, element_id: str, text: str = ""):
-    def ready():
-        return path in driver.current_url and (not text or text_of(driver, element_id) == text)
-
-    wait_until(ready, 30, message=f"{path} ready")
-    wait_until(lambda: content_in_step_mode(driver), 30, message=f"step mode on {path}")
 
 
 def record_flow(browser: Browser, live, base: str) -> str:
@@ -181,25 +109,18 @@ def record_flow(browser: Browser, live, base: str) -> str:
 
 @pytest.fixture(scope="module")
 def recorded(live, site) -> list[str]:
-    base, _ = site
     with extension_browser(live, PROJECT) as (driver, cdp, recorder):
         browser = Browser(driver, cdp, recorder)
-        return [record_flow(browser, live, base) for _ in range(3)]
-
-
-def steps_of(live, name: str) -> list[dict]:
-    turns = stored_turns(live.platform, live.token, name)
-    return [turn for turn in turns if turn["type"] == "browser" and turn["intent"] != "load"]
+        return [record_flow(browser, live, site.base) for _ in range(3)]
 
 
 def test_the_site_got_each_password(recorded, site):
-    _, posted = site
-    assert [body["pw"] for body in posted] == [[PASSWORD]] * 3
+    assert [body["pw"] for body in site.posted] == [[PASSWORD]] * 3
 
 
 def test_each_step_keeps_the_traffic_since_the_step_before(recorded, live):
     for name in recorded:
-        steps = steps_of(live, name)
+        steps = stored_steps(live.platform, live.token, name)
         assert len(steps) == 6, [turn["intent"] for turn in steps]
         assert all(turn["har"] for turn in steps[1:]), "every step after the first has traffic"
         logs = [json.loads(blob_bytes(live.platform, live.token, turn["har"]))["log"] for turn in steps if turn["har"]]
@@ -224,7 +145,7 @@ def test_each_step_keeps_the_traffic_since_the_step_before(recorded, live):
 
 def test_dom_snapshots_are_kept_before_steps_on_pages_without_private_fields(recorded, live):
     for name in recorded:
-        steps = steps_of(live, name)
+        steps = stored_steps(live.platform, live.token, name)
         kept = [bool(turn["dom_snapshot"]) for turn in steps]
         assert kept == [True, True, False, False, False, True], kept
         snapshot = json.loads(blob_bytes(live.platform, live.token, steps[0]["dom_snapshot"]))

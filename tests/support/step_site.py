@@ -23,10 +23,11 @@ class Site:
 
 
 @contextlib.contextmanager
-def serve(pages: dict, answers: dict, redirects: dict, after_post: str):
+def serve(pages: dict, answers: dict, redirects: dict, after_post: str, every_answer: dict | None = None):
     """Serve ``pages`` (path → HTML), ``answers`` (path → JSON), ``redirects`` (path → 302 location); a POST is
-    kept in ``posted`` and answered by a 303 to ``after_post``. Stopped (its port closed) when the block ends."""
-    posted = []
+    kept in ``posted`` and answered by a 303 to ``after_post``; ``every_answer``: headers sent on each answer (a
+    session cookie). Stopped (its port closed) when the block ends."""
+    posted, always = [], every_answer or {}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def log_message(self, format, *args):  # noqa: A002 (the base class's name)
@@ -34,7 +35,8 @@ def serve(pages: dict, answers: dict, redirects: dict, after_post: str):
 
         def answer(self, status: int, body: bytes = b"", content_type: str = "text/html; charset=utf-8", **headers):
             self.send_response(status)
-            for name, value in ({"Content-Type": content_type, "Content-Length": str(len(body))} | headers).items():
+            sent = {"Content-Type": content_type, "Content-Length": str(len(body))} | always | headers
+            for name, value in sent.items():
                 self.send_header(name, value)
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
