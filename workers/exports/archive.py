@@ -120,11 +120,13 @@ class TarWriter:
         if first:
             info.type, info.linkname = tarfile.LNKTYPE, first[0]
             self.tar.addfile(info)
+            self.tar.members.clear()
             return first[1]
         info.size = size
         with path.open("rb") as handle:
             reader = HashingReader(handle)
             self.tar.addfile(info, reader)
+        self.tar.members.clear()  # a stream is never listed: a TarInfo kept per file grew with the project
         self.seen[(stat.st_dev, stat.st_ino)] = (name, reader.digest.hexdigest())
         return reader.digest.hexdigest()
 
@@ -132,6 +134,7 @@ class TarWriter:
         info = tarfile.TarInfo(name)
         info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
         self.tar.addfile(info, io.BytesIO(data))
+        self.tar.members.clear()
 
 
 class ZipWriter:
