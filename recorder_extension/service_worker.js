@@ -130,9 +130,17 @@ async function route(message, sender) {
         state: await recorder.state(), tabId: sender.tab ? sender.tab.id : null, tabUrl: sender.tab ? sender.tab.url : null,
         frameId: sender.frameId,
       };
-    case C.MSG.START:
+    case C.MSG.START: {
       await steps.reset();
-      return recorder.command("start", message.config || {});
+      const started = await recorder.command("start", message.config || {});
+      // A project keeping WebLINX traffic (learnt as the recording was created): from the start on, in the active
+      // web page's tab (focused window first); the debugger follows the tab of each action after.
+      const session = await recorder.recording();
+      const tabs = session && session.traffic && !session.step ? await chrome.tabs.query({ active: true }) : [];
+      const web = tabs.sort((a, b) => Number(b.lastAccessed || 0) - Number(a.lastAccessed || 0)).find((t) => /^https?:/.test(t.url || ""));
+      if (web) await steps.startNetwork(web.id).catch((e) => recorder.note(`traffic not recorded: ${e}`));
+      return started;
+    }
     case C.MSG.STOP:
       await steps.reset();
       return recorder.command("stop", { taskDescription: message.taskDescription });
@@ -203,8 +211,13 @@ async function captureAction(recorder, message, sender, first, arrivedAt) {
   const own = message.regions ? { frameId: sender.frameId, report: message.regions } : null;
   const masked = png && (await maskTab(png, tab.tabId, { own, topUrl: tab.url, legacy: message }));
   const zoomLevel = await chrome.tabs.getZoom(tab.tabId).catch(() => undefined);
+  // Traffic (a project keeping it), not for a copy stored already (its HAR would be lost): a page already left
+  // counts as private (its fields can no longer be asked).
+  const { store } = await ready;
+  const copy = message.turn && (await store.getTurn(message.turn.client_id));
+  const har = copy ? null : await steps.actionTraffic(recorder, session, tab, (id) => (left ? true : tabHasPrivateFields(id)));
   const turn = await recorder.recordAction(session, message, {
-    tabId: tab.tabId, screenshot: masked, zoomLevel, tabUrl: left ? null : tab.url, arrivedAt,
+    tabId: tab.tabId, screenshot: masked, zoomLevel, tabUrl: left ? null : tab.url, arrivedAt, har,
   });
   // The "after" frame may show the next page (a link): that is what it is for.
   const visible = { tabId: tab.tabId, windowId: tab.windowId };

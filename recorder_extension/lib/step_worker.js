@@ -84,13 +84,13 @@
      * The raw dump of the page before the step: {har, domSnapshot} (JSON text, or null). A page with private fields
      * keeps no DOM snapshot and no bodies, and requests it sends until the next step keep none either.
      */
-    async rawDump(recorder, selection, isPrivate) {
+    async rawDump(recorder, selection, isPrivate, { dom = true } = {}) {
       if (!this.net || this.net.tabId !== selection.tabId) return {};
       const redactor = this.d.secrets ? await this.d.secrets.redactor() : null;
       const send = (method, params) => this.d.chrome.debugger.sendCommand({ tabId: selection.tabId }, method, params);
       let domSnapshot = null;
       if (isPrivate) await recorder.note("DOM snapshot and bodies not kept: the page has private fields");
-      else {
+      else if (dom) {
         try {
           domSnapshot = JSON.stringify(await har.captureDom(send, selection.tabUrl, redactor));
         } catch (error) {
@@ -100,6 +100,18 @@
       const log = await har.buildHar(this.net.log.take(), { redactor, keepBodies: !isPrivate });
       this.net.log.setPrivate(isPrivate);
       return { har: JSON.stringify(log), domSnapshot };
+    }
+
+    /**
+     * A WebLINX recording in a project that keeps traffic (session.traffic, docs/recorder.md#raw-dump): the debugger
+     * follows the tab of the last action; each action turn gets the traffic since the one before, as a step's.
+     */
+    async actionTraffic(recorder, session, tab, isPrivateOf) {
+      if (!session.traffic || session.step || !tab.tabId) return null;
+      await this.startNetwork(tab.tabId).catch((e) => recorder.note(`traffic not recorded: ${(e && e.message) || e}`));
+      if (!this.net || this.net.tabId !== tab.tabId) return null;
+      const raw = await this.rawDump(recorder, { tabId: tab.tabId, tabUrl: tab.url }, await isPrivateOf(tab.tabId), { dom: false });
+      return raw.har || null;
     }
 
     /** STATUS.step: what the side panel shows. */

@@ -162,9 +162,11 @@
       if (status >= 400) throw new SessionError(`starting the recording failed: ${describe(status, body)}`);
       if (!body || !body.name) throw new RetryableError("the server answered without a recording name");
       this.d.log.info && this.d.log.info(`recording ${body.name} for ${session.clientId}`);
-      const saved = await sessions.updateSession(this.d.kv, session.clientId, (s) => ({ ...s, demoName: body.name }));
+      // record_traffic: the project keeps a WebLINX recording's traffic (the service worker attaches the debugger).
+      const learnt = { demoName: body.name, traffic: body.record_traffic === true };
+      const saved = await sessions.updateSession(this.d.kv, session.clientId, (s) => ({ ...s, ...learnt }));
       this.d.onChange();
-      return saved || { ...session, demoName: body.name };
+      return saved || { ...session, ...learnt };
     }
 
     /** Send one bundle: the blobs the server is missing and the turns, in one request. Resolves with the session. */
