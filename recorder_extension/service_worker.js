@@ -133,10 +133,10 @@ async function route(message, sender) {
     case C.MSG.START: {
       await steps.reset();
       const started = await recorder.command("start", message.config || {});
-      // A project keeping WebLINX traffic (learnt as the recording was created): from the start on, in the active
-      // web page's tab (focused window first); the debugger follows the tab of each action after.
+      // Traffic from the start on (step mode; a project keeping WebLINX traffic, learnt as the recording was created)
+      // in the active web page's tab, so the first step's HAR has the page's load; then the tab of each step/action.
       const session = await recorder.recording();
-      const tabs = session && session.traffic && !session.step ? await chrome.tabs.query({ active: true }) : [];
+      const tabs = session && (session.traffic || session.step) ? await chrome.tabs.query({ active: true }) : [];
       const web = tabs.sort((a, b) => Number(b.lastAccessed || 0) - Number(a.lastAccessed || 0)).find((t) => /^https?:/.test(t.url || ""));
       if (web) await steps.startNetwork(web.id).catch((e) => recorder.note(`traffic not recorded: ${e}`));
       return started;

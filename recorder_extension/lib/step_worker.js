@@ -10,9 +10,9 @@
  * performed with trusted input: the debugger is attached to the tab, the content script places the element
  * (STEP_EXEC) and CDP input acts at its centre (step.performInput); STEP_DONE makes clicks select again.
  *
- * Raw dump (deps.network, docs/recorder.md#raw-dump): from the first selection on, the debugger stays attached to the
- * step's tab with the Network domain on (lib/har.js NetworkLog); each step's turn gets the traffic since the step
- * before (HAR 1.2) and the DOM snapshot before the action, not kept (nor any body) on a page with private fields.
+ * Raw dump (deps.network, docs/recorder.md#raw-dump): from the recording's start (START, the active web tab) or the
+ * first selection on, the debugger stays attached to the step's tab with the Network domain on (lib/har.js
+ * NetworkLog); each step's turn gets the traffic since the step before (HAR 1.2) and the DOM snapshot before the action, not kept (nor any body) on a page with private fields.
  *
  * Classic script: defines globalThis.WebTasks.stepWorker (and module.exports for node).
  */
