@@ -3,13 +3,15 @@
 keeps the tab's traffic since the one before as HAR 1.2 (data fetched after load and on a click with an
 ``Authorization`` header, a redirect, a sign-in form posting a password), readable through the API; no credential
 and no typed password in any stored byte. In a project without the setting, no turn keeps a HAR. Three flows in the
-project with it on, one with it off."""
+project with it on, one with it off. The WebLINX export puts each turn's HAR beside what the official ``weblinx``
+package reads (``traffic/<turn index>.har``, named in the manifest), and the package still loads every demo."""
 
 import json
 import urllib.error
 import urllib.parse
 
 import pytest
+import weblinx
 from selenium.webdriver.common.by import By
 
 from tests.support.recorder_browser import Browser, pause, start_recording, stop_and_collect, wait_for_url
@@ -17,6 +19,7 @@ from tests.support.recorder_harness import (
     api,
     blob_bytes,
     create_member,
+    exported_files,
     extension_browser,
     leaks,
     live_platform,
@@ -192,3 +195,25 @@ def test_without_the_setting_no_turn_keeps_traffic(recorded, live):
 def test_no_secret_in_any_stored_byte(recorded, live):
     files = [path for path in live.platform.var_dir.rglob("*") if path.is_file()]
     assert {str(path): found for path in files if (found := leaks(path.read_bytes(), SECRETS))} == {}
+
+
+def test_the_weblinx_export_carries_the_traffic_beside_and_the_package_still_loads_it(recorded, live, tmp_path):
+    researcher = create_member(live.platform, "wtraffic-researcher", PROJECT, "researcher")
+    files = exported_files(live.platform, researcher, PROJECT, "weblinx")
+    assert {name: found for name, data in files.items() if (found := leaks(data, SECRETS))} == {}
+    manifest = json.loads(files["manifest.json"])["files"]
+    for path, data in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_bytes(data)
+    demos = {demo.name: demo for demo in weblinx.list_demonstrations(str(tmp_path / "demonstrations"))}
+    assert set(demos) == set(recorded["on"])
+    for name in recorded["on"]:
+        replay = weblinx.Replay.from_demonstration(demos[name])
+        assert demos[name].is_valid()
+        assert replay.validate_turns()
+        traffic = sorted(path for path in manifest if path.startswith(f"demonstrations/{name}/traffic/"))
+        assert len(traffic) >= 3, traffic
+        for path in traffic:
+            index = int(path.rsplit("/", 1)[1].removesuffix(".har"))
+            assert replay[index].type == "browser"
+            assert json.loads(files[path])["log"]["version"] == "1.2"
