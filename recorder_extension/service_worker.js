@@ -66,6 +66,7 @@ let keepAliveTimer = null;
 const ready = storeReady.then((store) => {
   const uploader = new W.uploader.Uploader({
     store, kv, fetch: (...args) => fetch(...args), now: () => Date.now(), schedule: wakeIn, onChange: notifyPanel,
+    onCreated: (session) => session.traffic && !session.step && trafficFromNow(session),
   });
   const recorder = new W.recorder.Recorder({
     kv, tabsKv, store, uploader, video, now: () => Date.now(), uuid: () => crypto.randomUUID(),
@@ -109,6 +110,19 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
   return true;
 });
 
+/**
+ * Traffic from now on (step mode from its start; a project keeping WebLINX traffic, once the server said so) in the
+ * active web page's tab, so the first step's HAR has the page's load; then the tab of each step or action.
+ */
+async function trafficFromNow(session) {
+  const { recorder } = await ready;
+  const now = await recorder.recording();
+  if (!now || now.clientId !== session.clientId) return;
+  const tabs = await chrome.tabs.query({ active: true });
+  const web = tabs.sort((a, b) => Number(b.lastAccessed || 0) - Number(a.lastAccessed || 0)).find((t) => /^https?:/.test(t.url || ""));
+  if (web) await steps.startNetwork(web.id).catch((e) => recorder.note(`traffic not recorded: ${e}`));
+}
+
 function reply(promise, sendResponse) {
   promise.then(sendResponse, (error) => {
     console.warn("message failed", error);
@@ -133,12 +147,8 @@ async function route(message, sender) {
     case C.MSG.START: {
       await steps.reset();
       const started = await recorder.command("start", message.config || {});
-      // Traffic from the start on (step mode; a project keeping WebLINX traffic, learnt as the recording was created)
-      // in the active web page's tab, so the first step's HAR has the page's load; then the tab of each step/action.
       const session = await recorder.recording();
-      const tabs = session && (session.traffic || session.step) ? await chrome.tabs.query({ active: true }) : [];
-      const web = tabs.sort((a, b) => Number(b.lastAccessed || 0) - Number(a.lastAccessed || 0)).find((t) => /^https?:/.test(t.url || ""));
-      if (web) await steps.startNetwork(web.id).catch((e) => recorder.note(`traffic not recorded: ${e}`));
+      if (session && (session.traffic || session.step)) await trafficFromNow(session);
       return started;
     }
     case C.MSG.STOP:
@@ -214,7 +224,7 @@ async function captureAction(recorder, message, sender, first, arrivedAt) {
   // Traffic (a project keeping it), not for a copy stored already (its HAR would be lost): a page already left
   // counts as private (its fields can no longer be asked).
   const { store } = await ready;
-  const copy = message.turn && (await store.getTurn(message.turn.client_id));
+  const copy = session.traffic && message.turn && (await store.getTurn(message.turn.client_id));
   const har = copy ? null : await steps.actionTraffic(recorder, session, tab, (id) => (left ? true : tabHasPrivateFields(id)));
   const turn = await recorder.recordAction(session, message, {
     tabId: tab.tabId, screenshot: masked, zoomLevel, tabUrl: left ? null : tab.url, arrivedAt, har,

@@ -53,8 +53,15 @@
       return this.d.tabsKv.set(C.STORAGE.STEP, step.IDLE);
     }
 
-    /** Keep the debugger attached to `tabId` with the Network domain on (deps.network); the traffic from now on. */
-    async startNetwork(tabId) {
+    /** Keep the debugger attached to `tabId` with the Network domain on (deps.network); the traffic from now on. One
+     *  at a time: the start, the server's answer and a capture may all ask at once. */
+    startNetwork(tabId) {
+      const run = (this.starting || Promise.resolve()).then(() => this.attachNetwork(tabId));
+      this.starting = run.catch(() => {});
+      return run;
+    }
+
+    async attachNetwork(tabId) {
       if (!this.d.network || (this.net && this.net.tabId === tabId)) return;
       await this.stopNetwork();
       const { chrome } = this.d;

@@ -36,10 +36,11 @@
 
   class Uploader {
     /**
-     * deps: {store, kv, fetch, now() → ms, random() → 0..1, schedule(delayMs), onChange(), log, bundleTurns}
+     * deps: {store, kv, fetch, now() → ms, random() → 0..1, schedule(delayMs), onChange(), log, bundleTurns,
+     *        onCreated(session): the server created its recording (session.traffic learnt)}
      */
     constructor(deps) {
-      this.d = { random: Math.random, schedule() {}, onChange() {}, log: console, ...deps };
+      this.d = { random: Math.random, schedule() {}, onChange() {}, onCreated() {}, log: console, ...deps };
       this.bundleTurns = deps.bundleTurns || C.TIMING.UPLOAD_BUNDLE_TURNS;
       this.running = null;
       this.again = false;
@@ -166,6 +167,7 @@
       const learnt = { demoName: body.name, traffic: body.record_traffic === true };
       const saved = await sessions.updateSession(this.d.kv, session.clientId, (s) => ({ ...s, ...learnt }));
       this.d.onChange();
+      this.d.onCreated(saved || { ...session, ...learnt });
       return saved || { ...session, ...learnt };
     }
 

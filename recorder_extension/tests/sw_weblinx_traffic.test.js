@@ -60,3 +60,10 @@ test("each action turn gets the traffic since the one before; none kept without 
   assert.equal(hidden.log.entries[0].response.content.text, undefined, "a page with private fields: no body");
   assert.deepEqual(chrome.log, [["attach", TAB]]);
 });
+
+test("the start, the server's answer and a capture asking at once attach the debugger once", async () => {
+  const chrome = fakeChrome();
+  const steps = new StepWorker({ ready: Promise.resolve({}), tabsKv: null, chrome, network: true });
+  await Promise.all([steps.startNetwork(TAB), steps.startNetwork(TAB), steps.actionTraffic(recorder, { traffic: true }, tab, async () => false)]);
+  assert.deepEqual(chrome.log, [["attach", TAB]]);
+});
