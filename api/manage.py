@@ -32,8 +32,10 @@ class ProjectSerializer(serializers.ModelSerializer):
             "category_choices",
             "subcategory_choices",
             "region_choices",
+            "record_traffic",
             "created_at",
         ]
+        read_only_fields = fields
 
     def get_role(self, project) -> str | None:
         return project.role_of(self.context["request"].user)
@@ -112,14 +114,28 @@ class ProjectInvitationsMixin:
         return Response(InvitationSerializer(manage.do_revoke_invitation(project, invitation_id)).data)
 
 
+class ProjectSettingsSerializer(serializers.Serializer):
+    record_traffic = serializers.BooleanField(
+        help_text="WebLINX recordings keep the tab's traffic as HAR per action turn (docs/recorder.md#raw-dump)."
+    )
+
+
 class ProjectViewSet(ProjectInvitationsMixin, viewsets.ReadOnlyModelViewSet):
-    """Projects you are a member of, with your role in each."""
+    """Projects you are a member of, with your role in each. ``PATCH`` (project admins) sets ``record_traffic``."""
 
     serializer_class = ProjectSerializer
     lookup_field = "name"
 
     def get_queryset(self):
         return Project.objects.for_user(self.request.user)
+
+    @extend_schema(request=ProjectSettingsSerializer, responses={200: ProjectSerializer, **ERRORS})
+    def partial_update(self, request, name=None):
+        """Change the project's settings (admins): ``{"record_traffic": true|false}``."""
+        project = manage.check_project_admin(request.user, name)
+        body = request.data if isinstance(request.data, dict) else {}
+        manage.do_set_record_traffic(project, body.get("record_traffic"))
+        return Response(ProjectSerializer(project, context={"request": request}).data)
 
 
 class TokenOwnerSerializer(serializers.Serializer):

@@ -66,6 +66,7 @@ let keepAliveTimer = null;
 const ready = storeReady.then((store) => {
   const uploader = new W.uploader.Uploader({
     store, kv, fetch: (...args) => fetch(...args), now: () => Date.now(), schedule: wakeIn, onChange: notifyPanel,
+    onCreated: (session) => session.traffic && !session.step && trafficFromNow(session),
   });
   const recorder = new W.recorder.Recorder({
     kv, tabsKv, store, uploader, video, now: () => Date.now(), uuid: () => crypto.randomUUID(),
@@ -109,6 +110,19 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
   return true;
 });
 
+/**
+ * Traffic from now on (step mode from its start; a project keeping WebLINX traffic, once the server said so) in the
+ * active web page's tab, so the first step's HAR has the page's load; then the tab of each step or action.
+ */
+async function trafficFromNow(session) {
+  const { recorder } = await ready;
+  const now = await recorder.recording();
+  if (!now || now.clientId !== session.clientId) return;
+  const tabs = await chrome.tabs.query({ active: true });
+  const web = tabs.sort((a, b) => Number(b.lastAccessed || 0) - Number(a.lastAccessed || 0)).find((t) => /^https?:/.test(t.url || ""));
+  if (web) await steps.startNetwork(web.id).catch((e) => recorder.note(`traffic not recorded: ${e}`));
+}
+
 function reply(promise, sendResponse) {
   promise.then(sendResponse, (error) => {
     console.warn("message failed", error);
@@ -130,9 +144,13 @@ async function route(message, sender) {
         state: await recorder.state(), tabId: sender.tab ? sender.tab.id : null, tabUrl: sender.tab ? sender.tab.url : null,
         frameId: sender.frameId,
       };
-    case C.MSG.START:
+    case C.MSG.START: {
       await steps.reset();
-      return recorder.command("start", message.config || {});
+      const started = await recorder.command("start", message.config || {});
+      const session = await recorder.recording();
+      if (session && (session.traffic || session.step)) await trafficFromNow(session);
+      return started;
+    }
     case C.MSG.STOP:
       await steps.reset();
       return recorder.command("stop", { taskDescription: message.taskDescription });
@@ -203,8 +221,13 @@ async function captureAction(recorder, message, sender, first, arrivedAt) {
   const own = message.regions ? { frameId: sender.frameId, report: message.regions } : null;
   const masked = png && (await maskTab(png, tab.tabId, { own, topUrl: tab.url, legacy: message }));
   const zoomLevel = await chrome.tabs.getZoom(tab.tabId).catch(() => undefined);
+  // Traffic (a project keeping it), not for a copy stored already (its HAR would be lost): a page already left
+  // counts as private (its fields can no longer be asked).
+  const { store } = await ready;
+  const copy = session.traffic && message.turn && (await store.getTurn(message.turn.client_id));
+  const har = copy ? null : await steps.actionTraffic(recorder, session, tab, (id) => (left ? true : tabHasPrivateFields(id)));
   const turn = await recorder.recordAction(session, message, {
-    tabId: tab.tabId, screenshot: masked, zoomLevel, tabUrl: left ? null : tab.url, arrivedAt,
+    tabId: tab.tabId, screenshot: masked, zoomLevel, tabUrl: left ? null : tab.url, arrivedAt, har,
   });
   // The "after" frame may show the next page (a link): that is what it is for.
   const visible = { tabId: tab.tabId, windowId: tab.windowId };

@@ -122,7 +122,7 @@ def process_mind2web_steps(demo_id: int) -> None:
 @shared_task(name="workers.replay_task", acks_late=True)
 def replay_task(demo_id: int) -> None:
     """Replay a recorded task offline from its HAR (docs/mind2web.md#replay); the result is stored on the demo."""
-    from annotation.actions.exports.replays import do_fail_replay
+    from annotation.actions.exports.replays import do_fail_replay, do_start_replay
     from annotation.models import Demonstration
 
     from .exports.replay.run import replay_demo
@@ -130,6 +130,7 @@ def replay_task(demo_id: int) -> None:
     demo = Demonstration.objects.filter(pk=demo_id).first()
     if demo is None:
         return
+    do_start_replay(demo)
     try:
         replay_demo(demo)
     except Exception as error:

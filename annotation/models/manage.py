@@ -55,6 +55,11 @@ class Project(models.Model):
         default=False,
         help_text="Mind2Web: an accepted proposal goes to the pool of annotators instead of to its proposer.",
     )
+    record_traffic = models.BooleanField(
+        default=False,
+        help_text="WebLINX recordings keep the tab's network traffic as HAR 1.2 per action turn (step mode always "
+        "does; docs/recorder.md#raw-dump).",
+    )
     second_review_percent = models.PositiveSmallIntegerField(
         default=0,
         validators=[MaxValueValidator(100)],

@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
 
+from ..lib.formats import mind2web_task_id
 from .manage import Project, Role
 
 
@@ -105,6 +106,16 @@ class DemonstrationQuerySet(models.QuerySet):
         return self.visible_to(user).exclude(hidden & ~Q(navigator_id=user.pk))
 
 
+class TaskUuidField(models.CharField):
+    """The Mind2Web ``annotation_id`` of a demo's name (``lib.formats.mind2web_task_id``), stored as the row is
+    inserted (also by ``bulk_create``: Django asks each field's ``pre_save``) so a task is found by an index."""
+
+    def pre_save(self, model_instance, add):
+        value = mind2web_task_id(model_instance.name)
+        setattr(model_instance, self.attname, value)
+        return value
+
+
 class Demonstration(models.Model):
     """One recorded session of a navigator on real websites, with its task and recording metadata."""
 
@@ -167,6 +178,13 @@ class Demonstration(models.Model):
         default=dict,
         blank=True,
         help_text="Imported demos: the release's format and its own files' facts (metadata, form), as given.",
+    )
+    task_uuid = TaskUuidField(
+        max_length=36,
+        default="",
+        editable=False,
+        db_index=True,
+        help_text="The Mind2Web annotation_id of the demo's name (uuid5), set on save: replays find a task by it.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

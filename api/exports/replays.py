@@ -23,8 +23,12 @@ class ReplayStepSerializer(s.Serializer):
 
 class ReplayStatusSerializer(s.Serializer):
     task = s.CharField()
-    status = s.ChoiceField(["none", "queued", "done", "failed"])
-    at = s.CharField(required=False)
+    status = s.ChoiceField(["none", "queued", "running", "done", "failed"])
+    at = s.CharField(required=False, help_text="When it was queued (running) or ended (done, failed).")
+    started_at = s.CharField(required=False, help_text="Running: when the worker started it.")
+    lost = s.BooleanField(
+        required=False, help_text="Queued or running past its bound (docs/mind2web.md#replay): may be requested again."
+    )
     error = s.CharField(required=False)
     steps = s.IntegerField(required=False)
     replayed = s.IntegerField(required=False)

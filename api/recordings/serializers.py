@@ -70,6 +70,11 @@ class DemonstrationSerializer(serializers.ModelSerializer):
     navigator = serializers.SlugRelatedField(slug_field="username", read_only=True)
     instructor = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     turn_count = serializers.IntegerField(read_only=True)
+    record_traffic = serializers.BooleanField(
+        source="project.record_traffic",
+        read_only=True,
+        help_text="The project keeps WebLINX recordings' traffic: the recorder sends a HAR with each action turn.",
+    )
 
     class Meta:
         model = Demonstration
@@ -89,6 +94,7 @@ class DemonstrationSerializer(serializers.ModelSerializer):
             "recorder_version",
             "assignment",
             "turn_count",
+            "record_traffic",
             "created_at",
         ]
         read_only_fields = fields

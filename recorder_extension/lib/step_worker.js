@@ -10,9 +10,9 @@
  * performed with trusted input: the debugger is attached to the tab, the content script places the element
  * (STEP_EXEC) and CDP input acts at its centre (step.performInput); STEP_DONE makes clicks select again.
  *
- * Raw dump (deps.network, docs/recorder.md#raw-dump): from the first selection on, the debugger stays attached to the
- * step's tab with the Network domain on (lib/har.js NetworkLog); each step's turn gets the traffic since the step
- * before (HAR 1.2) and the DOM snapshot before the action, not kept (nor any body) on a page with private fields.
+ * Raw dump (deps.network, docs/recorder.md#raw-dump): from the recording's start (START, the active web tab) or the
+ * first selection on, the debugger stays attached to the step's tab with the Network domain on (lib/har.js
+ * NetworkLog); each step's turn gets the traffic since the step before (HAR 1.2) and the DOM snapshot before the action, not kept (nor any body) on a page with private fields.
  *
  * Classic script: defines globalThis.WebTasks.stepWorker (and module.exports for node).
  */
@@ -53,8 +53,15 @@
       return this.d.tabsKv.set(C.STORAGE.STEP, step.IDLE);
     }
 
-    /** Keep the debugger attached to `tabId` with the Network domain on (deps.network); the traffic from now on. */
-    async startNetwork(tabId) {
+    /** Keep the debugger attached to `tabId` with the Network domain on (deps.network); the traffic from now on. One
+     *  at a time: the start, the server's answer and a capture may all ask at once. */
+    startNetwork(tabId) {
+      const run = (this.starting || Promise.resolve()).then(() => this.attachNetwork(tabId));
+      this.starting = run.catch(() => {});
+      return run;
+    }
+
+    async attachNetwork(tabId) {
       if (!this.d.network || (this.net && this.net.tabId === tabId)) return;
       await this.stopNetwork();
       const { chrome } = this.d;
@@ -84,13 +91,13 @@
      * The raw dump of the page before the step: {har, domSnapshot} (JSON text, or null). A page with private fields
      * keeps no DOM snapshot and no bodies, and requests it sends until the next step keep none either.
      */
-    async rawDump(recorder, selection, isPrivate) {
+    async rawDump(recorder, selection, isPrivate, { dom = true } = {}) {
       if (!this.net || this.net.tabId !== selection.tabId) return {};
       const redactor = this.d.secrets ? await this.d.secrets.redactor() : null;
       const send = (method, params) => this.d.chrome.debugger.sendCommand({ tabId: selection.tabId }, method, params);
       let domSnapshot = null;
       if (isPrivate) await recorder.note("DOM snapshot and bodies not kept: the page has private fields");
-      else {
+      else if (dom) {
         try {
           domSnapshot = JSON.stringify(await har.captureDom(send, selection.tabUrl, redactor));
         } catch (error) {
@@ -100,6 +107,18 @@
       const log = await har.buildHar(this.net.log.take(), { redactor, keepBodies: !isPrivate });
       this.net.log.setPrivate(isPrivate);
       return { har: JSON.stringify(log), domSnapshot };
+    }
+
+    /**
+     * A WebLINX recording in a project that keeps traffic (session.traffic, docs/recorder.md#raw-dump): the debugger
+     * follows the tab of the last action; each action turn gets the traffic since the one before, as a step's.
+     */
+    async actionTraffic(recorder, session, tab, isPrivateOf) {
+      if (!session.traffic || session.step || !tab.tabId) return null;
+      await this.startNetwork(tab.tabId).catch((e) => recorder.note(`traffic not recorded: ${(e && e.message) || e}`));
+      if (!this.net || this.net.tabId !== tab.tabId) return null;
+      const raw = await this.rawDump(recorder, { tabId: tab.tabId, tabUrl: tab.url }, await isPrivateOf(tab.tabId), { dom: false });
+      return raw.har || null;
     }
 
     /** STATUS.step: what the side panel shows. */

@@ -36,10 +36,11 @@
 
   class Uploader {
     /**
-     * deps: {store, kv, fetch, now() → ms, random() → 0..1, schedule(delayMs), onChange(), log, bundleTurns}
+     * deps: {store, kv, fetch, now() → ms, random() → 0..1, schedule(delayMs), onChange(), log, bundleTurns,
+     *        onCreated(session): the server created its recording (session.traffic learnt)}
      */
     constructor(deps) {
-      this.d = { random: Math.random, schedule() {}, onChange() {}, log: console, ...deps };
+      this.d = { random: Math.random, schedule() {}, onChange() {}, onCreated() {}, log: console, ...deps };
       this.bundleTurns = deps.bundleTurns || C.TIMING.UPLOAD_BUNDLE_TURNS;
       this.running = null;
       this.again = false;
@@ -162,9 +163,12 @@
       if (status >= 400) throw new SessionError(`starting the recording failed: ${describe(status, body)}`);
       if (!body || !body.name) throw new RetryableError("the server answered without a recording name");
       this.d.log.info && this.d.log.info(`recording ${body.name} for ${session.clientId}`);
-      const saved = await sessions.updateSession(this.d.kv, session.clientId, (s) => ({ ...s, demoName: body.name }));
+      // record_traffic: the project keeps a WebLINX recording's traffic (the service worker attaches the debugger).
+      const learnt = { demoName: body.name, traffic: body.record_traffic === true };
+      const saved = await sessions.updateSession(this.d.kv, session.clientId, (s) => ({ ...s, ...learnt }));
       this.d.onChange();
-      return saved || { ...session, demoName: body.name };
+      this.d.onCreated(saved || { ...session, ...learnt });
+      return saved || { ...session, ...learnt };
     }
 
     /** Send one bundle: the blobs the server is missing and the turns, in one request. Resolves with the session. */

@@ -185,6 +185,28 @@ def test_hand_built_demo_loads_with_the_weblinx_package(out, blobs):
     assert all(turn.format_text() for turn in replay)
 
 
+def test_a_turns_traffic_goes_beside_what_the_package_reads(out, blobs):
+    """A HAR (step mode, or a project's record_traffic) is written as traffic/<N>.har; replay.json is unchanged and
+    the package loads the demo as without it."""
+    log = json.dumps({"log": {"version": "1.2", "entries": []}}).encode()
+    blobs.data[blobs.sha(log)] = log
+    plain = hand_demo(blobs)
+    at = next(turn.index for turn in plain.turns if turn.intent == "click")
+    turns = tuple(dataclasses.replace(t, har=blobs.sha(log)) if t.index == at else t for t in plain.turns)
+    WeblinxExporter().export([plain], out / "plain", blobs)
+    WeblinxExporter().export([dataclasses.replace(plain, turns=turns)], out / "traffic", blobs)
+    folder = out / "traffic" / "demonstrations" / "abcdefg"
+    assert (folder / "traffic" / f"{at}.har").read_bytes() == log
+    assert [p.name for p in (folder / "traffic").iterdir()] == [f"{at}.har"]
+    replay_json = (folder / "replay.json").read_bytes()
+    assert replay_json == (out / "plain" / "demonstrations" / "abcdefg" / "replay.json").read_bytes()
+    assert not (out / "plain" / "demonstrations" / "abcdefg" / "traffic").exists()
+    loaded = turns_of(out / "traffic" / "demonstrations", "abcdefg")
+    assert [turn.intent for turn in loaded] == [
+        turn.intent for turn in turns_of(out / "plain" / "demonstrations", "abcdefg")
+    ]
+
+
 def test_file_numbers_are_the_position_in_the_replay(out, blobs):
     demo = hand_demo(blobs)
     shuffled = tuple(dataclasses.replace(turn, index=99 - turn.index) for turn in demo.turns)

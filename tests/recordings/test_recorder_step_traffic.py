@@ -1,8 +1,9 @@
 """Step mode's raw dump end to end (issue 39): the real extension in headless Chromium records the tab's traffic as
 HAR 1.2 and a DOM snapshot before each step, on a site of the test's own with dynamic content (data fetched after
 load and on a click, with an ``Authorization`` header), a redirect, cookies, and a sign-in form with a password posted
-to the site. Three flows in one project. Traffic is stored (requests, bodies, the redirects), no cookie or
-credential and no password in any stored byte or in the Mind2Web export, which holds each task's raw dump."""
+to the site. Three flows in one project. Traffic is stored (requests, bodies, the redirects; the page loaded after
+the start is in the first step's HAR), no cookie or credential and no password in any stored byte or in the
+Mind2Web export, which holds each task's raw dump."""
 
 import json
 import urllib.parse
@@ -89,7 +90,9 @@ def record_flow(browser: Browser, live, base: str) -> str:
     name = start_recording(browser, live, step=True, mhtml=True, mode="task")
     panel = Panel(browser.recorder)
     wait_until(lambda: not panel.quietly("document.getElementById('step').hidden"), 30, message="the step panel")
+    driver.get(base + "/shop.html?again=1")  # a load after the start, before the first selection
     page_ready(driver, "/shop.html", "items")
+    wait_until(lambda: "Blue shoe" in text_of(driver, "items"), 30, message="items fetched")
     select(driver, panel, "more")
     panel.operate(op_button("click"))
     wait_until(lambda: text_of(driver, "more-out") == "Green shoe", 30, message="more fetched")
@@ -122,7 +125,12 @@ def test_each_step_keeps_the_traffic_since_the_step_before(recorded, live):
     for name in recorded:
         steps = stored_steps(live.platform, live.token, name)
         assert len(steps) == 6, [turn["intent"] for turn in steps]
-        assert all(turn["har"] for turn in steps[1:]), "every step after the first has traffic"
+        assert all(turn["har"] for turn in steps), "every step has traffic, the first too"
+        first = json.loads(blob_bytes(live.platform, live.token, steps[0]["har"]))["log"]["entries"]
+        loaded = {urllib.parse.urlsplit(e["request"]["url"]).path: e for e in first}
+        assert loaded["/shop.html"]["request"]["queryString"] == [{"name": "again", "value": "1"}]
+        assert "<h1>Shop</h1>" in loaded["/shop.html"]["response"]["content"]["text"]
+        assert json.loads(loaded["/api/items"]["response"]["content"]["text"]) == {"items": ["Red shoe", "Blue shoe"]}
         logs = [json.loads(blob_bytes(live.platform, live.token, turn["har"]))["log"] for turn in steps if turn["har"]]
         entries = [entry for log in logs for entry in log["entries"]]
         assert {log["version"] for log in logs} == {"1.2"}

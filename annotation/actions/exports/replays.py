@@ -4,6 +4,8 @@ the API queues, and its result stored on the demonstration (the Mind2Web export'
 import datetime as dt
 
 from django.db import transaction
+from django.db.models import Q
+from django.db.models.functions import Lower
 
 from ...lib.formats import mind2web_task_id
 from ...models import Demonstration, Project
@@ -12,7 +14,12 @@ from ..manage.access import check_project_role
 from ..queue import REPLAY, enqueue
 from .jobs import EXPORT_ROLES
 
-REQUEUE_AFTER = dt.timedelta(hours=1)  # a replay queued this long ago is taken as lost and may be queued again
+RUN_BUDGET = dt.timedelta(seconds=600)  # a whole replay's steps (the worker's bound: workers/exports/replay/run.py)
+# A replay counts as lost, and may be requested again, when still queued this long after it was queued (no worker
+# took it), or still running this long after its worker started it (the run's bound plus Chromium's start and the
+# result's storing).
+QUEUED_LOST_AFTER = dt.timedelta(minutes=5)
+RUNNING_LOST_AFTER = RUN_BUDGET + dt.timedelta(minutes=5)
 
 
 def now() -> str:
@@ -25,9 +32,15 @@ def check_replay_project(user, project_name: str) -> Project:
 
 
 def task_of(project: Project, annotation_id: str) -> Demonstration:
-    demo = next(
-        (d for d in project.demonstrations.order_by("pk") if annotation_id in (mind2web_task_id(d.name), d.source_id)),
-        None,
+    """The project's demo whose Mind2Web ``annotation_id`` (``Demonstration.task_uuid``, stored) or release id
+    (``source_id``, as the per-project index holds it) this is: one indexed query."""
+    if len(annotation_id) > 64 or "\x00" in annotation_id:  # no id is: not asked of the database (NUL is refused)
+        raise NotFound(f"no such task in {project.name!r}", [{"field": "task", "message": "not found"}])
+    demo = (
+        project.demonstrations.alias(source_key=Lower("source_id"))
+        .filter(Q(task_uuid=annotation_id) | Q(source_key=annotation_id.lower(), source_id=annotation_id))
+        .order_by("pk")
+        .first()
     )
     if demo is None:
         raise NotFound(f"no task {annotation_id!r} in {project.name!r}", [{"field": "task", "message": "not found"}])
@@ -51,7 +64,7 @@ def task_id(demo: Demonstration) -> str:
     return (
         demo.source_id
         if demo.source_id and (demo.source or {}).get("format") == "mind2web"
-        else mind2web_task_id(demo.name)
+        else demo.task_uuid or mind2web_task_id(demo.name)
     )
 
 
@@ -64,7 +77,12 @@ def replay_offer(user, demo: Demonstration) -> dict | None:
 
 
 def status_of(demo: Demonstration, annotation_id: str) -> dict:
-    return {"task": annotation_id, "status": "none"} | (demo.replay or {})
+    """``{"task", "status"}`` (none, queued, running, done, failed) with the stored result or times; ``lost``: a
+    queued or running replay past its bound (``QUEUED_LOST_AFTER``, ``RUNNING_LOST_AFTER``) may be requested again."""
+    found = {"task": annotation_id, "status": "none"} | (demo.replay or {})
+    if found["status"] in ("queued", "running"):
+        found["lost"] = is_lost(demo.replay)
+    return found
 
 
 def do_request_replay(user, project_name: str, body) -> dict:
@@ -76,10 +94,11 @@ def do_request_replay(user, project_name: str, body) -> dict:
         raise invalid("task", "the annotation_id of a task of the project is required")
     with transaction.atomic():
         demo = Demonstration.objects.select_for_update().get(pk=check_replay(user, project_name, task).pk)
-        if queued_recently(demo):  # one Chromium per task on the workers, however often the button is pressed
+        pending = (demo.replay or {}).get("status")
+        if pending in ("queued", "running") and not is_lost(demo.replay):  # one Chromium per task on the workers
             raise Conflict(
-                f"a replay of task {task!r} is already queued: its result shows when the worker is done",
-                [{"field": "task", "message": "already queued"}],
+                f"a replay of task {task!r} is already {pending}: its result shows when the worker is done",
+                [{"field": "task", "message": f"already {pending}"}],
             )
         demo.replay = {"status": "queued", "at": now()}
         demo.save(update_fields=["replay"])
@@ -87,19 +106,32 @@ def do_request_replay(user, project_name: str, body) -> dict:
     return status_of(demo, task)
 
 
-def queued_recently(demo: Demonstration) -> bool:
-    replay = demo.replay or {}
-    if replay.get("status") != "queued":
+def is_lost(replay) -> bool:
+    """A queued replay no worker took within ``QUEUED_LOST_AFTER``, or a running one its worker did not finish within
+    ``RUNNING_LOST_AFTER`` (a worker killed mid-run); a stored time that does not parse counts as lost."""
+    replay = replay or {}
+    bound, since = {
+        "queued": (QUEUED_LOST_AFTER, replay.get("at")),
+        "running": (RUNNING_LOST_AFTER, replay.get("started_at")),
+    }.get(replay.get("status"), (None, None))
+    if bound is None:
         return False
     try:
-        return dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(replay.get("at") or "") < REQUEUE_AFTER
+        return dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(since or "") >= bound
     except (TypeError, ValueError):
-        return False
+        return True
 
 
 def replay_status(user, project_name: str, annotation_id: str) -> dict:
     demo = task_of(check_replay_project(user, project_name), annotation_id)
     return status_of(demo, annotation_id)
+
+
+def do_start_replay(demo: Demonstration) -> None:
+    """The worker took the replay: ``running``, with when it was queued (``at``) and when it started."""
+    queued_at = (demo.replay or {}).get("at")
+    demo.replay = {"status": "running", "at": queued_at or now(), "started_at": now()}
+    demo.save(update_fields=["replay"])
 
 
 def do_store_replay(demo: Demonstration, result: dict) -> None:

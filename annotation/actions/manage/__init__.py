@@ -32,6 +32,7 @@ from .projects import (
     do_change_role,
     do_create_project,
     do_remove_member,
+    do_set_record_traffic,
     do_update_project,
 )
 from .signin import check_sign_in_allowed, client_address, do_forget_sign_in_failures, do_note_sign_in_failure

@@ -48,12 +48,28 @@ def clean_choices(field: str, values) -> list[str]:
     return result
 
 
-def do_update_project(project, title: str, description: str, choices: dict) -> Project:
-    """Change the title, description and the per-field choice lists (``{"category_choices": [...], ...}``)."""
+def do_update_project(project, title: str, description: str, choices: dict, record_traffic: bool) -> Project:
+    """Change the title, description, the per-field choice lists (``{"category_choices": [...], ...}``) and whether
+    WebLINX recordings keep their traffic."""
     project.title, project.description = title, description
     for field in CHOICE_FIELDS:
         setattr(project, field, clean_choices(field, choices.get(field, [])))
-    project.save(update_fields=["title", "description", *CHOICE_FIELDS])
+    project.record_traffic = check_record_traffic(record_traffic)
+    project.save(update_fields=["title", "description", *CHOICE_FIELDS, "record_traffic"])
+    return project
+
+
+def check_record_traffic(value) -> bool:
+    """``record_traffic``: a JSON boolean (400 naming the field otherwise)."""
+    if not isinstance(value, bool):
+        raise invalid("record_traffic", "expected true or false")
+    return value
+
+
+def do_set_record_traffic(project, value) -> Project:
+    """Whether the project's WebLINX recordings keep the tab's traffic (HAR per action turn)."""
+    project.record_traffic = check_record_traffic(value)
+    project.save(update_fields=["record_traffic"])
     return project
 
 

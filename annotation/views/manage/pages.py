@@ -36,10 +36,15 @@ class ProjectSettingsForm(forms.Form):
     region_choices = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4}), required=False, label="Regions", help_text="One per line."
     )
+    record_traffic = forms.BooleanField(
+        required=False,
+        label="Keep WebLINX recordings' network traffic",
+        help_text="The recorder keeps the tab's traffic as HAR per action (privacy rules as step mode's).",
+    )
 
     @classmethod
     def for_project(cls, project):
-        initial = {"title": project.title, "description": project.description}
+        initial = {"title": project.title, "description": project.description, "record_traffic": project.record_traffic}
         initial.update({field: "\n".join(getattr(project, field)) for field in CHOICE_FIELDS})
         return cls(initial=initial)
 
@@ -88,13 +93,15 @@ def projects(request):
 @require_http_methods(["GET", "POST"])
 @action_errors
 def project_settings(request, name: str):
-    """Title, description and the category / subcategory / region suggestions (project admins)."""
+    """Title, description, the category / subcategory / region suggestions and WebLINX traffic (project admins)."""
     project = manage.check_project_admin(request.user, name)
     form = ProjectSettingsForm(request.POST or None) if request.method == "POST" else None
     if form is not None and form.is_valid():
         with refusals_on_form(form):
             data = form.cleaned_data
-            manage.do_update_project(project, data["title"], data["description"], form.choices())
+            manage.do_update_project(
+                project, data["title"], data["description"], form.choices(), data["record_traffic"]
+            )
             messages.success(request, "Settings saved.")
             return redirect("manage-settings", name=project.name)
     form = form or ProjectSettingsForm.for_project(project)

@@ -11,6 +11,8 @@ reads decides it:
   and bboxes files all carry N = the turn's position in ``replay.json``.
 - ``Demonstration.list_all_screenshots`` only globs ``screenshot-*.png``, so screenshots are always named ``.png``.
 - ``Demonstration.get_version`` does ``int()`` on every dot-separated part of ``metadata.json``'s ``version``.
+- A turn's recorded traffic (step mode, or a project's ``record_traffic``) goes beside what the package reads:
+  ``traffic/<N>.har`` (N as above), named by the archive's manifest, not by ``replay.json``.
 
 Blobs are hard-linked (or copied) by the ``BlobSource``, never read here; JSON is ASCII (the package opens files
 with the platform's default encoding), compact and with sorted keys, so the same demos give the same bytes.
@@ -116,6 +118,7 @@ def write_demo(demo: ExportDemo, folder: Path, blobs: BlobSource) -> int:
         turns.append(record)
         captures.extend(files)
     for sha256, relative in captures:
+        (folder / relative).parent.mkdir(exist_ok=True)  # traffic/ only when a turn has some
         blobs.copy_to(sha256, folder / relative)
     documents = {"replay.json": replay(demo, turns), "metadata.json": metadata(demo), "form.json": form(demo)}
     if demo.rejected:
@@ -159,6 +162,8 @@ def capture_state(turn: ExportTurn, n: int) -> tuple[dict, list]:
         files.append((turn.page, f"pages/{state['page']}"))
     if turn.bboxes:
         files.append((turn.bboxes, f"bboxes/bboxes-{n}.json"))
+    if turn.har:  # not in the state: nothing the package reads changes
+        files.append((turn.har, f"traffic/{n}.har"))
     return state, files
 
 

@@ -3,7 +3,7 @@ and its MHTML snapshots, replayed by ``engine``; the result stored on the demons
 
 import json
 
-from annotation.actions.exports.replays import do_store_replay
+from annotation.actions.exports.replays import RUN_BUDGET, do_store_replay
 from annotation.lib.shapes import as_dict, as_text, element_of, uid_of
 from annotation.models import Demonstration
 
@@ -44,6 +44,6 @@ def replay_demo(demo: Demonstration) -> dict:
         for step in done:
             if step.snapshot:
                 responder.add_mhtml(blobs.read(step.snapshot))
-    result = replay_steps([replay_step(step) for step in done], responder)
+    result = replay_steps([replay_step(step) for step in done], responder, RUN_BUDGET.total_seconds())
     do_store_replay(demo, result)
     return result
