@@ -88,6 +88,15 @@ def scratch_database(prefix: str = "webdemos", migrated: bool = False):
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def lock_connection(admin: dict) -> psycopg.Connection:
+    """A connection to the server's ``postgres`` database where it has one: advisory locks are per database, so
+    processes whose URLs name different databases (worktrees sharing a server) only exclude each other there."""
+    try:
+        return psycopg.connect(**{**admin, "dbname": "postgres"})
+    except psycopg.OperationalError:
+        return psycopg.connect(**admin)
+
+
 def admin_connection(url: str) -> dict:
     """psycopg's connection arguments for the database of ``url`` (where databases are created and dropped)."""
     config = dj_database_url.parse(url)
@@ -118,9 +127,8 @@ def migrated_template(url: str) -> str:
     """The name of a database every migration has run on, made once per set of migrations (under an advisory
     lock, so processes starting at once make it once) and kept for the next run; the oldest beyond
     ``KEPT_TEMPLATES`` are dropped."""
-    admin = admin_connection(url)
     name = TEMPLATE_PREFIX + migrations_digest()
-    with psycopg.connect(**admin) as conn:
+    with lock_connection(admin_connection(url)) as conn:
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", [TEMPLATE_PREFIX])
         try:
             found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
