@@ -221,11 +221,11 @@ async function captureAction(recorder, message, sender, first, arrivedAt) {
   const own = message.regions ? { frameId: sender.frameId, report: message.regions } : null;
   const masked = png && (await maskTab(png, tab.tabId, { own, topUrl: tab.url, legacy: message }));
   const zoomLevel = await chrome.tabs.getZoom(tab.tabId).catch(() => undefined);
-  // Traffic (a project keeping it), not for a copy stored already (its HAR would be lost): a page already left
-  // counts as private (its fields can no longer be asked).
+  // Traffic (a project keeping it), not for a copy stored already (its HAR would be lost): of a page already left,
+  // no body is kept but the page in place's (its fields can no longer be asked).
   const { store } = await ready;
   const copy = session.traffic && message.turn && (await store.getTurn(message.turn.client_id));
-  const har = copy ? null : await steps.actionTraffic(recorder, session, tab, (id) => (left ? true : tabHasPrivateFields(id)));
+  const har = copy ? null : await steps.actionTraffic(recorder, session, tab, left, tabHasPrivateFields);
   const turn = await recorder.recordAction(session, message, {
     tabId: tab.tabId, screenshot: masked, zoomLevel, tabUrl: left ? null : tab.url, arrivedAt, har,
   });

@@ -45,6 +45,7 @@
       this.done = [];
       this.private = false;
       this.navigation = null; // the loader id of the top frame's last navigation, until its page sends a request
+      this.page = null; // the loader id of the top frame's page in place (once it sent a request of its own)
       // Memory between two steps (a page polling for an hour): the requests a HAR keeps, the bodies it can keep.
       this.over = 0; // requests finished since the last take() and not held (LIMITS.ENTRIES)
       this.bodyBytes = 0; // bodies held since the last take()
@@ -72,11 +73,12 @@
         // what it sends is its own (judged at the next step). A navigation that left the page (204, a download) is not.
         if (topFrame && this.navigation && params.loaderId === this.navigation && params.type !== "Document") {
           this.private = false;
+          this.page = this.navigation;
           this.navigation = null;
         }
         this.pending.set(id, {
           request: params.request, type: params.type || "", started: params.timestamp, wallTime: params.wallTime,
-          private: this.private || Boolean(record && record.private),
+          private: this.private || Boolean(record && record.private), loader: params.loaderId,
         });
         if (topFrame && params.type === "Document") this.navigation = params.loaderId || id;
       } else if (!record) {
@@ -176,7 +178,7 @@
   async function toEntry(record, { redactor, keepBodies, budget }) {
     const request = record.request || {};
     const response = record.response || {};
-    const keep = keepBodies && !record.private;
+    const keep = (typeof keepBodies === "function" ? keepBodies(record) : keepBodies) && !record.private;
     const url = mask(request.url || "", redactor);
     const timings = timingsOf(record);
     const entry = {
@@ -219,7 +221,8 @@
     return entry;
   }
 
-  /** A HAR 1.2 log of these finished requests (NetworkLog.take()). `keepBodies`: false for a page with private fields. */
+  /** A HAR 1.2 log of these finished requests (NetworkLog.take()). `keepBodies`: false for a page with private
+   * fields, or a test of each record (a page left before its step was handled: only the page in place's). */
   async function buildHar(records, { redactor = null, keepBodies = true } = {}) {
     const budget = { left: LIMITS.STEP_BODY_BYTES };
     const kept = records.slice(0, LIMITS.ENTRIES);

@@ -89,9 +89,10 @@
 
     /**
      * The raw dump of the page before the step: {har, domSnapshot} (JSON text, or null). A page with private fields
-     * keeps no DOM snapshot and no bodies, and requests it sends until the next step keep none either.
+     * keeps no DOM snapshot and no bodies, and requests it sends until the next step keep none either. `left`: the
+     * tab is on another page already (its fields can no longer be asked): no bodies but the page in place's.
      */
-    async rawDump(recorder, selection, isPrivate, { dom = true } = {}) {
+    async rawDump(recorder, selection, isPrivate, { dom = true, left = false } = {}) {
       if (!this.net || this.net.tabId !== selection.tabId) return {};
       const redactor = this.d.secrets ? await this.d.secrets.redactor() : null;
       const send = (method, params) => this.d.chrome.debugger.sendCommand({ tabId: selection.tabId }, method, params);
@@ -104,8 +105,12 @@
           await recorder.note(`no DOM snapshot: ${(error && error.message) || error}`);
         }
       }
-      const log = await har.buildHar(this.net.log.take(), { redactor, keepBodies: !isPrivate });
-      this.net.log.setPrivate(isPrivate);
+      const page = this.net.log.page;
+      // A navigation's own request (a form's POST) is the page left's, whatever loader it names.
+      const keepBodies = left ? (r) => Boolean(page) && r.loader === page && r.type !== "Document" : !isPrivate;
+      const log = await har.buildHar(this.net.log.take(), { redactor, keepBodies });
+      if (!left) this.net.log.setPrivate(isPrivate); // the page in place is not the one judged
+
       return { har: JSON.stringify(log), domSnapshot };
     }
 
@@ -113,11 +118,12 @@
      * A WebLINX recording in a project that keeps traffic (session.traffic, docs/recorder.md#raw-dump): the debugger
      * follows the tab of the last action; each action turn gets the traffic since the one before, as a step's.
      */
-    async actionTraffic(recorder, session, tab, isPrivateOf) {
+    async actionTraffic(recorder, session, tab, left, isPrivateOf) {
       if (!session.traffic || session.step || !tab.tabId) return null;
       await this.startNetwork(tab.tabId).catch((e) => recorder.note(`traffic not recorded: ${(e && e.message) || e}`));
       if (!this.net || this.net.tabId !== tab.tabId) return null;
-      const raw = await this.rawDump(recorder, { tabId: tab.tabId, tabUrl: tab.url }, await isPrivateOf(tab.tabId), { dom: false });
+      const isPrivate = left || (await isPrivateOf(tab.tabId)); // a page left: its fields can no longer be asked
+      const raw = await this.rawDump(recorder, { tabId: tab.tabId, tabUrl: tab.url }, isPrivate, { dom: false, left });
       return raw.har || null;
     }
 
