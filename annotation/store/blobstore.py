@@ -99,9 +99,9 @@ class S3ObjectReader:
         self.storage, self.client = storage, s3_client(storage)
         self.http = self.client._endpoint.http_session  # botocore's transport for this client (no public handle)
 
-    def copy(self, name: str, out) -> str:
+    def copy(self, name: str, out, hashed: bool = True) -> str:
         """Write the object's bytes into the binary file ``out`` (from its start, truncated on a retry); returns
-        their sha256 (hex)."""
+        their sha256 (hex), or "" unless ``hashed`` (a reader that checks what it is given, as a pack's does)."""
         from botocore.exceptions import ConnectionError as ConnectFailed
         from botocore.exceptions import HTTPClientError
         from urllib3.exceptions import HTTPError
@@ -110,14 +110,14 @@ class S3ObjectReader:
             out.seek(0)
             out.truncate()
             try:
-                return self.copy_once(name, out)
+                return self.copy_once(name, out, hashed)
             except (ConnectFailed, HTTPClientError, HTTPError, RetryableStatus) as error:
                 if attempt + 1 == self.ATTEMPTS:
                     raise OSError(f"{name}: S3 read failed after {self.ATTEMPTS} attempts: {error}") from error
                 time.sleep(0.1 * 2**attempt)
         raise AssertionError("unreachable")
 
-    def copy_once(self, name: str, out) -> str:
+    def copy_once(self, name: str, out, hashed: bool = True) -> str:
         from botocore.awsrequest import AWSRequest
 
         parameters = {"Bucket": self.storage.bucket_name, "Key": s3_key(self.storage, name)}
@@ -131,16 +131,17 @@ class S3ObjectReader:
                 raise RetryableStatus(f"{name}: S3 answered {status}")
             if status != 200:
                 raise OSError(f"{name}: S3 answered {status}: {response.raw.read(500)!r}")
-            size, digest = 0, hashlib.sha256()
+            size, digest = 0, hashlib.sha256() if hashed else None
             for chunk in response.raw.stream(CHUNK, decode_content=False):
                 out.write(chunk)
-                digest.update(chunk)
+                if digest is not None:
+                    digest.update(chunk)
                 size += len(chunk)
             expected = response.headers.get("Content-Length")
             if expected is not None and int(expected) != size:
                 raise RetryableStatus(f"{name}: {size} of {expected} bytes before the connection ended")
             complete = True
-            return digest.hexdigest()
+            return digest.hexdigest() if digest is not None else ""
         finally:
             if not complete:  # a body left unread: the connection cannot serve another request
                 response.raw.close()

@@ -1,7 +1,7 @@
 """Pack an export directory into one archive with a manifest of every file's sha256 (pure, no Django).
 
-Each file is read once: hashed while it is copied into the archive; a hard-linked file is read and stored
-once. ``manifest.json`` (at the archive root,
+Each file is read once: hashed while it is copied into the archive (unless its sha256 is known: a blob the job
+already checked as it fetched it); a hard-linked file is read and stored once. ``manifest.json`` (at the archive root,
 ``{"algorithm": "sha256", "files": {path: {"sha256", "size"}}}``) is added last.
 """
 
@@ -55,22 +55,32 @@ def write_archive(
     progress: Callable[[float], None] = lambda fraction: None,
     compresslevel: int = 6,
     top: str = "",
+    known: dict | None = None,
+    arriving=None,
 ) -> dict:
     """Archive everything under ``root`` into ``destination`` with a manifest; returns the manifest.
 
     ``destination`` is a path, or a writable binary stream that receives the archive as it is made (an S3 upload:
     ``workers.exports.s3upload``; it is not closed here). ``progress(fraction)`` is called as bytes are archived. The
-    archive's top folder is ``top``, by default ``destination``'s stem.
+    archive's top folder is ``top``, by default ``destination``'s stem. ``known``: ``(st_dev, st_ino)`` → sha256 of
+    files already checked against it (blobs fetched from S3), which are not hashed again. ``arriving``: files still
+    being written under ``root`` (``files()`` lists them, ``wait(path)`` returns once one is complete), archived in
+    their place as they come; the archive is the same as if they had all been there.
     """
     if archive_format not in ARCHIVE_FORMATS:
         raise ValueError(f"unknown archive format {archive_format!r}; known: {', '.join(ARCHIVE_FORMATS)}")
     files = files_under(root)
-    total = sum(path.stat().st_size for _, path in files) or 1
+    if arriving is not None:
+        later = {path.relative_to(root).as_posix(): path for path in arriving.files()}
+        files = sorted({**dict(files), **later}.items())
+    total = sum(size_now(path) for _, path in files) or 1
     top = top or destination.name.removesuffix(f".{archive_format}")
     writer = TarWriter if archive_format == "tar.gz" else ZipWriter
     manifest, done = {}, 0
-    with writer(destination, compresslevel) as archive:
+    with writer(destination, compresslevel, known or {}) as archive:
         for name, path in files:
+            if arriving is not None:
+                arriving.wait(path)
             size = path.stat().st_size
             manifest[name] = {"sha256": archive.add(f"{top}/{name}", path, size), "size": size}
             done += size
@@ -78,6 +88,14 @@ def write_archive(
         body = json.dumps({"algorithm": "sha256", "files": manifest}, indent=1, sort_keys=True).encode()
         archive.add_bytes(f"{top}/{MANIFEST}", body)
     return manifest
+
+
+def size_now(path: Path) -> int:
+    """The file's size, 0 while it is still to come (for the progress bar)."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def isal_level(compresslevel: int) -> int:
@@ -91,8 +109,8 @@ class TarWriter:
     which release the GIL): about seven times as fast as ``gzip -6``, so archiving an export is no longer bound by
     compression, while reading and hashing go on in this thread."""
 
-    def __init__(self, destination, compresslevel: int):
-        self.owned = isinstance(destination, Path)
+    def __init__(self, destination, compresslevel: int, known: dict):
+        self.owned, self.known = isinstance(destination, Path), known
         self.output = destination.open("wb") if self.owned else destination
         level = isal_level(compresslevel)
         self.gzip = igzip_threaded.open(self.output, "wb", compresslevel=level, threads=GZIP_THREADS)
@@ -122,13 +140,14 @@ class TarWriter:
             self.tar.addfile(info)
             self.tar.members.clear()
             return first[1]
-        info.size = size
+        info.size, digest = size, self.known.get((stat.st_dev, stat.st_ino))
         with path.open("rb") as handle:
-            reader = HashingReader(handle)
+            reader = handle if digest else HashingReader(handle)
             self.tar.addfile(info, reader)
         self.tar.members.clear()  # a stream is never listed: a TarInfo kept per file grew with the project
-        self.seen[(stat.st_dev, stat.st_ino)] = (name, reader.digest.hexdigest())
-        return reader.digest.hexdigest()
+        digest = digest or reader.digest.hexdigest()
+        self.seen[(stat.st_dev, stat.st_ino)] = (name, digest)
+        return digest
 
     def add_bytes(self, name: str, data: bytes) -> None:
         info = tarfile.TarInfo(name)
@@ -140,7 +159,8 @@ class TarWriter:
 class ZipWriter:
     """A zip archive (into a file, or a stream: entries then carry data descriptors, as zipfile writes them)."""
 
-    def __init__(self, destination, compresslevel: int):
+    def __init__(self, destination, compresslevel: int, known: dict):
+        self.known = known
         self.zip = zipfile.ZipFile(destination, "w", compresslevel=compresslevel, allowZip64=True)
 
     def __enter__(self):
@@ -153,12 +173,15 @@ class ZipWriter:
         method = zipfile.ZIP_STORED if path.suffix.lower() in STORED_SUFFIXES else zipfile.ZIP_DEFLATED
         info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
         info.compress_type, info.file_size = method, size
-        digest = hashlib.sha256()
+        stat = path.stat()
+        known = self.known.get((stat.st_dev, stat.st_ino))
+        digest = None if known else hashlib.sha256()
         with path.open("rb") as handle, self.zip.open(info, "w", force_zip64=size > 2**31) as out:
             while chunk := handle.read(CHUNK):
-                digest.update(chunk)
+                if digest is not None:
+                    digest.update(chunk)
                 out.write(chunk)
-        return digest.hexdigest()
+        return known or digest.hexdigest()
 
     def add_bytes(self, name: str, data: bytes) -> None:
         self.zip.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED)

@@ -170,7 +170,9 @@ class RemoteStorageBlobs:
     cache (requests to S3 wait on the network, not on us) and hard-link it where it was asked for; leaving the
     ``with`` block waits for them and raises the first failure. ``prefetch(demos)`` passes the demos through and,
     on S3, reads each demo's blobs from its pack (``workers.exports.packs``: one GET a demo) into the cache before
-    the exporter asks for them; blobs not in a pack are read on their own."""
+    the exporter asks for them; blobs not in a pack are read on their own. The archive can start before the last
+    blobs arrive: ``files()`` names the files still to be linked, ``wait(path)`` waits for one, and ``checked`` maps
+    each fetched blob's ``(st_dev, st_ino)`` to its sha256, checked as it was read (``write_archive``'s ``known``)."""
 
     FETCHERS = 8
 
@@ -178,6 +180,8 @@ class RemoteStorageBlobs:
         self.cache, self.pool, self.pending = cache, None, []
         self.lock, self.claims = threading.Lock(), {}  # sha256 → set when its download ended
         self.waiting = {}  # sha256 → destinations to link once its download ends (under ``lock``)
+        self.arriving = {}  # destination → set once linked (or its fetch failed), for each link not made at once
+        self.checked, self.errors = {}, []  # see the class docstring; the fetches' failures, first first
         # S3: one reader (one client, one connection pool) for every fetcher thread and for ``read``, inside the
         # ``with`` block or not
         self.reader = S3ObjectReader(default_storage) if is_s3(default_storage) else None
@@ -195,12 +199,31 @@ class RemoteStorageBlobs:
             for future in self.pending:
                 future.cancel()
         try:
-            done = 0
-            while kind is None and done < len(self.pending):  # a pack's fetch may add reads of blobs it lacked
-                self.pending[done].result()
-                done += 1
+            if kind is None:
+                self.wait_all()
         finally:
             self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def wait_all(self) -> None:
+        """Wait for every fetch under way; raise the first failure."""
+        done = 0
+        while done < len(self.pending):  # a pack's fetch may add reads of blobs it lacked
+            self.pending[done].result()
+            done += 1
+
+    def files(self) -> list[Path]:
+        """Every destination that ``copy_to`` left to the fetches (linked by now or not)."""
+        with self.lock:
+            return list(self.arriving)
+
+    def wait(self, path: Path) -> None:
+        """Return once ``path`` is linked; raise its fetch's failure when it could not be."""
+        with self.lock:
+            linked = self.arriving.get(path)
+        if linked is not None:
+            linked.wait()
+        if not path.exists():
+            raise self.errors[0] if self.errors else FileNotFoundError(f"{path} was not written")
 
     def read(self, sha256: str) -> bytes:
         with self.lock:
@@ -229,7 +252,7 @@ class RemoteStorageBlobs:
         a pack) handed to the pool to read on their own. A pack is only a copy: any failure to read it is too."""
         unpacking = packs.PackWriter(mine, self.cache)  # unpacked from the GET's body as it arrives
         try:
-            self.reader.copy(packs.pack_name(demo_name), unpacking)
+            self.reader.copy(packs.pack_name(demo_name), unpacking, hashed=False)  # each blob is checked
         except FileNotFoundError:
             pass
         except Exception as error:  # a pack is only a copy: whatever went wrong, the blobs are read on their own
@@ -251,8 +274,9 @@ class RemoteStorageBlobs:
             partial = self.cache / f"{sha256}.part"
             self.download(sha256, partial)
             partial.replace(self.cache / sha256)
-        except BaseException:
-            self.settle([sha256], failed=True)  # this error is the one the export reports
+        except BaseException as error:
+            self.errors.append(error)  # this error is the one the export reports
+            self.settle([sha256], failed=True)
             raise
         self.settle([sha256])
 
@@ -263,7 +287,10 @@ class RemoteStorageBlobs:
             claim = self.claims.get(sha256)
             if claim is not None and not claim.is_set():  # the fetch under way links it when done
                 self.waiting.setdefault(sha256, []).append(destination)
+                self.arriving[destination] = threading.Event()
                 return None
+            if claim is None:
+                self.arriving[destination] = threading.Event()
         if claim is not None:
             return self.link(sha256, destination)
         self.pending.append(self.pool.submit(self.fetch_and_link, sha256, destination))
@@ -279,21 +306,44 @@ class RemoteStorageBlobs:
                 return
             self.claims.setdefault(sha256, threading.Event())
         if claim is None:
-            self.fetch_claimed(sha256)
-        self.link(sha256, destination)
+            try:
+                self.fetch_claimed(sha256)
+            except BaseException:
+                self.link_arriving(sha256, destination, failed=True)
+                raise
+        self.link_arriving(sha256, destination)
 
     def settle(self, shas, failed: bool = False) -> None:
         """Mark these blobs' fetches ended and link every destination that waited for them (none when the fetch
         failed: its own error is raised)."""
+        if not failed:
+            for sha in shas:  # named by its sha256 only once checked
+                stat = (self.cache / sha).stat()
+                self.checked[(stat.st_dev, stat.st_ino)] = sha
         with self.lock:
             waiting = [(sha, self.waiting.pop(sha, [])) for sha in shas]
             for sha in shas:
                 self.claims[sha].set()
-        if failed:
-            return
+        errors = []
         for sha, destinations in waiting:
             for destination in destinations:
-                self.link(sha, destination)
+                try:
+                    self.link_arriving(sha, destination, failed)
+                except Exception as error:  # every destination is told, then the first failure raised
+                    errors.append(error)
+        if errors:
+            raise errors[0]
+
+    def link_arriving(self, sha256: str, destination: Path, failed: bool = False) -> None:
+        """Link a destination that waited for its blob's fetch (unless the fetch failed), then say it arrived."""
+        try:
+            if not failed:
+                self.link(sha256, destination)
+        except Exception as error:
+            self.errors.append(error)
+            raise
+        finally:
+            self.arriving[destination].set()
 
     def link(self, sha256: str, destination: Path) -> None:
         if not (self.cache / sha256).exists():

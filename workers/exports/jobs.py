@@ -103,6 +103,8 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
         counts = export_with_quality(
             get_exporter(job.format), demos, out, blobs, lambda done: exporting(done / total), job.project.name
         )
+        if isinstance(blobs, dataset.RemoteStorageBlobs):  # archived while the last packs arrive
+            return archive_and_publish(job, out, workdir, counts, blobs)
     archive_and_publish(job, out, workdir, counts)
 
 
@@ -155,15 +157,19 @@ def move_into_storage(path: Path, name: str) -> str:
             return default_storage.save(name, File(handle))
 
 
-def archive_and_publish(job: ExportJob, out: Path, workdir: Path, counts: dict) -> None:
+def archive_and_publish(job: ExportJob, out: Path, workdir: Path, counts: dict, blobs=None) -> None:
     """Archive the export folder ``out`` into storage under ``exports/<pk>/<filename>`` and mark the job done; on S3
-    the archive is uploaded while it is made (``archive_into_s3``), else written beside ``out`` and moved in."""
+    the archive is uploaded while it is made (``archive_into_s3``), else written beside ``out`` and moved in.
+    ``blobs``: the remote blobs still being linked into ``out`` (``dataset.RemoteStorageBlobs``), archived as they
+    arrive and not hashed again; every fetch has ended before the job is published."""
     name, archiving = export_name(job), Progress(job, EXPORT_SHARE, 1 - EXPORT_SHARE)
     if is_s3(default_storage):
-        counts["files"], sha256, size = archive_into_s3(job, out, name, archiving)
+        counts["files"], sha256, size = archive_into_s3(job, out, name, archiving, blobs)
     else:
         archive = workdir / job.filename
-        counts["files"] = len(write_archive(out, archive, job.archive_format, archiving))
+        counts["files"] = len(write_archive(out, archive, job.archive_format, archiving, **still_arriving(blobs)))
+        if blobs is not None:
+            blobs.wait_all()
         Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing
         sha256, size = file_sha256(archive), archive.stat().st_size
         name = move_into_storage(archive, name)
@@ -172,18 +178,25 @@ def archive_and_publish(job: ExportJob, out: Path, workdir: Path, counts: dict) 
         raise JobStopped(f"job {job.pk} was cancelled before publishing")
 
 
+def still_arriving(blobs) -> dict:
+    """``write_archive``'s arguments for blobs still being fetched into the folder (none for local storage)."""
+    return {"known": blobs.checked, "arriving": blobs} if blobs is not None else {}
+
+
 def export_name(job: ExportJob) -> str:
     return f"{EXPORTS_PREFIX}{job.pk}/{job.filename}"
 
 
-def archive_into_s3(job: ExportJob, out: Path, name: str, progress: Progress) -> tuple[int, str, int]:
+def archive_into_s3(job: ExportJob, out: Path, name: str, progress: Progress, blobs=None) -> tuple[int, str, int]:
     """Stream the archive into an S3 multipart upload as it is made (no local archive, bounded memory); it appears
     under ``name`` only once complete. Returns (files archived, sha256, size)."""
     top = job.filename.removesuffix(f".{job.archive_format}")
     media_type = ARCHIVE_MEDIA_TYPES[job.archive_format]
     upload = MultipartWriter(default_storage, name, media_type, settings.S3_PART_BYTES, settings.S3_UPLOAD_CONCURRENCY)
     try:
-        manifest = write_archive(out, upload, job.archive_format, progress, top=top)
+        manifest = write_archive(out, upload, job.archive_format, progress, top=top, **still_arriving(blobs))
+        if blobs is not None:
+            blobs.wait_all()  # fetches no file needed (blobs read ahead for nothing) end before publishing
         Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing
         upload.complete()
     except BaseException:
