@@ -38,14 +38,24 @@ class HashingReader:
         return data
 
 
-def files_under(root: Path) -> list[tuple[str, Path]]:
-    """``(archive name, path)`` of every file under ``root``, sorted, with ``/`` separators."""
-    found = []
-    for folder, _, names in os.walk(root):
-        for name in names:
-            path = Path(folder, name)
-            found.append((path.relative_to(root).as_posix(), path))
-    return sorted(found)
+def files_under(root: Path, planned: dict | None = None) -> list[tuple[str, str, os.stat_result]]:
+    """``(archive name, path to read, its stat)`` of every file under ``root``, sorted, with ``/`` separators; and of
+    the ``planned`` files (``{path under root: file to read in its place}``: blobs an export names without linking
+    them there). One ``stat`` a file, no ``Path`` objects: an export has tens of thousands of files."""
+    folders = [os.fspath(Path(root))]
+    found, start, prefix = [], len(folders[0]) + 1, folders[0] + os.sep
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir():  # a link to a folder is not followed (as os.walk does)
+                    folders += [] if entry.is_symlink() else [entry.path]
+                else:
+                    found.append((entry.path[start:].replace(os.sep, "/"), entry.path, entry.stat()))
+    for path, source in (planned or {}).items():
+        if not path.startswith(prefix):
+            raise ValueError(f"{path} is not under {root}")
+        found.append((path[start:].replace(os.sep, "/"), os.fspath(source), os.stat(source)))
+    return sorted(found, key=lambda file: file[0])
 
 
 def write_archive(
@@ -55,25 +65,26 @@ def write_archive(
     progress: Callable[[float], None] = lambda fraction: None,
     compresslevel: int = 6,
     top: str = "",
+    planned: dict | None = None,
 ) -> dict:
     """Archive everything under ``root`` into ``destination`` with a manifest; returns the manifest.
 
     ``destination`` is a path, or a writable binary stream that receives the archive as it is made (an S3 upload:
     ``workers.exports.s3upload``; it is not closed here). ``progress(fraction)`` is called as bytes are archived. The
-    archive's top folder is ``top``, by default ``destination``'s stem.
+    archive's top folder is ``top``, by default ``destination``'s stem. ``planned``: files archived as if they were
+    under ``root`` (``files_under``).
     """
     if archive_format not in ARCHIVE_FORMATS:
         raise ValueError(f"unknown archive format {archive_format!r}; known: {', '.join(ARCHIVE_FORMATS)}")
-    files = files_under(root)
-    total = sum(path.stat().st_size for _, path in files) or 1
+    files = files_under(root, planned)
+    total = sum(stat.st_size for _, _, stat in files) or 1
     top = top or destination.name.removesuffix(f".{archive_format}")
     writer = TarWriter if archive_format == "tar.gz" else ZipWriter
     manifest, done = {}, 0
     with writer(destination, compresslevel) as archive:
-        for name, path in files:
-            size = path.stat().st_size
-            manifest[name] = {"sha256": archive.add(f"{top}/{name}", path, size), "size": size}
-            done += size
+        for name, path, stat in files:
+            manifest[name] = {"sha256": archive.add(f"{top}/{name}", path, stat), "size": stat.st_size}
+            done += stat.st_size
             progress(done / total)
         body = json.dumps({"algorithm": "sha256", "files": manifest}, indent=1, sort_keys=True).encode()
         archive.add_bytes(f"{top}/{MANIFEST}", body)
@@ -112,17 +123,16 @@ class TarWriter:
                 if self.owned:
                     self.output.close()
 
-    def add(self, name: str, path: Path, size: int) -> str:
-        stat = path.stat()
-        first = self.seen.get((stat.st_dev, stat.st_ino)) if stat.st_nlink > 1 else None
+    def add(self, name: str, path: str, stat: os.stat_result) -> str:
+        first = self.seen.get((stat.st_dev, stat.st_ino))  # a file met before (linked, or the same blob planned)
         info = tarfile.TarInfo(name)
         info.mtime, info.mode = int(time.time()), 0o644
         if first:
             info.type, info.linkname = tarfile.LNKTYPE, first[0]
             self.tar.addfile(info)
             return first[1]
-        info.size = size
-        with path.open("rb") as handle:
+        info.size = stat.st_size
+        with open(path, "rb") as handle:
             reader = HashingReader(handle)
             self.tar.addfile(info, reader)
         self.seen[(stat.st_dev, stat.st_ino)] = (name, reader.digest.hexdigest())
@@ -146,12 +156,12 @@ class ZipWriter:
     def __exit__(self, *exc):
         self.zip.close()
 
-    def add(self, name: str, path: Path, size: int) -> str:
-        method = zipfile.ZIP_STORED if path.suffix.lower() in STORED_SUFFIXES else zipfile.ZIP_DEFLATED
+    def add(self, name: str, path: str, stat: os.stat_result) -> str:
+        method = zipfile.ZIP_STORED if os.path.splitext(name)[1].lower() in STORED_SUFFIXES else zipfile.ZIP_DEFLATED
         info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
-        info.compress_type, info.file_size = method, size
+        info.compress_type, info.file_size = method, stat.st_size
         digest = hashlib.sha256()
-        with path.open("rb") as handle, self.zip.open(info, "w", force_zip64=size > 2**31) as out:
+        with open(path, "rb") as handle, self.zip.open(info, "w", force_zip64=stat.st_size > 2**31) as out:
             while chunk := handle.read(CHUNK):
                 digest.update(chunk)
                 out.write(chunk)
