@@ -102,3 +102,38 @@ def test_the_tar_gz_is_standard_gzip(tree, tmp_path):
     listed = subprocess.run(["tar", "-tzf", str(archive)], capture_output=True, text=True, check=True).stdout
     assert set(listed.split()) == {f"plain/{name}" for name in manifest} | {"plain/manifest.json"}
     assert gzip.decompress(archive.read_bytes())[:5] == b"plain"  # one tar stream inside
+
+
+@pytest.mark.parametrize("archive_format", ["tar.gz", "zip"])
+def test_planned_files_are_archived_from_their_own_files_as_if_linked_there(tree, tmp_path, archive_format):
+    """An export job names local blobs without linking them (``PlannedBlobs``): the archive is the one the links
+    would have made, a blob named twice stored once (tar)."""
+    blob = tmp_path / "blobs" / "ab12"
+    blob.parent.mkdir()
+    blob.write_bytes(b"\x89PNG" + bytes(range(256)) * 40)
+    folder = tree / "demonstrations" / "abc" / "screenshots"
+    planned = {str(folder / "screenshot-0-0.png"): blob, str(folder / "screenshot-1-0.png"): blob}
+    linked = tmp_path / "linked"
+    import shutil
+
+    shutil.copytree(tree, linked)
+    (linked / "demonstrations" / "abc" / "screenshots").mkdir()
+    for path in planned:
+        (linked / path.removeprefix(f"{tree}/")).hardlink_to(blob)
+
+    manifest = write_archive(tree, tmp_path / f"x.{archive_format}", archive_format, top="x", planned=planned)
+
+    assert manifest == write_archive(linked, tmp_path / f"y.{archive_format}", archive_format, top="x")
+    assert read_members(tmp_path / f"x.{archive_format}", archive_format) == read_members(
+        tmp_path / f"y.{archive_format}", archive_format
+    )
+    if archive_format == "tar.gz":
+        with tarfile.open(tmp_path / "x.tar.gz") as tarred:
+            assert [m.name for m in tarred.getmembers() if m.islnk()] == [
+                "x/demonstrations/abc/screenshots/screenshot-1-0.png"
+            ]
+
+
+def test_a_planned_file_outside_the_folder_is_refused(tree, tmp_path):
+    with pytest.raises(ValueError, match="is not under"):
+        write_archive(tree, tmp_path / "x.tar.gz", planned={str(tmp_path / "elsewhere.png"): tree / "splits.json"})

@@ -38,14 +38,24 @@ class HashingReader:
         return data
 
 
-def files_under(root: Path) -> list[tuple[str, Path]]:
-    """``(archive name, path)`` of every file under ``root``, sorted, with ``/`` separators."""
-    found = []
-    for folder, _, names in os.walk(root):
-        for name in names:
-            path = Path(folder, name)
-            found.append((path.relative_to(root).as_posix(), path))
-    return sorted(found)
+def files_under(root: Path, planned: dict | None = None) -> list[tuple[str, str, os.stat_result]]:
+    """``(archive name, path to read, its stat)`` of every file under ``root``, sorted, with ``/`` separators; and of
+    the ``planned`` files (``{path under root: file to read in its place}``: blobs an export names without linking
+    them there). One ``stat`` a file, no ``Path`` objects: an export has tens of thousands of files."""
+    folders = [os.fspath(Path(root))]
+    found, start, prefix = [], len(folders[0]) + 1, folders[0] + os.sep
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir():  # a link to a folder is not followed (as os.walk does)
+                    folders += [] if entry.is_symlink() else [entry.path]
+                else:
+                    found.append((entry.path[start:].replace(os.sep, "/"), entry.path, entry.stat()))
+    for path, source in (planned or {}).items():
+        if not path.startswith(prefix):
+            raise ValueError(f"{path} is not under {root}")
+        found.append((path[start:].replace(os.sep, "/"), os.fspath(source), os.stat(source)))
+    return sorted(found, key=lambda file: file[0])
 
 
 def write_archive(
@@ -55,6 +65,7 @@ def write_archive(
     progress: Callable[[float], None] = lambda fraction: None,
     compresslevel: int = 6,
     top: str = "",
+    planned: dict | None = None,
     known: dict | None = None,
     arriving=None,
 ) -> dict:
@@ -62,38 +73,40 @@ def write_archive(
 
     ``destination`` is a path, or a writable binary stream that receives the archive as it is made (an S3 upload:
     ``workers.exports.s3upload``; it is not closed here). ``progress(fraction)`` is called as bytes are archived. The
-    archive's top folder is ``top``, by default ``destination``'s stem. ``known``: ``(st_dev, st_ino)`` → sha256 of
-    files already checked against it (blobs fetched from S3), which are not hashed again. ``arriving``: files still
-    being written under ``root`` (``files()`` lists them, ``wait(path)`` returns once one is complete), archived in
-    their place as they come; the archive is the same as if they had all been there.
+    archive's top folder is ``top``, by default ``destination``'s stem. ``planned``: files archived as if they were
+    under ``root`` (``files_under``). ``known``: ``(st_dev, st_ino)`` → sha256 of files already checked against it
+    (blobs fetched from S3), which are not hashed again. ``arriving``: files still being written under ``root``
+    (``files()`` lists them, ``wait(path)`` returns once one is complete), archived in their place as they come; the
+    archive is the same as if they had all been there.
     """
     if archive_format not in ARCHIVE_FORMATS:
         raise ValueError(f"unknown archive format {archive_format!r}; known: {', '.join(ARCHIVE_FORMATS)}")
-    files = files_under(root)
+    files = files_under(root, planned)
     if arriving is not None:
-        later = {path.relative_to(root).as_posix(): path for path in arriving.files()}
-        files = sorted({**dict(files), **later}.items())
-    total = sum(size_now(path) for _, path in files) or 1
+        later = {path.relative_to(root).as_posix(): (os.fspath(path), None) for path in arriving.files()}
+        here = {name: (path, stat) for name, path, stat in files}
+        files = [(name, *file) for name, file in sorted({**here, **later}.items())]
+    total = sum(stat.st_size if stat else size_now(path) for _, path, stat in files) or 1
     top = top or destination.name.removesuffix(f".{archive_format}")
     writer = TarWriter if archive_format == "tar.gz" else ZipWriter
     manifest, done = {}, 0
     with writer(destination, compresslevel, known or {}) as archive:
-        for name, path in files:
+        for name, path, stat in files:
             if arriving is not None:
-                arriving.wait(path)
-            size = path.stat().st_size
-            manifest[name] = {"sha256": archive.add(f"{top}/{name}", path, size), "size": size}
-            done += size
+                arriving.wait(Path(path))
+                stat = os.stat(path)  # complete now
+            manifest[name] = {"sha256": archive.add(f"{top}/{name}", path, stat), "size": stat.st_size}
+            done += stat.st_size
             progress(done / total)
         body = json.dumps({"algorithm": "sha256", "files": manifest}, indent=1, sort_keys=True).encode()
         archive.add_bytes(f"{top}/{MANIFEST}", body)
     return manifest
 
 
-def size_now(path: Path) -> int:
+def size_now(path: str) -> int:
     """The file's size, 0 while it is still to come (for the progress bar)."""
     try:
-        return path.stat().st_size
+        return os.stat(path).st_size
     except FileNotFoundError:
         return 0
 
@@ -130,9 +143,8 @@ class TarWriter:
                 if self.owned:
                     self.output.close()
 
-    def add(self, name: str, path: Path, size: int) -> str:
-        stat = path.stat()
-        first = self.seen.get((stat.st_dev, stat.st_ino)) if stat.st_nlink > 1 else None
+    def add(self, name: str, path: str, stat: os.stat_result) -> str:
+        first = self.seen.get((stat.st_dev, stat.st_ino))  # a file met before (linked, or the same blob planned)
         info = tarfile.TarInfo(name)
         info.mtime, info.mode = int(time.time()), 0o644
         if first:
@@ -140,8 +152,8 @@ class TarWriter:
             self.tar.addfile(info)
             self.tar.members.clear()
             return first[1]
-        info.size, digest = size, self.known.get((stat.st_dev, stat.st_ino))
-        with path.open("rb") as handle:
+        info.size, digest = stat.st_size, self.known.get((stat.st_dev, stat.st_ino))
+        with open(path, "rb") as handle:
             reader = handle if digest else HashingReader(handle)
             self.tar.addfile(info, reader)
         self.tar.members.clear()  # a stream is never listed: a TarInfo kept per file grew with the project
@@ -169,14 +181,13 @@ class ZipWriter:
     def __exit__(self, *exc):
         self.zip.close()
 
-    def add(self, name: str, path: Path, size: int) -> str:
-        method = zipfile.ZIP_STORED if path.suffix.lower() in STORED_SUFFIXES else zipfile.ZIP_DEFLATED
+    def add(self, name: str, path: str, stat: os.stat_result) -> str:
+        method = zipfile.ZIP_STORED if os.path.splitext(name)[1].lower() in STORED_SUFFIXES else zipfile.ZIP_DEFLATED
         info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
-        info.compress_type, info.file_size = method, size
-        stat = path.stat()
+        info.compress_type, info.file_size = method, stat.st_size
         known = self.known.get((stat.st_dev, stat.st_ino))
         digest = None if known else hashlib.sha256()
-        with path.open("rb") as handle, self.zip.open(info, "w", force_zip64=size > 2**31) as out:
+        with open(path, "rb") as handle, self.zip.open(info, "w", force_zip64=stat.st_size > 2**31) as out:
             while chunk := handle.read(CHUNK):
                 if digest is not None:
                     digest.update(chunk)

@@ -26,7 +26,7 @@ from annotation.models import Demonstration, DemoStatus, Mind2WebStep, Turn, Tur
 from annotation.store.blobstore import S3ObjectReader, is_local, is_s3, stream_file
 
 from . import packs
-from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn
+from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn, PlannedBlobs
 from .exporters.mind2web import Operation, Processed
 
 log = logging.getLogger(__name__)
@@ -114,11 +114,13 @@ def to_export_demo(demo: Demonstration, split: str, scheme: str = "weblinx") -> 
     )
 
 
+STEP_FIELDS = ("key", "skipped", "op", "original_op", "value", "action_repr", "action")
+
+
 def stored_steps(demo: Demonstration) -> dict:
-    """The demo's processed steps by key (None: a step the export skips)."""
-    rows = Mind2WebStep.objects.filter(demonstration=demo).values_list(
-        "key", "skipped", "op", "original_op", "value", "action_repr", "action"
-    )
+    """The demo's processed steps by key (None: a step the export skips). One query a demo, not a prefetch with its
+    chunk: a step holds its page's HTML twice, and an export holds one demo's pages at a time."""
+    rows = Mind2WebStep.objects.filter(demonstration=demo).values_list(*STEP_FIELDS)
     return {
         key: None if skipped else Processed(Operation(op, original_op, value), line, action)
         for key, skipped, op, original_op, value, line, action in rows
@@ -139,13 +141,17 @@ def mind2web_release_fact(demo: Demonstration, key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+# What no export reads of a turn (``export_timeline``, ``recuration.changes_of``): left in the database.
+UNEXPORTED_TURN_FIELDS = ("url", "tab_id", "viewport_width", "viewport_height", "frames", "label", "content_sha256")
+
+
 def export_demos(
     project, scheme: str, statuses=DEFAULT_STATUSES, splits=None, chunk=20, names=()
 ) -> Iterator[ExportDemo]:
     """The project's demos as export values, one at a time (turns fetched ``chunk`` demos per query); ``names``:
     only these demos."""
     split = split_of(project, scheme)
-    turns = Prefetch("turns", queryset=Turn.objects.order_by("timestamp", "seq"))
+    turns = Prefetch("turns", queryset=Turn.objects.order_by("timestamp", "seq").defer(*UNEXPORTED_TURN_FIELDS))
     demos = selected_demos(project, statuses).prefetch_related(turns, "turn_curations")
     if names:
         demos = demos.filter(name__in=names)
@@ -155,12 +161,14 @@ def export_demos(
             yield to_export_demo(demo, name, scheme)
 
 
-def storage_blobs(cache: Path | None = None) -> DirectoryBlobs:
-    """Blob bytes from the platform's storage (local file system: hard links; remote storage: downloads, each blob
-    once into ``cache`` when given, then hard-linked from there like local blobs)."""
+def storage_blobs(cache: Path | None = None, planned: bool = False) -> DirectoryBlobs:
+    """Blob bytes from the platform's storage (local file system: hard links, or with ``planned`` none, the archive
+    reading each blob from storage: ``PlannedBlobs``; remote storage: downloads, each blob once into ``cache`` when
+    given, then hard-linked from there like local blobs)."""
     if not is_local(default_storage):
         return RemoteStorageBlobs(cache)
-    return DirectoryBlobs(lambda sha: Path(default_storage.path(sha256_path(sha))))
+    kind = PlannedBlobs if planned else DirectoryBlobs
+    return kind(lambda sha: Path(default_storage.path(sha256_path(sha))))
 
 
 class RemoteStorageBlobs:

@@ -24,6 +24,7 @@ from ..runners import JobStopped, Progress, finish_clean, run_job, sweep_job_fol
 from . import dataset, form_dataset, form_quality
 from .archive import file_sha256, write_archive
 from .exporters import get_exporter, turkingbench
+from .exporters.base import PlannedBlobs
 from .quality import write_quality_report
 from .s3upload import MultipartWriter, abandoned_uploads, abort_upload
 
@@ -98,14 +99,15 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
     total = count_demos(job.project, job.format, job.statuses, job.splits, job.demos)
     exporting = Progress(job, 0.0, EXPORT_SHARE)
     demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits, names=job.demos)
-    with dataset.storage_blobs(workdir / "blobs") as blobs:
+    with dataset.storage_blobs(workdir / "blobs", planned=True) as blobs:
         demos = blobs.prefetch(demos)  # on S3: each demo's blobs read from its pack ahead of the exporter
         counts = export_with_quality(
             get_exporter(job.format), demos, out, blobs, lambda done: exporting(done / total), job.project.name
         )
         if isinstance(blobs, dataset.RemoteStorageBlobs):  # archived while the last packs arrive
-            return archive_and_publish(job, out, workdir, counts, blobs)
-    archive_and_publish(job, out, workdir, counts)
+            return archive_and_publish(job, out, workdir, counts, blobs=blobs)
+    # local storage: the blobs are archived from their own files (``PlannedBlobs``)
+    archive_and_publish(job, out, workdir, counts, planned=blobs.files() if isinstance(blobs, PlannedBlobs) else None)
 
 
 def export_with_quality(exporter, demos, out: Path, blobs, progress, project: str) -> dict:
@@ -157,17 +159,22 @@ def move_into_storage(path: Path, name: str) -> str:
             return default_storage.save(name, File(handle))
 
 
-def archive_and_publish(job: ExportJob, out: Path, workdir: Path, counts: dict, blobs=None) -> None:
+def archive_and_publish(
+    job: ExportJob, out: Path, workdir: Path, counts: dict, blobs=None, planned: dict | None = None
+) -> None:
     """Archive the export folder ``out`` into storage under ``exports/<pk>/<filename>`` and mark the job done; on S3
-    the archive is uploaded while it is made (``archive_into_s3``), else written beside ``out`` and moved in.
-    ``blobs``: the remote blobs still being linked into ``out`` (``dataset.RemoteStorageBlobs``), archived as they
-    arrive and not hashed again; every fetch has ended before the job is published."""
+    the archive is uploaded while it is made (``archive_into_s3``), else written beside ``out`` (with the
+    ``planned`` files of local blobs: ``write_archive``) and moved in. ``blobs``: the remote blobs still being linked
+    into ``out`` (``dataset.RemoteStorageBlobs``), archived as they arrive and not hashed again; every fetch has
+    ended before the job is published."""
     name, archiving = export_name(job), Progress(job, EXPORT_SHARE, 1 - EXPORT_SHARE)
     if is_s3(default_storage):
         counts["files"], sha256, size = archive_into_s3(job, out, name, archiving, blobs)
     else:
         archive = workdir / job.filename
-        counts["files"] = len(write_archive(out, archive, job.archive_format, archiving, **still_arriving(blobs)))
+        counts["files"] = len(
+            write_archive(out, archive, job.archive_format, archiving, planned=planned, **still_arriving(blobs))
+        )
         if blobs is not None:
             blobs.wait_all()
         Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing

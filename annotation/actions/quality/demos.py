@@ -6,6 +6,7 @@ Second reviews themselves (which demo, which reviewer, the second decision) are 
 """
 
 from collections import Counter
+from typing import NamedTuple
 
 from django.db.models import Count, Q
 
@@ -227,14 +228,15 @@ def record_demos(project, member) -> list[dict]:
 # --- The quality report of an export -------------------------------------------------------------------------------
 
 
-def demo_checks(demo, review) -> dict:
+def demo_checks(review, turns: list, curations: list, edits: list) -> dict:
     """``{check: turns flagged}`` for every automatic check (0 = passed), over the exported (curated) timeline:
     the checks of the raw capture as review cached them (the worker computes them after each recording; null
     until it has: computing them here would make an export several times slower), the curated order's time order,
     and screenshot alignment (kept turns whose screenshot is not the frame the tab video shows at the action and
-    that no reviewer chose: ``lib.quality.alignment_issues``; null until the worker has made its suggestions)."""
-    turns = sorted(demo.turns.all(), key=lambda t: (t.timestamp, t.seq))
-    curations = {c.turn_id: c for c in demo.turn_curations.all()}
+    that no reviewer chose: ``lib.quality.alignment_issues``; null until the worker has made its suggestions).
+    ``turns``: the demo's ``TurnFacts``; ``curations`` and ``edits``: its rows."""
+    turns = sorted(turns, key=lambda t: (t.timestamp, t.seq))
+    curations = {c.turn_id: c for c in curations}
     deleted = {pk for pk, c in curations.items() if c.deleted}
     ordered = [turn for turn, _ in curated_turns(turns, curations, review.order)]
     issues = [i for i in review.quality or [] if i["turn"] not in deleted] + order_issues(ordered, deleted)
@@ -244,7 +246,7 @@ def demo_checks(demo, review) -> dict:
     checks = {check: len(turns_flagged) for check, turns_flagged in flagged.items()}
     if review.quality is None:
         checks.update({check: None for check in CHECKS if check != "time_order"})
-    misaligned = alignment_issues(turns, curations, chosen_screenshots(demo.edits.all(), curations))
+    misaligned = alignment_issues(turns, curations, chosen_screenshots(edits, curations))
     checks[ALIGNMENT] = len(misaligned) if review.realigned else None
     return checks
 
@@ -257,16 +259,25 @@ def cached_review(demo) -> DemoReview:
         return DemoReview(demonstration=demo)
 
 
-def demo_item(demo, export_id: str, turns: int, second) -> dict:
-    """One exported demo's entry of ``quality.json`` (docs/quality.md)."""
-    curations = list(demo.turn_curations.all())
+class TurnFacts(NamedTuple):
+    """What the report reads of a turn (model instances of whole turns cost an export more than the rest of it)."""
+
+    pk: int
+    timestamp: float
+    seq: int
+    screenshot_id: str | None
+
+
+def demo_item(demo, export_id: str, turns: int, second, facts: list) -> dict:
+    """One exported demo's entry of ``quality.json`` (docs/quality.md); ``facts``: its turns' ``TurnFacts``."""
+    curations, edits = list(demo.turn_curations.all()), list(demo.edits.all())
     return {
         "id": export_id,
         "kind": "demo",
         "status": demo.status,
-        "reviewers": demo_reviewers(demo, second),
+        "reviewers": demo_reviewers(demo, second, edits),
         "second_review": second_review_item(second),
-        "checks": demo_checks(demo, cached_review(demo)),
+        "checks": demo_checks(cached_review(demo), facts, curations, edits),
         "turns": turns,
         "turns_deleted": sum(c.deleted for c in curations),
         "turns_rewritten": sum(c.text is not None for c in curations),
@@ -289,14 +300,25 @@ def second_review_item(review) -> dict | None:
     }
 
 
-def demo_reviewers(demo, second) -> list[str]:
-    """Who reviewed the demo: the authors of its review edits (not its annotators), and its second reviewer once
-    they decided."""
+def demo_reviewers(demo, second, edits: list) -> list[str]:
+    """Who reviewed the demo: the authors of its review ``edits`` (not its annotators), and its second reviewer
+    once they decided."""
     annotators = {demo.navigator_id, demo.instructor_id}
-    names = {edit.author.username for edit in demo.edits.all() if edit.author_id not in annotators}
+    names = {edit.author.username for edit in edits if edit.author_id not in annotators}
     if second is not None and second.decision:
         names.add(second.reviewer.username)
     return sorted(names)
+
+
+def turn_facts(demo_ids: list) -> dict:
+    """``{demo id: [TurnFacts]}`` of these demos' turns, in one query."""
+    found = {}
+    rows = Turn.objects.filter(demonstration_id__in=demo_ids).values_list(
+        "demonstration_id", "pk", "timestamp", "seq", "screenshot_id"
+    )
+    for demo_id, *facts in rows:
+        found.setdefault(demo_id, []).append(TurnFacts(*facts))
+    return found
 
 
 ITEMS_CHUNK = 50  # demos read at once (with their turns) while the report is made
@@ -312,16 +334,18 @@ def demo_quality_items(exported: dict) -> tuple[list[dict], dict]:
         demos = (
             Demonstration.objects.filter(name__in=chunk)
             .select_related("review")
-            .prefetch_related("turns", "turn_curations", "edits__author", "problem_marks")
+            .prefetch_related("turn_curations", "edits__author", "problem_marks")
         )
         by_name = {demo.name: demo for demo in demos}
+        facts = turn_facts([demo.pk for demo in by_name.values()])
         reviews = SecondReview.objects.filter(demonstration__name__in=chunk).select_related(
             "first_reviewer", "reviewer", "demonstration"
         )
         seconds.update({review.demonstration_id: review for review in reviews})
         for name in chunk:
             export_id, turns = exported[name]
-            items.append(demo_item(by_name[name], export_id, turns, seconds.get(by_name[name].pk)))
+            demo = by_name[name]
+            items.append(demo_item(demo, export_id, turns, seconds.get(demo.pk), facts.get(demo.pk, [])))
     decided = [r for r in seconds.values() if r.decision]
     extra = {
         "second_reviews": {

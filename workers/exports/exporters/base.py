@@ -133,6 +133,23 @@ class DirectoryBlobs:
             shutil.copyfile(source, destination)
 
 
+class PlannedBlobs(DirectoryBlobs):
+    """Local blobs an export job archives from where they are stored: ``copy_to`` only notes which blob goes where
+    (``planned``), and the archive reads each from its own file (``archive.write_archive``), so no link is made,
+    listed and removed per file. Only for a folder that is archived, never read as it is."""
+
+    def __init__(self, path_of: Callable[[str], Path]):
+        super().__init__(path_of)
+        self.planned = {}  # destination (str) → sha256
+
+    def copy_to(self, sha256: str, destination: Path) -> None:
+        self.planned[os.fspath(destination)] = sha256
+
+    def files(self) -> dict:
+        """``{destination: the blob's file}`` of every blob copied."""
+        return {destination: self.path_of(sha) for destination, sha in self.planned.items()}
+
+
 class Exporter(Protocol):
     """Writes demonstrations in one format under ``out``; calls ``progress(done)`` after each demo. ``exported_id``
     names a demo as the export does (None when the format leaves it out), for the quality report."""

@@ -97,7 +97,8 @@ def write_raw_dump(out: Path, demo: ExportDemo, annotation: str, steps: list, bl
             files["snapshot"] = f"processed/snapshots/{step.action_uid}_before.mhtml"
             snapshots += 1
         if turn.screenshot:
-            (processed / "screenshots").mkdir(parents=True, exist_ok=True)
+            if not screenshots:  # the folder once, with the task's first screenshot
+                (processed / "screenshots").mkdir(parents=True, exist_ok=True)
             files["screenshot"] = f"processed/screenshots/{step.action_uid}_before.png"
             blobs.copy_to(turn.screenshot, task / files["screenshot"])
             screenshots += 1
