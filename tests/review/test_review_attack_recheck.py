@@ -1,0 +1,109 @@
+"""Hostile retarget, undo and redo sequences against the cached quality issues (``DemoReview.quality``, re-checked
+per retargeted turn by ``recheck_targets``): after any sequence the stored list is the one a full recomputation on
+the curated targets gives; a turn whose page or bboxes blob is gone does not stop an undo or a retarget back."""
+
+import json
+
+import pytest
+from django.core.files.storage import default_storage
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from annotation.actions.review.background import curated_elements
+from annotation.lib.quality import quality_issues
+from annotation.models import DemoReview, DemoStatus, Edit, Role, Turn, TurnCuration
+from annotation.store.blobstore import read_blob, sha256_path
+from tests.support.actors import make_user
+from tests.support.corpus import ingest_corpus
+
+
+def post(client, demo, **body):
+    revision = DemoReview.objects.filter(demonstration=demo).values_list("revision", flat=True).first() or 0
+    return client.post(
+        f"/review/{demo.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
+    )
+
+
+@pytest.fixture
+def recorded(db, media_storage):
+    demo = ingest_corpus(project="alpha", demos=1, turns=24, elements=16, seed=5, status=DemoStatus.RECORDED)[0]
+    return demo, make_user("ana", demo.project, Role.REVIEWER)
+
+
+def acting(demo) -> list:
+    turns = Turn.objects.filter(demonstration=demo, type="browser").exclude(page=None).order_by("seq")
+    return [turn for turn in turns if turn.element_uid]
+
+
+def fresh(demo) -> list:
+    turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
+    return quality_issues(turns, read_blob, curated_elements(demo))
+
+
+def stored(demo) -> list:
+    return DemoReview.objects.get(demonstration=demo).quality
+
+
+def uids(client, demo, turn) -> list:
+    answer = client.get(f"/review/{demo.name}/turns/{turn.pk}/elements")
+    assert answer.status_code == 200, answer.content
+    return [element["uid"] for element in answer.json()["elements"]]
+
+
+def test_random_retarget_undo_and_redo_sequences_keep_the_stored_issues_a_full_recomputation(client, recorded):
+    demo, ana = recorded
+    client.force_login(ana)
+    assert client.get(f"/review/{demo.name}/").status_code == 200  # the issues computed and cached
+    turns = acting(demo)[:6]
+    choices = {turn.pk: [turn.element_uid, *uids(client, demo, turn)[:6], "not-on-the-page"] for turn in turns}
+    step = st.one_of(
+        st.tuples(st.just("retarget"), st.sampled_from(turns), st.integers(0, 7)),
+        st.tuples(st.just("undo"), st.integers(0, 50), st.just(0)),
+    )
+
+    @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(st.lists(step, min_size=1, max_size=8))
+    def sequence(steps):
+        for op, what, index in steps:
+            if op == "retarget":
+                options = choices[what.pk]
+                answer = post(client, demo, op="retarget", turn=what.pk, element=options[index % len(options)])
+            else:
+                edits = list(Edit.objects.filter(demonstration=demo).order_by("pk").values_list("pk", flat=True))
+                if not edits:
+                    continue
+                answer = post(client, demo, op="undo", edit=edits[what % len(edits)])
+            assert answer.status_code < 500, answer.content
+            assert stored(demo) == fresh(demo), steps
+
+    sequence()
+    assert Edit.objects.filter(demonstration=demo, kind="retarget").exists()
+
+
+@pytest.mark.parametrize("blob", ["page", "bboxes"])
+def test_an_undo_or_a_retarget_back_on_a_turn_whose_blob_is_gone_is_not_refused(client, recorded, blob):
+    demo, ana = recorded
+    client.force_login(ana)
+    assert client.get(f"/review/{demo.name}/").status_code == 200
+    turn = acting(demo)[0]
+    other = next(uid for uid in uids(client, demo, turn) if uid != turn.element_uid)
+    made = post(client, demo, op="retarget", turn=turn.pk, element=other)
+    assert made.status_code == 200, made.content
+    default_storage.delete(sha256_path(getattr(turn, f"{blob}_id")))  # lost from the store since
+
+    undone = post(client, demo, op="undo", edit=made.json()["id"])
+    assert undone.status_code == 200, undone.content
+    assert TurnCuration.objects.get(turn=turn).element is None
+    redone = post(client, demo, op="undo", edit=undone.json()["id"])
+    assert redone.status_code == 200, redone.content
+    back = post(client, demo, op="retarget", turn=turn.pk, element=turn.element_uid)
+    assert back.status_code == 200, back.content
+    assert TurnCuration.objects.get(turn=turn).element is None
+    assert client.get(f"/review/{demo.name}/").status_code == 200
+    picker = client.get(f"/review/{demo.name}/turns/{turn.pk}/elements")  # nothing to pick without the page
+    assert picker.status_code == 200, picker.content
+    refused = post(client, demo, op="retarget", turn=turn.pk, element=other)
+    assert refused.status_code == 400, refused.content  # no element with a box to choose
+    DemoReview.objects.filter(demonstration=demo).update(quality=None)
+    assert client.get(f"/review/{demo.name}/").status_code == 200  # the checks computed again without the blob
+    assert stored(demo) == fresh(demo)
