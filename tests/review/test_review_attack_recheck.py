@@ -3,18 +3,23 @@ per retargeted turn by ``recheck_targets``): after any sequence the stored list 
 the curated targets gives; a turn whose page or bboxes blob is gone does not stop an undo or a retarget back."""
 
 import json
+from importlib import import_module
 
 import pytest
+from django.apps import apps
 from django.core.files.storage import default_storage
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from annotation import synth
 from annotation.actions.review.background import curated_elements
 from annotation.lib.quality import quality_issues
-from annotation.models import DemoReview, DemoStatus, Edit, Role, Turn, TurnCuration
+from annotation.lib.shapes import element_of
+from annotation.models import Demonstration, DemoReview, DemoStatus, Edit, Role, Turn, TurnCuration
 from annotation.store.blobstore import read_blob, sha256_path
 from tests.support.actors import make_user
 from tests.support.corpus import ingest_corpus
+from workers.management.commands.synth_demos import ensure_actors, ingest_demo
 
 
 def post(client, demo, **body):
@@ -107,3 +112,30 @@ def test_an_undo_or_a_retarget_back_on_a_turn_whose_blob_is_gone_is_not_refused(
     DemoReview.objects.filter(demonstration=demo).update(quality=None)
     assert client.get(f"/review/{demo.name}/").status_code == 200  # the checks computed again without the blob
     assert stored(demo) == fresh(demo)
+
+
+def test_issues_cached_on_the_recorded_targets_before_the_checks_read_retargets_are_computed_again(
+    client, db, media_storage
+):
+    """A review whose issues were cached while the checks still read the recorded element (before 0044's release),
+    its turn retargeted since, shows the issues of the curated target after the migration (they were stale for
+    good: a re-check of another turn keeps the other turns' cached uid_missing)."""
+    project, navigator, instructor = ensure_actors("alpha")
+    spec = next(synth.generate_corpus(1, 24, 40, seed=11))
+    broken = next(t for t in spec.turns if t["type"] == "browser" and t.get("page") and element_of(t["arguments"]))
+    broken["arguments"]["element"]["attributes"]["data-webtasks-id"] = "not-on-the-page"
+    demo, _, _ = ingest_demo(spec, navigator, project, instructor)
+    Demonstration.objects.filter(pk=demo.pk).update(status=DemoStatus.RECORDED)
+    turn = Turn.objects.get(demonstration=demo, client_id=broken["client_id"])
+    client.force_login(make_user("ana", project, Role.REVIEWER))
+    chosen = next(uid for uid in uids(client, demo, turn) if uid != turn.element_uid)
+    assert post(client, demo, op="retarget", turn=turn.pk, element=chosen).status_code == 200
+    turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
+    old = quality_issues(turns, read_blob)  # as the release before cached them: on the recorded element
+    DemoReview.objects.filter(demonstration=demo).update(quality=old)
+    assert any(i["turn"] == turn.pk and i["check"] == "uid_missing" for i in old)
+
+    import_module("annotation.migrations.0045_recheck_retargeted").forget_retargeted_quality(apps, None)
+    assert client.get(f"/review/{demo.name}/").status_code == 200
+    assert stored(demo) == fresh(demo)
+    assert not any(i["turn"] == turn.pk and i["check"] == "uid_missing" for i in stored(demo))
