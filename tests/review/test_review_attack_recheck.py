@@ -3,15 +3,18 @@ per retargeted turn by ``recheck_targets``): after any sequence the stored list 
 the curated targets gives; a turn whose page or bboxes blob is gone does not stop an undo or a retarget back."""
 
 import json
+import threading
 from importlib import import_module
 
 import pytest
 from django.apps import apps
 from django.core.files.storage import default_storage
+from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from annotation import synth
+from annotation.actions.review import ensure_quality, review_of
 from annotation.actions.review.background import curated_elements
 from annotation.lib.quality import quality_issues
 from annotation.lib.shapes import element_of
@@ -137,5 +140,44 @@ def test_issues_cached_on_the_recorded_targets_before_the_checks_read_retargets_
 
     import_module("annotation.migrations.0045_recheck_retargeted").forget_retargeted_quality(apps, None)
     assert client.get(f"/review/{demo.name}/").status_code == 200
+    assert stored(demo) == fresh(demo)
+    assert not any(i["turn"] == turn.pk and i["check"] == "uid_missing" for i in stored(demo))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retarget_while_the_issues_are_first_computed_is_not_lost(client, media_storage):
+    """The first view (or the realign worker) computes the issues reading every blob; a reviewer retargets a turn
+    meanwhile (nothing cached yet, so nothing re-checked): the issues written at the end are those of the curated
+    targets, not of the ones read before the retarget."""
+    project, navigator, instructor = ensure_actors("alpha")
+    spec = next(synth.generate_corpus(1, 24, 40, seed=11))
+    broken = next(t for t in spec.turns if t["type"] == "browser" and t.get("page") and element_of(t["arguments"]))
+    broken["arguments"]["element"]["attributes"]["data-webtasks-id"] = "not-on-the-page"
+    demo, _, _ = ingest_demo(spec, navigator, project, instructor)
+    Demonstration.objects.filter(pk=demo.pk).update(status=DemoStatus.RECORDED)
+    turn = Turn.objects.get(demonstration=demo, client_id=broken["client_id"])
+    client.force_login(make_user("ana", project, Role.REVIEWER))
+    chosen = next(uid for uid in uids(client, demo, turn) if uid != turn.element_uid)
+    reading, go_on = threading.Event(), threading.Event()
+
+    def gated(sha):  # the first blob read waits until the retarget is committed
+        reading.set()
+        go_on.wait(timeout=60)
+        return read_blob(sha)
+
+    def first_view():
+        try:
+            turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
+            ensure_quality(demo, review_of(demo), turns, gated)
+        finally:
+            connection.close()
+
+    viewer = threading.Thread(target=first_view)
+    viewer.start()
+    assert reading.wait(timeout=60)
+    made = post(client, demo, op="retarget", turn=turn.pk, element=chosen)
+    go_on.set()
+    viewer.join()
+    assert made.status_code == 200, made.content
     assert stored(demo) == fresh(demo)
     assert not any(i["turn"] == turn.pk and i["check"] == "uid_missing" for i in stored(demo))
