@@ -181,3 +181,65 @@ def test_a_retarget_while_the_issues_are_first_computed_is_not_lost(client, medi
     assert made.status_code == 200, made.content
     assert stored(demo) == fresh(demo)
     assert not any(i["turn"] == turn.pk and i["check"] == "uid_missing" for i in stored(demo))
+
+
+BAD_RETARGETS = [
+    {"turn": "1x", "element": "a"},
+    {"turn": 1.5, "element": "a"},
+    {"turn": True, "element": "a"},
+    {"turn": [1], "element": "a"},
+    {"turn": {"id": 1}, "element": "a"},
+    {"turn": 2**70, "element": "a"},
+    {"turn": -1, "element": "a"},
+    {"element": "a"},
+    {"turn": "TURN", "element": {"attributes": {"data-webtasks-id": "x"}}},
+    {"turn": "TURN", "element": "x" * 2_000_000},
+    {"turn": "TURN", "element": "a\x00b"},
+    {"turn": "TURN", "element": "\ud800"},
+    {"turn": "TURN", "element": 1e308},
+]
+
+
+def test_a_retarget_with_a_bad_body_is_a_4xx_and_changes_nothing(client, recorded):
+    demo, ana = recorded
+    client.force_login(ana)
+    assert client.get(f"/review/{demo.name}/").status_code == 200
+    before = stored(demo)
+    turn = acting(demo)[0]
+    url = f"/review/{demo.name}/edit"
+    for raw in (b"{", b"[]", b'"retarget"', b"\x00", b'{"op": "retarget", "turn": NaN}', b"\xff\xfe"):
+        answer = client.post(url, raw, content_type="application/json")
+        assert 400 <= answer.status_code < 500, raw
+    for body in BAD_RETARGETS:
+        sent = {key: (turn.pk if value == "TURN" else value) for key, value in body.items()}
+        answer = post(client, demo, op="retarget", **sent)
+        assert 400 <= answer.status_code < 500, (str(body)[:80], answer.status_code)
+    assert not Edit.objects.filter(demonstration=demo).exists()
+    assert stored(demo) == before
+
+
+def test_another_projects_edit_or_turn_is_not_undone_nor_retargeted_from_this_demo(client, recorded):
+    demo, ana = recorded
+    other = ingest_corpus(project="beta", demos=1, turns=24, elements=16, seed=6, status=DemoStatus.RECORDED)[0]
+    bob = make_user("bob", other.project, Role.REVIEWER)
+    client.force_login(bob)
+    assert client.get(f"/review/{other.name}/").status_code == 200
+    theirs = acting(other)[0]
+    made = post(client, other, op="retarget", turn=theirs.pk, element=uids(client, other, theirs)[2])
+    assert made.status_code == 200, made.content
+    their_quality, their_element = stored(other), TurnCuration.objects.get(turn=theirs).element
+
+    client.force_login(ana)
+    mine = acting(demo)[0]
+    for body in (
+        {"op": "undo", "edit": made.json()["id"]},
+        {"op": "retarget", "turn": theirs.pk, "element": theirs.element_uid},
+        {"op": "retarget", "turn": mine.pk, "element": their_element["attributes"]["data-webtasks-id"]},
+    ):
+        answer = post(client, demo, **body)
+        assert answer.status_code in (400, 404), (body, answer.content)
+        assert other.name not in answer.content.decode()
+    assert client.get(f"/review/{demo.name}/turns/{theirs.pk}/elements").status_code == 404
+    assert client.get(f"/review/{other.name}/turns/{theirs.pk}/elements").status_code == 404
+    assert (stored(other), TurnCuration.objects.get(turn=theirs).element) == (their_quality, their_element)
+    assert stored(other) == fresh(other)
