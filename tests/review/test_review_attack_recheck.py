@@ -8,6 +8,7 @@ from importlib import import_module
 
 import pytest
 from django.apps import apps
+from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connection
 from hypothesis import HealthCheck, given, settings
@@ -88,8 +89,12 @@ def test_random_retarget_undo_and_redo_sequences_keep_the_stored_issues_a_full_r
     assert Edit.objects.filter(demonstration=demo, kind="retarget").exists()
 
 
+SPOILED = {"gone": None, "binary": b"\xff\xfe\x00" * 50_000, "deep": b"[" * 200_000, "list": b"[1, 2]"}
+
+
+@pytest.mark.parametrize("how", list(SPOILED))
 @pytest.mark.parametrize("blob", ["page", "bboxes"])
-def test_an_undo_or_a_retarget_back_on_a_turn_whose_blob_is_gone_is_not_refused(client, recorded, blob):
+def test_an_undo_or_a_retarget_back_on_a_turn_whose_blob_is_gone_is_not_refused(client, recorded, blob, how):
     demo, ana = recorded
     client.force_login(ana)
     assert client.get(f"/review/{demo.name}/").status_code == 200
@@ -97,7 +102,10 @@ def test_an_undo_or_a_retarget_back_on_a_turn_whose_blob_is_gone_is_not_refused(
     other = next(uid for uid in uids(client, demo, turn) if uid != turn.element_uid)
     made = post(client, demo, op="retarget", turn=turn.pk, element=other)
     assert made.status_code == 200, made.content
-    default_storage.delete(sha256_path(getattr(turn, f"{blob}_id")))  # lost from the store since
+    path = sha256_path(getattr(turn, f"{blob}_id"))
+    default_storage.delete(path)  # lost from the store since, or spoiled
+    if SPOILED[how] is not None:
+        default_storage.save(path, ContentFile(SPOILED[how]))
 
     undone = post(client, demo, op="undo", edit=made.json()["id"])
     assert undone.status_code == 200, undone.content
