@@ -10,11 +10,12 @@ import pytest
 from django.apps import apps
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import connection
+from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from annotation import synth
+from annotation.actions.recordings.late import forget_review_caches
 from annotation.actions.review import ensure_quality, review_of
 from annotation.actions.review.background import curated_elements
 from annotation.lib.quality import quality_issues
@@ -251,3 +252,37 @@ def test_another_projects_edit_or_turn_is_not_undone_nor_retargeted_from_this_de
     assert client.get(f"/review/{other.name}/turns/{theirs.pk}/elements").status_code == 404
     assert (stored(other), TurnCuration.objects.get(turn=theirs).element) == (their_quality, their_element)
     assert stored(other) == fresh(other)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_issues_computed_while_a_late_turn_came_are_not_cached(media_storage):
+    """A late turn arrives (its caches forgotten, the worker to compute them again) while the first view reads the
+    blobs: what that view computed on the turns before it is not written over the forgotten cache."""
+    demo = ingest_corpus(project="alpha", demos=1, turns=24, elements=16, seed=5, status=DemoStatus.RECORDED)[0]
+    reading, go_on = threading.Event(), threading.Event()
+
+    def gated(sha):
+        reading.set()
+        go_on.wait(timeout=60)
+        return read_blob(sha)
+
+    def first_view():
+        try:
+            turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
+            ensure_quality(demo, review_of(demo), turns, gated)
+        finally:
+            connection.close()
+
+    viewer = threading.Thread(target=first_view)
+    viewer.start()
+    assert reading.wait(timeout=60)
+    with transaction.atomic():  # as a late chat turn is taken: the turn, then the review's caches forgotten
+        late = Turn.objects.filter(demonstration=demo, type="chat").order_by("-seq").first()
+        last = Turn.objects.filter(demonstration=demo).order_by("-seq").first()
+        late.pk, late.seq, late.client_id, late.utterance = None, last.seq + 1, "late-chat", " "
+        late.timestamp, late._state.adding = last.timestamp, True  # a new row copied from the chat turn
+        late.save()
+        forget_review_caches(demo)
+    go_on.set()
+    viewer.join()
+    assert stored(demo) in (None, fresh(demo))

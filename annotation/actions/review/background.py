@@ -37,6 +37,8 @@ def ensure_quality(demo, review, turns, read) -> list:
             cached = locked.first()
             if cached is not None:  # another view or the worker wrote them first, on the targets of its time
                 issues = cached
+            elif set(Turn.objects.filter(demonstration=demo).values_list("pk", flat=True)) != {t.pk for t in turns}:
+                return issues  # late turns came meanwhile (``forget_review_caches``): computed again, not cached
             else:
                 now = curated_elements(demo)
                 if changed := {pk for pk in elements.keys() | now.keys() if elements.get(pk) != now.get(pk)}:
