@@ -50,10 +50,17 @@ def outside(box: dict, width, height) -> bool:
 
 
 class BlobCache:
-    """Reads each blob once: page HTML as text, bboxes as their set of uids."""
+    """Reads each blob once: page HTML as text, bboxes as their set of uids. A blob gone from the store reads as
+    empty (its uid is missing, as from a page that does not hold it): a check never fails a page view or an edit."""
 
     def __init__(self, read):
-        self.read, self.pages, self.boxes = read, {}, {}
+        self.reader, self.pages, self.boxes = read, {}, {}
+
+    def read(self, sha: str) -> bytes:
+        try:
+            return self.reader(sha)
+        except OSError:  # FileNotFoundError from the file system, as django-storages' S3 backend raises it
+            return b""
 
     def page(self, sha: str) -> str:
         if sha not in self.pages:

@@ -123,9 +123,20 @@ def holding_job(project, sha256: str):
     return holding.filter(file_freed_at__isnull=True).first()
 
 
-def imported_demos(job):
-    """The demos the job imported that are still in its project."""
-    names = [item.get("demo") for item in (job.report or {}).get("imported", []) if isinstance(item, dict)]
+def imported_names(job) -> list[str] | None:
+    """The names of the demos the job's report lists as imported; None when it lists none or not each as an object
+    with a demo name (a report the worker did not write: which demos the file gave is unknown, so it is never
+    freed)."""
+    report = job.report if isinstance(job.report, dict) else {}
+    items = report.get("imported")
+    if not isinstance(items, list) or not items:
+        return None
+    names = [item.get("demo") if isinstance(item, dict) else None for item in items]
+    return names if all(isinstance(name, str) and name for name in names) else None
+
+
+def imported_demos(job, names: list[str]):
+    """The demos the job imported (``names``) that are still in its project."""
     return Demonstration.objects.filter(project_id=job.project_id, name__in=names)
 
 
@@ -136,9 +147,9 @@ def check_file_not_taken(project, sha256: str) -> None:
     earlier = holding_job(project, sha256)
     if earlier is None:
         return
-    todo = f"See /api/imports/{earlier.pk}/"
-    if earlier.status == JobStatus.DONE:
-        todo = f"Delete its {imported_demos(earlier).count()} demonstrations to import it again ({todo[4:]})"
+    todo, names = f"See /api/imports/{earlier.pk}/", imported_names(earlier)
+    if earlier.status == JobStatus.DONE and names is not None:
+        todo = f"Delete its {imported_demos(earlier, names).count()} demonstrations to import it again ({todo[4:]})"
     raise Conflict(
         f"this file was uploaded to project {project.name!r} already: import {earlier.pk} ({earlier.status}, "
         f"{earlier.archive_name!r}) took it; nothing was imported. {todo}",
@@ -155,7 +166,8 @@ def free_emptied_job(project, sha256: str) -> None:
         if earlier is None or earlier.status != JobStatus.DONE:
             return
         earlier = ImportJob.objects.select_for_update().get(pk=earlier.pk)
-        if earlier.file_freed_at is None and earlier.report.get("imported") and not imported_demos(earlier).exists():
+        names = imported_names(earlier)
+        if earlier.file_freed_at is None and names is not None and not imported_demos(earlier, names).exists():
             earlier.file_freed_at = timezone.now()
             earlier.save(update_fields=["file_freed_at"])
 

@@ -30,8 +30,21 @@ def ensure_quality(demo, review, turns, read) -> list:
     """The demo's quality issues, computed once and cached on its review (the raw capture never changes; a re-picked
     target changes them through ``recheck_targets``)."""
     if review.quality is None:
-        review.quality = quality_issues(turns, read, curated_elements(demo))
-        DemoReview.objects.filter(pk=review.pk).update(quality=review.quality)
+        elements = curated_elements(demo)
+        issues = quality_issues(turns, read, elements)
+        with transaction.atomic():  # a retarget committed while the blobs were read found nothing to re-check
+            locked = DemoReview.objects.select_for_update().filter(pk=review.pk).values_list("quality", flat=True)
+            cached = locked.first()
+            if cached is not None:  # another view or the worker wrote them first, on the targets of its time
+                issues = cached
+            elif set(Turn.objects.filter(demonstration=demo).values_list("pk", flat=True)) != {t.pk for t in turns}:
+                return issues  # late turns came meanwhile (``forget_review_caches``): computed again, not cached
+            else:
+                now = curated_elements(demo)
+                if changed := {pk for pk in elements.keys() | now.keys() if elements.get(pk) != now.get(pk)}:
+                    issues = rechecked(issues, turns, read, now, changed)
+                DemoReview.objects.filter(pk=review.pk).update(quality=issues)
+        review.quality = issues
     return review.quality
 
 

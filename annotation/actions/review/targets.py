@@ -31,11 +31,19 @@ def check_retargetable(demo, turn_id):
     return turn
 
 
+def stored(sha) -> bytes:
+    """A blob's bytes, empty when the turn has none or it is gone from the store (nothing to pick then)."""
+    try:
+        return read_blob(sha) if sha else b""
+    except OSError:
+        return b""
+
+
 def page_of(turn) -> tuple[bytes, dict]:
     """The turn's recorded page and boxes (empty when it has none)."""
-    html = read_blob(turn.page_id) if turn.page_id else b""
+    html, data = stored(turn.page_id), stored(turn.bboxes_id)
     try:
-        boxes = jsonsafe.loads(read_blob(turn.bboxes_id)) if turn.bboxes_id else {}
+        boxes = jsonsafe.loads(data) if data else {}
     except jsonsafe.JSONProblem:
         boxes = {}
     return html, shapes.as_dict(boxes)
