@@ -147,7 +147,7 @@ def test_issues_cached_on_the_recorded_targets_before_the_checks_read_retargets_
     DemoReview.objects.filter(demonstration=demo).update(quality=old)
     assert any(i["turn"] == turn.pk and i["check"] == "uid_missing" for i in old)
 
-    import_module("annotation.migrations.0045_recheck_retargeted").forget_retargeted_quality(apps, None)
+    import_module("annotation.migrations.0046_recheck_retargeted").forget_retargeted_quality(apps, None)
     assert client.get(f"/review/{demo.name}/").status_code == 200
     assert stored(demo) == fresh(demo)
     assert not any(i["turn"] == turn.pk and i["check"] == "uid_missing" for i in stored(demo))

@@ -13,6 +13,6 @@ def forget_retargeted_quality(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("annotation", "0044_reimport")]
+    dependencies = [("annotation", "0045_traffic")]
 
     operations = [migrations.RunPython(forget_retargeted_quality, migrations.RunPython.noop)]
