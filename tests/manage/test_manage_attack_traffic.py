@@ -8,7 +8,7 @@ import json
 import pytest
 
 from annotation.models import Project, Role
-from tests.support.actors import make_user
+from tests.support.actors import make_user, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -85,3 +85,10 @@ def test_put_and_delete_are_not_offered(admin, api_for):
     assert api_for(admin).put(PATH, {"record_traffic": True}, format="json").status_code == 405
     assert api_for(admin).delete(PATH).status_code == 405
     assert Project.objects.filter(name="alpha").exists()
+
+
+def test_the_settings_page_refuses_other_roles_and_other_projects_admins(owner, researcher, beta):
+    form = {"title": "Alpha", "description": "", "record_traffic": "on"}
+    for user in (owner, researcher, make_user("beta-boss", beta, Role.ADMIN)):
+        assert signed_in(user).post("/projects/alpha/settings/", form).status_code in (403, 404), user.username
+    assert setting() is False

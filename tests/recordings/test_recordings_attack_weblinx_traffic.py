@@ -90,3 +90,18 @@ def test_a_har_with_a_cookie_list_is_refused(owner, admin, api_for):
     state = state_blobs(1)
     turn = browser_turn("t1", timestamp=1.0, **state_refs(state), har=log.sha256)
     assert post_bundle(client, demo.name, frame([turn], [*state.values(), log])).status_code == 400
+
+
+def test_a_removed_or_blocked_annotators_recorder_stores_nothing_more(owner, admin, alpha, api_for):
+    set_traffic(api_for, admin, True)
+    client = api_for(owner)
+    demo = start_demo(client, client_id="attack-traffic-removed")
+    assert upload(client, demo.name, "t1", 1).status_code == 201
+    membership = alpha.memberships.get(user=owner)
+    membership.delete()
+    assert upload(client, demo.name, "t2", 2).status_code in (403, 404)
+    alpha.memberships.create(user=owner, role=membership.role)
+    owner.is_active = False
+    owner.save(update_fields=["is_active"])
+    assert upload(client, demo.name, "t3", 3).status_code in (401, 403)
+    assert list(demo.turns.values_list("client_id", flat=True)) == ["t1"]
