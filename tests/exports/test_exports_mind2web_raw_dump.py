@@ -30,7 +30,7 @@ def record_steps(client, index: int) -> str:
         step_turn("s1", timestamp=1.0, **state_refs(first), har=traffic.sha256, dom_snapshot=snapshot.sha256),
         step_turn("s2", timestamp=2.5, **state_refs(second), har=later.sha256),
     ]
-    turns[0]["arguments"]["properties"] = properties
+    turns[0]["arguments"]["properties"] |= properties
     blobs = list(
         {blob.sha256: blob for blob in (*first.values(), *second.values(), mhtml, traffic, later, snapshot)}.values()
     )
