@@ -120,8 +120,9 @@ def process_mind2web_steps(demo_id: int) -> None:
 
 
 @shared_task(name="workers.replay_task", acks_late=True)
-def replay_task(demo_id: int) -> None:
-    """Replay a recorded task offline from its HAR (docs/mind2web.md#replay); the result is stored on the demo."""
+def replay_task(demo_id: int, run: str | None = None) -> None:
+    """Replay a recorded task offline from its HAR (docs/mind2web.md#replay); the result is stored on the demo while
+    ``run`` (queued with it) is still the demo's replay: a lost run's late worker stores nothing."""
     from annotation.actions.exports.replays import do_fail_replay, do_start_replay
     from annotation.models import Demonstration
 
@@ -130,9 +131,10 @@ def replay_task(demo_id: int) -> None:
     demo = Demonstration.objects.filter(pk=demo_id).first()
     if demo is None:
         return
-    do_start_replay(demo)
+    if not do_start_replay(demo, run):
+        return
     try:
-        replay_demo(demo)
+        replay_demo(demo, run)
     except Exception as error:
-        do_fail_replay(demo, f"{type(error).__name__}: {error}")
+        do_fail_replay(demo, f"{type(error).__name__}: {error}", run)
         raise

@@ -141,6 +141,29 @@
     return redactor && typeof text === "string" ? redactor.text(text) : text;
   }
 
+  // A request body's secret-named fields (rule 1 of lib/redact.js, which only sees `name=value` after a separator):
+  // JSON `"name": value` at any depth, multipart `name="…"` parts, a form body's first field.
+  const JSON_FIELD = /"((?:[^"\\]|\\.)*)"(\s*:\s*)("(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*)/g;
+  const MULTIPART_FIELD = /(\bname="([^"]*)"[^\r\n]*\r?\n(?:[^\r\n]+\r?\n)*\r?\n)([\s\S]*?)(?=\r?\n--)/g;
+
+  function jsonKey(name) {
+    try {
+      return JSON.parse(`"${name}"`);
+    } catch (err) {
+      return name;
+    }
+  }
+
+  function maskBody(text, redactor) {
+    if (typeof text !== "string" || text === "") return text;
+    const secret = `"${redact.MASK}"`;
+    let out = text.replace(JSON_FIELD, (match, name, colon, value) =>
+      value !== secret && redact.isSecretParameter(jsonKey(name)) ? `"${name}"${colon}${secret}` : match);
+    out = out.replace(MULTIPART_FIELD, (match, head, name, value) =>
+      value && redact.isSecretParameter(name) ? head + redact.MASK : match);
+    return mask(redact.maskParameters("&" + out).slice(1), redactor);
+  }
+
   function queryOf(url) {
     try {
       return [...new URL(url).searchParams].map(([name, value]) => ({ name, value }));
@@ -203,7 +226,7 @@
       const text = typeof request.postData === "string" ? request.postData : "";
       entry.request.bodySize = text.length;
       entry.request.postData = keep && text.length <= LIMITS.POST_DATA_BYTES
-        ? { mimeType: type, text: mask(text, redactor) }
+        ? { mimeType: type, text: maskBody(text, redactor) }
         : { mimeType: type, text: "", comment: keep ? "not kept: over the size limit" : NOT_KEPT };
     }
     const content = entry.response.content;

@@ -9,7 +9,7 @@ import tarfile
 import pytest
 
 from tests.support.jobs import poll_job
-from tests.support.payloads import MHTML, BlobFile, browser_turn, state_blobs, state_refs
+from tests.support.payloads import MHTML, BlobFile, state_blobs, state_refs, step_turn
 from tests.support.rawdump import dom_blob, dom_snapshot, har, har_blob, har_entry
 from tests.support.recorder import finish, frame, post_bundle, start_demo
 
@@ -27,10 +27,10 @@ def record_steps(client, index: int) -> str:
     snapshot = dom_blob(dom_snapshot(f"https://www.example.com/search?task={index}"))
     properties = {"mhtml": mhtml.sha256}
     turns = [
-        browser_turn("s1", timestamp=1.0, **state_refs(first), har=traffic.sha256, dom_snapshot=snapshot.sha256),
-        browser_turn("s2", timestamp=2.5, **state_refs(second), har=later.sha256),
+        step_turn("s1", timestamp=1.0, **state_refs(first), har=traffic.sha256, dom_snapshot=snapshot.sha256),
+        step_turn("s2", timestamp=2.5, **state_refs(second), har=later.sha256),
     ]
-    turns[0]["arguments"]["properties"] = properties
+    turns[0]["arguments"]["properties"] |= properties
     blobs = list(
         {blob.sha256: blob for blob in (*first.values(), *second.values(), mhtml, traffic, later, snapshot)}.values()
     )

@@ -4,7 +4,7 @@ step's turn and readable only where the turn is."""
 import pytest
 
 from annotation.models import Blob, Turn
-from tests.support.payloads import BlobFile, browser_turn, png_bytes, state_blobs, state_refs
+from tests.support.payloads import BlobFile, browser_turn, png_bytes, state_blobs, state_refs, step_turn
 from tests.support.rawdump import changed, dom_blob, dom_snapshot, har, har_blob, har_entry
 from tests.support.recorder import (
     assert_nothing_stored,
@@ -176,7 +176,7 @@ def test_a_dom_snapshot_with_a_password_inputs_value_is_refused(client, media_st
 def step_with_raw_dump(client):
     """A recording with one step whose turn refers to a HAR and a DOM snapshot, sent in one bundle."""
     demo, files, traffic, snapshot = start_demo(client), state_blobs(), har_blob(), dom_blob()
-    turn = browser_turn("s1", **state_refs(files), har=traffic.sha256, dom_snapshot=snapshot.sha256)
+    turn = step_turn("s1", **state_refs(files), har=traffic.sha256, dom_snapshot=snapshot.sha256)
     response = post_bundle(client, demo.name, frame([turn], [*files.values(), traffic, snapshot]))
     assert response.status_code == 201, response.content
     return demo, traffic, snapshot
@@ -194,7 +194,7 @@ def test_a_step_turn_keeps_its_har_and_dom_snapshot(client):
 
 def test_a_turns_har_must_be_a_har_blob(client, media_storage):
     demo, files = start_demo(client), state_blobs()
-    turn = browser_turn("s1", **state_refs(files), har=files["screenshot"].sha256)
+    turn = step_turn("s1", **state_refs(files), har=files["screenshot"].sha256)
 
     response = post_bundle(client, demo.name, frame([turn], list(files.values())))
 

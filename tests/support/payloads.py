@@ -153,6 +153,14 @@ def browser_turn(client_id: str, intent: str = "click", timestamp: float = 1.5, 
     return {**turn, **fields}
 
 
+def step_turn(client_id: str, timestamp: float = 1.5, **fields) -> dict:
+    """A step-mode click (``properties.stepOp``): the server keeps its ``har`` whatever the project's
+    ``record_traffic`` (docs/recorder.md#raw-dump)."""
+    turn = browser_turn(client_id, "click", timestamp, **fields)
+    turn["arguments"]["properties"]["stepOp"] = "CLICK"
+    return turn
+
+
 def chat_turn(client_id: str, speaker: str = "instructor", timestamp: float = 0.5, **fields) -> dict:
     turn = {
         "client_id": client_id,

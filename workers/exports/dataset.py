@@ -110,7 +110,7 @@ def to_export_demo(demo: Demonstration, split: str, scheme: str = "weblinx") -> 
         original=recuration.original_files(demo, changes) if changes else (),
         changes=changes,
         mind2web_steps=stored_steps(demo) if scheme == "mind2web" else {},
-        replay=demo.replay if scheme == "mind2web" else None,
+        replay={k: v for k, v in demo.replay.items() if k != "run"} if scheme == "mind2web" and demo.replay else None,
     )
 
 

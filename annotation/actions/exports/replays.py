@@ -2,6 +2,7 @@
 the API queues, and its result stored on the demonstration (the Mind2Web export's ``quality.json`` carries it)."""
 
 import datetime as dt
+import uuid
 
 from django.db import transaction
 from django.db.models import Q
@@ -100,9 +101,10 @@ def do_request_replay(user, project_name: str, body) -> dict:
                 f"a replay of task {task!r} is already {pending}: its result shows when the worker is done",
                 [{"field": "task", "message": f"already {pending}"}],
             )
-        demo.replay = {"status": "queued", "at": now()}
+        run = uuid.uuid4().hex  # the worker stores its result only while this run is the demo's (``current``)
+        demo.replay = {"status": "queued", "at": now(), "run": run}
         demo.save(update_fields=["replay"])
-    enqueue(REPLAY, demo.pk, on_failure=lambda error: do_fail_replay(demo, f"could not be queued: {error}"))
+    enqueue(REPLAY, demo.pk, run, on_failure=lambda error: do_fail_replay(demo, f"could not be queued: {error}", run))
     return status_of(demo, task)
 
 
@@ -127,18 +129,40 @@ def replay_status(user, project_name: str, annotation_id: str) -> dict:
     return status_of(demo, annotation_id)
 
 
-def do_start_replay(demo: Demonstration) -> None:
-    """The worker took the replay: ``running``, with when it was queued (``at``) and when it started."""
-    queued_at = (demo.replay or {}).get("at")
-    demo.replay = {"status": "running", "at": queued_at or now(), "started_at": now()}
-    demo.save(update_fields=["replay"])
+def current(demo: Demonstration, run: str | None):
+    """The demo's row locked while ``run`` is still its replay (``None``: any, as ``manage.py replay`` stores); else
+    ``None``: a newer request replaced a lost run, whose late worker must not overwrite it."""
+    locked = Demonstration.objects.select_for_update().filter(pk=demo.pk).first()
+    if locked is None or (run is not None and (locked.replay or {}).get("run") != run):
+        return None
+    return locked
 
 
-def do_store_replay(demo: Demonstration, result: dict) -> None:
-    demo.replay = result | {"status": "done", "at": now()}
-    demo.save(update_fields=["replay"])
+def store(demo: Demonstration, run: str | None, replay, pending_only: bool = False) -> bool:
+    """Store ``replay(stored)`` as the demo's replay (keeping its run id) if ``run`` is still the demo's (and, with
+    ``pending_only``, still queued or running); whether it was stored."""
+    with transaction.atomic():
+        locked = current(demo, run)
+        stored = (locked.replay or {}) if locked is not None else {}
+        if locked is None or (pending_only and stored.get("status") not in ("queued", "running")):
+            return False
+        locked.replay = replay(stored) | ({"run": stored["run"]} if stored.get("run") else {})
+        locked.save(update_fields=["replay"])
+    demo.replay = locked.replay
+    return True
 
 
-def do_fail_replay(demo: Demonstration, error: str) -> None:
-    demo.replay = {"status": "failed", "error": error[:500], "at": now()}
-    demo.save(update_fields=["replay"])
+def do_start_replay(demo: Demonstration, run: str | None = None) -> bool:
+    """The worker took the replay: ``running``, with when it was queued (``at``) and when it started; ``False`` (and
+    nothing stored) when ``run`` is no longer the demo's or has ended (a late or duplicate delivery)."""
+    return store(
+        demo, run, lambda stored: {"status": "running", "at": stored.get("at") or now(), "started_at": now()}, True
+    )
+
+
+def do_store_replay(demo: Demonstration, result: dict, run: str | None = None) -> bool:
+    return store(demo, run, lambda _: result | {"status": "done", "at": now()})
+
+
+def do_fail_replay(demo: Demonstration, error: str, run: str | None = None) -> bool:
+    return store(demo, run, lambda _: {"status": "failed", "error": error[:500], "at": now()})

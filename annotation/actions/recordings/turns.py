@@ -104,6 +104,22 @@ def mask_password_values(demo: Demonstration, turns: list) -> None:
                 )
 
 
+def drop_unasked_traffic(demo: Demonstration, turns: list) -> None:
+    """A browser turn's ``har`` is kept in step mode (``properties.stepOp``) or while the recording's project keeps
+    traffic (``record_traffic``, read at each upload: turned off mid-recording, later turns keep none); else it is
+    dropped, in place, before the turn is hashed (a retry hashes the same). Its blob is left unreferenced."""
+    unasked = []
+    for turn in turns:
+        args = turn.get("arguments") if turn.get("har") else None
+        properties = args.get("properties") if isinstance(args, dict) else None
+        if turn.get("har") and not (isinstance(properties, dict) and properties.get("stepOp")):
+            unasked.append(turn)
+    if unasked and not Project.objects.filter(pk=demo.project_id, record_traffic=True).exists():
+        for turn in unasked:
+            turn.pop("har")
+        log.info("recording %s: %d turn(s) sent traffic its project does not keep; dropped", demo.name, len(unasked))
+
+
 def mask_secret_parameters(demo: Demonstration, turns: list) -> None:
     """Defence in depth behind the recorder's redaction (docs/recorder-privacy.md): in every browser turn's arguments
     (page, frame and load URLs, the element's attributes and HTML, any text), the values of URL parameters whose names
@@ -179,6 +195,7 @@ def do_ingest_turns(
         check_turn_batch(turns, demo.project, uploaded)
     mask_password_values(demo, turns)
     mask_secret_parameters(demo, turns)
+    drop_unasked_traffic(demo, turns)
     digests = [content_hash(turn) for turn in turns]
     with transaction.atomic():
         demo = hotsql.locked_demo(demo.pk)

@@ -30,7 +30,7 @@ def replay_step(step) -> ReplayStep:
     )
 
 
-def replay_demo(demo: Demonstration) -> dict:
+def replay_demo(demo: Demonstration, run: str | None = None) -> dict:
     """Replay the task (checked to have traffic: ``annotation.actions.exports.replays.check_replay``), store and
     return the result."""
     value = to_export_demo(demo, "", "mind2web")
@@ -45,5 +45,5 @@ def replay_demo(demo: Demonstration) -> dict:
             if step.snapshot:
                 responder.add_mhtml(blobs.read(step.snapshot))
     result = replay_steps([replay_step(step) for step in done], responder, RUN_BUDGET.total_seconds())
-    do_store_replay(demo, result)
+    do_store_replay(demo, result, run)  # not stored when a newer request replaced ``run``
     return result
