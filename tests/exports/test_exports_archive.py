@@ -137,3 +137,58 @@ def test_planned_files_are_archived_from_their_own_files_as_if_linked_there(tree
 def test_a_planned_file_outside_the_folder_is_refused(tree, tmp_path):
     with pytest.raises(ValueError, match="is not under"):
         write_archive(tree, tmp_path / "x.tar.gz", planned={str(tmp_path / "elsewhere.png"): tree / "splits.json"})
+
+
+def test_headers_are_the_bytes_tarfile_writes_for_ustar_and_pax_where_ustar_cannot_hold_a_member():
+    """``ustar_header`` builds what tarfile's ustar writes; None (tarfile's pax headers then) for what ustar cannot
+    hold: a name or link that is not ASCII, a link over 100 bytes, a path no "/" splits into 155 + 100 bytes."""
+    from workers.exports.archive import ustar_header
+
+    names = [
+        "a/b.txt",
+        "x" * 100,
+        "top/" + "d" * 150 + "/" + "f" * 99,
+        "p/" * 70 + "shot.png",
+        "q" * 40 + "/" + "s" * 60,
+    ]
+    for name in names:
+        for link, size in (("", 0), ("", 5), ("", 2**33 - 1), ("top/first/shot.png", 0)):
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = size, 1_700_000_000, 0o644
+            if link:
+                info.type, info.linkname = tarfile.LNKTYPE, link
+            assert ustar_header(name, size, 1_700_000_000, link) == info.tobuf(tarfile.USTAR_FORMAT, "ascii", "strict")
+    for name, link in (("x" * 101, ""), ("top/" + "d" * 156 + "/f", ""), ("é/x", ""), ("a/b", "l" * 101), ("a", "é")):
+        assert ustar_header(name, 0, 1_700_000_000, link) is None
+
+
+def test_long_and_non_ascii_names_links_and_empty_files_extract_with_gnu_tar(tmp_path):
+    """Every kind of member the writer makes (ustar split names, pax names, hard links to a long name, an empty
+    file) lists and extracts with GNU tar as the files were."""
+    import os
+    import subprocess
+
+    root = tmp_path / "export"
+    deep = root / ("d" * 90) / ("e" * 90)
+    deep.mkdir(parents=True)
+    files = {
+        deep / "page-0-0.html": b"<html>" * 300,
+        root / "caf\u00e9.json": b'{"ok": true}',
+        root / "empty.txt": b"",
+        deep / ("f" * 99): bytes(range(256)) * 9,
+    }
+    for path, data in files.items():
+        path.write_bytes(data)
+    os.link(deep / "page-0-0.html", root / "linked.html")  # a link to a name over 100 bytes: pax
+    archive = tmp_path / "kinds.tar.gz"
+
+    manifest = write_archive(root, archive, "tar.gz")
+
+    listed = subprocess.run(["tar", "-tzf", str(archive)], capture_output=True, text=True, check=True).stdout.split(
+        "\n"
+    )
+    assert set(filter(None, listed)) == {f"kinds/{name}" for name in manifest} | {"kinds/manifest.json"}
+    (tmp_path / "out").mkdir()
+    subprocess.run(["tar", "-xzf", str(archive), "-C", str(tmp_path / "out")], check=True)
+    for path, data in {**files, root / "linked.html": files[deep / "page-0-0.html"]}.items():
+        assert (tmp_path / "out" / "kinds" / path.relative_to(root)).read_bytes() == data
