@@ -13,10 +13,11 @@ to ``totals`` (for example agreement over a batch).
 """
 
 import datetime as dt
-import json
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+
+from .jsontext import indented
 
 QUALITY_FILE = "quality.json"
 
@@ -45,5 +46,6 @@ def write_quality_report(
     """Write ``out/quality.json`` and return its ``totals`` (an export job keeps them in ``counts["quality"]`` for
     the export page's summary)."""
     report = quality_report(format, project, items, extra_totals)
-    (Path(out) / QUALITY_FILE).write_text(json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    text = indented(report, 3, ensure_ascii=False, allow_nan=False)  # an item a line
+    (Path(out) / QUALITY_FILE).write_text(text + "\n")
     return report["totals"]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from annotation.lib.shapes import as_dict, as_text, box_of, element_of, uid_of
 
+from ...jsontext import indented
 from ..base import BlobSource, ExportDemo
 
 TRACE_FORMAT = "webtasks-trace/1"
@@ -116,7 +117,7 @@ def write_raw_dump(out: Path, demo: ExportDemo, annotation: str, steps: list, bl
             }
         )
     record = {"format": TRACE_FORMAT, "annotation_id": annotation, "steps": trace}
-    (task / "trace.json").write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    (task / "trace.json").write_text(indented(record, 2, ensure_ascii=False) + "\n", encoding="utf-8")  # a step a line
     return {
         "trace": f"task/{annotation}/trace.json",
         "har": har_name if entries or any(step.turn.har for step in steps) else None,
