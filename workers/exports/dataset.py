@@ -8,12 +8,16 @@ import contextlib
 import hashlib
 import io
 import logging
+import os
+import queue
+import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from django.core.files.storage import default_storage
+from django.db import connection, connections
 from django.db.models import Prefetch
 
 # The demo selection and split assignment live with the domain (the splits page uses them too), and so does what
@@ -161,6 +165,55 @@ def export_demos(
             yield to_export_demo(demo, name, scheme)
 
 
+READ_AHEAD = 2  # export values made ahead of the exporter
+
+
+def read_ahead(values: Iterator, depth: int = READ_AHEAD) -> Iterator:
+    """``values`` (export values from ``export_demos``), made in a thread of their own up to ``depth`` ahead of the
+    caller: the database reads and decompresses the next demos' rows (a Mind2Web step holds its page's HTML twice)
+    on another core while this one writes. Inline where another thread would not see the same rows: inside a
+    transaction (its own connection would not see this one's rows) and on SQLite (a reader there can hold up the
+    job's own progress updates). The caller stopping early stops the thread, which closes its connection."""
+    if connection.in_atomic_block or connection.vendor != "postgresql":
+        yield from values
+        return
+    made, stop = queue.Queue(maxsize=depth), threading.Event()
+
+    def hand_over(item) -> bool:
+        while not stop.is_set():
+            with contextlib.suppress(queue.Full):
+                made.put(item, timeout=0.1)
+                return True
+        return False
+
+    def produce() -> None:
+        try:
+            for value in values:
+                if not hand_over((True, value)):
+                    return
+            hand_over((False, None))
+        except BaseException as error:  # noqa: BLE001 (handed to the caller, raised there)
+            hand_over((False, error))
+        finally:
+            with contextlib.suppress(Exception):
+                values.close()  # a generator's cursor, in the thread that iterated it
+            connections.close_all()  # this thread's own connections
+
+    thread = threading.Thread(target=produce, name="export-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            more, value = made.get()
+            if not more:
+                if value is not None:
+                    raise value
+                return
+            yield value
+    finally:
+        stop.set()
+        thread.join()
+
+
 def storage_blobs(cache: Path | None = None, planned: bool = False) -> DirectoryBlobs:
     """Blob bytes from the platform's storage (local file system: hard links, or with ``planned`` none, the archive
     reading each blob from storage: ``PlannedBlobs``; remote storage: downloads, each blob once into ``cache`` when
@@ -168,7 +221,22 @@ def storage_blobs(cache: Path | None = None, planned: bool = False) -> Directory
     if not is_local(default_storage):
         return RemoteStorageBlobs(cache)
     kind = PlannedBlobs if planned else DirectoryBlobs
-    return kind(lambda sha: Path(default_storage.path(sha256_path(sha))))
+    return kind(local_blob_path(default_storage.path("")))
+
+
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def local_blob_path(root: str) -> Callable[[str], Path]:
+    """The file of a blob in local storage under ``root``: joined here, without the storage's ``path`` (a safe join,
+    a few microseconds a blob: an export names tens of thousands) for names that are sha256s; anything else still
+    goes through the storage."""
+    prefix = os.path.join(root, "")
+
+    def path_of(sha: str) -> Path:
+        return Path(prefix + sha256_path(sha) if SHA256.fullmatch(sha) else default_storage.path(sha256_path(sha)))
+
+    return path_of
 
 
 class RemoteStorageBlobs:

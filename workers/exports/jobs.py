@@ -100,7 +100,8 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
     exporting = Progress(job, 0.0, EXPORT_SHARE)
     demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits, names=job.demos)
     with dataset.storage_blobs(workdir / "blobs", planned=True) as blobs:
-        demos = blobs.prefetch(demos)  # on S3: each demo's blobs read from its pack ahead of the exporter
+        # read ahead of the exporter; on S3 each demo's blobs read from its pack ahead of it too
+        demos = dataset.read_ahead(blobs.prefetch(demos))
         counts = export_with_quality(
             get_exporter(job.format), demos, out, blobs, lambda done: exporting(done / total), job.project.name
         )

@@ -117,8 +117,11 @@ def write_demo(demo: ExportDemo, folder: Path, blobs: BlobSource) -> int:
         record, files = turn_record(turn, n)
         turns.append(record)
         captures.extend(files)
+    folders = set(CAPTURE_FOLDERS)
     for sha256, relative in captures:
-        (folder / relative).parent.mkdir(exist_ok=True)  # traffic/ only when a turn has some
+        if (parent := relative.partition("/")[0]) not in folders:  # traffic/ only when a turn has some
+            (folder / parent).mkdir(exist_ok=True)
+            folders.add(parent)
         blobs.copy_to(sha256, folder / relative)
     documents = {"replay.json": replay(demo, turns), "metadata.json": metadata(demo), "form.json": form(demo)}
     if demo.rejected:
