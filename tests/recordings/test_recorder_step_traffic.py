@@ -11,7 +11,7 @@ import urllib.parse
 import pytest
 
 from annotation.lib.splits import MIND2WEB_SPLITS
-from tests.support.recorder_browser import Browser, Panel, op_button, select, start_recording, stop_and_collect
+from tests.support.recorder_browser import Browser, Panel, start_recording, stop_and_collect
 from tests.support.recorder_harness import (
     blob_bytes,
     create_member,
@@ -20,7 +20,7 @@ from tests.support.recorder_harness import (
     leaks,
     live_platform,
 )
-from tests.support.step_site import page_ready, serve, stored_steps, text_of, type_step
+from tests.support.step_site import click_step, page_ready, serve_sign_in, stored_steps, text_of, type_step
 from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
@@ -31,48 +31,10 @@ COOKIE = "Cookie-Otter-9931"  # the site's session cookie (Set-Cookie, then Cook
 BEARER = "Bearer-Walrus-5120"  # the Authorization header the page's script sends (put together there: no page has it)
 SECRETS = [PASSWORD, COOKIE, BEARER]
 
-SHOP = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title></head><body>
-<h1>Shop</h1><ul id="items"></ul>
-<p><button id="more" type="button">More</button> <span id="more-out"></span></p>
-<p><a id="to-login" href="/go-login">Sign in</a></p>
-<script>
-fetch("/api/items").then(r => r.json()).then(d => {
-  document.getElementById("items").innerHTML = d.items.map(i => "<li>" + i + "</li>").join("");
-});
-document.getElementById("more").onclick = () => {
-  const x = new XMLHttpRequest();
-  x.open("GET", "/api/more?page=2");
-  x.setRequestHeader("Authorization", "Bearer " + ["Bearer", "Walrus", "5120"].join("-"));
-  x.onload = () => { document.getElementById("more-out").textContent = JSON.parse(x.responseText).more; };
-  x.send();
-};
-</script></body></html>"""
-
-LOGIN = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in</title></head><body>
-<form id="login" method="post" action="/login">
-  <p><label>Name <input id="user" name="user" autocomplete="off"></label></p>
-  <p><label>Password <input id="pw" name="pw" type="password" autocomplete="off"></label></p>
-  <p><button id="submit" type="submit">Sign in</button></p>
-</form></body></html>"""
-
-WELCOME = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Welcome</title></head><body>
-<h1>Welcome</h1><p id="profile">loading</p><button id="done" type="button">Done</button>
-<script>
-fetch("/api/profile").then(r => r.json()).then(d => { document.getElementById("profile").textContent = d.name; });
-</script></body></html>"""
-
-PAGES = {"/shop.html": SHOP, "/login.html": LOGIN, "/welcome": WELCOME}
-JSON_ANSWERS = {
-    "/api/items": {"items": ["Red shoe", "Blue shoe"]},
-    "/api/more": {"more": "Green shoe"},
-    "/api/profile": {"name": "Profile of Ann"},
-}
-
 
 @pytest.fixture(scope="module")
 def site():
-    every_answer = {"Set-Cookie": f"sid={COOKIE}; Path=/"}
-    with serve(PAGES, JSON_ANSWERS, {"/go-login": "/login.html"}, "/welcome", every_answer) as running:
+    with serve_sign_in(BEARER, {"Set-Cookie": f"sid={COOKIE}; Path=/"}) as running:
         yield running
 
 
@@ -93,19 +55,15 @@ def record_flow(browser: Browser, live, base: str) -> str:
     driver.get(base + "/shop.html?again=1")  # a load after the start, before the first selection
     page_ready(driver, "/shop.html", "items")
     wait_until(lambda: "Blue shoe" in text_of(driver, "items"), 30, message="items fetched")
-    select(driver, panel, "more")
-    panel.operate(op_button("click"))
+    click_step(driver, panel, "more")
     wait_until(lambda: text_of(driver, "more-out") == "Green shoe", 30, message="more fetched")
-    select(driver, panel, "to-login")
-    panel.operate(op_button("click"))
+    click_step(driver, panel, "to-login")
     page_ready(driver, "/login.html", "login")
     type_step(driver, panel, "user", "Ann")
     type_step(driver, panel, "pw", PASSWORD)
-    select(driver, panel, "submit")
-    panel.operate(op_button("click"))
+    click_step(driver, panel, "submit")
     page_ready(driver, "/welcome", "profile", "Profile of Ann")
-    select(driver, panel, "done")
-    panel.operate(op_button("click"))
+    click_step(driver, panel, "done")
     stop_and_collect(browser, live, name)
     return name
 

@@ -25,7 +25,7 @@ from tests.support.recorder_harness import (
     live_platform,
     stored_turns,
 )
-from tests.support.step_site import serve, text_of
+from tests.support.step_site import serve_sign_in, text_of
 from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes]
@@ -37,47 +37,10 @@ PASSWORD = "Wx9 lInx&pass=Ibis!"
 BEARER = "Bearer-Marten-3307"  # the Authorization header the page's script sends (put together there)
 SECRETS = [PASSWORD, BEARER]
 
-SHOP = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title></head><body>
-<h1>Shop</h1><ul id="items"></ul>
-<p><button id="more" type="button">More</button> <span id="more-out"></span></p>
-<p><a id="to-login" href="/go-login">Sign in</a></p>
-<script>
-fetch("/api/items").then(r => r.json()).then(d => {
-  document.getElementById("items").innerHTML = d.items.map(i => "<li>" + i + "</li>").join("");
-});
-document.getElementById("more").onclick = () => {
-  const x = new XMLHttpRequest();
-  x.open("GET", "/api/more?page=2");
-  x.setRequestHeader("Authorization", "Bearer " + ["Bearer", "Marten", "3307"].join("-"));
-  x.onload = () => { document.getElementById("more-out").textContent = JSON.parse(x.responseText).more; };
-  x.send();
-};
-</script></body></html>"""
-
-LOGIN = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in</title></head><body>
-<form id="login" method="post" action="/login">
-  <p><label>Name <input id="user" name="user" autocomplete="off"></label></p>
-  <p><label>Password <input id="pw" name="pw" type="password" autocomplete="off"></label></p>
-  <p><button id="submit" type="submit">Sign in</button></p>
-</form></body></html>"""
-
-WELCOME = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Welcome</title></head><body>
-<h1>Welcome</h1><p id="profile">loading</p><button id="done" type="button">Done</button>
-<script>
-fetch("/api/profile").then(r => r.json()).then(d => { document.getElementById("profile").textContent = d.name; });
-</script></body></html>"""
-
-PAGES = {"/shop.html": SHOP, "/login.html": LOGIN, "/welcome": WELCOME}
-ANSWERS = {
-    "/api/items": {"items": ["Red shoe", "Blue shoe"]},
-    "/api/more": {"more": "Green shoe"},
-    "/api/profile": {"name": "Profile of Ann"},
-}
-
 
 @pytest.fixture(scope="module")
 def site():
-    with serve(PAGES, ANSWERS, {"/go-login": "/login.html"}, "/welcome") as running:
+    with serve_sign_in(BEARER) as running:
         yield running
 
 

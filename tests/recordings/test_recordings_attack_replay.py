@@ -7,21 +7,14 @@ from django.core.management import CommandError, call_command
 
 from annotation.lib.formats import mind2web_task_id
 from annotation.models import Demonstration
-from tests.support.payloads import state_blobs, state_refs, step_turn
-from tests.support.rawdump import har, har_blob, har_entry
-from tests.support.recorder import finish, frame, post_bundle, start_demo
+from tests.support.recorder import record_step_task
 
 pytestmark = pytest.mark.django_db
 
 
 def record(client, index: int) -> str:
     """A step-mode task with recorded traffic, through the ingest API."""
-    demo, state = start_demo(client, client_id=f"attack-replay-{index}"), state_blobs(index)
-    log = har_blob(har([har_entry(f"https://www.example.com/api/{index}")]))
-    turn = step_turn("s1", timestamp=1.0, **state_refs(state), har=log.sha256)
-    assert post_bundle(client, demo.name, frame([turn], [*state.values(), log])).status_code == 201
-    assert finish(client, demo.name).status_code == 200
-    return demo.name
+    return record_step_task(client, index, "attack-replay")
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 per retargeted turn by ``recheck_targets``): after any sequence the stored list is the one a full recomputation on
 the curated targets gives; a turn whose page or bboxes blob is gone does not stop an undo or a retarget back."""
 
-import json
+import contextlib
 import threading
 from importlib import import_module
 
@@ -14,24 +14,15 @@ from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotation import synth
 from annotation.actions.recordings.late import forget_review_caches
 from annotation.actions.review import ensure_quality, review_of
 from annotation.actions.review.background import curated_elements
 from annotation.lib.quality import quality_issues
-from annotation.lib.shapes import element_of
-from annotation.models import Demonstration, DemoReview, DemoStatus, Edit, Role, Turn, TurnCuration
+from annotation.models import DemoReview, DemoStatus, Edit, Role, Turn, TurnCuration
 from annotation.store.blobstore import read_blob, sha256_path
 from tests.support.actors import make_user
 from tests.support.corpus import ingest_corpus
-from workers.management.commands.synth_demos import ensure_actors, ingest_demo
-
-
-def post(client, demo, **body):
-    revision = DemoReview.objects.filter(demonstration=demo).values_list("revision", flat=True).first() or 0
-    return client.post(
-        f"/review/{demo.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
-    )
+from tests.support.review_data import acting, post_edit, uid_missing_demo
 
 
 @pytest.fixture
@@ -40,18 +31,43 @@ def recorded(db, media_storage):
     return demo, make_user("ana", demo.project, Role.REVIEWER)
 
 
-def acting(demo) -> list:
-    turns = Turn.objects.filter(demonstration=demo, type="browser").exclude(page=None).order_by("seq")
-    return [turn for turn in turns if turn.element_uid]
+def timeline(demo) -> list:
+    return list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
 
 
 def fresh(demo) -> list:
-    turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
-    return quality_issues(turns, read_blob, curated_elements(demo))
+    return quality_issues(timeline(demo), read_blob, curated_elements(demo))
 
 
 def stored(demo) -> list:
     return DemoReview.objects.get(demonstration=demo).quality
+
+
+@contextlib.contextmanager
+def first_view_held(demo):
+    """The demo's issues first computed in another thread (as by the first view or the realign worker), its first
+    blob read held until the block has run; the thread is done after the block."""
+    reading, go_on = threading.Event(), threading.Event()
+
+    def gated(sha):
+        reading.set()
+        go_on.wait(timeout=60)
+        return read_blob(sha)
+
+    def first_view():
+        try:
+            ensure_quality(demo, review_of(demo), timeline(demo), gated)
+        finally:
+            connection.close()
+
+    viewer = threading.Thread(target=first_view)
+    viewer.start()
+    assert reading.wait(timeout=60)
+    try:
+        yield
+    finally:
+        go_on.set()
+        viewer.join()
 
 
 def uids(client, demo, turn) -> list:
@@ -77,12 +93,12 @@ def test_random_retarget_undo_and_redo_sequences_keep_the_stored_issues_a_full_r
         for op, what, index in steps:
             if op == "retarget":
                 options = choices[what.pk]
-                answer = post(client, demo, op="retarget", turn=what.pk, element=options[index % len(options)])
+                answer = post_edit(client, demo, op="retarget", turn=what.pk, element=options[index % len(options)])
             else:
                 edits = list(Edit.objects.filter(demonstration=demo).order_by("pk").values_list("pk", flat=True))
                 if not edits:
                     continue
-                answer = post(client, demo, op="undo", edit=edits[what % len(edits)])
+                answer = post_edit(client, demo, op="undo", edit=edits[what % len(edits)])
             assert answer.status_code < 500, answer.content
             assert stored(demo) == fresh(demo), steps
 
@@ -101,25 +117,25 @@ def test_an_undo_or_a_retarget_back_on_a_turn_whose_blob_is_gone_is_not_refused(
     assert client.get(f"/review/{demo.name}/").status_code == 200
     turn = acting(demo)[0]
     other = next(uid for uid in uids(client, demo, turn) if uid != turn.element_uid)
-    made = post(client, demo, op="retarget", turn=turn.pk, element=other)
+    made = post_edit(client, demo, op="retarget", turn=turn.pk, element=other)
     assert made.status_code == 200, made.content
     path = sha256_path(getattr(turn, f"{blob}_id"))
     default_storage.delete(path)  # lost from the store since, or spoiled
     if SPOILED[how] is not None:
         default_storage.save(path, ContentFile(SPOILED[how]))
 
-    undone = post(client, demo, op="undo", edit=made.json()["id"])
+    undone = post_edit(client, demo, op="undo", edit=made.json()["id"])
     assert undone.status_code == 200, undone.content
     assert TurnCuration.objects.get(turn=turn).element is None
-    redone = post(client, demo, op="undo", edit=undone.json()["id"])
+    redone = post_edit(client, demo, op="undo", edit=undone.json()["id"])
     assert redone.status_code == 200, redone.content
-    back = post(client, demo, op="retarget", turn=turn.pk, element=turn.element_uid)
+    back = post_edit(client, demo, op="retarget", turn=turn.pk, element=turn.element_uid)
     assert back.status_code == 200, back.content
     assert TurnCuration.objects.get(turn=turn).element is None
     assert client.get(f"/review/{demo.name}/").status_code == 200
     picker = client.get(f"/review/{demo.name}/turns/{turn.pk}/elements")  # nothing to pick without the page
     assert picker.status_code == 200, picker.content
-    refused = post(client, demo, op="retarget", turn=turn.pk, element=other)
+    refused = post_edit(client, demo, op="retarget", turn=turn.pk, element=other)
     assert refused.status_code == 400, refused.content  # no element with a box to choose
     DemoReview.objects.filter(demonstration=demo).update(quality=None)
     assert client.get(f"/review/{demo.name}/").status_code == 200  # the checks computed again without the blob
@@ -132,18 +148,11 @@ def test_issues_cached_on_the_recorded_targets_before_the_checks_read_retargets_
     """A review whose issues were cached while the checks still read the recorded element (before 0044's release),
     its turn retargeted since, shows the issues of the curated target after the migration (they were stale for
     good: a re-check of another turn keeps the other turns' cached uid_missing)."""
-    project, navigator, instructor = ensure_actors("alpha")
-    spec = next(synth.generate_corpus(1, 24, 40, seed=11))
-    broken = next(t for t in spec.turns if t["type"] == "browser" and t.get("page") and element_of(t["arguments"]))
-    broken["arguments"]["element"]["attributes"]["data-webtasks-id"] = "not-on-the-page"
-    demo, _, _ = ingest_demo(spec, navigator, project, instructor)
-    Demonstration.objects.filter(pk=demo.pk).update(status=DemoStatus.RECORDED)
-    turn = Turn.objects.get(demonstration=demo, client_id=broken["client_id"])
-    client.force_login(make_user("ana", project, Role.REVIEWER))
+    demo, turn = uid_missing_demo()
+    client.force_login(make_user("ana", demo.project, Role.REVIEWER))
     chosen = next(uid for uid in uids(client, demo, turn) if uid != turn.element_uid)
-    assert post(client, demo, op="retarget", turn=turn.pk, element=chosen).status_code == 200
-    turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
-    old = quality_issues(turns, read_blob)  # as the release before cached them: on the recorded element
+    assert post_edit(client, demo, op="retarget", turn=turn.pk, element=chosen).status_code == 200
+    old = quality_issues(timeline(demo), read_blob)  # as the release before cached them: on the recorded element
     DemoReview.objects.filter(demonstration=demo).update(quality=old)
     assert any(i["turn"] == turn.pk and i["check"] == "uid_missing" for i in old)
 
@@ -158,35 +167,11 @@ def test_a_retarget_while_the_issues_are_first_computed_is_not_lost(client, medi
     """The first view (or the realign worker) computes the issues reading every blob; a reviewer retargets a turn
     meanwhile (nothing cached yet, so nothing re-checked): the issues written at the end are those of the curated
     targets, not of the ones read before the retarget."""
-    project, navigator, instructor = ensure_actors("alpha")
-    spec = next(synth.generate_corpus(1, 24, 40, seed=11))
-    broken = next(t for t in spec.turns if t["type"] == "browser" and t.get("page") and element_of(t["arguments"]))
-    broken["arguments"]["element"]["attributes"]["data-webtasks-id"] = "not-on-the-page"
-    demo, _, _ = ingest_demo(spec, navigator, project, instructor)
-    Demonstration.objects.filter(pk=demo.pk).update(status=DemoStatus.RECORDED)
-    turn = Turn.objects.get(demonstration=demo, client_id=broken["client_id"])
-    client.force_login(make_user("ana", project, Role.REVIEWER))
+    demo, turn = uid_missing_demo()
+    client.force_login(make_user("ana", demo.project, Role.REVIEWER))
     chosen = next(uid for uid in uids(client, demo, turn) if uid != turn.element_uid)
-    reading, go_on = threading.Event(), threading.Event()
-
-    def gated(sha):  # the first blob read waits until the retarget is committed
-        reading.set()
-        go_on.wait(timeout=60)
-        return read_blob(sha)
-
-    def first_view():
-        try:
-            turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
-            ensure_quality(demo, review_of(demo), turns, gated)
-        finally:
-            connection.close()
-
-    viewer = threading.Thread(target=first_view)
-    viewer.start()
-    assert reading.wait(timeout=60)
-    made = post(client, demo, op="retarget", turn=turn.pk, element=chosen)
-    go_on.set()
-    viewer.join()
+    with first_view_held(demo):  # its first blob read waits until the retarget is committed
+        made = post_edit(client, demo, op="retarget", turn=turn.pk, element=chosen)
     assert made.status_code == 200, made.content
     assert stored(demo) == fresh(demo)
     assert not any(i["turn"] == turn.pk and i["check"] == "uid_missing" for i in stored(demo))
@@ -221,7 +206,7 @@ def test_a_retarget_with_a_bad_body_is_a_4xx_and_changes_nothing(client, recorde
         assert 400 <= answer.status_code < 500, raw
     for body in BAD_RETARGETS:
         sent = {key: (turn.pk if value == "TURN" else value) for key, value in body.items()}
-        answer = post(client, demo, op="retarget", **sent)
+        answer = post_edit(client, demo, op="retarget", **sent)
         assert 400 <= answer.status_code < 500, (str(body)[:80], answer.status_code)
     assert not Edit.objects.filter(demonstration=demo).exists()
     assert stored(demo) == before
@@ -234,7 +219,7 @@ def test_another_projects_edit_or_turn_is_not_undone_nor_retargeted_from_this_de
     client.force_login(bob)
     assert client.get(f"/review/{other.name}/").status_code == 200
     theirs = acting(other)[0]
-    made = post(client, other, op="retarget", turn=theirs.pk, element=uids(client, other, theirs)[2])
+    made = post_edit(client, other, op="retarget", turn=theirs.pk, element=uids(client, other, theirs)[2])
     assert made.status_code == 200, made.content
     their_quality, their_element = stored(other), TurnCuration.objects.get(turn=theirs).element
 
@@ -245,7 +230,7 @@ def test_another_projects_edit_or_turn_is_not_undone_nor_retargeted_from_this_de
         {"op": "retarget", "turn": theirs.pk, "element": theirs.element_uid},
         {"op": "retarget", "turn": mine.pk, "element": their_element["attributes"]["data-webtasks-id"]},
     ):
-        answer = post(client, demo, **body)
+        answer = post_edit(client, demo, **body)
         assert answer.status_code in (400, 404), (body, answer.content)
         assert other.name not in answer.content.decode()
     assert client.get(f"/review/{demo.name}/turns/{theirs.pk}/elements").status_code == 404
@@ -259,30 +244,12 @@ def test_issues_computed_while_a_late_turn_came_are_not_cached(media_storage):
     """A late turn arrives (its caches forgotten, the worker to compute them again) while the first view reads the
     blobs: what that view computed on the turns before it is not written over the forgotten cache."""
     demo = ingest_corpus(project="alpha", demos=1, turns=24, elements=16, seed=5, status=DemoStatus.RECORDED)[0]
-    reading, go_on = threading.Event(), threading.Event()
-
-    def gated(sha):
-        reading.set()
-        go_on.wait(timeout=60)
-        return read_blob(sha)
-
-    def first_view():
-        try:
-            turns = list(Turn.objects.filter(demonstration=demo).order_by("timestamp", "seq"))
-            ensure_quality(demo, review_of(demo), turns, gated)
-        finally:
-            connection.close()
-
-    viewer = threading.Thread(target=first_view)
-    viewer.start()
-    assert reading.wait(timeout=60)
-    with transaction.atomic():  # as a late chat turn is taken: the turn, then the review's caches forgotten
+    with first_view_held(demo), transaction.atomic():
+        # as a late chat turn is taken: the turn, then the review's caches forgotten
         late = Turn.objects.filter(demonstration=demo, type="chat").order_by("-seq").first()
         last = Turn.objects.filter(demonstration=demo).order_by("-seq").first()
         late.pk, late.seq, late.client_id, late.utterance = None, last.seq + 1, "late-chat", " "
         late.timestamp, late._state.adding = last.timestamp, True  # a new row copied from the chat turn
         late.save()
         forget_review_caches(demo)
-    go_on.set()
-    viewer.join()
     assert stored(demo) in (None, fresh(demo))

@@ -9,19 +9,13 @@ import pytest
 
 from annotation.actions.recordings.blobs import check_and_store
 from annotation.lib import page_elements
-from annotation.models import DemoReview, DemoStatus, Edit, Role, Turn
+from annotation.models import DemoStatus, Edit, Role, Turn
 from annotation.models.review import TurnCuration
 from tests.support.actors import make_user
 from tests.support.corpus import ingest_corpus
+from tests.support.review_data import post_edit
 
 BOX = {"x": 10, "y": 10, "width": 100, "height": 20}
-
-
-def post(client, demo, **body):
-    revision = DemoReview.objects.filter(demonstration=demo).values_list("revision", flat=True).first() or 0
-    return client.post(
-        f"/review/{demo.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
-    )
 
 
 def stored(data: bytes, media_type: str):
@@ -61,31 +55,31 @@ def text_now(turn):
 
 def test_undoing_the_emptied_text_of_a_turn_now_on_a_password_field_is_refused(client, typing):
     demo, turn = typing
-    assert post(client, demo, op="edit_text", turn=turn.pk, text="").status_code == 200
+    assert post_edit(client, demo, op="edit_text", turn=turn.pk, text="").status_code == 200
     emptied = last_edit(demo, "edit_text")
-    assert post(client, demo, op="retarget", turn=turn.pk, element="pw").status_code == 200
+    assert post_edit(client, demo, op="retarget", turn=turn.pk, element="pw").status_code == 200
 
-    undo = post(client, demo, op="undo", edit=emptied.pk)
+    undo = post_edit(client, demo, op="undo", edit=emptied.pk)
     assert undo.status_code == 409, undo.content
     assert "password" in undo.json()["detail"]
     assert text_now(turn) == ""
     assert TurnCuration.objects.get(turn=turn).element["attributes"]["type"] == "password"
 
     # Once the target is a plain field again the text may come back.
-    assert post(client, demo, op="undo", edit=last_edit(demo, "retarget").pk).status_code == 200
-    assert post(client, demo, op="undo", edit=emptied.pk).status_code == 200
+    assert post_edit(client, demo, op="undo", edit=last_edit(demo, "retarget").pk).status_code == 200
+    assert post_edit(client, demo, op="undo", edit=emptied.pk).status_code == 200
     assert text_now(turn) is None
 
 
 def test_undoing_a_retarget_back_onto_a_password_field_with_text_typed_since_is_refused(client, typing):
     demo, turn = typing
-    assert post(client, demo, op="edit_text", turn=turn.pk, text="").status_code == 200
-    assert post(client, demo, op="retarget", turn=turn.pk, element="pw").status_code == 200
-    assert post(client, demo, op="retarget", turn=turn.pk, element=turn.element_uid).status_code == 200
+    assert post_edit(client, demo, op="edit_text", turn=turn.pk, text="").status_code == 200
+    assert post_edit(client, demo, op="retarget", turn=turn.pk, element="pw").status_code == 200
+    assert post_edit(client, demo, op="retarget", turn=turn.pk, element=turn.element_uid).status_code == 200
     back = last_edit(demo, "retarget")
-    assert post(client, demo, op="edit_text", turn=turn.pk, text="hunter2").status_code == 200
+    assert post_edit(client, demo, op="edit_text", turn=turn.pk, text="hunter2").status_code == 200
 
-    undo = post(client, demo, op="undo", edit=back.pk)
+    undo = post_edit(client, demo, op="undo", edit=back.pk)
     assert undo.status_code == 409, undo.content
     assert "password" in undo.json()["detail"]
     assert TurnCuration.objects.get(turn=turn).element is None
@@ -121,7 +115,7 @@ def test_a_deep_page_is_listed_reading_a_bounded_part_of_each_element(client, ty
     assert {element["uid"] for element in answer.json()["elements"]} >= set(uids[:200])
     assert 0 < read[0] <= (depth + 1) * 1_000, read[0]  # a bounded part of each element, not its whole subtree
 
-    assert post(client, demo, op="retarget", turn=turn.pk, element="d0").status_code == 200
+    assert post_edit(client, demo, op="retarget", turn=turn.pk, element="d0").status_code == 200
     assert TurnCuration.objects.get(turn=turn).element["xpath"] == "/html/body/div"
 
 
@@ -136,7 +130,7 @@ def test_a_chosen_target_is_masked_as_ingest_masks_a_recorded_one(client, typing
     )
     with_page(turn, page, [field, "k1", "l1"])
     for uid in ("k1", "l1"):
-        assert post(client, demo, op="retarget", turn=turn.pk, element=uid).status_code == 200
+        assert post_edit(client, demo, op="retarget", turn=turn.pk, element=uid).status_code == 200
         element = TurnCuration.objects.get(turn=turn).element
         assert element["attributes"]["data-webtasks-id"] == uid
         assert "sk-live-123" not in json.dumps(element), element
@@ -145,7 +139,7 @@ def test_a_chosen_target_is_masked_as_ingest_masks_a_recorded_one(client, typing
         TurnCuration.objects.get(turn=turn).element["attributes"]["href"] == "https://x.test/cb?access_token=********"
     )
 
-    huge = post(client, demo, op="retarget", turn=10**20, element="k1")
+    huge = post_edit(client, demo, op="retarget", turn=10**20, element="k1")
     assert (huge.status_code, huge.json()["errors"][0]["field"]) == (404, "turn")
 
 
@@ -162,7 +156,7 @@ def test_a_pasted_or_copied_text_is_not_moved_onto_a_password_field(client, typi
         f'<body><p data-webtasks-id="{field}">x</p><input data-webtasks-id="pw" type="password"></body>',
         [field, "pw"],
     )
-    refused = post(client, demo, op="retarget", turn=turn.pk, element="pw")
+    refused = post_edit(client, demo, op="retarget", turn=turn.pk, element="pw")
     assert refused.status_code == 400, refused.content
     assert refused.json()["errors"][0]["field"] == "element"
     assert not TurnCuration.objects.filter(turn=turn).exclude(element=None).exists()
@@ -180,11 +174,11 @@ def test_a_typed_text_is_not_moved_onto_a_field_the_recorder_keeps_private(clien
     )
     with_page(turn, page, [field, "cc", "pv"])
     for uid in ("cc", "pv"):
-        refused = post(client, demo, op="retarget", turn=turn.pk, element=uid)
+        refused = post_edit(client, demo, op="retarget", turn=turn.pk, element=uid)
         assert (refused.status_code, refused.json()["errors"][0]["field"]) == (400, "element"), refused.content
-    assert post(client, demo, op="edit_text", turn=turn.pk, text="").status_code == 200
-    assert post(client, demo, op="retarget", turn=turn.pk, element="cc").status_code == 200
-    typed = post(client, demo, op="edit_text", turn=turn.pk, text="4111 1111 1111 1111")
+    assert post_edit(client, demo, op="edit_text", turn=turn.pk, text="").status_code == 200
+    assert post_edit(client, demo, op="retarget", turn=turn.pk, element="cc").status_code == 200
+    typed = post_edit(client, demo, op="edit_text", turn=turn.pk, text="4111 1111 1111 1111")
     assert (typed.status_code, typed.json()["errors"][0]["field"]) == (400, "text"), typed.content
     assert text_now(turn) == ""
 

@@ -9,20 +9,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation import synth
-from annotation.lib.shapes import element_of
-from annotation.models import Demonstration, DemoReview, DemoStatus, Edit, Project, Role, Turn, TurnCuration
+from annotation.models import Demonstration, DemoStatus, Edit, Project, Role, Turn, TurnCuration
 from tests.support.actors import make_user, token_client
 from tests.support.corpus import ingest_corpus
+from tests.support.review_data import acting, post_edit, uid_missing_demo
 from tests.support.weblinx_release import download, start_export
-from workers.management.commands.synth_demos import ensure_actors, ingest_demo
-
-
-def post(client, demo, **body):
-    revision = DemoReview.objects.filter(demonstration=demo).values_list("revision", flat=True).first() or 0
-    return client.post(
-        f"/review/{demo.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
-    )
 
 
 def listed(client, demo, turn):
@@ -44,13 +35,7 @@ def recorded(db, media_storage):
     """A recorded synthetic demo of project alpha (pages with 40 elements and their boxes), two reviewers."""
     demo = ingest_corpus(project="alpha", demos=1, turns=24, elements=40, seed=7, status=DemoStatus.RECORDED)[0]
     project = demo.project
-    return demo, make_user("ana", project, Role.REVIEWER), make_user("ben", project, Role.REVIEWER)
-
-
-def acting(demo) -> list:
-    """The demo's browser turns with a recorded element and a page."""
-    turns = Turn.objects.filter(demonstration=demo, type="browser").exclude(page=None).order_by("seq")
-    return [turn for turn in turns if turn.element_uid]
+    return demo, make_user("ana", demo.project, Role.REVIEWER), make_user("ben", project, Role.REVIEWER)
 
 
 def another(client, demo, turn) -> dict:
@@ -70,7 +55,7 @@ def test_two_reviewers_retarget_turns_undo_and_redo_and_the_page_shows_each_targ
 
     client.force_login(ana)
     chosen = another(client, demo, first)
-    answer = post(client, demo, op="retarget", turn=first.pk, element=chosen["uid"])
+    answer = post_edit(client, demo, op="retarget", turn=first.pk, element=chosen["uid"])
     assert answer.status_code == 200, answer.content
     element = TurnCuration.objects.get(turn=first).element
     assert element["attributes"]["data-webtasks-id"] == chosen["uid"]
@@ -85,16 +70,18 @@ def test_two_reviewers_retarget_turns_undo_and_redo_and_the_page_shows_each_targ
 
     client.force_login(ben)
     for turn in (second, third):
-        assert post(client, demo, op="retarget", turn=turn.pk, element=another(client, demo, turn)["uid"]).status_code
+        assert post_edit(
+            client, demo, op="retarget", turn=turn.pk, element=another(client, demo, turn)["uid"]
+        ).status_code
     ben_edit = Edit.objects.filter(demonstration=demo, turn=second, kind="retarget").get()
     # Ben undoes Ana's choice: the recorded element again; Ana redoes it.
     anas = Edit.objects.get(demonstration=demo, turn=first, kind="retarget")
-    undo = post(client, demo, op="undo", edit=anas.pk)
+    undo = post_edit(client, demo, op="undo", edit=anas.pk)
     assert undo.status_code == 200, undo.content
     assert TurnCuration.objects.get(turn=first).element is None
     assert page_row(client, demo, first)["target"] == first.element_uid
     client.force_login(ana)
-    redo = post(client, demo, op="undo", edit=undo.json()["id"])
+    redo = post_edit(client, demo, op="undo", edit=undo.json()["id"])
     assert redo.status_code == 200, redo.content
     assert TurnCuration.objects.get(turn=first).element["attributes"]["data-webtasks-id"] == chosen["uid"]
     assert TurnCuration.objects.get(turn=second).element is not None
@@ -108,10 +95,10 @@ def test_two_reviewers_retarget_turns_undo_and_redo_and_the_page_shows_each_targ
     assert sum(word.startswith("Changed the target") for word in words) == 5
 
     # Choosing the recorded element again puts the turn back (no curated element), undoable as any edit.
-    back = post(client, demo, op="retarget", turn=second.pk, element=second.element_uid)
+    back = post_edit(client, demo, op="retarget", turn=second.pk, element=second.element_uid)
     assert back.status_code == 200, back.content
     assert TurnCuration.objects.get(turn=second).element is None
-    assert post(client, demo, op="undo", edit=back.json()["id"]).status_code == 200
+    assert post_edit(client, demo, op="undo", edit=back.json()["id"]).status_code == 200
     assert TurnCuration.objects.get(turn=second).element is not None
 
 
@@ -122,19 +109,21 @@ def test_retargets_refused_with_the_field_named(client, recorded):
     chat = Turn.objects.filter(demonstration=demo, type="chat").first()
     elementless = next(t for t in Turn.objects.filter(demonstration=demo, type="browser") if not t.element_uid)
     for turn, what in ((chat, "chat"), (elementless, "no element")):
-        refused = post(client, demo, op="retarget", turn=turn.pk, element=click.element_uid)
+        refused = post_edit(client, demo, op="retarget", turn=turn.pk, element=click.element_uid)
         assert refused.status_code == 400, what
         assert refused.json()["errors"][0]["field"] == "turn", what
         assert listed(client, demo, turn).status_code == 400, what
     for bad in ("no-such-element", "", 7, None, ["a"]):
-        refused = post(client, demo, op="retarget", turn=click.pk, element=bad)
+        refused = post_edit(client, demo, op="retarget", turn=click.pk, element=bad)
         assert refused.status_code == 400, bad
         assert refused.json()["errors"] == [{"field": "element", "message": refused.json()["errors"][0]["message"]}]
-    missing = post(client, demo, op="retarget", turn=10**9, element=click.element_uid)
+    missing = post_edit(client, demo, op="retarget", turn=10**9, element=click.element_uid)
     assert (missing.status_code, missing.json()["errors"][0]["field"]) == (404, "turn")
 
-    assert post(client, demo, op="delete", turn=click.pk).status_code == 200
-    deleted = post(client, demo, op="retarget", turn=click.pk, element=another(client, demo, acting(demo)[1])["uid"])
+    assert post_edit(client, demo, op="delete", turn=click.pk).status_code == 200
+    deleted = post_edit(
+        client, demo, op="retarget", turn=click.pk, element=another(client, demo, acting(demo)[1])["uid"]
+    )
     assert deleted.status_code == 400
     assert deleted.json()["errors"][0] == {"field": "turn", "message": "the turn is deleted: restore it first"}
     assert not TurnCuration.objects.filter(turn=click).exclude(element=None).exists()
@@ -149,14 +138,14 @@ def test_retargets_refused_with_the_field_named(client, recorded):
         (make_user("otto", beta, Role.REVIEWER), 404),
     ):
         client.force_login(user)
-        assert post(client, demo, op="retarget", turn=acting(demo)[1].pk, element=target).status_code == status
+        assert post_edit(client, demo, op="retarget", turn=acting(demo)[1].pk, element=target).status_code == status
         assert listed(client, demo, acting(demo)[1]).status_code == status
     assert not Edit.objects.filter(demonstration=demo, kind="retarget").exists()
 
     # A decided demo is read-only until reopened.
     Demonstration.objects.filter(pk=demo.pk).update(status=DemoStatus.VALIDATED)
     client.force_login(ana)
-    assert post(client, demo, op="retarget", turn=acting(demo)[1].pk, element=target).status_code == 409
+    assert post_edit(client, demo, op="retarget", turn=acting(demo)[1].pk, element=target).status_code == 409
 
 
 # --- The quality checks read the curated target ------------------------------------------------------------------
@@ -191,24 +180,18 @@ def in_view(box, turn) -> bool:
 def test_the_quality_checks_read_the_target_a_reviewer_picked(client, db, media_storage, tmp_path):
     """A turn whose recorded uid is not on its page fails uid_missing on every surface; retargeted to an element of
     its page it passes; the retarget undone, it fails again."""
-    project, navigator, instructor = ensure_actors("alpha")
-    spec = next(synth.generate_corpus(1, 24, 40, seed=11))
-    broken = next(t for t in spec.turns if t["type"] == "browser" and t.get("page") and element_of(t["arguments"]))
-    broken["arguments"]["element"]["attributes"]["data-webtasks-id"] = "not-on-the-page"
-    demo, _, _ = ingest_demo(spec, navigator, project, instructor)
-    Demonstration.objects.filter(pk=demo.pk).update(status=DemoStatus.RECORDED)
-    turn = Turn.objects.get(demonstration=demo, client_id=broken["client_id"])
-    researcher = token_client(make_user("res", project, Role.RESEARCHER))
-    client.force_login(make_user("ana", project, Role.REVIEWER))
+    demo, turn = uid_missing_demo()
+    researcher = token_client(make_user("res", demo.project, Role.RESEARCHER))
+    client.force_login(make_user("ana", demo.project, Role.REVIEWER))
     before = uid_missing_everywhere(client, researcher, demo, turn, tmp_path / "a")
     assert (before["page"], before["record"], before["export"]) == (True, 1, 1)
 
     listed_elements = listed(client, demo, turn).json()["elements"]
     chosen = next(e for e in listed_elements if e["tag"] == "a" and in_view(e["box"], turn))  # no box_outside either
-    made = post(client, demo, op="retarget", turn=turn.pk, element=chosen["uid"])
+    made = post_edit(client, demo, op="retarget", turn=turn.pk, element=chosen["uid"])
     assert made.status_code == 200, made.content
     after = {**before, "page": False, "list": before["list"] - 1, "record": 0, "export": 0}  # as many queries
     assert uid_missing_everywhere(client, researcher, demo, turn, tmp_path / "b") == after
 
-    assert post(client, demo, op="undo", edit=made.json()["id"]).status_code == 200
+    assert post_edit(client, demo, op="undo", edit=made.json()["id"]).status_code == 200
     assert uid_missing_everywhere(client, researcher, demo, turn, tmp_path / "c") == before

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from annotation.models import Blob, Demonstration
-from tests.support.payloads import BlobFile
+from tests.support.payloads import BlobFile, state_blobs, state_refs, step_turn
+from tests.support.rawdump import har, har_blob, har_entry
 
 
 def recordings_url(name: str | None = None, action: str | None = None) -> str:
@@ -100,3 +101,15 @@ def post_bundle(client, name: str, body: bytes, gzipped: bool = False, **headers
     return client.post(
         recordings_url(name, "bundle"), body, content_type=headers.pop("content_type", BUNDLE), **headers
     )
+
+
+def record_step_task(client, index: int, prefix: str, traffic: bool = True) -> str:
+    """A finished step-mode task through the ingest API (client id ``{prefix}-{index}``): one click whose recorded
+    traffic is a request to ``/api/{index}``, or that has none without ``traffic``."""
+    demo, state = start_demo(client, client_id=f"{prefix}-{index}"), state_blobs(index)
+    log = har_blob(har([har_entry(f"https://www.example.com/api/{index}")]))
+    turn = step_turn("s1", timestamp=1.0, **state_refs(state), **({"har": log.sha256} if traffic else {}))
+    blobs = [*state.values(), *([log] if traffic else [])]
+    assert post_bundle(client, demo.name, frame([turn], blobs)).status_code == 201
+    assert finish(client, demo.name).status_code == 200
+    return demo.name

@@ -1,13 +1,18 @@
-"""Demos for the review tests: a synthetic recording (real ingest path) with frames added around browser turns."""
+"""Demos for the review tests: a synthetic recording (real ingest path) with frames added around browser turns, one
+with a turn whose recorded target is not on its page; review edits through the review page's endpoint."""
 
 import io
+import json
 import os
 
 import av
 from PIL import Image, ImageDraw
 
-from annotation.models import Demonstration, DemoStatus, Turn, TurnType
+from annotation import synth
+from annotation.lib.shapes import element_of
+from annotation.models import Demonstration, DemoReview, DemoStatus, Turn, TurnType
 from tests.support.corpus import ingest_corpus
+from workers.management.commands.synth_demos import ensure_actors, ingest_demo
 
 
 def recorded_demo(project="alpha", turns=24, seed=7) -> Demonstration:
@@ -15,6 +20,32 @@ def recorded_demo(project="alpha", turns=24, seed=7) -> Demonstration:
     demo = ingest_corpus(project=project, demos=1, turns=turns, elements=40, seed=seed, status=DemoStatus.RECORDED)[0]
     add_framed_turn(demo)
     return demo
+
+
+def uid_missing_demo() -> tuple[Demonstration, Turn]:
+    """A recorded synthetic demo of project alpha and its first browser turn with a page and an element, whose
+    recorded uid is not on that page (``not-on-the-page``): the turn fails uid_missing until it is retargeted."""
+    project, navigator, instructor = ensure_actors("alpha")
+    spec = next(synth.generate_corpus(1, 24, 40, seed=11))
+    broken = next(t for t in spec.turns if t["type"] == "browser" and t.get("page") and element_of(t["arguments"]))
+    broken["arguments"]["element"]["attributes"]["data-webtasks-id"] = "not-on-the-page"
+    demo, _, _ = ingest_demo(spec, navigator, project, instructor)
+    Demonstration.objects.filter(pk=demo.pk).update(status=DemoStatus.RECORDED)
+    return demo, Turn.objects.get(demonstration=demo, client_id=broken["client_id"])
+
+
+def acting(demo) -> list:
+    """The demo's browser turns with a recorded element and a page."""
+    turns = Turn.objects.filter(demonstration=demo, type="browser").exclude(page=None).order_by("seq")
+    return [turn for turn in turns if turn.element_uid]
+
+
+def post_edit(client, demo, **body):
+    """One review edit (``op`` and its fields) through the review page's endpoint, at the demo's current revision."""
+    revision = DemoReview.objects.filter(demonstration=demo).values_list("revision", flat=True).first() or 0
+    return client.post(
+        f"/review/{demo.name}/edit", json.dumps({"revision": revision, **body}), content_type="application/json"
+    )
 
 
 def add_framed_turn(demo) -> Turn:

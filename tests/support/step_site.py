@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from selenium.webdriver.common.by import By
 
-from tests.support.recorder_browser import Panel, content_in_step_mode, select
+from tests.support.recorder_browser import Panel, content_in_step_mode, op_button, select
 from tests.support.recorder_harness import stored_turns
 from tests.support.waits import wait_until
 
@@ -69,8 +69,68 @@ def serve(pages: dict, answers: dict, redirects: dict, after_post: str, every_an
         server.server_close()
 
 
+def shop_page(to: str, label: str, bearer: str = "") -> str:
+    """A shop whose items are fetched after load, a More button fetching more (an XHR; with ``bearer``, sending it as
+    its ``Authorization`` header, put together in the script so that no page holds it) and a link ``label`` to
+    ``/go-{to}`` (``#to-{to}``)."""
+    parts = json.dumps(bearer.split("-"))
+    header = f'  x.setRequestHeader("Authorization", "Bearer " + {parts}.join("-"));\n' if bearer else ""
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title></head><body>
+<h1>Shop</h1><ul id="items"></ul>
+<p><button id="more" type="button">More</button> <span id="more-out"></span></p>
+<p><a id="to-{to}" href="/go-{to}">{label}</a></p>
+<script>
+fetch("/api/items").then(r => r.json()).then(d => {{
+  document.getElementById("items").innerHTML = d.items.map(i => "<li>" + i + "</li>").join("");
+}});
+document.getElementById("more").onclick = () => {{
+  const x = new XMLHttpRequest();
+  x.open("GET", "/api/more?page=2");
+{header}  x.onload = () => {{ document.getElementById("more-out").textContent = JSON.parse(x.responseText).more; }};
+  x.send();
+}};
+</script></body></html>"""
+
+
+def fetching_page(title: str, element_id: str, source: str, key: str) -> str:
+    """A page ``title`` whose ``#element_id`` shows ``key`` of the JSON at ``source``, fetched after load, and a Done
+    button."""
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title></head><body>
+<h1>{title}</h1><p id="{element_id}">loading</p><button id="done" type="button">Done</button>
+<script>
+fetch("{source}").then(r => r.json()).then(d => {{ document.getElementById("{element_id}").textContent = d.{key}; }});
+</script></body></html>"""
+
+
+SHOP_ANSWERS = {"/api/items": {"items": ["Red shoe", "Blue shoe"]}, "/api/more": {"more": "Green shoe"}}
+
+LOGIN = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in</title></head><body>
+<form id="login" method="post" action="/login">
+  <p><label>Name <input id="user" name="user" autocomplete="off"></label></p>
+  <p><label>Password <input id="pw" name="pw" type="password" autocomplete="off"></label></p>
+  <p><button id="submit" type="submit">Sign in</button></p>
+</form></body></html>"""
+
+
+def serve_sign_in(bearer: str, every_answer: dict | None = None):
+    """The traffic tests' site: the shop (its More sends ``bearer``), whose Sign in goes by a redirect to a form with
+    a password, posted to the site and answered by a redirect to a welcome page fetching its profile after load."""
+    pages = {
+        "/shop.html": shop_page("login", "Sign in", bearer),
+        "/login.html": LOGIN,
+        "/welcome": fetching_page("Welcome", "profile", "/api/profile", "name"),
+    }
+    answers = SHOP_ANSWERS | {"/api/profile": {"name": "Profile of Ann"}}
+    return serve(pages, answers, {"/go-login": "/login.html"}, "/welcome", every_answer)
+
+
 def text_of(driver, element_id: str) -> str:
     return driver.find_element(By.ID, element_id).text
+
+
+def click_step(driver, panel: Panel, element_id: str) -> None:
+    select(driver, panel, element_id)
+    panel.operate(op_button("click"))
 
 
 def type_step(driver, panel: Panel, field_id: str, text: str) -> None:
