@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+from pathlib import Path
 
 import pytest
 import weblinx
@@ -54,8 +55,8 @@ class FakeBlobs:
         raise AssertionError("the exporter should copy blobs, not read them into memory")
 
     def copy_to(self, sha256: str, destination) -> None:
-        self.copied.append((sha256, destination))
-        destination.write_bytes(self.data[sha256])
+        self.copied.append((sha256, Path(destination)))
+        Path(destination).write_bytes(self.data[sha256])
 
 
 @pytest.fixture

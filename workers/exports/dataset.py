@@ -227,14 +227,14 @@ def storage_blobs(cache: Path | None = None, planned: bool = False) -> Directory
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def local_blob_path(root: str) -> Callable[[str], Path]:
+def local_blob_path(root: str) -> Callable[[str], str]:
     """The file of a blob in local storage under ``root``: joined here, without the storage's ``path`` (a safe join,
     a few microseconds a blob: an export names tens of thousands) for names that are sha256s; anything else still
     goes through the storage."""
     prefix = os.path.join(root, "")
 
-    def path_of(sha: str) -> Path:
-        return Path(prefix + sha256_path(sha) if SHA256.fullmatch(sha) else default_storage.path(sha256_path(sha)))
+    def path_of(sha: str) -> str:
+        return prefix + sha256_path(sha) if SHA256.fullmatch(sha) else default_storage.path(sha256_path(sha))
 
     return path_of
 
@@ -356,7 +356,8 @@ class RemoteStorageBlobs:
             raise
         self.settle([sha256])
 
-    def copy_to(self, sha256: str, destination: Path) -> None:
+    def copy_to(self, sha256: str, destination: Path | str) -> None:
+        destination = Path(destination)
         if self.pool is None:
             return self.download(sha256, destination)
         with self.lock:

@@ -102,13 +102,13 @@ class BlobSource(Protocol):
 
     def read(self, sha256: str) -> bytes: ...
 
-    def copy_to(self, sha256: str, destination: Path) -> None: ...
+    def copy_to(self, sha256: str, destination: Path | str) -> None: ...
 
 
 class DirectoryBlobs:
     """Blobs stored as files named by sha256 under a folder (tests, and local storage through ``path_of``)."""
 
-    def __init__(self, path_of: Callable[[str], Path]):
+    def __init__(self, path_of: Callable[[str], Path | str]):
         self.path_of = path_of
 
     def __enter__(self):
@@ -118,13 +118,14 @@ class DirectoryBlobs:
         """Nothing pending: every copy is made when asked for (remote blob sources may work in the background)."""
 
     def read(self, sha256: str) -> bytes:
-        return self.path_of(sha256).read_bytes()
+        with open(self.path_of(sha256), "rb") as handle:
+            return handle.read()
 
     def prefetch(self, demos):
         """The demos unchanged: files on this machine need no reading ahead (remote sources read packs here)."""
         return demos
 
-    def copy_to(self, sha256: str, destination: Path) -> None:
+    def copy_to(self, sha256: str, destination: Path | str) -> None:
         """A hard link when on the same file system (blobs are immutable), else a copy."""
         source = self.path_of(sha256)
         try:
@@ -138,11 +139,11 @@ class PlannedBlobs(DirectoryBlobs):
     (``planned``), and the archive reads each from its own file (``archive.write_archive``), so no link is made,
     listed and removed per file. Only for a folder that is archived, never read as it is."""
 
-    def __init__(self, path_of: Callable[[str], Path]):
+    def __init__(self, path_of: Callable[[str], Path | str]):
         super().__init__(path_of)
         self.planned = {}  # destination (str) → sha256
 
-    def copy_to(self, sha256: str, destination: Path) -> None:
+    def copy_to(self, sha256: str, destination: Path | str) -> None:
         self.planned[os.fspath(destination)] = sha256
 
     def files(self) -> dict:

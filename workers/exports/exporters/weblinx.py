@@ -20,6 +20,7 @@ with the platform's default encoding), compact and with sorted keys, so the same
 
 import datetime as dt
 import json
+import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -117,12 +118,12 @@ def write_demo(demo: ExportDemo, folder: Path, blobs: BlobSource) -> int:
         record, files = turn_record(turn, n)
         turns.append(record)
         captures.extend(files)
-    folders = set(CAPTURE_FOLDERS)
+    folders, base = set(CAPTURE_FOLDERS), os.fspath(folder)
     for sha256, relative in captures:
         if (parent := relative.partition("/")[0]) not in folders:  # traffic/ only when a turn has some
             (folder / parent).mkdir(exist_ok=True)
             folders.add(parent)
-        blobs.copy_to(sha256, folder / relative)
+        blobs.copy_to(sha256, f"{base}/{relative}")  # a string: no Path made per file
     documents = {"replay.json": replay(demo, turns), "metadata.json": metadata(demo), "form.json": form(demo)}
     if demo.rejected:
         documents["invalid.json"] = {"reason": "rejected in review", "status": demo.status}
