@@ -25,16 +25,23 @@ GZIP_THREADS = 2  # ISA-L compression threads for tar.gz
 STORED_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".mp4", ".webm", ".gz", ".zip"}
 
 
-class HashingReader:
-    """A file wrapper that hashes what is read through it."""
+class HashingWriter:
+    """A binary output that counts and hashes (sha256) what is written through it: an archive's digest and size
+    without reading the archive again."""
 
     def __init__(self, handle):
-        self.handle, self.digest = handle, hashlib.sha256()
+        self.handle, self.digest, self.size = handle, hashlib.sha256(), 0
 
-    def read(self, size=-1):
-        data = self.handle.read(size)
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
         self.digest.update(data)
-        return data
+        self.size += len(data)
+        return self.handle.write(data)
+
+    def flush(self) -> None:
+        self.handle.flush()
 
 
 def files_under(root: Path, planned: dict | None = None) -> list[tuple[str, str, os.stat_result]]:

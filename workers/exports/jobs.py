@@ -22,7 +22,7 @@ from annotation.store.blobstore import is_s3
 
 from ..runners import JobStopped, Progress, finish_clean, run_job, sweep_job_folders
 from . import dataset, form_dataset, form_quality
-from .archive import file_sha256, write_archive
+from .archive import HashingWriter, file_sha256, write_archive
 from .exporters import get_exporter, turkingbench
 from .exporters.base import PlannedBlobs
 from .quality import write_quality_report
@@ -173,17 +173,29 @@ def archive_and_publish(
         counts["files"], sha256, size = archive_into_s3(job, out, name, archiving, blobs)
     else:
         archive = workdir / job.filename
-        counts["files"] = len(
-            write_archive(out, archive, job.archive_format, archiving, planned=planned, **still_arriving(blobs))
-        )
+        counts["files"], sha256, size = write_local_archive(out, archive, job.archive_format, archiving, planned, blobs)
         if blobs is not None:
             blobs.wait_all()
         Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing
-        sha256, size = file_sha256(archive), archive.stat().st_size
         name = move_into_storage(archive, name)
     if not finish_clean(job, workdir, JobStatus.DONE, file=name, sha256=sha256, size=size, counts=counts):
         default_storage.delete(name)  # cancelled at the last moment: nothing may stay downloadable
         raise JobStopped(f"job {job.pk} was cancelled before publishing")
+
+
+def write_local_archive(
+    out: Path, archive: Path, archive_format: str, progress: Progress, planned: dict | None, blobs
+) -> tuple[int, str, int]:
+    """The archive of ``out`` written at ``archive``; (files archived, sha256, size). A tar.gz is hashed as it is
+    written; a zip, which goes back into its file to finish each entry, is read again."""
+    arriving = still_arriving(blobs)
+    if archive_format != "tar.gz":
+        manifest = write_archive(out, archive, archive_format, progress, planned=planned, **arriving)
+        return len(manifest), file_sha256(archive), archive.stat().st_size
+    with archive.open("wb") as handle:
+        output, top = HashingWriter(handle), archive.name.removesuffix(".tar.gz")
+        manifest = write_archive(out, output, archive_format, progress, top=top, planned=planned, **arriving)
+    return len(manifest), output.digest.hexdigest(), output.size
 
 
 def still_arriving(blobs) -> dict:
