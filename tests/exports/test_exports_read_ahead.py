@@ -103,6 +103,8 @@ def test_an_export_job_read_ahead_writes_the_archive_the_inline_one_does(alpha, 
             run_export(job.pk)
         job.refresh_from_db()
         assert job.status == "done", job.error
+        stored = (media_storage / job.file.name).read_bytes()
+        assert (job.sha256, job.size) == (sha(stored), len(stored))  # hashed as written
         archives.append(members(media_storage / job.file.name))
     threaded, inline = archives
     threaded.pop("quality.json"), inline.pop("quality.json")  # its generated_at differs; its items are checked below
