@@ -160,6 +160,7 @@ BAD_UPLOADS = [
     ({"csv_text": "topic,sentence\nw,a\x00b\n"}, 400, "csv", "contains a NUL character on line 2"),
     ({"assignments_per_task": 0}, 400, "assignments_per_task", "greater than or equal to 1"),
     ({"name": "a/b"}, 400, "name", "must not contain '/'"),
+    ({"name": "\u6f22" * 86}, 400, "name", "258 bytes in UTF-8; at most 255"),
     ({"workers": ["nobody"]}, 400, "workers", "no such user: nobody"),
 ]
 

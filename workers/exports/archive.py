@@ -277,7 +277,12 @@ class ZipWriter:
         known = self.known.get((stat.st_dev, stat.st_ino))
         digest = None if known else hashlib.sha256()
         with open(path, "rb") as handle, self.zip.open(info, "w", force_zip64=stat.st_size > 2**31) as out:
-            while chunk := handle.read(CHUNK):
+            left = stat.st_size  # the size listed (and written in the manifest), as the tar writer reads it
+            while left:
+                chunk = handle.read(min(left, CHUNK))
+                if not chunk:
+                    raise OSError(f"{path} is shorter than when it was listed")
+                left -= len(chunk)
                 if digest is not None:
                     digest.update(chunk)
                 out.write(chunk)

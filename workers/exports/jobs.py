@@ -4,6 +4,7 @@ Exports are written into a private temporary folder, archived there, and only th
 marked done in one conditional update; a failed, cancelled or killed job never leaves a downloadable file.
 """
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -100,11 +101,13 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
     exporting = Progress(job, 0.0, EXPORT_SHARE)
     demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits, names=job.demos)
     with dataset.storage_blobs(workdir / "blobs", planned=True) as blobs:
-        # read ahead of the exporter; on S3 each demo's blobs read from its pack ahead of it too
-        demos = dataset.read_ahead(blobs.prefetch(demos))
-        counts = export_with_quality(
-            get_exporter(job.format), demos, out, blobs, lambda done: exporting(done / total), job.project.name
-        )
+        # read ahead of the exporter; on S3 each demo's blobs read from its pack ahead of it too. Closed here, not
+        # when the generator is collected: an exporter's exception (kept by a logger, or alive while the job is
+        # marked failed) holds this frame, and with it a thread still reading on its own connection
+        with contextlib.closing(dataset.read_ahead(blobs.prefetch(demos))) as ahead:
+            counts = export_with_quality(
+                get_exporter(job.format), ahead, out, blobs, lambda done: exporting(done / total), job.project.name
+            )
         if isinstance(blobs, dataset.RemoteStorageBlobs):  # archived while the last packs arrive
             return archive_and_publish(job, out, workdir, counts, blobs=blobs)
     # local storage: the blobs are archived from their own files (``PlannedBlobs``)

@@ -35,5 +35,10 @@ class Writer:
         return opening + ",".join(inner + part for part in parts) + "\n" + " " * depth + closing
 
     def key(self, key) -> str:
-        """A key as json writes it: a string, or a number, true, false or null turned into one."""
-        return self.string(key if isinstance(key, str) else self.encoder.encode(key))
+        """A key as json writes it: a string, or a number, true, false or null turned into one; any other key
+        refused as json refuses it (a tuple would otherwise be written as the text of a list)."""
+        if isinstance(key, str):
+            return self.string(key)
+        if key is None or isinstance(key, bool | int | float):
+            return self.string(self.encoder.encode(key))
+        raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")

@@ -33,6 +33,7 @@ CONTROLS = ("input", "select", "textarea")
 ANSWER = "Answer."
 MULTI = "|"  # MTurk / TurkingBench: several values of one name in one cell
 BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
+MAX_NAME_BYTES = 255  # a folder name (the batch's in a TurkingBench export) on common file systems
 
 
 @dataclass(frozen=True)
@@ -263,6 +264,8 @@ def check_batch_name(name) -> str:
         raise invalid("name", "must not be empty")
     if len(name) > 200:
         raise invalid("name", f"is {len(name)} characters long; at most 200")
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:  # an export's folder: 255 bytes at most
+        raise invalid("name", f"is {len(name.encode('utf-8', 'surrogatepass'))} bytes in UTF-8; at most 255")
     if BAD_NAME.search(name) or name.strip() in (".", ".."):
         raise invalid("name", "must not contain '/', '\\' or control characters, nor be '.' or '..'")
     return name
