@@ -238,13 +238,8 @@ class TarWriter:
         hashing = None if digest else hashlib.sha256()
         with open(path, "rb", buffering=0) as handle:
             piece, left = self.header(name, size), size
-            while left:  # a small file: its header, bytes and padding in one write
-                data = handle.read(min(left, CHUNK))
-                if not data:
-                    raise OSError(f"{path} is shorter than when it was listed")
+            for data in listed_bytes(handle, size, path, hashing):  # a small file: header, bytes, padding at once
                 left -= len(data)
-                if hashing is not None:
-                    hashing.update(data)
                 self.write(piece + data + (b"" if left else bytes(-size % BLOCK)))
                 piece = b""
             if piece:  # an empty file: its header alone
@@ -277,19 +272,26 @@ class ZipWriter:
         known = self.known.get((stat.st_dev, stat.st_ino))
         digest = None if known else hashlib.sha256()
         with open(path, "rb") as handle, self.zip.open(info, "w", force_zip64=stat.st_size > 2**31) as out:
-            left = stat.st_size  # the size listed (and written in the manifest), as the tar writer reads it
-            while left:
-                chunk = handle.read(min(left, CHUNK))
-                if not chunk:
-                    raise OSError(f"{path} is shorter than when it was listed")
-                left -= len(chunk)
-                if digest is not None:
-                    digest.update(chunk)
+            for chunk in listed_bytes(handle, stat.st_size, path, digest):
                 out.write(chunk)
         return known or digest.hexdigest()
 
     def add_bytes(self, name: str, data: bytes) -> None:
         self.zip.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED)
+
+
+def listed_bytes(handle, size: int, path: str, digest=None):
+    """The file's first ``size`` bytes (its size when listed, which the manifest records), in pieces of up to
+    ``CHUNK``, each added to ``digest`` when given; a file now shorter than that is an ``OSError``."""
+    left = size
+    while left:
+        data = handle.read(min(left, CHUNK))
+        if not data:
+            raise OSError(f"{path} is shorter than when it was listed")
+        left -= len(data)
+        if digest is not None:
+            digest.update(data)
+        yield data
 
 
 def file_sha256(path: Path) -> str:
