@@ -128,15 +128,18 @@ class PackWriter:
         if self.inflate is None:
             self.read_body(view)
             return len(data)
-        while view and not self.broken:  # inflated a bounded piece at a time
-            if self.inflate.eof:  # bytes after the stream: not a pack
-                self.broken = True
+        full = False  # the last piece filled INFLATE_CHUNK: the inflater may hold more of it with no input left
+        while (view or full) and not self.broken:  # inflated a bounded piece at a time
+            if self.inflate.eof:
+                self.broken = bool(view)  # bytes after the stream: not a pack
                 break
             try:
-                self.read_body(self.inflate.decompress(view, INFLATE_CHUNK))
+                inflated = self.inflate.decompress(view, INFLATE_CHUNK)
             except isal_zlib.error:
                 self.broken = True
                 break
+            self.read_body(inflated)
+            full = len(inflated) == INFLATE_CHUNK
             view = memoryview(self.inflate.unconsumed_tail)
             self.broken = self.broken or bool(self.inflate.unused_data)  # bytes after the stream: not a pack
         return len(data)
@@ -155,6 +158,10 @@ class PackWriter:
                     self.blob.write(take)
                 if self.left == 0:
                     self.end_entry()
+        while self.entries and not self.broken and self.left == 0 and self.entry + 1 < len(self.entries):
+            if self.entries[self.entry + 1][1]:
+                break
+            self.next_entry()  # a zero-size blob after the last byte read (the last ones have no byte to wait for)
 
     def read_head(self, view: memoryview) -> memoryview:
         """Gather ``MAGIC``, the index's length and the index; then parse it (``broken`` when it is not one)."""
@@ -169,7 +176,9 @@ class PackWriter:
             try:
                 entries = json.loads(bytes(self.head[fixed:]))["blobs"]
                 self.entries = [(str(sha), int(size)) for sha, size in entries]
-            except (ValueError, KeyError, TypeError):
+                if any(size < 0 for _, size in self.entries):
+                    raise ValueError("a negative size")  # read_body would never come to the blob's end
+            except (ValueError, KeyError, TypeError, OverflowError, RecursionError):  # Infinity; nested too deep
                 self.broken = True
             deflated = self.head.startswith(MAGIC)
             self.inflate = isal_zlib.decompressobj() if deflated and not self.broken else None
