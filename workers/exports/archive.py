@@ -1,20 +1,24 @@
 """Pack an export directory into one archive with a manifest of every file's sha256 (pure, no Django).
 
 Each file is read once: hashed while it is copied into the archive (unless its sha256 is known: a blob the job
-already checked as it fetched it); a hard-linked file is read and stored once. ``manifest.json`` (at the archive root,
-``{"algorithm": "sha256", "files": {path: {"sha256", "size"}}}``) is added last.
+already checked as it fetched it); a hard-linked file is read and stored once. A file the exporter kept deflated as it
+wrote it (``DeflatedFile``) goes into a tar.gz as it is, never read or compressed again. ``manifest.json`` (at the
+archive root, ``{"algorithm": "sha256", "files": {path: {"sha256", "size"}}}``) is added last.
 """
 
+import collections
 import hashlib
 import os
+import struct
 import tarfile
 import time
 import zipfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
-from isal import igzip_threaded
+from isal import isal_zlib
 
 from annotation.lib.formats import ARCHIVE_FORMATS  # pure constants: no Django needed
 
@@ -74,6 +78,7 @@ def write_archive(
     planned: dict | None = None,
     known: dict | None = None,
     arriving=None,
+    deflated: dict | None = None,
 ) -> dict:
     """Archive everything under ``root`` into ``destination`` with a manifest; returns the manifest.
 
@@ -83,22 +88,37 @@ def write_archive(
     under ``root`` (``files_under``). ``known``: ``(st_dev, st_ino)`` → sha256 of files already checked against it
     (blobs fetched from S3), which are not hashed again. ``arriving``: files still being written under ``root``
     (``files()`` lists them, ``wait(path)`` returns once one is complete), archived in their place as they come; the
-    archive is the same as if they had all been there.
+    archive is the same as if they had all been there. ``deflated``: ``{path under root: DeflatedFile}``, files kept
+    deflated (closed by now) archived as if they were under ``root``; tar.gz only.
     """
     if archive_format not in ARCHIVE_FORMATS:
         raise ValueError(f"unknown archive format {archive_format!r}; known: {', '.join(ARCHIVE_FORMATS)}")
+    if deflated and archive_format != "tar.gz":
+        raise ValueError("files kept deflated go into a tar.gz only")
     files = files_under(root, planned)
-    if arriving is not None:
-        later = {path.relative_to(root).as_posix(): (os.fspath(path), None) for path in arriving.files()}
+    if arriving is not None or deflated:
+        later = (
+            {path.relative_to(root).as_posix(): (os.fspath(path), None) for path in arriving.files()}
+            if arriving
+            else {}
+        )
+        kept = {
+            Path(path).relative_to(root).as_posix(): (os.fspath(path), file) for path, file in (deflated or {}).items()
+        }
         here = {name: (path, stat) for name, path, stat in files}
-        files = [(name, *file) for name, file in sorted({**here, **later}.items())]
-    total = sum(stat.st_size if stat else size_now(path) for _, path, stat in files) or 1
+        files = [(name, *file) for name, file in sorted({**here, **later, **kept}.items())]
+    total = sum(size_now(path, stat) for _, path, stat in files) or 1
     top = top or destination.name.removesuffix(f".{archive_format}")
     writer = TarWriter if archive_format == "tar.gz" else ZipWriter
     manifest, done = {}, 0
     with writer(destination, compresslevel, known or {}) as archive:
         for name, path, stat in files:
-            if arriving is not None:
+            if isinstance(stat, DeflatedFile):
+                manifest[name] = {"sha256": archive.add_deflated(f"{top}/{name}", stat), "size": stat.size}
+                done += stat.size
+                progress(done / total)
+                continue
+            if stat is None:
                 arriving.wait(Path(path))
                 stat = os.stat(path)  # complete now
             manifest[name] = {"sha256": archive.add(f"{top}/{name}", path, stat), "size": stat.st_size}
@@ -118,8 +138,12 @@ def manifest_text(manifest: dict) -> bytes:
     return ('{\n "algorithm": "sha256",\n "files": {\n' + ",\n".join(lines) + "\n }\n}\n").encode()
 
 
-def size_now(path: str) -> int:
-    """The file's size, 0 while it is still to come (for the progress bar)."""
+def size_now(path: str, stat) -> int:
+    """A listed file's size, 0 while it is still to come (for the progress bar)."""
+    if isinstance(stat, DeflatedFile):
+        return stat.size
+    if stat is not None:
+        return stat.st_size
     try:
         return os.stat(path).st_size
     except FileNotFoundError:
@@ -129,6 +153,166 @@ def size_now(path: str) -> int:
 def isal_level(compresslevel: int) -> int:
     """zlib's 0-9 scale on ISA-L's 0-3: its level 3 packs about as tight as zlib's 6 (~7 % larger here)."""
     return 0 if compresslevel <= 0 else 1 if compresslevel <= 2 else 2 if compresslevel <= 5 else 3
+
+
+# A gzip member's header: no name, no time, no extra flags, unknown system (RFC 1952).
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+END_BLOCK = b"\x03\x00"  # an empty last block (fixed codes): how a deflate stream made of flushed blocks ends
+WINDOW = 32 * 1024  # how far back deflate refers
+
+
+def deflater(level: int, zdict: bytes = b""):
+    """A raw deflate compressor (ISA-L), primed with ``zdict`` when given."""
+    if zdict:
+        return isal_zlib.compressobj(level, isal_zlib.DEFLATED, -15, zdict=zdict)
+    return isal_zlib.compressobj(level, isal_zlib.DEFLATED, -15)
+
+
+def deflate_block(data: bytes, zdict: bytes, level: int) -> tuple[bytes, int, int]:
+    """``data`` as deflate blocks ending on a byte (a sync flush, no last block), referring back into ``zdict`` (what
+    comes before it in the stream); with its crc32 and length. ISA-L releases the GIL while it compresses."""
+    compressor = deflater(level, zdict)
+    return compressor.compress(data) + compressor.flush(isal_zlib.Z_SYNC_FLUSH), isal_zlib.crc32(data), len(data)
+
+
+class GzipWriter:
+    """One gzip member written to ``output``, compressed in blocks of ``block`` bytes on ``threads`` threads, each block
+    primed with the 32 KiB before it (as pigz does: the stream packs as tight as one compressor's) and written in
+    order from this thread. ``splice`` puts a ``DeflatedFile``'s bytes into the stream as they are: its blocks end
+    on a byte and none is the last, so the member stays one deflate stream, with the crc32 combined."""
+
+    def __init__(self, output, level: int, threads: int, block: int = CHUNK):
+        self.output, self.level, self.depth, self.block = output, level, 2 * threads, block
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gzip")
+        self.pending = collections.deque()  # blocks being compressed, in stream order
+        self.buffer, self.previous, self.crc, self.size = bytearray(), b"", 0, 0
+        output.write(GZIP_HEADER)
+
+    def write(self, data: bytes) -> None:
+        self.buffer += data
+        whole = len(self.buffer) - len(self.buffer) % self.block
+        if whole:
+            with memoryview(self.buffer) as view:
+                for start in range(0, whole, self.block):
+                    self.submit(bytes(view[start : start + self.block]))
+            del self.buffer[:whole]
+
+    def submit(self, block: bytes) -> None:
+        zdict, self.previous = self.previous[-WINDOW:], block
+        self.pending.append(self.pool.submit(deflate_block, block, zdict, self.level))
+        while len(self.pending) > self.depth:
+            self.emit()
+
+    def emit(self) -> None:
+        compressed, crc, length = self.pending.popleft().result()
+        self.output.write(compressed)
+        self.crc, self.size = isal_zlib.crc32_combine(self.crc, crc, length), self.size + length
+
+    def drain(self) -> None:
+        """Everything written so far compressed and out."""
+        if self.buffer:
+            self.submit(bytes(self.buffer))
+            self.buffer.clear()
+        while self.pending:
+            self.emit()
+
+    def splice(self, file: "DeflatedFile") -> None:
+        self.drain()
+        file.copy_into(self.output)
+        self.crc, self.size = isal_zlib.crc32_combine(self.crc, file.crc, file.size), self.size + file.size
+        self.previous = b""  # the next block refers to nothing before it: it is not primed with the file's end
+
+    def close(self) -> None:
+        """The last block and the trailer (crc32, length modulo 2**32)."""
+        self.drain()
+        self.output.write(END_BLOCK + struct.pack("<II", self.crc, self.size & 0xFFFFFFFF))
+
+    def stop(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DeflatedFile:
+    """A file of an export kept deflated as the exporter writes it (a binary output), for a tar.gz to take as it is
+    (``GzipWriter.splice``): Mind2Web's split files, hundreds of MB of JSON, are compressed on another core while the
+    export goes on, and never written out, read back and compressed after it. One thread of its own compresses,
+    counts and hashes the pieces in order into ``path`` (deflate blocks ending on a byte, none the last); ``size``,
+    ``crc`` and ``sha256`` describe the plain bytes once it is closed."""
+
+    def __init__(self, path: Path, level: int, block: int = CHUNK):
+        self.path, self.handle, self.compressor, self.block = path, path.open("wb"), deflater(level), block
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deflate")
+        self.pending, self.buffer = collections.deque(), bytearray()
+        self.size, self.crc, self.digest, self.closed = 0, 0, hashlib.sha256(), False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, trace):
+        if kind is None:
+            self.close()
+        else:
+            self.discard()
+
+    def write(self, data: bytes) -> None:
+        self.buffer += data
+        if len(self.buffer) >= self.block:
+            self.submit(bytes(self.buffer))
+            self.buffer.clear()
+
+    def submit(self, data: bytes) -> None:
+        self.pending.append(self.worker.submit(self.take, data))
+        while len(self.pending) > 2:  # bounded: a piece compressed, one waiting
+            self.pending.popleft().result()
+
+    def take(self, data: bytes) -> None:
+        self.digest.update(data)
+        self.crc, self.size = isal_zlib.crc32(data, self.crc), self.size + len(data)
+        self.handle.write(self.compressor.compress(data))
+
+    def close(self) -> None:
+        """The rest compressed and the file ended on a byte (a sync flush)."""
+        if self.closed:
+            return
+        try:
+            self.submit(bytes(self.buffer))
+            while self.pending:
+                self.pending.popleft().result()
+            self.handle.write(self.compressor.flush(isal_zlib.Z_SYNC_FLUSH))
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        self.closed = True
+        self.worker.shutdown(wait=True, cancel_futures=True)
+        self.handle.close()
+
+    @property
+    def sha256(self) -> str:
+        return self.digest.hexdigest()
+
+    def copy_into(self, output) -> None:
+        if not self.closed:
+            raise ValueError(f"{self.path} is still being written")
+        with self.path.open("rb") as handle:
+            while data := handle.read(CHUNK):
+                output.write(data)
+
+
+class DeflatedFiles:
+    """The files an export keeps deflated (``DeflatedFile``), in ``folder``, by the path each stands for in the
+    export folder: ``open(path)`` instead of ``path.open("wb")``; ``files()`` for ``write_archive``'s ``deflated``."""
+
+    def __init__(self, folder: Path, compresslevel: int = 6):
+        self.folder, self.level, self.kept = folder, isal_level(compresslevel), {}
+
+    def open(self, path: Path) -> DeflatedFile:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        file = DeflatedFile(self.folder / f"{len(self.kept)}.deflate", self.level)
+        self.kept[os.fspath(path)] = file
+        return file
+
+    def files(self) -> dict:
+        return dict(self.kept)
 
 
 BLOCK = 512  # tar's block: headers, and data padded to it
@@ -188,14 +372,13 @@ class TarWriter:
     """A gzipped tar. Hard-linked files (blobs the exporter linked more than once) are stored once, as tar
     hard links, like GNU tar does. Headers are ustar (``ustar_header``; tarfile's pax headers for what ustar cannot
     hold), each file written with its header in one piece. Compressed with ISA-L on ``GZIP_THREADS`` threads
-    (``isal.igzip_threaded``, which release the GIL): about seven times as fast as ``gzip -6``, so archiving an
-    export is no longer bound by compression, while reading and hashing go on in this thread."""
+    (``GzipWriter``): about seven times as fast as ``gzip -6``, so archiving an export is no longer bound by
+    compression, while reading and hashing go on in this thread."""
 
     def __init__(self, destination, compresslevel: int, known: dict):
         self.owned, self.known = isinstance(destination, Path), known
         self.output = destination.open("wb") if self.owned else destination
-        level = isal_level(compresslevel)
-        self.gzip = igzip_threaded.open(self.output, "wb", compresslevel=level, threads=GZIP_THREADS)
+        self.gzip = GzipWriter(self.output, isal_level(compresslevel), GZIP_THREADS)
         self.seen = {}  # (device, inode) → (archived name, sha256)
         self.offset, self.mtime = 0, int(time.time())
 
@@ -207,12 +390,11 @@ class TarWriter:
             if kind is None:  # the end of the archive: two empty blocks, then padding to a whole record
                 self.write(bytes(BLOCK * 2))
                 self.write(bytes(-self.offset % RECORD))
+                self.gzip.close()  # the last blocks and the trailer
         finally:
-            try:
-                self.gzip.close()  # the last blocks, and the output's error if writing it failed
-            finally:
-                if self.owned:
-                    self.output.close()
+            self.gzip.stop()
+            if self.owned:
+                self.output.close()
 
     def write(self, data: bytes) -> None:
         self.gzip.write(data)
@@ -250,6 +432,13 @@ class TarWriter:
 
     def add_bytes(self, name: str, data: bytes) -> None:
         self.write(self.header(name, len(data)) + data + bytes(-len(data) % BLOCK))
+
+    def add_deflated(self, name: str, file: DeflatedFile) -> str:
+        self.write(self.header(name, file.size))
+        self.gzip.splice(file)
+        self.offset += file.size
+        self.write(bytes(-file.size % BLOCK))
+        return file.sha256
 
 
 class ZipWriter:

@@ -23,7 +23,7 @@ from annotation.store.blobstore import is_s3
 
 from ..runners import JobStopped, Progress, finish_clean, run_job, sweep_job_folders
 from . import dataset, form_dataset, form_quality
-from .archive import HashingWriter, file_sha256, write_archive
+from .archive import DeflatedFiles, HashingWriter, file_sha256, write_archive
 from .exporters import get_exporter, turkingbench
 from .exporters.base import PlannedBlobs
 from .quality import write_quality_report
@@ -100,18 +100,23 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
     total = count_demos(job.project, job.format, job.statuses, job.splits, job.demos)
     exporting = Progress(job, 0.0, EXPORT_SHARE)
     demos = dataset.export_demos(job.project, job.format, job.statuses, job.splits, names=job.demos)
+    # a tar.gz takes the largest files (Mind2Web's split files) deflated as they were written
+    deflated = DeflatedFiles(workdir / "deflated") if job.archive_format == "tar.gz" else None
     with dataset.storage_blobs(workdir / "blobs", planned=True) as blobs:
         # read ahead of the exporter; on S3 each demo's blobs read from its pack ahead of it too. Closed here, not
         # when the generator is collected: an exporter's exception (kept by a logger, or alive while the job is
         # marked failed) holds this frame, and with it a thread still reading on its own connection
         with contextlib.closing(dataset.read_ahead(blobs.prefetch(demos))) as ahead:
+            exporter = get_exporter(job.format, deflated)
             counts = export_with_quality(
-                get_exporter(job.format), ahead, out, blobs, lambda done: exporting(done / total), job.project.name
+                exporter, ahead, out, blobs, lambda done: exporting(done / total), job.project.name
             )
+        kept = deflated.files() if deflated is not None else None
         if isinstance(blobs, dataset.RemoteStorageBlobs):  # archived while the last packs arrive
-            return archive_and_publish(job, out, workdir, counts, blobs=blobs)
+            return archive_and_publish(job, out, workdir, counts, blobs=blobs, deflated=kept)
     # local storage: the blobs are archived from their own files (``PlannedBlobs``)
-    archive_and_publish(job, out, workdir, counts, planned=blobs.files() if isinstance(blobs, PlannedBlobs) else None)
+    planned = blobs.files() if isinstance(blobs, PlannedBlobs) else None
+    archive_and_publish(job, out, workdir, counts, planned=planned, deflated=kept)
 
 
 def export_with_quality(exporter, demos, out: Path, blobs, progress, project: str) -> dict:
@@ -164,19 +169,28 @@ def move_into_storage(path: Path, name: str) -> str:
 
 
 def archive_and_publish(
-    job: ExportJob, out: Path, workdir: Path, counts: dict, blobs=None, planned: dict | None = None
+    job: ExportJob,
+    out: Path,
+    workdir: Path,
+    counts: dict,
+    blobs=None,
+    planned: dict | None = None,
+    deflated: dict | None = None,
 ) -> None:
     """Archive the export folder ``out`` into storage under ``exports/<pk>/<filename>`` and mark the job done; on S3
     the archive is uploaded while it is made (``archive_into_s3``), else written beside ``out`` (with the
     ``planned`` files of local blobs: ``write_archive``) and moved in. ``blobs``: the remote blobs still being linked
     into ``out`` (``dataset.RemoteStorageBlobs``), archived as they arrive and not hashed again; every fetch has
-    ended before the job is published."""
+    ended before the job is published. ``deflated``: files kept deflated (``archive.DeflatedFiles``), taken as
+    they are."""
     name, archiving = export_name(job), Progress(job, EXPORT_SHARE, 1 - EXPORT_SHARE)
     if is_s3(default_storage):
-        counts["files"], sha256, size = archive_into_s3(job, out, name, archiving, blobs)
+        counts["files"], sha256, size = archive_into_s3(job, out, name, archiving, blobs, deflated)
     else:
         archive = workdir / job.filename
-        counts["files"], sha256, size = write_local_archive(out, archive, job.archive_format, archiving, planned, blobs)
+        counts["files"], sha256, size = write_local_archive(
+            out, archive, job.archive_format, archiving, planned, blobs, deflated
+        )
         if blobs is not None:
             blobs.wait_all()
         Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing
@@ -187,7 +201,7 @@ def archive_and_publish(
 
 
 def write_local_archive(
-    out: Path, archive: Path, archive_format: str, progress: Progress, planned: dict | None, blobs
+    out: Path, archive: Path, archive_format: str, progress: Progress, planned: dict | None, blobs, deflated=None
 ) -> tuple[int, str, int]:
     """The archive of ``out`` written at ``archive``; (files archived, sha256, size). A tar.gz is hashed as it is
     written; a zip, which goes back into its file to finish each entry, is read again."""
@@ -197,7 +211,9 @@ def write_local_archive(
         return len(manifest), file_sha256(archive), archive.stat().st_size
     with archive.open("wb") as handle:
         output, top = HashingWriter(handle), archive.name.removesuffix(".tar.gz")
-        manifest = write_archive(out, output, archive_format, progress, top=top, planned=planned, **arriving)
+        manifest = write_archive(
+            out, output, archive_format, progress, top=top, planned=planned, deflated=deflated, **arriving
+        )
     return len(manifest), output.digest.hexdigest(), output.size
 
 
@@ -210,14 +226,18 @@ def export_name(job: ExportJob) -> str:
     return f"{EXPORTS_PREFIX}{job.pk}/{job.filename}"
 
 
-def archive_into_s3(job: ExportJob, out: Path, name: str, progress: Progress, blobs=None) -> tuple[int, str, int]:
+def archive_into_s3(
+    job: ExportJob, out: Path, name: str, progress: Progress, blobs=None, deflated=None
+) -> tuple[int, str, int]:
     """Stream the archive into an S3 multipart upload as it is made (no local archive, bounded memory); it appears
     under ``name`` only once complete. Returns (files archived, sha256, size)."""
     top = job.filename.removesuffix(f".{job.archive_format}")
     media_type = ARCHIVE_MEDIA_TYPES[job.archive_format]
     upload = MultipartWriter(default_storage, name, media_type, settings.S3_PART_BYTES, settings.S3_UPLOAD_CONCURRENCY)
     try:
-        manifest = write_archive(out, upload, job.archive_format, progress, top=top, **still_arriving(blobs))
+        manifest = write_archive(
+            out, upload, job.archive_format, progress, top=top, deflated=deflated, **still_arriving(blobs)
+        )
         if blobs is not None:
             blobs.wait_all()  # fetches no file needed (blobs read ahead for nothing) end before publishing
         Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing

@@ -50,6 +50,7 @@ from annotation.lib.formats import mind2web_task_id
 from annotation.lib.shapes import as_dict, as_text, box_of, element_of
 from annotation.lib.splits import MIND2WEB_SPLITS
 
+from ...archive import DeflatedFiles
 from ..base import BlobSource, ExportCounts, ExportDemo, ExportTurn, write_changes
 from .page import Snapshot
 from .rawdump import write_raw_dump
@@ -330,15 +331,15 @@ def task_record(demo: ExportDemo, done: list[Step]) -> str:
 
 
 class SplitFiles:
-    """The split files, each a JSON list that grows one record at a time."""
+    """The split files, each a JSON list that grows one record at a time; written through ``deflated``
+    (``archive.DeflatedFiles``) when given, kept deflated for a tar.gz instead of written out."""
 
-    def __init__(self, out: Path, splits: tuple, stack: ExitStack):
-        self.handles = {
-            name: stack.enter_context((out / f"{name}.json").open("w", encoding="utf-8")) for name in splits
-        }
+    def __init__(self, out: Path, splits: tuple, stack: ExitStack, deflated: DeflatedFiles | None = None):
+        opener = deflated.open if deflated is not None else (lambda path: path.open("wb"))
+        self.handles = {name: stack.enter_context(opener(out / f"{name}.json")) for name in splits}
         self.written = dict.fromkeys(splits, 0)
         for handle in self.handles.values():
-            handle.write("[")
+            handle.write(b"[")
 
     def check(self, demo: ExportDemo) -> None:
         if demo.split not in self.handles:
@@ -346,15 +347,14 @@ class SplitFiles:
 
     def write(self, split: str, record: dict | str) -> None:
         """One record, or a record's JSON text as it is (an imported task's original object)."""
-        handle = self.handles[split]
-        handle.write(",\n" if self.written[split] else "\n")
         # dumps, not dump: dump encodes in pure Python
-        handle.write(record if isinstance(record, str) else json.dumps(record, ensure_ascii=False))
+        text = record if isinstance(record, str) else json.dumps(record, ensure_ascii=False)
+        self.handles[split].write(((",\n" if self.written[split] else "\n") + text).encode("utf-8"))
         self.written[split] += 1
 
     def close(self) -> None:
         for name, handle in self.handles.items():
-            handle.write("\n]\n" if self.written[name] else "]\n")
+            handle.write(b"\n]\n" if self.written[name] else b"]\n")
 
 
 def write_snapshots(out: Path, annotation: str, snapshots: list, blobs: BlobSource) -> None:
@@ -382,8 +382,9 @@ class Mind2WebExporter:
     format = "mind2web"
     splits = MIND2WEB_SPLITS
 
-    def __init__(self):
+    def __init__(self, deflated: DeflatedFiles | None = None):
         self.quality_extras = {}  # annotation_id → its quality.json additions (the raw dump's files)
+        self.deflated = deflated  # where the split files are kept deflated, for a tar.gz job (else written to out)
 
     def exported_id(self, demo: ExportDemo) -> str | None:
         """The demo's ``annotation_id`` in the export; None for a demo left out (rejected, or discarded)."""
@@ -400,7 +401,7 @@ class Mind2WebExporter:
         out.mkdir(parents=True, exist_ok=True)
         counts, changes = ExportCounts(), []
         with ExitStack() as stack:
-            files = SplitFiles(out, self.splits, stack)
+            files = SplitFiles(out, self.splits, stack, self.deflated)
             for done, demo in enumerate(demos, start=1):
                 files.check(demo)
                 changes += [demo.changes] if demo.changes is not None else []
