@@ -44,10 +44,13 @@ class HashingWriter:
         self.handle.flush()
 
 
-def files_under(root: Path, planned: dict | None = None) -> list[tuple[str, str, os.stat_result]]:
+def files_under(
+    root: Path, planned: dict | None = None, arriving: bool = False
+) -> list[tuple[str, str, os.stat_result | None]]:
     """``(archive name, path to read, its stat)`` of every file under ``root``, sorted, with ``/`` separators; and of
     the ``planned`` files (``{path under root: file to read in its place}``: blobs an export names without linking
-    them there). One ``stat`` a file, no ``Path`` objects: an export has tens of thousands of files."""
+    them there), with no stat when they may still be ``arriving``. One ``stat`` a file, no ``Path`` objects: an
+    export has tens of thousands of files."""
     folders = [os.fspath(Path(root))]
     found, start, prefix = [], len(folders[0]) + 1, folders[0] + os.sep
     while folders:
@@ -60,7 +63,7 @@ def files_under(root: Path, planned: dict | None = None) -> list[tuple[str, str,
     for path, source in (planned or {}).items():
         if not path.startswith(prefix):
             raise ValueError(f"{path} is not under {root}")
-        found.append((path[start:].replace(os.sep, "/"), os.fspath(source), os.stat(source)))
+        found.append((path[start:].replace(os.sep, "/"), os.fspath(source), None if arriving else os.stat(source)))
     return sorted(found, key=lambda file: file[0])
 
 
@@ -81,25 +84,21 @@ def write_archive(
     ``workers.exports.s3upload``; it is not closed here). ``progress(fraction)`` is called as bytes are archived. The
     archive's top folder is ``top``, by default ``destination``'s stem. ``planned``: files archived as if they were
     under ``root`` (``files_under``). ``known``: ``(st_dev, st_ino)`` → sha256 of files already checked against it
-    (blobs fetched from S3), which are not hashed again. ``arriving``: files still being written under ``root``
-    (``files()`` lists them, ``wait(path)`` returns once one is complete), archived in their place as they come; the
-    archive is the same as if they had all been there.
+    (blobs fetched from S3), which are not hashed again. ``arriving``: the ``planned`` files may still be being
+    written (``wait(file)`` returns once one is complete, or raises why it never will be); each is archived in its
+    place as it comes, and the archive is the same as if they had all been there.
     """
     if archive_format not in ARCHIVE_FORMATS:
         raise ValueError(f"unknown archive format {archive_format!r}; known: {', '.join(ARCHIVE_FORMATS)}")
-    files = files_under(root, planned)
-    if arriving is not None:
-        later = {path.relative_to(root).as_posix(): (os.fspath(path), None) for path in arriving.files()}
-        here = {name: (path, stat) for name, path, stat in files}
-        files = [(name, *file) for name, file in sorted({**here, **later}.items())]
+    files = files_under(root, planned, arriving is not None)
     total = sum(stat.st_size if stat else size_now(path) for _, path, stat in files) or 1
     top = top or destination.name.removesuffix(f".{archive_format}")
     writer = TarWriter if archive_format == "tar.gz" else ZipWriter
     manifest, done = {}, 0
     with writer(destination, compresslevel, known or {}) as archive:
         for name, path, stat in files:
-            if arriving is not None:
-                arriving.wait(Path(path))
+            if stat is None:  # a planned file still arriving
+                arriving.wait(path)
                 stat = os.stat(path)  # complete now
             manifest[name] = {"sha256": archive.add(f"{top}/{name}", path, stat), "size": stat.st_size}
             done += stat.st_size
