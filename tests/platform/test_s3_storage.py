@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import tarfile
+import types
 import urllib.request
 import zipfile
 
@@ -396,6 +397,19 @@ def test_a_blob_name_that_is_no_sha256_is_refused_before_the_cache_is_touched(s3
     assert blobs.claims == {}
     assert sorted(path.name for path in tmp_path.iterdir()) == ["cache", "out", "secret.txt"]
     assert list(root.iterdir()) == []
+
+
+def test_reading_ahead_claims_only_names_that_are_sha256s(s3_storage, tmp_path):
+    """A chosen screenshot is a string of the review's: reading a demo's pack ahead never joins one that is a path to
+    the cache (its ``.part`` would be written beside what it names); ``copy_to`` refuses it when the exporter asks."""
+    page = stored_blob(b"<html>page</html>")
+    turn = types.SimpleNamespace(page=page, bboxes=None, screenshot="../escape")
+    with RemoteStorageBlobs(tmp_path / "cache", planned=True) as blobs:
+        demos = list(blobs.prefetch([types.SimpleNamespace(name="no-pack", turns=(turn,))]))
+    assert [demo.turns for demo in demos] == [(turn,)]
+    assert set(blobs.claims) == blobs.fetched == {page}
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["cache"]
+    assert [path.name for path in (tmp_path / "cache").iterdir()] == [page]
 
 
 def archived_members(data: bytes) -> tuple[dict, dict]:

@@ -302,7 +302,7 @@ class RemoteStorageBlobs:
         with self.lock:
             claim = self.claims[sha256]
         claim.wait()
-        if sha256 not in self.fetched:  # not whether a file is there: a name that is no sha256 never names a blob
+        if sha256 not in self.fetched:  # not whether a file is there: only a blob that arrived checked counts
             raise self.errors[0] if self.errors else FileNotFoundError(f"{file} could not be read from storage")
 
     def read(self, sha256: str) -> bytes:
@@ -320,7 +320,13 @@ class RemoteStorageBlobs:
         """The demos, unchanged; for each, its blobs claimed and read from its pack in the background."""
         for demo in demos:
             if self.pool is not None and self.reader is not None:
-                shas = {sha for turn in demo.turns for sha in (turn.page, turn.bboxes, turn.screenshot) if sha}
+                # a name that is no sha256 is left to ``copy_to``, which refuses it: never joined to the cache
+                shas = {
+                    sha
+                    for turn in demo.turns
+                    for sha in (turn.page, turn.bboxes, turn.screenshot)
+                    if sha and SHA256.fullmatch(sha)
+                }
                 with self.lock:
                     mine = {sha: self.claims.setdefault(sha, threading.Event()) for sha in shas - self.claims.keys()}
                 if mine:
