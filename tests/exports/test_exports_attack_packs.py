@@ -42,6 +42,34 @@ def unpack(data: bytes, cache, pieces, wanted) -> PackWriter:
 
 
 @pytest.mark.parametrize("deflated", [True, False])
+@pytest.mark.parametrize("length", [packs.MAX_INDEX_BYTES + 1, 2**63, 2**64 - 1])
+def test_a_head_declaring_an_index_longer_than_any_pack_is_no_pack_at_once(tmp_path, deflated, length):
+    """The head's index length is judged as soon as it is read: a huge one made the reader gather the whole body
+    as the index before finding it was none."""
+    blob = b"hello, pack"
+    writer = PackWriter([sha(blob)], tmp_path)
+    writer.write((MAGIC if deflated else MAGIC_RAW) + struct.pack(">Q", length))
+    assert writer.broken
+    body = pack_bytes([blob], deflated)
+    writer.write(body)
+    writer.close()
+    assert len(writer.head) == len(MAGIC) + 8  # nothing more gathered
+    assert writer.found == set()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_index_of_the_longest_length_allowed_is_still_read(tmp_path):
+    """The cap leaves room: an index padded to ``MAX_INDEX_BYTES`` (JSON allows the spaces) is a pack."""
+    blob = b"hello, pack"
+    index = json.dumps({"blobs": [[sha(blob), len(blob)]]}).encode().ljust(packs.MAX_INDEX_BYTES)
+    data = MAGIC + struct.pack(">Q", len(index)) + index + isal_zlib.compress(blob, 1)
+    writer = unpack(data, tmp_path, [len(data) // 3], [sha(blob)])
+    assert not writer.broken
+    assert writer.found == {sha(blob)}
+    assert (tmp_path / sha(blob)).read_bytes() == blob
+
+
+@pytest.mark.parametrize("deflated", [True, False])
 @pytest.mark.parametrize("size", [-1, -5, "Infinity", None, [5]])
 def test_an_index_whose_size_is_not_a_byte_count_is_no_pack_and_never_hangs(tmp_path, deflated, size):
     """A negative size made ``read_body`` loop for ever (``view[:-n]`` never brings ``left`` to 0): the export's

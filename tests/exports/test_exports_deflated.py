@@ -83,7 +83,7 @@ def test_a_deflated_file_describes_its_plain_bytes(tmp_path):
 def test_a_deflated_file_cannot_be_spliced_before_it_is_closed_and_its_thread_ends_with_a_failure(tmp_path):
     file = DeflatedFile(tmp_path / "a.deflate", level=3)
     file.write(b"[")
-    with pytest.raises(ValueError, match="still being written"):
+    with pytest.raises(ValueError, match="not complete"):
         file.copy_into(Collected())
     file.write(b"x" * 3_000_000)  # pieces under way
     file.__exit__(RuntimeError, RuntimeError("the exporter failed"), None)  # as a ``with`` ends on an exception

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import tarfile
+import types
 import urllib.request
 import zipfile
 
@@ -21,8 +22,10 @@ from devtools.processes import celery_beat, celery_worker, free_port
 from tests.support.corpus import ingest_corpus
 from tests.support.review_data import recorded_demo
 from tests.support.waits import wait_until
+from workers.exports import packs
+from workers.exports.archive import write_archive
 from workers.exports.dataset import RemoteStorageBlobs
-from workers.exports.jobs import sweep_export_folders
+from workers.exports.jobs import run_export, sweep_export_folders
 from workers.exports.packs import demo_shas, pack_name
 from workers.exports.s3upload import MultipartWriter, abandoned_uploads
 
@@ -318,3 +321,145 @@ def test_exports_read_each_demo_from_its_blob_pack_and_fall_back_to_single_blobs
     s3.put_object(Bucket=bucket, Key=pack_name(second.name), Body=pack[:-100] + bytes(100))
 
     assert exported_manifest(client, new_export()) == before
+
+
+def stored_blob(data: bytes, stored: bytes | None = None) -> str:
+    """A blob saved in the bucket under its sha256 (with ``stored``: other bytes under that name); its sha256."""
+    sha = hashlib.sha256(data).hexdigest()
+    default_storage.save(sha256_path(sha), io.BytesIO(data if stored is None else stored))
+    return sha
+
+
+def test_evaluations_get_real_files_and_export_jobs_archive_blobs_from_the_cache_unlinked(s3_storage, tmp_path):
+    """Without ``planned`` (evaluations, ``export_dataset``) each blob is a file in the folder, the cache's own;
+    with it (export jobs) nothing is written in the folder: ``files()`` names each destination's checked cache file,
+    each blob fetched once, whatever the number of destinations."""
+    page, shot = stored_blob(b"<html>page</html>"), stored_blob(b"\x89PNG shot")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    with RemoteStorageBlobs(tmp_path / "linked") as blobs:
+        blobs.copy_to(page, folder / "page.html")
+        blobs.copy_to(shot, folder / "a.png")
+        blobs.copy_to(shot, folder / "b.png")
+    assert (folder / "page.html").read_bytes() == b"<html>page</html>"
+    assert (folder / "a.png").read_bytes() == (folder / "b.png").read_bytes() == b"\x89PNG shot"
+    assert (folder / "a.png").stat().st_ino == (tmp_path / "linked" / shot).stat().st_ino
+
+    planned = tmp_path / "planned"
+    planned.mkdir()
+    with RemoteStorageBlobs(tmp_path / "cache", planned=True) as blobs:
+        for name, sha in (("page.html", page), ("a.png", shot), ("b.png", shot)):
+            blobs.copy_to(sha, str(planned / name))
+        files = blobs.files()
+        for file in files.values():
+            blobs.wait(file)
+    assert list(planned.iterdir()) == []
+    assert files == {str(planned / "page.html"): str(tmp_path / "cache" / page)} | {
+        str(planned / name): str(tmp_path / "cache" / shot) for name in ("a.png", "b.png")
+    }
+    assert sorted(blobs.checked.values()) == sorted([page, shot])
+    assert sorted(path.name for path in (tmp_path / "cache").iterdir()) == sorted([page, shot])
+
+
+def test_a_planned_blob_that_fails_its_check_fails_the_archive_with_its_error(s3_storage, tmp_path):
+    """The archive waits for a planned blob still arriving; one whose stored bytes are not its sha256 never arrives:
+    the archive raises the fetch's own error, and leaving the block raises it too."""
+    good, altered = stored_blob(b"kept"), stored_blob(b"original", stored=b"changed in the bucket")
+    root = tmp_path / "out"
+    root.mkdir()
+    (root / "replay.json").write_text("{}")
+    mismatch = f"{altered} read from storage does not match its sha256"
+
+    def archive_then_leave():
+        with RemoteStorageBlobs(tmp_path / "cache", planned=True) as blobs:
+            blobs.copy_to(good, str(root / "a.png"))
+            blobs.copy_to(altered, str(root / "b.png"))
+            with pytest.raises(OSError, match=mismatch):  # the archive, waiting for the blob
+                write_archive(root, tmp_path / "x.tar.gz", planned=blobs.files(), known=blobs.checked, arriving=blobs)
+
+    with pytest.raises(OSError, match=mismatch):  # leaving the block: the fetch's failure again
+        archive_then_leave()
+    assert not (tmp_path / "cache" / altered).exists()
+
+
+@pytest.mark.parametrize("planned", [True, False])
+def test_a_blob_name_that_is_no_sha256_is_refused_before_the_cache_is_touched(s3_storage, tmp_path, planned):
+    """Blob names come from the database and from imported releases, and are joined to the cache folder: a name that
+    is a path would have the fetch write beside it and the archive read it."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not a blob")
+    root = tmp_path / "out"
+    root.mkdir()
+    with RemoteStorageBlobs(tmp_path / "cache", planned) as blobs:
+        for name in (str(secret), "../secret.txt", hashlib.sha256(b"x").hexdigest().upper()):
+            with pytest.raises(ValueError, match="is not a blob's sha256"):
+                blobs.copy_to(name, str(root / "a.png"))
+    assert blobs.claims == {}
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["cache", "out", "secret.txt"]
+    assert list(root.iterdir()) == []
+
+
+def test_reading_ahead_claims_only_names_that_are_sha256s(s3_storage, tmp_path):
+    """A chosen screenshot is a string of the review's: reading a demo's pack ahead never joins one that is a path to
+    the cache (its ``.part`` would be written beside what it names); ``copy_to`` refuses it when the exporter asks."""
+    page = stored_blob(b"<html>page</html>")
+    turn = types.SimpleNamespace(page=page, bboxes=None, screenshot="../escape")
+    with RemoteStorageBlobs(tmp_path / "cache", planned=True) as blobs:
+        demos = list(blobs.prefetch([types.SimpleNamespace(name="no-pack", turns=(turn,))]))
+    assert [demo.turns for demo in demos] == [(turn,)]
+    assert set(blobs.claims) == blobs.fetched == {page}
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["cache"]
+    assert [path.name for path in (tmp_path / "cache").iterdir()] == [page]
+
+
+def archived_members(data: bytes) -> tuple[dict, dict]:
+    """``{path under the top folder: (kind, link target under it, bytes)}`` of a tar.gz export, and its manifest's
+    entries; ``quality.json`` left out (it carries the time it was made)."""
+    members = {}
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for member in tar.getmembers():
+            name = member.name.partition("/")[2]
+            link = member.linkname.partition("/")[2]
+            content = tar.extractfile(member).read() if member.isfile() else b""
+            members[name] = (member.type, link, content)
+    manifest = json.loads(members.pop("manifest.json")[2])["files"]
+    members.pop("quality.json")
+    return members, {name: entry for name, entry in manifest.items() if name != "quality.json"}
+
+
+def exported_archive(project, owner) -> bytes:
+    """An export job of the project run as the worker runs it, in this process; its archive's bytes."""
+    job = ExportJob.objects.create(project=project, owner=owner, format="weblinx", statuses=["validated"])
+    run_export(job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE, job.error
+    with default_storage.open(job.file.name, "rb") as handle:
+        return handle.read()
+
+
+def test_an_export_job_on_s3_archives_the_files_and_links_it_archives_on_local_storage(
+    s3_server, s3_storage, settings, tmp_path, researcher
+):
+    """The same demos exported by the job on S3 (blobs from packs and from their own objects, archived from the
+    cache) and on local storage (archived from the store): the same members, links, bytes and manifest."""
+    demos = ingest_corpus(project="alpha", demos=3, turns=12, elements=120, seed=13)
+    for demo in demos[:2]:  # the third demo's blobs are read one by one
+        packs.pack_demo(demo)
+    on_s3 = archived_members(exported_archive(demos[0].project, researcher))
+
+    bucket, s3 = s3_storage["AWS_STORAGE_BUCKET_NAME"], s3_server.client()
+    keys = bucket_keys(s3_server, bucket, "blobs/")
+    media = tmp_path / "local-media"
+    for key in keys:
+        (media / key).parent.mkdir(parents=True, exist_ok=True)
+        (media / key).write_bytes(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(media)}},
+    }
+    on_local = archived_members(exported_archive(demos[0].project, researcher))
+
+    assert on_s3 == on_local
+    members, manifest = on_s3
+    assert any(kind == tarfile.LNKTYPE for kind, _, _ in members.values())  # a blob used twice: archived once
+    assert sum(name.endswith("/replay.json") for name in manifest) == 3

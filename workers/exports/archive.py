@@ -8,6 +8,7 @@ archive root, ``{"algorithm": "sha256", "files": {path: {"sha256", "size"}}}``) 
 
 import collections
 import hashlib
+import itertools
 import os
 import struct
 import tarfile
@@ -48,10 +49,13 @@ class HashingWriter:
         self.handle.flush()
 
 
-def files_under(root: Path, planned: dict | None = None) -> list[tuple[str, str, os.stat_result]]:
+def files_under(
+    root: Path, planned: dict | None = None, arriving: bool = False
+) -> list[tuple[str, str, os.stat_result | None]]:
     """``(archive name, path to read, its stat)`` of every file under ``root``, sorted, with ``/`` separators; and of
     the ``planned`` files (``{path under root: file to read in its place}``: blobs an export names without linking
-    them there). One ``stat`` a file, no ``Path`` objects: an export has tens of thousands of files."""
+    them there), with no stat when they may still be ``arriving``. One ``stat`` a file, no ``Path`` objects: an
+    export has tens of thousands of files."""
     folders = [os.fspath(Path(root))]
     found, start, prefix = [], len(folders[0]) + 1, folders[0] + os.sep
     while folders:
@@ -64,7 +68,7 @@ def files_under(root: Path, planned: dict | None = None) -> list[tuple[str, str,
     for path, source in (planned or {}).items():
         if not path.startswith(prefix):
             raise ValueError(f"{path} is not under {root}")
-        found.append((path[start:].replace(os.sep, "/"), os.fspath(source), os.stat(source)))
+        found.append((path[start:].replace(os.sep, "/"), os.fspath(source), None if arriving else os.stat(source)))
     return sorted(found, key=lambda file: file[0])
 
 
@@ -86,27 +90,22 @@ def write_archive(
     ``workers.exports.s3upload``; it is not closed here). ``progress(fraction)`` is called as bytes are archived. The
     archive's top folder is ``top``, by default ``destination``'s stem. ``planned``: files archived as if they were
     under ``root`` (``files_under``). ``known``: ``(st_dev, st_ino)`` → sha256 of files already checked against it
-    (blobs fetched from S3), which are not hashed again. ``arriving``: files still being written under ``root``
-    (``files()`` lists them, ``wait(path)`` returns once one is complete), archived in their place as they come; the
-    archive is the same as if they had all been there. ``deflated``: ``{path under root: DeflatedFile}``, files kept
-    deflated (closed by now) archived as if they were under ``root``; tar.gz only.
+    (blobs fetched from S3), which are not hashed again. ``arriving``: the ``planned`` files may still be being
+    written (``wait(file)`` returns once one is complete, or raises why it never will be); each is archived in its
+    place as it comes, and the archive is the same as if they had all been there. ``deflated``: ``{path under root:
+    DeflatedFile}``, files kept deflated (complete by now) archived as if they were under ``root``; tar.gz only.
     """
     if archive_format not in ARCHIVE_FORMATS:
         raise ValueError(f"unknown archive format {archive_format!r}; known: {', '.join(ARCHIVE_FORMATS)}")
     if deflated and archive_format != "tar.gz":
         raise ValueError("files kept deflated go into a tar.gz only")
-    files = files_under(root, planned)
-    if arriving is not None or deflated:
-        later = (
-            {path.relative_to(root).as_posix(): (os.fspath(path), None) for path in arriving.files()}
-            if arriving
-            else {}
+    files = files_under(root, planned, arriving is not None)
+    if deflated:
+        kept = {Path(path).relative_to(root).as_posix(): (os.fspath(path), file) for path, file in deflated.items()}
+        files = sorted(
+            [file for file in files if file[0] not in kept] + [(name, *file) for name, file in kept.items()],
+            key=lambda file: file[0],
         )
-        kept = {
-            Path(path).relative_to(root).as_posix(): (os.fspath(path), file) for path, file in (deflated or {}).items()
-        }
-        here = {name: (path, stat) for name, path, stat in files}
-        files = [(name, *file) for name, file in sorted({**here, **later, **kept}.items())]
     total = sum(size_now(path, stat) for _, path, stat in files) or 1
     top = top or destination.name.removesuffix(f".{archive_format}")
     writer = TarWriter if archive_format == "tar.gz" else ZipWriter
@@ -118,8 +117,8 @@ def write_archive(
                 done += stat.size
                 progress(done / total)
                 continue
-            if stat is None:
-                arriving.wait(Path(path))
+            if stat is None:  # a planned file still arriving
+                arriving.wait(path)
                 stat = os.stat(path)  # complete now
             manifest[name] = {"sha256": archive.add(f"{top}/{name}", path, stat), "size": stat.st_size}
             done += stat.st_size
@@ -243,6 +242,7 @@ class DeflatedFile:
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deflate")
         self.pending, self.buffer = collections.deque(), bytearray()
         self.size, self.crc, self.digest, self.closed = 0, 0, hashlib.sha256(), False
+        self.complete = False  # closed whole (every piece compressed, the stream ended on a byte): fit to splice
 
     def __enter__(self):
         return self
@@ -278,6 +278,8 @@ class DeflatedFile:
             while self.pending:
                 self.pending.popleft().result()
             self.handle.write(self.compressor.flush(isal_zlib.Z_SYNC_FLUSH))
+            self.handle.close()
+            self.complete = True
         finally:
             self.discard()
 
@@ -291,8 +293,8 @@ class DeflatedFile:
         return self.digest.hexdigest()
 
     def copy_into(self, output) -> None:
-        if not self.closed:
-            raise ValueError(f"{self.path} is still being written")
+        if not self.complete:  # still being written, or given up after a failure: its bytes are not the file's
+            raise ValueError(f"{self.path} is not complete")
         with self.path.open("rb") as handle:
             while data := handle.read(CHUNK):
                 output.write(data)
@@ -303,11 +305,12 @@ class DeflatedFiles:
     export folder: ``open(path)`` instead of ``path.open("wb")``; ``files()`` for ``write_archive``'s ``deflated``."""
 
     def __init__(self, folder: Path, compresslevel: int = 6):
-        self.folder, self.level, self.kept = folder, isal_level(compresslevel), {}
+        self.folder, self.level, self.kept, self.opened = folder, isal_level(compresslevel), {}, itertools.count()
 
     def open(self, path: Path) -> DeflatedFile:
+        """A new deflated file standing for ``path`` (one opened for it before is replaced, never written over)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        file = DeflatedFile(self.folder / f"{len(self.kept)}.deflate", self.level)
+        file = DeflatedFile(self.folder / f"{next(self.opened)}.deflate", self.level)
         self.kept[os.fspath(path)] = file
         return file
 

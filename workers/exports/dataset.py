@@ -215,11 +215,11 @@ def read_ahead(values: Iterator, depth: int = READ_AHEAD) -> Iterator:
 
 
 def storage_blobs(cache: Path | None = None, planned: bool = False) -> DirectoryBlobs:
-    """Blob bytes from the platform's storage (local file system: hard links, or with ``planned`` none, the archive
-    reading each blob from storage: ``PlannedBlobs``; remote storage: downloads, each blob once into ``cache`` when
-    given, then hard-linked from there like local blobs)."""
+    """Blob bytes from the platform's storage. Local file system: hard links, or with ``planned`` none, the archive
+    reading each blob from storage (``PlannedBlobs``). Remote storage: downloads, each blob once into ``cache`` when
+    given, then hard-linked from there like local blobs, or with ``planned`` archived from the cache unlinked."""
     if not is_local(default_storage):
-        return RemoteStorageBlobs(cache)
+        return RemoteStorageBlobs(cache, planned)
     kind = PlannedBlobs if planned else DirectoryBlobs
     return kind(local_blob_path(default_storage.path("")))
 
@@ -243,21 +243,24 @@ class RemoteStorageBlobs:
     """Blobs in storage without local paths (S3): read through the storage, streamed (``stream_file``).
 
     With a ``cache`` folder, ``copy_to`` returns at once: ``FETCHERS`` threads download each blob once into the
-    cache (requests to S3 wait on the network, not on us) and hard-link it where it was asked for; leaving the
-    ``with`` block waits for them and raises the first failure. ``prefetch(demos)`` passes the demos through and,
-    on S3, reads each demo's blobs from its pack (``workers.exports.packs``: one GET a demo) into the cache before
-    the exporter asks for them; blobs not in a pack are read on their own. The archive can start before the last
-    blobs arrive: ``files()`` names the files still to be linked, ``wait(path)`` waits for one, and ``checked`` maps
-    each fetched blob's ``(st_dev, st_ino)`` to its sha256, checked as it was read (``write_archive``'s ``known``)."""
+    cache (requests to S3 wait on the network, not on us) and hard-link it where it was asked for, or with
+    ``planned`` only note it (``files()``, as ``PlannedBlobs`` does): an export job archives each blob from the cache
+    (``write_archive``'s ``planned``), no link made, listed and removed per file. Leaving the ``with`` block waits
+    for the fetches and raises the first failure. ``prefetch(demos)`` passes the demos through and, on S3, reads
+    each demo's blobs from its pack (``workers.exports.packs``: one GET a demo) into the cache before the exporter
+    asks for them; blobs not in a pack are read on their own. The archive can start before the last blobs arrive:
+    ``wait(file)`` waits for one, and ``checked`` maps each fetched blob's ``(st_dev, st_ino)`` to its sha256,
+    checked as it was read (``write_archive``'s ``arriving`` and ``known``)."""
 
     FETCHERS = 8
 
-    def __init__(self, cache: Path | None = None):
+    def __init__(self, cache: Path | None = None, planned: bool = False):
         self.cache, self.pool, self.pending = cache, None, []
-        self.lock, self.claims = threading.Lock(), {}  # sha256 → set when its download ended
-        self.waiting = {}  # sha256 → destinations to link once its download ends (under ``lock``)
-        self.arriving = {}  # destination → set once linked (or its fetch failed), for each link not made at once
+        self.lock, self.claims = threading.Lock(), {}  # sha256 → set when its fetch ended
+        self.waiting = {}  # sha256 → destinations to link once its fetch ends (under ``lock``)
+        self.planned = {} if planned else None  # destination (str) → sha256, archived from the cache
         self.checked, self.errors = {}, []  # see the class docstring; the fetches' failures, first first
+        self.fetched = set()  # sha256s in the cache, checked
         # S3: one reader (one client, one connection pool) for every fetcher thread and for ``read``, inside the
         # ``with`` block or not
         self.reader = S3ObjectReader(default_storage) if is_s3(default_storage) else None
@@ -287,19 +290,20 @@ class RemoteStorageBlobs:
             self.pending[done].result()
             done += 1
 
-    def files(self) -> list[Path]:
-        """Every destination that ``copy_to`` left to the fetches (linked by now or not)."""
-        with self.lock:
-            return list(self.arriving)
+    def files(self) -> dict:
+        """``{destination: the blob's file in the cache}`` of every blob copied with ``planned`` (some perhaps still
+        arriving: ``wait``)."""
+        return {destination: os.path.join(self.cache, sha) for destination, sha in self.planned.items()}
 
-    def wait(self, path: Path) -> None:
-        """Return once ``path`` is linked; raise its fetch's failure when it could not be."""
+    def wait(self, file: str) -> None:
+        """Return once the cached blob ``file`` (a value of ``files()``) is in; raise its fetch's failure when it
+        could not be read."""
+        sha256 = os.path.basename(file)
         with self.lock:
-            linked = self.arriving.get(path)
-        if linked is not None:
-            linked.wait()
-        if not path.exists():
-            raise self.errors[0] if self.errors else FileNotFoundError(f"{path} was not written")
+            claim = self.claims[sha256]
+        claim.wait()
+        if sha256 not in self.fetched:  # not whether a file is there: only a blob that arrived checked counts
+            raise self.errors[0] if self.errors else FileNotFoundError(f"{file} could not be read from storage")
 
     def read(self, sha256: str) -> bytes:
         with self.lock:
@@ -316,7 +320,13 @@ class RemoteStorageBlobs:
         """The demos, unchanged; for each, its blobs claimed and read from its pack in the background."""
         for demo in demos:
             if self.pool is not None and self.reader is not None:
-                shas = {sha for turn in demo.turns for sha in (turn.page, turn.bboxes, turn.screenshot) if sha}
+                # a name that is no sha256 is left to ``copy_to``, which refuses it: never joined to the cache
+                shas = {
+                    sha
+                    for turn in demo.turns
+                    for sha in (turn.page, turn.bboxes, turn.screenshot)
+                    if sha and SHA256.fullmatch(sha)
+                }
                 with self.lock:
                     mine = {sha: self.claims.setdefault(sha, threading.Event()) for sha in shas - self.claims.keys()}
                 if mine:
@@ -357,38 +367,22 @@ class RemoteStorageBlobs:
         self.settle([sha256])
 
     def copy_to(self, sha256: str, destination: Path | str) -> None:
-        destination = Path(destination)
         if self.pool is None:
-            return self.download(sha256, destination)
+            return self.download(sha256, Path(destination))
+        if not SHA256.fullmatch(sha256):  # joined to the cache: "../x" or "/x" would be written and read elsewhere
+            raise ValueError(f"{sha256!r} is not a blob's sha256")
         with self.lock:
             claim = self.claims.get(sha256)
-            if claim is not None and not claim.is_set():  # the fetch under way links it when done
-                self.waiting.setdefault(sha256, []).append(destination)
-                self.arriving[destination] = threading.Event()
+            if claim is None:  # the first request for a blob fetches it into the cache
+                claim = self.claims[sha256] = threading.Event()
+                self.pending.append(self.pool.submit(self.fetch_claimed, sha256))
+            if self.planned is not None:  # archived from the cache: nothing to link
+                self.planned[os.fspath(destination)] = sha256
                 return None
-            if claim is None:
-                self.arriving[destination] = threading.Event()
-        if claim is not None:
-            return self.link(sha256, destination)
-        self.pending.append(self.pool.submit(self.fetch_and_link, sha256, destination))
-        return None
-
-    def fetch_and_link(self, sha256: str, destination: Path) -> None:
-        """The first request for a blob downloads it into the cache and links it; later requests for it wait in
-        ``waiting`` (no thread blocked) and are linked when it is in."""
-        with self.lock:
-            claim = self.claims.get(sha256)
-            if claim is not None and not claim.is_set():
-                self.waiting.setdefault(sha256, []).append(destination)
-                return
-            self.claims.setdefault(sha256, threading.Event())
-        if claim is None:
-            try:
-                self.fetch_claimed(sha256)
-            except BaseException:
-                self.link_arriving(sha256, destination, failed=True)
-                raise
-        self.link_arriving(sha256, destination)
+            if not claim.is_set():  # linked when its fetch ends (``settle``): no thread blocked
+                self.waiting.setdefault(sha256, []).append(Path(destination))
+                return None
+        return self.link(sha256, Path(destination))
 
     def settle(self, shas, failed: bool = False) -> None:
         """Mark these blobs' fetches ended and link every destination that waited for them (none when the fetch
@@ -397,30 +391,21 @@ class RemoteStorageBlobs:
             for sha in shas:  # named by its sha256 only once checked
                 stat = (self.cache / sha).stat()
                 self.checked[(stat.st_dev, stat.st_ino)] = sha
+            self.fetched.update(shas)
         with self.lock:
             waiting = [(sha, self.waiting.pop(sha, [])) for sha in shas]
             for sha in shas:
                 self.claims[sha].set()
         errors = []
-        for sha, destinations in waiting:
+        for sha, destinations in waiting if not failed else ():
             for destination in destinations:
                 try:
-                    self.link_arriving(sha, destination, failed)
-                except Exception as error:  # every destination is told, then the first failure raised
+                    self.link(sha, destination)
+                except Exception as error:  # every destination is tried, then the first failure raised
                     errors.append(error)
         if errors:
+            self.errors.extend(errors)
             raise errors[0]
-
-    def link_arriving(self, sha256: str, destination: Path, failed: bool = False) -> None:
-        """Link a destination that waited for its blob's fetch (unless the fetch failed), then say it arrived."""
-        try:
-            if not failed:
-                self.link(sha256, destination)
-        except Exception as error:
-            self.errors.append(error)
-            raise
-        finally:
-            self.arriving[destination].set()
 
     def link(self, sha256: str, destination: Path) -> None:
         if not (self.cache / sha256).exists():

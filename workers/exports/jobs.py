@@ -25,7 +25,6 @@ from ..runners import JobStopped, Progress, finish_clean, run_job, sweep_job_fol
 from . import dataset, form_dataset, form_quality
 from .archive import DeflatedFiles, HashingWriter, file_sha256, write_archive
 from .exporters import get_exporter, turkingbench
-from .exporters.base import PlannedBlobs
 from .quality import write_quality_report
 from .s3upload import MultipartWriter, abandoned_uploads, abort_upload
 
@@ -111,12 +110,8 @@ def export_and_publish(job: ExportJob, workdir: Path) -> None:
             counts = export_with_quality(
                 exporter, ahead, out, blobs, lambda done: exporting(done / total), job.project.name
             )
-        kept = deflated.files() if deflated is not None else None
-        if isinstance(blobs, dataset.RemoteStorageBlobs):  # archived while the last packs arrive
-            return archive_and_publish(job, out, workdir, counts, blobs=blobs, deflated=kept)
-    # local storage: the blobs are archived from their own files (``PlannedBlobs``)
-    planned = blobs.files() if isinstance(blobs, PlannedBlobs) else None
-    archive_and_publish(job, out, workdir, counts, planned=planned, deflated=kept)
+        # archived from the blobs' own files (local storage) or from the cache as the last packs arrive (S3)
+        archive_and_publish(job, out, workdir, counts, blobs, deflated.files() if deflated is not None else None)
 
 
 def export_with_quality(exporter, demos, out: Path, blobs, progress, project: str) -> dict:
@@ -169,30 +164,22 @@ def move_into_storage(path: Path, name: str) -> str:
 
 
 def archive_and_publish(
-    job: ExportJob,
-    out: Path,
-    workdir: Path,
-    counts: dict,
-    blobs=None,
-    planned: dict | None = None,
-    deflated: dict | None = None,
+    job: ExportJob, out: Path, workdir: Path, counts: dict, blobs=None, deflated: dict | None = None
 ) -> None:
     """Archive the export folder ``out`` into storage under ``exports/<pk>/<filename>`` and mark the job done; on S3
-    the archive is uploaded while it is made (``archive_into_s3``), else written beside ``out`` (with the
-    ``planned`` files of local blobs: ``write_archive``) and moved in. ``blobs``: the remote blobs still being linked
-    into ``out`` (``dataset.RemoteStorageBlobs``), archived as they arrive and not hashed again; every fetch has
-    ended before the job is published. ``deflated``: files kept deflated (``archive.DeflatedFiles``), taken as
-    they are."""
+    the archive is uploaded while it is made (``archive_into_s3``), else written beside ``out`` and moved in.
+    ``blobs``: the export's planned blobs (``PlannedBlobs``, or ``dataset.RemoteStorageBlobs`` still fetching them
+    into its cache), archived from their own files (``planned_blobs``); every fetch has ended before the job is
+    published. ``deflated``: files kept deflated (``archive.DeflatedFiles``), taken as they are."""
     name, archiving = export_name(job), Progress(job, EXPORT_SHARE, 1 - EXPORT_SHARE)
     if is_s3(default_storage):
         counts["files"], sha256, size = archive_into_s3(job, out, name, archiving, blobs, deflated)
     else:
         archive = workdir / job.filename
         counts["files"], sha256, size = write_local_archive(
-            out, archive, job.archive_format, archiving, planned, blobs, deflated
+            out, archive, job.archive_format, archiving, blobs, deflated
         )
-        if blobs is not None:
-            blobs.wait_all()
+        wait_for_fetches(blobs)
         Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing
         name = move_into_storage(archive, name)
     if not finish_clean(job, workdir, JobStatus.DONE, file=name, sha256=sha256, size=size, counts=counts):
@@ -201,25 +188,34 @@ def archive_and_publish(
 
 
 def write_local_archive(
-    out: Path, archive: Path, archive_format: str, progress: Progress, planned: dict | None, blobs, deflated=None
+    out: Path, archive: Path, archive_format: str, progress: Progress, blobs, deflated: dict | None = None
 ) -> tuple[int, str, int]:
     """The archive of ``out`` written at ``archive``; (files archived, sha256, size). A tar.gz is hashed as it is
     written; a zip, which goes back into its file to finish each entry, is read again."""
-    arriving = still_arriving(blobs)
+    planned = planned_blobs(blobs)
     if archive_format != "tar.gz":
-        manifest = write_archive(out, archive, archive_format, progress, planned=planned, **arriving)
+        manifest = write_archive(out, archive, archive_format, progress, **planned)
         return len(manifest), file_sha256(archive), archive.stat().st_size
     with archive.open("wb") as handle:
         output, top = HashingWriter(handle), archive.name.removesuffix(".tar.gz")
-        manifest = write_archive(
-            out, output, archive_format, progress, top=top, planned=planned, deflated=deflated, **arriving
-        )
+        manifest = write_archive(out, output, archive_format, progress, top=top, deflated=deflated, **planned)
     return len(manifest), output.digest.hexdigest(), output.size
 
 
-def still_arriving(blobs) -> dict:
-    """``write_archive``'s arguments for blobs still being fetched into the folder (none for local storage)."""
-    return {"known": blobs.checked, "arriving": blobs} if blobs is not None else {}
+def planned_blobs(blobs) -> dict:
+    """``write_archive``'s arguments for an export's planned blobs: read from their own files (local storage), or
+    from the cache as they arrive and not hashed again (remote storage: ``dataset.RemoteStorageBlobs``)."""
+    if blobs is None:
+        return {}
+    if isinstance(blobs, dataset.RemoteStorageBlobs):
+        return {"planned": blobs.files(), "known": blobs.checked, "arriving": blobs}
+    return {"planned": blobs.files()}
+
+
+def wait_for_fetches(blobs) -> None:
+    """Fetches no file needed (remote blobs read ahead for nothing) end before publishing; raise their failure."""
+    if isinstance(blobs, dataset.RemoteStorageBlobs):
+        blobs.wait_all()
 
 
 def export_name(job: ExportJob) -> str:
@@ -227,7 +223,7 @@ def export_name(job: ExportJob) -> str:
 
 
 def archive_into_s3(
-    job: ExportJob, out: Path, name: str, progress: Progress, blobs=None, deflated=None
+    job: ExportJob, out: Path, name: str, progress: Progress, blobs=None, deflated: dict | None = None
 ) -> tuple[int, str, int]:
     """Stream the archive into an S3 multipart upload as it is made (no local archive, bounded memory); it appears
     under ``name`` only once complete. Returns (files archived, sha256, size)."""
@@ -236,10 +232,9 @@ def archive_into_s3(
     upload = MultipartWriter(default_storage, name, media_type, settings.S3_PART_BYTES, settings.S3_UPLOAD_CONCURRENCY)
     try:
         manifest = write_archive(
-            out, upload, job.archive_format, progress, top=top, deflated=deflated, **still_arriving(blobs)
+            out, upload, job.archive_format, progress, top=top, deflated=deflated, **planned_blobs(blobs)
         )
-        if blobs is not None:
-            blobs.wait_all()  # fetches no file needed (blobs read ahead for nothing) end before publishing
+        wait_for_fetches(blobs)
         Progress(job, 0.99, 0)(1, force=True)  # last chance to notice a cancel before publishing
         upload.complete()
     except BaseException:

@@ -10,8 +10,9 @@ a screenshot chosen later, a pack that fails its check) is read on its own, as b
 Format of ``blobpacks/<demo name>.pack``: ``MAGIC``, the length of the index (8 bytes, big-endian), the index (JSON:
 ``{"blobs": [[sha256, size], ...]}``), then each blob's bytes in the index's order, as one zlib stream (ISA-L level
 1: pages and JSON shrink about three times, so the S3 server sends a third of the bytes); packs made before, with
-``MAGIC_RAW``, hold the bytes as they are and are still read. Every blob read from a pack is checked against its
-sha256 like any blob read from storage. Local storage has no packs: its blobs are hard-linked.
+``MAGIC_RAW``, hold the bytes as they are and are still read. An index over ``MAX_INDEX_BYTES`` makes no pack.
+Every blob read from a pack is checked against its sha256 like any blob read from storage. Local storage has no
+packs: its blobs are archived from where they are stored.
 """
 
 import hashlib
@@ -36,6 +37,10 @@ MAGIC_RAW = b"WTPACK1\n"  # the blobs' bytes as they are (packs made before)
 MAGICS = (MAGIC, MAGIC_RAW)
 PACK_LEVEL = 1  # ISA-L's fastest: the worker packs each demo once its recording ends
 INFLATE_CHUNK = 4 * 1024 * 1024  # inflated at a time from what arrives: a pack's stream cannot swell memory
+# The longest index read: about 90 bytes a blob (a sha256 and a size), so 16 MiB is over 150,000 blobs, far more than
+# a demo has. A pack whose head declares more is no pack (its blobs are read on their own), judged before its index
+# is gathered: a hostile length would otherwise have the reader buffer the whole body.
+MAX_INDEX_BYTES = 16 * 1024 * 1024
 PREFIX = "blobpacks/"
 READERS = 8  # blobs read at once while a pack is made
 CHUNK = 1024 * 1024
@@ -170,8 +175,10 @@ class PackWriter:
         take = view[: need - len(self.head)]
         self.head += take
         view = view[len(take) :]
-        if len(self.head) == fixed and (self.head[: len(MAGIC)] not in MAGICS or self.head.endswith(bytes(8))):
-            self.broken = True  # not a pack, or an empty index
+        if len(self.head) == fixed:  # the index's length just read: judged before any of the index is gathered
+            length = struct.unpack(">Q", self.head[len(MAGIC) :])[0]
+            # not a pack, an empty index, or one longer than any pack's
+            self.broken = self.head[: len(MAGIC)] not in MAGICS or not 0 < length <= MAX_INDEX_BYTES
         elif len(self.head) > fixed and len(self.head) == need:
             try:
                 entries = json.loads(bytes(self.head[fixed:]))["blobs"]
