@@ -1,7 +1,7 @@
 """Attacks on the split files kept deflated (``archive.DeflatedFile``/``DeflatedFiles``) and spliced into a tar.gz
 (``GzipWriter``, ``TarWriter.add_deflated``): odd sizes against real readers (GNU tar and gzip, tarfile's stream
-mode), a file reopened under the same path, a file discarded after a failure, a disk full in the deflate thread, an
-output failing mid-splice, and a Mind2Web export failing mid-way: no thread left, nothing spliced that is not whole."""
+mode), a file reopened under the same path, a file discarded after a failure, an output failing mid-splice, and a
+Mind2Web export failing mid-way: no thread left, nothing spliced that is not whole."""
 
 import os
 import subprocess
@@ -14,20 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.corpus import ingest_corpus
-from tests.support.payloads import sha
+from tests.support.payloads import Collected, sha
 from workers.exports.archive import DeflatedFile, DeflatedFiles, GzipWriter, TarWriter, write_archive
 from workers.exports.dataset import export_demos, storage_blobs
 from workers.exports.exporters.mind2web import Mind2WebExporter
 from workers.exports.mind2web_steps import process_demo
-
-
-class Collected:
-    def __init__(self):
-        self.data = bytearray()
-
-    def write(self, data) -> int:
-        self.data += data
-        return len(data)
 
 
 def no_threads_left() -> bool:

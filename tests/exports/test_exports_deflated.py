@@ -16,19 +16,10 @@ from hypothesis import strategies as st
 
 from annotation.models import ExportJob
 from tests.support.corpus import ingest_corpus
-from tests.support.payloads import sha
+from tests.support.payloads import Collected, sha
 from workers.exports.archive import DeflatedFile, DeflatedFiles, GzipWriter, write_archive
 from workers.exports.jobs import run_export
 from workers.exports.mind2web_steps import process_demo
-
-
-class Collected:
-    def __init__(self):
-        self.data = bytearray()
-
-    def write(self, data) -> int:
-        self.data += data
-        return len(data)
 
 
 def one_member(data: bytes) -> bytes:

@@ -192,3 +192,14 @@ MHTML = (
     b'\tboundary="----MultipartBoundary--x----"\r\n\r\n------MultipartBoundary--x----\r\n'
     b"Content-Type: text/html\r\n\r\n<html></html>\r\n------MultipartBoundary--x------\r\n"
 )
+
+
+class Collected:
+    """A binary output that keeps what is written to it (an archive or gzip stream under test)."""
+
+    def __init__(self):
+        self.data = bytearray()
+
+    def write(self, data) -> int:
+        self.data += data
+        return len(data)
