@@ -6,7 +6,7 @@ import os
 import pytest
 
 from bench import stats
-from tests.support.benches import quick_figures
+from tests.support.benches import quick_figures, quotient_of_rounded
 
 
 @pytest.mark.processes
@@ -44,8 +44,11 @@ def test_quick_ingest_parallel_bench_stores_every_clients_sessions(tmp_path):
     assert figures["clients"] == 4
     assert figures["demos"] >= 4  # the bench read every demo back with all its turns (check_stored)
     assert figures["turns"] > 0
-    assert figures["ratio_vs_raw"] == pytest.approx(figures["mb_per_s"] / figures["raw_write_mb_per_s"], rel=0.02)
+    # the ratios are reported to 3 places, the MB/s to 2: a slow run's ratio is checked against what rounding allows
+    low, high = quotient_of_rounded(figures["mb_per_s"], figures["raw_write_mb_per_s"], 2, 3)
+    assert low <= figures["ratio_vs_raw"] <= high
     # the 4 in-process workers (bench.checks) stored and read back every demo, else the section fails
     assert figures["checks_mb_per_s"] > 0
-    assert figures["ratio_vs_checks"] == pytest.approx(figures["mb_per_s"] / figures["checks_mb_per_s"], rel=0.02)
+    low, high = quotient_of_rounded(figures["mb_per_s"], figures["checks_mb_per_s"], 2, 3)
+    assert low <= figures["ratio_vs_checks"] <= high
     assert figures["server_cpu_seconds"] > 0
