@@ -2,15 +2,19 @@
 real Celery worker: blob ingest, thumbnails, re-alignment, exports uploaded as they are made (multipart), streamed
 and ranged downloads, presigned redirects, and the sweep of what killed workers leave in the bucket."""
 
+import errno
 import hashlib
 import io
 import json
 import os
 import signal
+import struct
 import tarfile
+import threading
 import types
 import urllib.request
 import zipfile
+from unittest import mock
 
 import pytest
 from django.core.cache import cache
@@ -410,6 +414,87 @@ def test_reading_ahead_claims_only_names_that_are_sha256s(s3_storage, tmp_path):
     assert set(blobs.claims) == blobs.fetched == {page}
     assert sorted(path.name for path in tmp_path.iterdir()) == ["cache"]
     assert [path.name for path in (tmp_path / "cache").iterdir()] == [page]
+
+
+def stored_pack(demo_name: str, blobs: list[bytes]) -> None:
+    """A raw (``MAGIC_RAW``) pack of ``blobs`` saved in the bucket as the demo's."""
+    index = json.dumps({"blobs": [[hashlib.sha256(blob).hexdigest(), len(blob)] for blob in blobs]}).encode()
+    body = packs.MAGIC_RAW + struct.pack(">Q", len(index)) + index + b"".join(blobs)
+    default_storage.save(pack_name(demo_name), io.BytesIO(body))
+
+
+def failing_close(self):
+    """``PackWriter.close`` doing its work, then failing as a full disk does when the body is done."""
+    real_close(self)
+    if getattr(self, "entries", None) is not None:  # not the close its constructor makes
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+real_close = packs.PackWriter.close
+
+
+def waited(blobs, files) -> list:
+    """``wait`` on each file from a thread of its own; what each did within a minute (a hang is "still waiting")."""
+    outcomes = {}
+
+    def wait(file):
+        try:
+            blobs.wait(file)
+            outcomes[file] = "in"
+        except Exception as error:
+            outcomes[file] = repr(error)
+
+    threads = [threading.Thread(target=wait, args=(file,), daemon=True) for file in files]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return [outcomes.get(file, "still waiting") for file in files]
+
+
+def test_a_pack_reader_whose_cleanup_fails_still_settles_every_claim(s3_storage, tmp_path):
+    """Closing the pack's writer may fail (a full disk flushing a blob): the blobs it found are still in, the rest
+    are read on their own, and the archive never waits forever for a claim nobody settles."""
+    packed, loose = b"<html>in the pack</html>", b"\x89PNG not in the pack"
+    page, shot = stored_blob(packed), stored_blob(loose)
+    stored_pack("demo", [packed])
+    turn = types.SimpleNamespace(page=page, bboxes=None, screenshot=shot)
+    with (
+        mock.patch.object(packs.PackWriter, "close", failing_close),
+        RemoteStorageBlobs(tmp_path / "cache", planned=True) as blobs,
+    ):
+        list(blobs.prefetch([types.SimpleNamespace(name="demo", turns=(turn,))]))
+        blobs.copy_to(page, str(tmp_path / "page.html"))
+        blobs.copy_to(shot, str(tmp_path / "shot.png"))
+        files = blobs.files()
+        assert waited(blobs, list(files.values())) == ["in", "in"]
+    assert (tmp_path / "cache" / page).read_bytes() == packed
+    assert (tmp_path / "cache" / shot).read_bytes() == loose
+
+
+def test_a_destination_that_cannot_be_linked_still_lets_the_blobs_missing_from_the_pack_be_read(s3_storage, tmp_path):
+    """Linking (evaluations, ``export_dataset``): a destination the pack's blob cannot be linked to fails the export
+    with its error, and the blob the pack lacked is still read: whoever reads it is not left waiting."""
+    packed, loose = b"<html>in the pack</html>", b"\x89PNG not in the pack"
+    page, shot = stored_blob(packed), stored_blob(loose)
+    stored_pack("demo", [packed])
+    turn = types.SimpleNamespace(page=page, bboxes=None, screenshot=shot)
+    gate, read = threading.Event(), {}
+
+    def export():
+        with RemoteStorageBlobs(tmp_path / "cache") as blobs:
+            copy = blobs.reader.copy
+            blobs.reader.copy = lambda *args, **kwargs: gate.wait(60) and copy(*args, **kwargs)
+            list(blobs.prefetch([types.SimpleNamespace(name="demo", turns=(turn,))]))  # both claimed by the pack
+            blobs.copy_to(page, tmp_path / "gone" / "page.html")  # waits for the pack, then cannot be linked
+            gate.set()
+            reader = threading.Thread(target=lambda: read.update(shot=blobs.read(shot)), daemon=True)
+            reader.start()
+            reader.join(60)
+
+    with pytest.raises(FileNotFoundError):  # the destination's folder is not there: the export fails with it
+        export()
+    assert read == {"shot": loose}
 
 
 def archived_members(data: bytes) -> tuple[dict, dict]:

@@ -344,10 +344,19 @@ class RemoteStorageBlobs:
         except Exception as error:  # a pack is only a copy: whatever went wrong, the blobs are read on their own
             log.warning("could not read the blob pack of %s (%s); reading its blobs one by one", demo_name, error)
         finally:
-            unpacking.close()
+            try:  # removing a half-written blob may fail too (a full disk): its claim must still be settled
+                unpacking.close()
+            except OSError as error:
+                log.warning("could not close the blob pack of %s (%s); reading its blobs one by one", demo_name, error)
             found = unpacking.found
-            self.settle(found)
-        missing = sorted(mine.keys() - found)
+        try:
+            self.settle(found)  # may raise (a destination not linked): the missing blobs are read all the same
+        finally:
+            self.read_missing(sorted(mine.keys() - found))
+
+    def read_missing(self, missing: list) -> None:
+        """Each claimed blob a pack did not hold, handed to the pool to read on its own (else its claim would
+        never be settled and the archive would wait for it forever)."""
         for index, sha in enumerate(missing):
             try:
                 self.pending.append(self.pool.submit(self.fetch_claimed, sha))
