@@ -282,6 +282,9 @@ class RemoteStorageBlobs:
                 self.wait_all()
         finally:
             self.pool.shutdown(wait=True, cancel_futures=True)
+            with self.lock:  # fetches cancelled above never ran: their claims ended too (``read`` after the block)
+                unsettled = [sha for sha, claim in self.claims.items() if not claim.is_set()]
+            self.settle(unsettled, failed=True)
 
     def wait_all(self) -> None:
         """Wait for every fetch under way; raise the first failure."""
@@ -343,6 +346,10 @@ class RemoteStorageBlobs:
             pass
         except Exception as error:  # a pack is only a copy: whatever went wrong, the blobs are read on their own
             log.warning("could not read the blob pack of %s (%s); reading its blobs one by one", demo_name, error)
+        except BaseException as error:  # not a pack's failure: nothing more is read, and no claim is left waiting
+            self.errors.append(error)
+            self.settle(mine, failed=True)
+            raise
         finally:
             try:  # removing a half-written blob may fail too (a full disk): its claim must still be settled
                 unpacking.close()
@@ -396,17 +403,24 @@ class RemoteStorageBlobs:
     def settle(self, shas, failed: bool = False) -> None:
         """Mark these blobs' fetches ended and link every destination that waited for them (none when the fetch
         failed: its own error is raised)."""
-        if not failed:
-            for sha in shas:  # named by its sha256 only once checked
-                stat = (self.cache / sha).stat()
+        shas, errors = list(shas), []
+        try:
+            for sha in shas if not failed else ():  # named by its sha256 only once checked
+                try:
+                    stat = (self.cache / sha).stat()
+                except OSError as error:  # gone from the cache (its work folder swept) or unreadable: not fetched
+                    errors.append(error)
+                    continue
                 self.checked[(stat.st_dev, stat.st_ino)] = sha
-            self.fetched.update(shas)
-        with self.lock:
-            waiting = [(sha, self.waiting.pop(sha, [])) for sha in shas]
-            for sha in shas:
-                self.claims[sha].set()
-        errors = []
+                self.fetched.add(sha)
+        finally:  # every claim ends, whatever happened above: a waiter is never left waiting
+            with self.lock:
+                waiting = [(sha, self.waiting.pop(sha, [])) for sha in shas]
+                for sha in shas:
+                    self.claims[sha].set()
         for sha, destinations in waiting if not failed else ():
+            if sha not in self.fetched:  # its own error is raised
+                continue
             for destination in destinations:
                 try:
                     self.link(sha, destination)
