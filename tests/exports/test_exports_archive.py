@@ -8,6 +8,7 @@ import zipfile
 import pytest
 
 from workers.exports.archive import write_archive
+from workers.exports.exporters.base import DirectoryBlobs
 
 
 @pytest.fixture
@@ -192,3 +193,20 @@ def test_long_and_non_ascii_names_links_and_empty_files_extract_with_gnu_tar(tmp
     subprocess.run(["tar", "-xzf", str(archive), "-C", str(tmp_path / "out")], check=True)
     for path, data in {**files, root / "linked.html": files[deep / "page-0-0.html"]}.items():
         assert (tmp_path / "out" / "kinds" / path.relative_to(root)).read_bytes() == data
+
+
+def test_a_blob_copied_where_no_folder_is_yet_gets_its_folder_and_a_missing_blob_makes_none(tmp_path):
+    """A blob source makes the destination's folder when it writes there (the exporters no longer make folders a
+    planned export never writes); a blob that is not stored fails with its own error and leaves no folder behind."""
+    stored = tmp_path / "blobs"
+    stored.mkdir()
+    (stored / "ab12").write_bytes(b"\x89PNG screenshot")
+    blobs = DirectoryBlobs(lambda sha: stored / sha)
+    for turn in range(2):  # the second finds its folder made
+        blobs.copy_to("ab12", tmp_path / "out" / "task" / "t1" / "processed" / "screenshots" / f"{turn}.png")
+    shots = tmp_path / "out" / "task" / "t1" / "processed" / "screenshots"
+    assert sorted(path.name for path in shots.iterdir()) == ["0.png", "1.png"]
+    assert (shots / "0.png").read_bytes() == b"\x89PNG screenshot"
+    with pytest.raises(FileNotFoundError):
+        blobs.copy_to("cd34", tmp_path / "out" / "task" / "t2" / "a.png")
+    assert not (tmp_path / "out" / "task" / "t2").exists()

@@ -109,13 +109,19 @@ def test_kept_files_archive_as_the_plain_files_would_in_their_place(tree, tmp_pa
     for name, text in texts.items():
         with kept.open(tree / name) as file:
             file.write(text)
+    trace = b'{"format": "webtasks-trace/1", "steps": []}\n'
+    kept.keep(tree / "task" / "t2" / "trace.json", trace)  # in memory, its folder never made
     plain = tmp_path / "plain"
     subprocess.run(["cp", "-r", str(tree), str(plain)], check=True)
     for name, text in texts.items():
         (plain / name).write_bytes(text)
+    (plain / "task" / "t2").mkdir()
+    (plain / "task" / "t2" / "trace.json").write_bytes(trace)
 
     manifest = write_archive(tree, tmp_path / "x.tar.gz", top="x", deflated=kept.files())
 
+    assert not (tree / "task" / "t2").exists()
+    assert manifest["task/t2/trace.json"] == {"sha256": sha(trace), "size": len(trace)}
     assert manifest == write_archive(plain, tmp_path / "y.tar.gz", top="x")
     assert members(tmp_path / "x.tar.gz") == members(tmp_path / "y.tar.gz")
     with tarfile.open(tmp_path / "x.tar.gz") as tarred:  # in path order, as a folder's files are

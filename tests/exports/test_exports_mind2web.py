@@ -119,6 +119,7 @@ class FakeBlobs:
         return self.data[sha256]
 
     def copy_to(self, sha256, destination) -> None:
+        destination.parent.mkdir(parents=True, exist_ok=True)  # as a BlobSource does
         destination.write_bytes(self.data[sha256])
 
 

@@ -486,13 +486,14 @@ def test_a_destination_that_cannot_be_linked_still_lets_the_blobs_missing_from_t
             copy = blobs.reader.copy
             blobs.reader.copy = lambda *args, **kwargs: gate.wait(60) and copy(*args, **kwargs)
             list(blobs.prefetch([types.SimpleNamespace(name="demo", turns=(turn,))]))  # both claimed by the pack
-            blobs.copy_to(page, tmp_path / "gone" / "page.html")  # waits for the pack, then cannot be linked
+            blobs.copy_to(page, tmp_path / "a-file" / "page.html")  # waits for the pack, then cannot be linked
             gate.set()
             reader = threading.Thread(target=lambda: read.update(shot=blobs.read(shot)), daemon=True)
             reader.start()
             reader.join(60)
 
-    with pytest.raises(FileNotFoundError):  # the destination's folder is not there: the export fails with it
+    (tmp_path / "a-file").write_bytes(b"")
+    with pytest.raises(NotADirectoryError):  # the destination's folder is a file: the export fails with it
         export()
     assert read == {"shot": loose}
 

@@ -15,7 +15,7 @@ import tarfile
 import time
 import zipfile
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
@@ -93,7 +93,8 @@ def write_archive(
     (blobs fetched from S3), which are not hashed again. ``arriving``: the ``planned`` files may still be being
     written (``wait(file)`` returns once one is complete, or raises why it never will be); each is archived in its
     place as it comes, and the archive is the same as if they had all been there. ``deflated``: ``{path under root:
-    DeflatedFile}``, files kept deflated (complete by now) archived as if they were under ``root``; tar.gz only.
+    DeflatedFile or KeptBytes}``, files kept deflated (complete by now) or in memory (``DeflatedFiles``) archived as
+    if they were under ``root``; tar.gz only.
     """
     if archive_format not in ARCHIVE_FORMATS:
         raise ValueError(f"unknown archive format {archive_format!r}; known: {', '.join(ARCHIVE_FORMATS)}")
@@ -112,8 +113,12 @@ def write_archive(
     manifest, done = {}, 0
     with writer(destination, compresslevel, known or {}) as archive:
         for name, path, stat in files:
-            if isinstance(stat, DeflatedFile):
-                manifest[name] = {"sha256": archive.add_deflated(f"{top}/{name}", stat), "size": stat.size}
+            if isinstance(stat, DeflatedFile | KeptBytes):
+                if isinstance(stat, KeptBytes):
+                    archive.add_bytes(f"{top}/{name}", stat.data)
+                else:
+                    archive.add_deflated(f"{top}/{name}", stat)
+                manifest[name] = {"sha256": stat.sha256, "size": stat.size}
                 done += stat.size
                 progress(done / total)
                 continue
@@ -139,7 +144,7 @@ def manifest_text(manifest: dict) -> bytes:
 
 def size_now(path: str, stat) -> int:
     """A listed file's size, 0 while it is still to come (for the progress bar)."""
-    if isinstance(stat, DeflatedFile):
+    if isinstance(stat, DeflatedFile | KeptBytes):
         return stat.size
     if stat is not None:
         return stat.st_size
@@ -174,17 +179,56 @@ def deflate_block(data: bytes, zdict: bytes, level: int) -> tuple[bytes, int, in
     return compressor.compress(data) + compressor.flush(isal_zlib.Z_SYNC_FLUSH), isal_zlib.crc32(data), len(data)
 
 
+class BlockDeflater:
+    """Deflate blocks written to ``output`` in order from the calling thread, compressed on ``threads`` threads, each
+    primed with the 32 KiB before it (as pigz does: the stream packs as tight as one compressor's); the crc32 and
+    length of what went in. Every block ends on a byte and none is the last, so what comes after (more blocks, a
+    spliced ``DeflatedFile``, the end) continues one deflate stream."""
+
+    def __init__(self, output, level: int, threads: int, prefix: str = "deflate"):
+        self.output, self.level, self.depth = output, level, 2 * threads
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=prefix)
+        self.pending = collections.deque()  # (block being compressed, what else it waits for), in stream order
+        self.previous, self.crc, self.size = b"", 0, 0
+
+    def submit(self, block: bytes, *also: Future) -> None:
+        """Compress ``block`` next; ``also``: other work on it (a digest) to wait for before it is out."""
+        zdict, self.previous = self.previous[-WINDOW:], block
+        self.pending.append((self.pool.submit(deflate_block, block, zdict, self.level), also))
+        while len(self.pending) > self.depth:
+            self.emit()
+
+    def emit(self) -> None:
+        deflating, also = self.pending.popleft()
+        compressed, crc, length = deflating.result()
+        for future in also:
+            future.result()
+        self.output.write(compressed)
+        self.crc, self.size = isal_zlib.crc32_combine(self.crc, crc, length), self.size + length
+
+    def drain(self) -> None:
+        while self.pending:
+            self.emit()
+
+    def splice(self, file: "DeflatedFile") -> None:
+        """A complete ``DeflatedFile``'s bytes next, as they are; the next block refers to nothing before it."""
+        self.drain()
+        file.copy_into(self.output)
+        self.crc, self.size = isal_zlib.crc32_combine(self.crc, file.crc, file.size), self.size + file.size
+        self.previous = b""
+
+    def stop(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 class GzipWriter:
-    """One gzip member written to ``output``, compressed in blocks of ``block`` bytes on ``threads`` threads, each block
-    primed with the 32 KiB before it (as pigz does: the stream packs as tight as one compressor's) and written in
-    order from this thread. ``splice`` puts a ``DeflatedFile``'s bytes into the stream as they are: its blocks end
-    on a byte and none is the last, so the member stays one deflate stream, with the crc32 combined."""
+    """One gzip member written to ``output``, compressed in blocks of ``block`` bytes (``BlockDeflater``) on
+    ``threads`` threads. ``splice`` puts a ``DeflatedFile``'s bytes into the stream as they are: its blocks end on a
+    byte and none is the last, so the member stays one deflate stream, with the crc32 combined."""
 
     def __init__(self, output, level: int, threads: int, block: int = CHUNK):
-        self.output, self.level, self.depth, self.block = output, level, 2 * threads, block
-        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gzip")
-        self.pending = collections.deque()  # blocks being compressed, in stream order
-        self.buffer, self.previous, self.crc, self.size = bytearray(), b"", 0, 0
+        self.output, self.block, self.buffer = output, block, bytearray()
+        self.blocks = BlockDeflater(output, level, threads, "gzip")
         output.write(GZIP_HEADER)
 
     def write(self, data: bytes) -> None:
@@ -193,55 +237,41 @@ class GzipWriter:
         if whole:
             with memoryview(self.buffer) as view:
                 for start in range(0, whole, self.block):
-                    self.submit(bytes(view[start : start + self.block]))
+                    self.blocks.submit(bytes(view[start : start + self.block]))
             del self.buffer[:whole]
-
-    def submit(self, block: bytes) -> None:
-        zdict, self.previous = self.previous[-WINDOW:], block
-        self.pending.append(self.pool.submit(deflate_block, block, zdict, self.level))
-        while len(self.pending) > self.depth:
-            self.emit()
-
-    def emit(self) -> None:
-        compressed, crc, length = self.pending.popleft().result()
-        self.output.write(compressed)
-        self.crc, self.size = isal_zlib.crc32_combine(self.crc, crc, length), self.size + length
 
     def drain(self) -> None:
         """Everything written so far compressed and out."""
         if self.buffer:
-            self.submit(bytes(self.buffer))
+            self.blocks.submit(bytes(self.buffer))
             self.buffer.clear()
-        while self.pending:
-            self.emit()
+        self.blocks.drain()
 
     def splice(self, file: "DeflatedFile") -> None:
         self.drain()
-        file.copy_into(self.output)
-        self.crc, self.size = isal_zlib.crc32_combine(self.crc, file.crc, file.size), self.size + file.size
-        self.previous = b""  # the next block refers to nothing before it: it is not primed with the file's end
+        self.blocks.splice(file)
 
     def close(self) -> None:
         """The last block and the trailer (crc32, length modulo 2**32)."""
         self.drain()
-        self.output.write(END_BLOCK + struct.pack("<II", self.crc, self.size & 0xFFFFFFFF))
+        self.output.write(END_BLOCK + struct.pack("<II", self.blocks.crc, self.blocks.size & 0xFFFFFFFF))
 
     def stop(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.blocks.stop()
 
 
 class DeflatedFile:
     """A file of an export kept deflated as the exporter writes it (a binary output), for a tar.gz to take as it is
-    (``GzipWriter.splice``): Mind2Web's split files, hundreds of MB of JSON, are compressed on another core while the
-    export goes on, and never written out, read back and compressed after it. One thread of its own compresses,
-    counts and hashes the pieces in order into ``path`` (deflate blocks ending on a byte, none the last); ``size``,
-    ``crc`` and ``sha256`` describe the plain bytes once it is closed."""
+    (``GzipWriter.splice``): Mind2Web's split files, hundreds of MB of JSON, are compressed on other cores while the
+    export goes on, and never written out, read back and compressed after it. Pieces of ``block`` bytes are deflated
+    on ``threads`` threads (``BlockDeflater``) and hashed in order on one more; ``size``, ``crc`` and ``sha256``
+    describe the plain bytes once it is closed."""
 
-    def __init__(self, path: Path, level: int, block: int = CHUNK):
-        self.path, self.handle, self.compressor, self.block = path, path.open("wb"), deflater(level), block
-        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deflate")
-        self.pending, self.buffer = collections.deque(), bytearray()
-        self.size, self.crc, self.digest, self.closed = 0, 0, hashlib.sha256(), False
+    def __init__(self, path: Path, level: int, block: int = CHUNK, threads: int = GZIP_THREADS):
+        self.path, self.handle, self.block = path, path.open("wb"), block
+        self.blocks = BlockDeflater(self.handle, level, threads)
+        self.hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deflate-sha256")
+        self.buffer, self.digest, self.closed = bytearray(), hashlib.sha256(), False
         self.complete = False  # closed whole (every piece compressed, the stream ended on a byte): fit to splice
 
     def __enter__(self):
@@ -260,24 +290,24 @@ class DeflatedFile:
             self.buffer.clear()
 
     def submit(self, data: bytes) -> None:
-        self.pending.append(self.worker.submit(self.take, data))
-        while len(self.pending) > 2:  # bounded: a piece compressed, one waiting
-            self.pending.popleft().result()
+        self.blocks.submit(data, self.hasher.submit(self.digest.update, data))
 
-    def take(self, data: bytes) -> None:
-        self.digest.update(data)
-        self.crc, self.size = isal_zlib.crc32(data, self.crc), self.size + len(data)
-        self.handle.write(self.compressor.compress(data))
+    @property
+    def size(self) -> int:
+        return self.blocks.size
+
+    @property
+    def crc(self) -> int:
+        return self.blocks.crc
 
     def close(self) -> None:
-        """The rest compressed and the file ended on a byte (a sync flush)."""
+        """The rest compressed; the file ends on a byte (every block does)."""
         if self.closed:
             return
         try:
-            self.submit(bytes(self.buffer))
-            while self.pending:
-                self.pending.popleft().result()
-            self.handle.write(self.compressor.flush(isal_zlib.Z_SYNC_FLUSH))
+            if self.buffer:
+                self.submit(bytes(self.buffer))
+            self.blocks.drain()
             self.handle.close()
             self.complete = True
         finally:
@@ -285,7 +315,8 @@ class DeflatedFile:
 
     def discard(self) -> None:
         self.closed = True
-        self.worker.shutdown(wait=True, cancel_futures=True)
+        self.blocks.stop()
+        self.hasher.shutdown(wait=True, cancel_futures=True)
         self.handle.close()
 
     @property
@@ -300,9 +331,19 @@ class DeflatedFile:
                 output.write(data)
 
 
+class KeptBytes:
+    """A small file of an export kept in memory for a tar.gz (``DeflatedFiles.keep``), never written to the export
+    folder: the raw dump's ``trace.json`` of each task, where making a folder and a file costs more than the bytes."""
+
+    def __init__(self, data: bytes):
+        self.data, self.size, self.sha256 = data, len(data), hashlib.sha256(data).hexdigest()
+
+
 class DeflatedFiles:
-    """The files an export keeps deflated (``DeflatedFile``), in ``folder``, by the path each stands for in the
-    export folder: ``open(path)`` instead of ``path.open("wb")``; ``files()`` for ``write_archive``'s ``deflated``."""
+    """The files an export keeps out of its folder for a tar.gz, by the path each stands for in the export folder:
+    large ones deflated as they are written (``open(path)`` instead of ``path.open("wb")``: a ``DeflatedFile`` in
+    ``folder``), small ones in memory (``keep(path, data)``: ``KeptBytes``); ``files()`` for ``write_archive``'s
+    ``deflated``."""
 
     def __init__(self, folder: Path, compresslevel: int = 6):
         self.folder, self.level, self.kept, self.opened = folder, isal_level(compresslevel), {}, itertools.count()
@@ -313,6 +354,9 @@ class DeflatedFiles:
         file = DeflatedFile(self.folder / f"{next(self.opened)}.deflate", self.level)
         self.kept[os.fspath(path)] = file
         return file
+
+    def keep(self, path: Path, data: bytes) -> None:
+        self.kept[os.fspath(path)] = KeptBytes(data)
 
     def files(self) -> dict:
         return dict(self.kept)

@@ -383,7 +383,8 @@ class RemoteStorageBlobs:
         self.settle([sha256])
 
     def copy_to(self, sha256: str, destination: Path | str) -> None:
-        if self.pool is None:
+        if self.pool is None:  # into the export folder (made if missing), never into a cache swept away
+            Path(destination).parent.mkdir(parents=True, exist_ok=True)
             return self.download(sha256, Path(destination))
         if not SHA256.fullmatch(sha256):  # joined to the cache: "../x" or "/x" would be written and read elsewhere
             raise ValueError(f"{sha256!r} is not a blob's sha256")

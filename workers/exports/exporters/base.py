@@ -102,7 +102,9 @@ class BlobSource(Protocol):
 
     def read(self, sha256: str) -> bytes: ...
 
-    def copy_to(self, sha256: str, destination: Path | str) -> None: ...
+    def copy_to(self, sha256: str, destination: Path | str) -> None:
+        """The blob at ``destination``, its folder made when missing (a source that only notes where blobs go, for
+        the archive, makes none)."""
 
 
 class DirectoryBlobs:
@@ -126,12 +128,25 @@ class DirectoryBlobs:
         return demos
 
     def copy_to(self, sha256: str, destination: Path | str) -> None:
-        """A hard link when on the same file system (blobs are immutable), else a copy."""
+        """A hard link when on the same file system (blobs are immutable), else a copy; the folder made if missing
+        (tried after the link fails: most folders exist)."""
         source = self.path_of(sha256)
         try:
             os.link(source, destination)
+        except FileNotFoundError:
+            if not os.path.exists(source):
+                raise
+            os.makedirs(os.path.dirname(destination), exist_ok=True)
+            link_or_copy(source, destination)
         except OSError:
             shutil.copyfile(source, destination)
+
+
+def link_or_copy(source: Path | str, destination: Path | str) -> None:
+    try:
+        os.link(source, destination)
+    except OSError:
+        shutil.copyfile(source, destination)
 
 
 class PlannedBlobs(DirectoryBlobs):

@@ -362,8 +362,7 @@ def write_snapshots(out: Path, annotation: str, snapshots: list, blobs: BlobSour
     ``task/<annotation_id>/processed/snapshots/<action_uid>_before.mhtml``."""
     folder = out / "task" / annotation / "processed" / "snapshots"
     for uid, sha in snapshots:
-        if sha:
-            folder.mkdir(parents=True, exist_ok=True)
+        if sha:  # the folder made by copy_to when it writes one (an export job's blobs are only noted)
             blobs.copy_to(sha, folder / f"{uid}_before.mhtml")
 
 
@@ -422,7 +421,7 @@ class Mind2WebExporter:
         files.write(demo.split, task_record(demo, done_steps))
         snapshots = [(step.action_uid, step.snapshot) for step in done_steps]
         write_snapshots(out, annotation_id(demo), snapshots, blobs)
-        raw = write_raw_dump(out, demo, annotation_id(demo), done_steps, blobs)
+        raw = write_raw_dump(out, demo, annotation_id(demo), done_steps, blobs, self.deflated)
         self.quality_extras[annotation_id(demo)] = {"raw_dump": raw} | (
             {"replay": demo.replay} if (demo.replay or {}).get("status") == "done" else {}
         )

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from annotation.lib.shapes import as_dict, as_text, box_of, element_of, uid_of
 
+from ...archive import DeflatedFiles
 from ...jsontext import indented
 from ..base import BlobSource, ExportDemo
 
@@ -32,6 +33,7 @@ def write_har(path: Path, steps: list, blobs: BlobSource) -> int:
     with_har = [step for step in steps if step.turn.har]
     if not with_har:
         return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as out:
         out.write('{"log": {"version": "1.2", "creator": ' + json.dumps(CREATOR) + ', "entries": [')
         for step in with_har:
@@ -82,11 +84,12 @@ def page_of(turn) -> dict:
     }
 
 
-def write_raw_dump(out: Path, demo: ExportDemo, annotation: str, steps: list, blobs: BlobSource) -> dict:
-    """Write the task's raw dump; what its ``quality.json`` item names (paths relative to the export's root)."""
+def write_raw_dump(
+    out: Path, demo: ExportDemo, annotation: str, steps: list, blobs: BlobSource, kept: DeflatedFiles | None = None
+) -> dict:
+    """Write the task's raw dump; what its ``quality.json`` item names (paths relative to the export's root).
+    ``kept``: where a tar.gz job keeps files out of the folder (``trace.json`` is kept there in memory)."""
     task = out / "task" / annotation
-    processed = task / "processed"
-    task.mkdir(parents=True, exist_ok=True)
     har_name, dom_name = f"task/{annotation}/{annotation}.har", f"task/{annotation}/processed/dom_content.json"
     entries = write_har(out / har_name, steps, blobs)
     dom_index = write_dom_content(out / dom_name, steps, blobs)
@@ -98,8 +101,6 @@ def write_raw_dump(out: Path, demo: ExportDemo, annotation: str, steps: list, bl
             files["snapshot"] = f"processed/snapshots/{step.action_uid}_before.mhtml"
             snapshots += 1
         if turn.screenshot:
-            if not screenshots:  # the folder once, with the task's first screenshot
-                (processed / "screenshots").mkdir(parents=True, exist_ok=True)
             files["screenshot"] = f"processed/screenshots/{step.action_uid}_before.png"
             blobs.copy_to(turn.screenshot, task / files["screenshot"])
             screenshots += 1
@@ -117,7 +118,12 @@ def write_raw_dump(out: Path, demo: ExportDemo, annotation: str, steps: list, bl
             }
         )
     record = {"format": TRACE_FORMAT, "annotation_id": annotation, "steps": trace}
-    (task / "trace.json").write_text(indented(record, 2, ensure_ascii=False) + "\n", encoding="utf-8")  # a step a line
+    text = (indented(record, 2, ensure_ascii=False) + "\n").encode("utf-8")  # a step a line
+    if kept is not None:
+        kept.keep(task / "trace.json", text)
+    else:
+        task.mkdir(parents=True, exist_ok=True)
+        (task / "trace.json").write_bytes(text)
     return {
         "trace": f"task/{annotation}/trace.json",
         "har": har_name if entries or any(step.turn.har for step in steps) else None,
