@@ -1,9 +1,9 @@
 """Pack an export directory into one archive with a manifest of every file's sha256 (pure, no Django).
 
-Each file is read once: hashed while it is copied into the archive (unless its sha256 is known: a blob the job
-already checked as it fetched it); a hard-linked file is read and stored once. A file the exporter kept deflated as it
-wrote it (``DeflatedFile``) goes into a tar.gz as it is, never read or compressed again. ``manifest.json`` (at the
-archive root, ``{"algorithm": "sha256", "files": {path: {"sha256", "size"}}}``) is added last.
+Each file is read once: hashed while it is copied into the archive (unless its sha256 is known: a blob the job already
+checked as it fetched it, or a stored blob named by it); a hard-linked file is read and stored once. A file the exporter
+kept deflated as it wrote it (``DeflatedFile``) goes into a tar.gz as it is, never read or compressed again.
+``manifest.json`` (at the archive root, ``{"algorithm": "sha256", "files": {path: {"sha256", "size"}}}``) is added last.
 """
 
 import collections
@@ -89,12 +89,12 @@ def write_archive(
     ``destination`` is a path, or a writable binary stream that receives the archive as it is made (an S3 upload:
     ``workers.exports.s3upload``; it is not closed here). ``progress(fraction)`` is called as bytes are archived. The
     archive's top folder is ``top``, by default ``destination``'s stem. ``planned``: files archived as if they were
-    under ``root`` (``files_under``). ``known``: ``(st_dev, st_ino)`` → sha256 of files already checked against it
-    (blobs fetched from S3), which are not hashed again. ``arriving``: the ``planned`` files may still be being
-    written (``wait(file)`` returns once one is complete, or raises why it never will be); each is archived in its
-    place as it comes, and the archive is the same as if they had all been there. ``deflated``: ``{path under root:
-    DeflatedFile or KeptBytes}``, files kept deflated (complete by now) or in memory (``DeflatedFiles``) archived as
-    if they were under ``root``; tar.gz only.
+    under ``root`` (``files_under``). ``known``: ``(st_dev, st_ino)`` or a path → sha256 of files already checked
+    against it (blobs fetched from S3; local blobs, checked when stored and named by it), not hashed again.
+    ``arriving``: the ``planned`` files may still be being written (``wait(file)`` returns once one is complete, or
+    raises why it never will be); each is archived in its place as it comes, and the archive is the same as if they had
+    all been there. ``deflated``: ``{path under root: DeflatedFile or KeptBytes}``, files kept deflated (complete by
+    now) or in memory (``DeflatedFiles``) archived as if they were under ``root``; tar.gz only.
     """
     if archive_format not in ARCHIVE_FORMATS:
         raise ValueError(f"unknown archive format {archive_format!r}; known: {', '.join(ARCHIVE_FORMATS)}")
@@ -271,7 +271,7 @@ class DeflatedFile:
         self.path, self.handle, self.block = path, path.open("wb"), block
         self.blocks = BlockDeflater(self.handle, level, threads)
         self.hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deflate-sha256")
-        self.buffer, self.digest, self.closed = bytearray(), hashlib.sha256(), False
+        self.pieces, self.buffered, self.digest, self.closed = [], 0, hashlib.sha256(), False
         self.complete = False  # closed whole (every piece compressed, the stream ended on a byte): fit to splice
 
     def __enter__(self):
@@ -284,10 +284,16 @@ class DeflatedFile:
             self.discard()
 
     def write(self, data: bytes) -> None:
-        self.buffer += data
-        if len(self.buffer) >= self.block:
-            self.submit(bytes(self.buffer))
-            self.buffer.clear()
+        """Pieces are joined once a block's worth is in (one copy of the bytes: a record holds a task's pages)."""
+        self.pieces.append(data if type(data) is bytes else bytes(data))  # a caller's buffer may change after
+        self.buffered += len(data)
+        if self.buffered >= self.block:
+            self.flush_pieces()
+
+    def flush_pieces(self) -> None:
+        data = self.pieces[0] if len(self.pieces) == 1 else b"".join(self.pieces)
+        self.pieces, self.buffered = [], 0
+        self.submit(data)
 
     def submit(self, data: bytes) -> None:
         self.blocks.submit(data, self.hasher.submit(self.digest.update, data))
@@ -305,8 +311,8 @@ class DeflatedFile:
         if self.closed:
             return
         try:
-            if self.buffer:
-                self.submit(bytes(self.buffer))
+            if self.buffered:
+                self.flush_pieces()
             self.blocks.drain()
             self.handle.close()
             self.complete = True
@@ -463,7 +469,7 @@ class TarWriter:
         if first:
             self.write(self.header(name, 0, link=first[0]))
             return first[1]
-        size, digest = stat.st_size, self.known.get(key)
+        size, digest = stat.st_size, self.known.get(key) or self.known.get(path)
         hashing = None if digest else hashlib.sha256()
         with open(path, "rb", buffering=0) as handle:
             piece, left = self.header(name, size), size
@@ -505,7 +511,7 @@ class ZipWriter:
         method = zipfile.ZIP_STORED if os.path.splitext(name)[1].lower() in STORED_SUFFIXES else zipfile.ZIP_DEFLATED
         info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
         info.compress_type, info.file_size = method, stat.st_size
-        known = self.known.get((stat.st_dev, stat.st_ino))
+        known = self.known.get((stat.st_dev, stat.st_ino)) or self.known.get(path)
         digest = None if known else hashlib.sha256()
         with open(path, "rb") as handle, self.zip.open(info, "w", force_zip64=stat.st_size > 2**31) as out:
             for chunk in listed_bytes(handle, stat.st_size, path, digest):

@@ -209,7 +209,7 @@ def planned_blobs(blobs) -> dict:
         return {}
     if isinstance(blobs, dataset.RemoteStorageBlobs):
         return {"planned": blobs.files(), "known": blobs.checked, "arriving": blobs}
-    return {"planned": blobs.files()}
+    return {"planned": blobs.files(), "known": blobs.known()}
 
 
 def wait_for_fetches(blobs) -> None:

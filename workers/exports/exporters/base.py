@@ -165,6 +165,11 @@ class PlannedBlobs(DirectoryBlobs):
         """``{destination: the blob's file}`` of every blob copied."""
         return {destination: self.path_of(sha) for destination, sha in self.planned.items()}
 
+    def known(self) -> dict:
+        """``{the blob's file: its sha256}`` of every blob copied: stored under its sha256 once checked (at
+        ingest), so the archive does not hash it again."""
+        return {self.path_of(sha): sha for sha in set(self.planned.values())}
+
 
 class Exporter(Protocol):
     """Writes demonstrations in one format under ``out``; calls ``progress(done)`` after each demo. ``exported_id``

@@ -260,9 +260,11 @@ def is_step(turn: ExportTurn) -> bool:
     return turn.type == "browser" and turn.intent in STEP_INTENTS
 
 
-def step_key(demo: ExportDemo, turn: ExportTurn) -> str:
-    """A digest of everything a step's ``Processed`` is made from: a stored one is used only when this matches."""
-    inputs = [STEP_VERSION, action_uid(demo, turn), turn.type, turn.intent, turn.page, turn.bboxes, turn.arguments]
+def step_key(demo: ExportDemo, turn: ExportTurn, uid: str | None = None) -> str:
+    """A digest of everything a step's ``Processed`` is made from: a stored one is used only when this matches.
+    ``uid``: the step's ``action_uid`` when the caller has it."""
+    uid = uid or action_uid(demo, turn)
+    inputs = [STEP_VERSION, uid, turn.type, turn.intent, turn.page, turn.bboxes, turn.arguments]
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -285,13 +287,13 @@ def steps(demo: ExportDemo, pages: PageSource) -> list[Step]:
     for turn in demo.turns:
         if not is_step(turn):
             continue
-        key = step_key(demo, turn) if stored else None
+        uid = action_uid(demo, turn)
+        key = step_key(demo, turn, uid) if stored else None
         processed = stored[key] if key in stored else process_turn(demo, turn, pages)
         if processed is None:
             continue
         if repeats(turn.intent, turn.element_uid, processed.operation, done[-1] if done else None):
             continue
-        uid = action_uid(demo, turn)
         done.append(
             Step(
                 turn.element_uid,
@@ -349,7 +351,9 @@ class SplitFiles:
         """One record, or a record's JSON text as it is (an imported task's original object)."""
         # dumps, not dump: dump encodes in pure Python
         text = record if isinstance(record, str) else json.dumps(record, ensure_ascii=False)
-        self.handles[split].write(((",\n" if self.written[split] else "\n") + text).encode("utf-8"))
+        handle = self.handles[split]
+        handle.write(b",\n" if self.written[split] else b"\n")
+        handle.write(text.encode("utf-8"))  # a task's pages: not copied into a longer string first
         self.written[split] += 1
 
     def close(self) -> None:
