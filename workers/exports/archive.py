@@ -103,6 +103,8 @@ def write_archive(
     files = files_under(root, planned, arriving is not None)
     if deflated:
         kept = {Path(path).relative_to(root).as_posix(): (os.fspath(path), file) for path, file in deflated.items()}
+        if any(".." in name.split("/") for name in kept):  # relative_to does not resolve it: a member climbing out
+            raise ValueError("a kept file's path climbs out of the export folder")
         files = sorted(
             [file for file in files if file[0] not in kept] + [(name, *file) for name, file in kept.items()],
             key=lambda file: file[0],
@@ -193,7 +195,7 @@ class BlockDeflater:
 
     def submit(self, block: bytes, *also: Future) -> None:
         """Compress ``block`` next; ``also``: other work on it (a digest) to wait for before it is out."""
-        zdict, self.previous = self.previous[-WINDOW:], block
+        zdict, self.previous = self.previous, block[-WINDOW:]  # only the window: a block may be a whole record
         self.pending.append((self.pool.submit(deflate_block, block, zdict, self.level), also))
         while len(self.pending) > self.depth:
             self.emit()
@@ -285,7 +287,8 @@ class DeflatedFile:
 
     def write(self, data: bytes) -> None:
         """Pieces are joined once a block's worth is in (one copy of the bytes: a record holds a task's pages)."""
-        self.pieces.append(data if type(data) is bytes else bytes(data))  # a caller's buffer may change after
+        data = data if type(data) is bytes else bytes(data)  # a caller's buffer may change after
+        self.pieces.append(data)
         self.buffered += len(data)
         if self.buffered >= self.block:
             self.flush_pieces()
@@ -342,6 +345,7 @@ class KeptBytes:
     folder: the raw dump's ``trace.json`` of each task, where making a folder and a file costs more than the bytes."""
 
     def __init__(self, data: bytes):
+        data = bytes(data)  # a copy of a caller's buffer, which may change after: the sha256 is of what is archived
         self.data, self.size, self.sha256 = data, len(data), hashlib.sha256(data).hexdigest()
 
 
@@ -351,8 +355,11 @@ class DeflatedFiles:
     ``folder``), small ones in memory (``keep(path, data)``: ``KeptBytes``); ``files()`` for ``write_archive``'s
     ``deflated``."""
 
+    KEEP_BYTES = 64 * 1024 * 1024  # past this much in memory, ``keep`` writes files out (a project's traces)
+
     def __init__(self, folder: Path, compresslevel: int = 6):
         self.folder, self.level, self.kept, self.opened = folder, isal_level(compresslevel), {}, itertools.count()
+        self.in_memory = 0
 
     def open(self, path: Path) -> DeflatedFile:
         """A new deflated file standing for ``path`` (one opened for it before is replaced, never written over)."""
@@ -362,7 +369,13 @@ class DeflatedFiles:
         return file
 
     def keep(self, path: Path, data: bytes) -> None:
+        """``data`` archived as the file ``path``: kept in memory while ``KEEP_BYTES`` allow, else written there."""
+        if self.in_memory + len(data) > self.KEEP_BYTES:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_bytes(data)
+            return
         self.kept[os.fspath(path)] = KeptBytes(data)
+        self.in_memory += len(data)
 
     def files(self) -> dict:
         return dict(self.kept)

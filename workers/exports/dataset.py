@@ -384,8 +384,7 @@ class RemoteStorageBlobs:
 
     def copy_to(self, sha256: str, destination: Path | str) -> None:
         if self.pool is None:  # into the export folder (made if missing), never into a cache swept away
-            Path(destination).parent.mkdir(parents=True, exist_ok=True)
-            return self.download(sha256, Path(destination))
+            return self.download_into_folder(sha256, Path(destination))
         if not SHA256.fullmatch(sha256):  # joined to the cache: "../x" or "/x" would be written and read elsewhere
             raise ValueError(f"{sha256!r} is not a blob's sha256")
         with self.lock:
@@ -435,6 +434,20 @@ class RemoteStorageBlobs:
         if not (self.cache / sha256).exists():
             raise FileNotFoundError(f"blob {sha256} could not be read from storage")
         DirectoryBlobs(lambda sha: self.cache / sha).copy_to(sha256, destination)
+
+    def download_into_folder(self, sha256: str, destination: Path) -> None:
+        """The blob downloaded to ``destination``, its folder made if missing; a blob that cannot be read leaves
+        neither a partial file nor the folder made for it."""
+        made = not destination.parent.exists()
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.download(sha256, destination)
+        except BaseException:
+            destination.unlink(missing_ok=True)
+            if made:
+                with contextlib.suppress(OSError):  # only when still empty
+                    destination.parent.rmdir()
+            raise
 
     def download(self, sha256: str, destination: Path) -> None:
         with destination.open("wb") as out:
