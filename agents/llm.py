@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2
-import openai
 
 from . import netguard
 from .answers import cut_answer, redact_answer
@@ -355,6 +354,8 @@ class ChatClient:
         transport = netguard.GuardedTransport(
             allow_private=endpoint.allow_private, max_reply_bytes=endpoint.max_reply_bytes
         )
+        import openai  # here and in _ask, not at the top: a second of every process's start, for model runs only
+
         self._http = openai.DefaultHttpxClient(
             transport=transport, event_hooks=hooks, headers={"Accept-Encoding": "identity"}
         )
@@ -451,6 +452,8 @@ class ChatClient:
         return f"{parts.scheme}://{parts.netloc}{parts.path}"
 
     def _ask(self, messages: list[dict]) -> Completion:
+        import openai
+
         e, where = self.endpoint, self._where()
         with self._lock:
             self.requests += 1

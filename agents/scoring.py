@@ -17,7 +17,6 @@ import string
 from collections.abc import Iterable
 
 import numpy
-from rouge_score import rouge_scorer
 
 OFFICIAL, PAPER = "official", "paper"
 METRICS = (OFFICIAL, PAPER)
@@ -71,6 +70,8 @@ def rouge_l(prediction: str, gold: str) -> float:
     if prediction == gold:
         return 1.0
     if _rouge is None:
+        from rouge_score import rouge_scorer  # here, not at the top: it loads nltk, scipy and sklearn (seconds)
+
         _rouge = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
     return _rouge.score(target=gold, prediction=prediction)["rougeL"].fmeasure
 

@@ -26,11 +26,14 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import lxml.html
-import pandas as pd
 
 from . import cells, vendor
+
+if TYPE_CHECKING:  # pandas loads in the functions that read a batch: not in every process that imports this
+    import pandas as pd
 
 ANSWER_PREFIX = "Answer."
 PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
@@ -93,6 +96,8 @@ def read_batch(path: Path) -> pd.DataFrame:
     """``batch.csv`` as the official evaluator reads it (default dtype inference), with the platform export's
     formula escaping undone (``agents.cells``: a cell ``'=x`` reads ``=x``; TurkingBench's own files have no such
     cell, so they read exactly as the evaluator reads them)."""
+    import pandas as pd
+
     frame = pd.read_csv(path)
     if not cells.may_hold_escaped(path.read_text(encoding="utf-8-sig")):
         return frame
@@ -137,6 +142,8 @@ class TaskDir:
 
         Rows are compared by a hash of their input columns in which empty cells are equal, so an instance with an
         empty input still finds its rows (the official ``df.eq(row)`` never matches NaN and fails on them)."""
+        import pandas as pd
+
         hashes = pd.util.hash_pandas_object(self.frame[self.input_columns], index=False).tolist()
         numbering: dict[int, int] = {}
         return [numbering.setdefault(value, len(numbering)) for value in hashes]

@@ -43,8 +43,6 @@ from functools import lru_cache
 import krippendorff
 import lxml.html
 import numpy
-import pandas
-from crowdkit.aggregation import DawidSkene
 from lxml.etree import ParserError
 
 from agents import scoring
@@ -203,6 +201,10 @@ def dawid_skene(rows: list[tuple], iterations: int = DS_ITERATIONS, tolerance: f
     names = sorted(set(labels))
     if len(names) < 2:
         return dict.fromkeys(tasks, names[0])  # one answer in the whole field: nothing for EM to estimate
+    # here, not at the top: crowd-kit loads pandas, scipy, sklearn and nltk, seconds of every process's start
+    import pandas
+    from crowdkit.aggregation import DawidSkene
+
     code = {label: index for index, label in enumerate(names)}
     data = pandas.DataFrame(
         {
