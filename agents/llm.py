@@ -44,7 +44,7 @@ from pathlib import Path
 
 import httpx2
 
-from . import netguard
+from . import lazy, netguard
 from .answers import cut_answer, redact_answer
 from .answers import redact_token as _redacted
 
@@ -354,8 +354,7 @@ class ChatClient:
         transport = netguard.GuardedTransport(
             allow_private=endpoint.allow_private, max_reply_bytes=endpoint.max_reply_bytes
         )
-        import openai  # here and in _ask, not at the top: a second of every process's start, for model runs only
-
+        openai = lazy.load("openai")  # a second of a process's start, for model runs only (agents.lazy)
         self._http = openai.DefaultHttpxClient(
             transport=transport, event_hooks=hooks, headers={"Accept-Encoding": "identity"}
         )
@@ -452,8 +451,7 @@ class ChatClient:
         return f"{parts.scheme}://{parts.netloc}{parts.path}"
 
     def _ask(self, messages: list[dict]) -> Completion:
-        import openai
-
+        openai = lazy.load("openai")
         e, where = self.endpoint, self._where()
         with self._lock:
             self.requests += 1

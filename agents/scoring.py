@@ -18,6 +18,8 @@ from collections.abc import Iterable
 
 import numpy
 
+from . import lazy
+
 OFFICIAL, PAPER = "official", "paper"
 METRICS = (OFFICIAL, PAPER)
 TEXT_TYPES = ("text", "textarea", "hidden")
@@ -70,8 +72,7 @@ def rouge_l(prediction: str, gold: str) -> float:
     if prediction == gold:
         return 1.0
     if _rouge is None:
-        from rouge_score import rouge_scorer  # here, not at the top: it loads nltk, scipy and sklearn (seconds)
-
+        rouge_scorer = lazy.load("rouge_score.rouge_scorer")  # nltk, scipy and sklearn: seconds
         _rouge = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
     return _rouge.score(target=gold, prediction=prediction)["rougeL"].fmeasure
 

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING
 
 import lxml.html
 
-from . import cells, vendor
+from . import cells, lazy, vendor
 
-if TYPE_CHECKING:  # pandas loads in the functions that read a batch: not in every process that imports this
+if TYPE_CHECKING:  # pandas loads when a batch is read (agents.lazy)
     import pandas as pd
 
 ANSWER_PREFIX = "Answer."
@@ -96,8 +96,7 @@ def read_batch(path: Path) -> pd.DataFrame:
     """``batch.csv`` as the official evaluator reads it (default dtype inference), with the platform export's
     formula escaping undone (``agents.cells``: a cell ``'=x`` reads ``=x``; TurkingBench's own files have no such
     cell, so they read exactly as the evaluator reads them)."""
-    import pandas as pd
-
+    pd = lazy.load("pandas")
     frame = pd.read_csv(path)
     if not cells.may_hold_escaped(path.read_text(encoding="utf-8-sig")):
         return frame
@@ -142,8 +141,7 @@ class TaskDir:
 
         Rows are compared by a hash of their input columns in which empty cells are equal, so an instance with an
         empty input still finds its rows (the official ``df.eq(row)`` never matches NaN and fails on them)."""
-        import pandas as pd
-
+        pd = lazy.load("pandas")
         hashes = pd.util.hash_pandas_object(self.frame[self.input_columns], index=False).tolist()
         numbering: dict[int, int] = {}
         return [numbering.setdefault(value, len(numbering)) for value in hashes]

@@ -45,7 +45,7 @@ import lxml.html
 import numpy
 from lxml.etree import ParserError
 
-from agents import scoring
+from agents import lazy, scoring
 
 NOMINAL_TYPES = ("radio", "select", "checkbox")
 INTERVAL_TYPES = ("range", "number")
@@ -201,10 +201,8 @@ def dawid_skene(rows: list[tuple], iterations: int = DS_ITERATIONS, tolerance: f
     names = sorted(set(labels))
     if len(names) < 2:
         return dict.fromkeys(tasks, names[0])  # one answer in the whole field: nothing for EM to estimate
-    # here, not at the top: crowd-kit loads pandas, scipy, sklearn and nltk, seconds of every process's start
-    import pandas
-    from crowdkit.aggregation import DawidSkene
-
+    pandas = lazy.load("pandas")  # crowd-kit and pandas: seconds of a process's start (agents.lazy)
+    dawid_skene_model = lazy.load("crowdkit.aggregation").DawidSkene
     code = {label: index for index, label in enumerate(names)}
     data = pandas.DataFrame(
         {
@@ -216,7 +214,7 @@ def dawid_skene(rows: list[tuple], iterations: int = DS_ITERATIONS, tolerance: f
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # log(0) of a confusion entry never observed
         warnings.simplefilter("ignore", DeprecationWarning)  # crowd-kit 1.4.2 uses pandas' inplace= and copy=
-        found = DawidSkene(n_iter=iterations, tol=tolerance).fit_predict(data)
+        found = dawid_skene_model(n_iter=iterations, tol=tolerance).fit_predict(data)
     return {task: names[label] for task, label in found.items()}
 
 

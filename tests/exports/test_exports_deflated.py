@@ -39,14 +39,16 @@ operations = st.lists(st.tuples(st.booleans(), st.lists(pieces, max_size=5)), ma
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
-@given(operations=operations, block=st.sampled_from([64, 1000, 4096]))
-def test_written_and_spliced_bytes_make_one_gzip_member_of_them_all(tmp_path_factory, operations, block):
+@given(operations=operations, block=st.sampled_from([64, 1000, 4096]), level=st.sampled_from([1, 2, 3]))
+def test_written_and_spliced_bytes_make_one_gzip_member_of_them_all(tmp_path_factory, operations, block, level):
+    """At every ISA-L level, exports' (2, ``isal_level(6)``) included; a spliced file at another level than the
+    stream's still continues it."""
     folder, out, expected = tmp_path_factory.mktemp("deflated"), Collected(), b""
-    writer = GzipWriter(out, level=3, threads=2, block=block)
+    writer = GzipWriter(out, level=level, threads=2, block=block)
     try:
         for index, (splice, parts) in enumerate(operations):
             if splice:
-                with DeflatedFile(folder / f"{index}.deflate", level=3, block=block) as file:
+                with DeflatedFile(folder / f"{index}.deflate", level=1 + index % 3, block=block) as file:
                     for part in parts:
                         file.write(part)
                 writer.splice(file)
