@@ -134,9 +134,13 @@ def worker_env(media_storage, tmp_path, settings):
 @pytest.fixture
 @needs("processes")
 def worker(worker_env, tmp_path):
-    """A real Celery worker process on ``worker_env`` for the length of the test."""
+    """A real Celery worker process on ``worker_env`` for the length of the test, on an empty queue: tasks that earlier
+    tests in this process enqueued with no worker to take them (every review page asks for thumbnails) would come
+    first, and at load hundreds of them kept a test's own task waiting past its time."""
+    from config.celery import app
     from devtools.processes import celery_worker
 
+    app.control.purge()
     with celery_worker(worker_env, tmp_path / "worker.log") as process:
         yield process
 
