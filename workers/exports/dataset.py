@@ -15,10 +15,11 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from django.core.files.storage import default_storage
 from django.db import connection, connections
-from django.db.models import Prefetch
+from django.db.models import Prefetch, prefetch_related_objects
 
 # The demo selection and split assignment live with the domain (the splits page uses them too), and so does what
 # review changed in an imported demo (changes.json; the re-curation page and API read the same).
@@ -36,18 +37,50 @@ from .exporters.mind2web import Operation, Processed
 log = logging.getLogger(__name__)
 
 
-def export_timeline(demo: Demonstration) -> list[ExportTurn]:
+class TurnRow(NamedTuple):
+    """What an export reads of a turn (``export_timeline``), made from a row: a third of a ``Turn``'s cost to make,
+    and an export makes one for every turn of the project."""
+
+    pk: int
+    client_id: str
+    seq: int
+    type: str
+    timestamp: float
+    speaker: str
+    utterance: str
+    intent: str
+    arguments: dict
+    screenshot_id: str | None
+    page_id: str | None
+    bboxes_id: str | None
+    har_id: str | None
+    dom_snapshot_id: str | None
+
+
+TURN_ROW_FIELDS = ("demonstration_id", "id", *TurnRow._fields[1:])
+
+
+def turn_rows(demo_ids: list) -> dict:
+    """``{demo id: [TurnRow]}`` of these demos, in one query."""
+    rows = {pk: [] for pk in demo_ids}
+    for row in Turn.objects.filter(demonstration_id__in=demo_ids).values_list(*TURN_ROW_FIELDS):
+        rows[row[0]].append(TurnRow._make(row[1:]))
+    return rows
+
+
+def export_timeline(demo: Demonstration, turns=None) -> list[ExportTurn]:
     """The turns to export, in curated order: the raw capture with the review's edits applied (deleted turns
     dropped, reordered, edited text, chosen target element, chosen screenshot, invalid turns marked ``broken``).
 
-    Reads ``demo.turns``, ``demo.turn_curations`` and ``demo.review`` (prefetched by ``export_demos``)."""
-    turns = sorted(demo.turns.all(), key=lambda t: (t.timestamp, t.seq))  # uses the prefetch
+    Reads ``turns`` (``TurnRow``s, or ``Turn``s; None: ``demo.turns``), ``demo.turn_curations`` and ``demo.review``
+    (prefetched by ``export_demos``)."""
+    turns = sorted(demo.turns.all() if turns is None else turns, key=lambda t: (t.timestamp, t.seq))
     curations = {curation.turn_id: curation for curation in demo.turn_curations.all()}
     kept = [(t, c) for t, c in curated_turns(turns, curations, review_order(demo)) if not (c and c.deleted)]
     return [curated_export_turn(index, turn, curation) for index, (turn, curation) in enumerate(kept)]
 
 
-def curated_text(turn: Turn, curation, arguments: dict) -> tuple[str, dict]:
+def curated_text(turn: Turn | TurnRow, curation, arguments: dict) -> tuple[str, dict]:
     """The utterance and arguments with an edited text applied (chat utterance, textInput's typed text ``text``, or
     a change turn's value ``value``: the recorder's argument for each, annotation/lib/schema.py)."""
     if curation is None or curation.text is None:
@@ -57,7 +90,7 @@ def curated_text(turn: Turn, curation, arguments: dict) -> tuple[str, dict]:
     return turn.utterance, {**arguments, ("value" if turn.intent == "change" else "text"): curation.text}
 
 
-def curated_export_turn(index: int, turn: Turn, curation) -> ExportTurn:
+def curated_export_turn(index: int, turn: Turn | TurnRow, curation) -> ExportTurn:
     utterance, arguments = curated_text(turn, curation, as_dict(turn.arguments))
     if curation is not None and curation.element:  # a target chosen in review (the Mind2Web step key changes too)
         arguments = {**arguments, "element": curation.element}
@@ -79,9 +112,10 @@ def curated_export_turn(index: int, turn: Turn, curation) -> ExportTurn:
     )
 
 
-def to_export_demo(demo: Demonstration, split: str, scheme: str = "weblinx") -> ExportDemo:
+def to_export_demo(demo: Demonstration, split: str, scheme: str = "weblinx", turns=None) -> ExportDemo:
     """The export value of ``demo``; a demo imported from a release of the export's format (``scheme``) gets its
-    changes against the release and, unchanged, the release's files."""
+    changes against the release and, unchanged, the release's files. ``turns``: its ``TurnRow``s, when read
+    already (None: ``demo.turns``)."""
     imported = recuration.is_imported(demo) and demo.source.get("format") == scheme
     changes = recuration.changes_of(demo, review_order(demo)) if imported else None
     return ExportDemo(
@@ -104,7 +138,7 @@ def to_export_demo(demo: Demonstration, split: str, scheme: str = "weblinx") -> 
         user_agent=demo.user_agent,
         recorder_version=demo.recorder_version,
         upload_date=demo.created_at,
-        turns=tuple(export_timeline(demo)),
+        turns=tuple(export_timeline(demo, turns)),
         rejected=demo.status == DemoStatus.REJECTED,
         discarded=demo.discarded,
         refined_task=demo.refined_task,
@@ -152,17 +186,36 @@ UNEXPORTED_TURN_FIELDS = ("url", "tab_id", "viewport_width", "viewport_height", 
 def export_demos(
     project, scheme: str, statuses=DEFAULT_STATUSES, splits=None, chunk=20, names=()
 ) -> Iterator[ExportDemo]:
-    """The project's demos as export values, one at a time (turns fetched ``chunk`` demos per query); ``names``:
-    only these demos."""
+    """The project's demos as export values, one at a time (turns fetched ``chunk`` demos per query, as rows:
+    ``TurnRow``); ``names``: only these demos. An imported demo's turns are read as ``Turn``s, which re-curation
+    (``recuration.changes_of``) reads more of."""
     split = split_of(project, scheme)
-    turns = Prefetch("turns", queryset=Turn.objects.order_by("timestamp", "seq").defer(*UNEXPORTED_TURN_FIELDS))
-    demos = selected_demos(project, statuses).prefetch_related(turns, "turn_curations")
+    demos = selected_demos(project, statuses).prefetch_related("turn_curations")
     if names:
         demos = demos.filter(name__in=names)
-    for demo in demos.iterator(chunk_size=chunk):
-        name = split(demo)
-        if not splits or name in splits:
-            yield to_export_demo(demo, name, scheme)
+    for read in batches(demos.iterator(chunk_size=chunk), chunk):
+        named = [(demo, split(demo)) for demo in read]
+        chosen = [(demo, name) for demo, name in named if not splits or name in splits]
+        imported = [demo for demo, _ in chosen if recuration.is_imported(demo)]
+        prefetch_related_objects(imported, Prefetch("turns", queryset=EXPORTED_TURNS))
+        rows = turn_rows([demo.pk for demo, _ in chosen if demo not in imported])
+        for demo, name in chosen:
+            yield to_export_demo(demo, name, scheme, rows.get(demo.pk))
+
+
+EXPORTED_TURNS = Turn.objects.order_by("timestamp", "seq").defer(*UNEXPORTED_TURN_FIELDS)
+
+
+def batches(values: Iterator, size: int) -> Iterator[list]:
+    """``values`` in lists of ``size`` (the last one shorter)."""
+    batch = []
+    for value in values:
+        batch.append(value)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 READ_AHEAD = 2  # export values made ahead of the exporter

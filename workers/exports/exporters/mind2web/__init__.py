@@ -314,19 +314,23 @@ def snapshot_of(arguments: dict) -> str | None:
     return properties.get("mhtml") if isinstance(properties, dict) else None
 
 
-def task_record(demo: ExportDemo, done: list[Step]) -> str:
-    """The Mind2Web task record of one demo from its steps, as JSON text (the ``actions`` entries are already
-    encoded: they are joined as ``json.dumps`` would write the list)."""
+def task_record(demo: ExportDemo, done: list[Step], annotation: str) -> list[bytes]:
+    """The Mind2Web task record of one demo from its steps, as the pieces of its UTF-8 JSON text: the ``actions``
+    entries (JSON text already, a step's pages) each a piece of its own, separated as ``json.dumps`` writes a list,
+    never copied into one string. ``annotation``: the demo's ``annotation_id``."""
     head = {
-        "annotation_id": annotation_id(demo),
+        "annotation_id": annotation,
         "website": website(demo),
         "domain": demo.category,
         "subdomain": demo.subcategory,
         "confirmed_task": confirmed_task(demo),
         "action_reprs": [step.repr for step in done],
     }
-    actions = ", ".join(step.action for step in done)
-    return f'{json.dumps(head, ensure_ascii=False)[:-1]}, "actions": [{actions}]}}'
+    pieces = [f'{json.dumps(head, ensure_ascii=False)[:-1]}, "actions": ['.encode()]
+    for number, step in enumerate(done):
+        pieces += [b", ", step.action.encode()] if number else [step.action.encode()]
+    pieces.append(b"]}")
+    return pieces
 
 
 # --- Files --------------------------------------------------------------------------------------------------
@@ -347,13 +351,15 @@ class SplitFiles:
         if demo.split not in self.handles:
             raise ValueError(f"demo {demo.name}: split {demo.split!r} is not one of {', '.join(self.handles)}")
 
-    def write(self, split: str, record: dict | str) -> None:
-        """One record, or a record's JSON text as it is (an imported task's original object)."""
-        # dumps, not dump: dump encodes in pure Python
-        text = record if isinstance(record, str) else json.dumps(record, ensure_ascii=False)
+    def write(self, split: str, record: dict | str | list[bytes]) -> None:
+        """One record: a dict, its JSON text as it is (an imported task's original object), or the pieces of its
+        UTF-8 text (``task_record``), each written as it is (a task's pages: not copied into a longer string)."""
+        if not isinstance(record, list):  # dumps, not dump: dump encodes in pure Python
+            record = [(record if isinstance(record, str) else json.dumps(record, ensure_ascii=False)).encode()]
         handle = self.handles[split]
         handle.write(b",\n" if self.written[split] else b"\n")
-        handle.write(text.encode("utf-8"))  # a task's pages: not copied into a longer string first
+        for piece in record:
+            handle.write(piece)
         self.written[split] += 1
 
     def close(self) -> None:
@@ -421,12 +427,12 @@ class Mind2WebExporter:
         """The demo's task record (an unchanged imported task's original object); its action count."""
         if "task.json" in dict(demo.original):
             return write_original(demo, files, out, blobs)
-        done_steps = steps(demo, PageSource(blobs))
-        files.write(demo.split, task_record(demo, done_steps))
+        done_steps, annotation = steps(demo, PageSource(blobs)), annotation_id(demo)
+        files.write(demo.split, task_record(demo, done_steps, annotation))
         snapshots = [(step.action_uid, step.snapshot) for step in done_steps]
-        write_snapshots(out, annotation_id(demo), snapshots, blobs)
-        raw = write_raw_dump(out, demo, annotation_id(demo), done_steps, blobs, self.deflated)
-        self.quality_extras[annotation_id(demo)] = {"raw_dump": raw} | (
+        write_snapshots(out, annotation, snapshots, blobs)
+        raw = write_raw_dump(out, demo, annotation, done_steps, blobs, self.deflated)
+        self.quality_extras[annotation] = {"raw_dump": raw} | (
             {"replay": demo.replay} if (demo.replay or {}).get("status") == "done" else {}
         )
         return len(done_steps)
