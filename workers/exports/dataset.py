@@ -190,6 +190,8 @@ def export_demos(
     ``TurnRow``); ``names``: only these demos. An imported demo's turns are read as ``Turn``s, which re-curation
     (``recuration.changes_of``) reads more of."""
     split = split_of(project, scheme)
+    # a queryset of this call's own: a prefetch notes its first demo on it (hints)
+    turns = Turn.objects.order_by("timestamp", "seq").defer(*UNEXPORTED_TURN_FIELDS)
     demos = selected_demos(project, statuses).prefetch_related("turn_curations")
     if names:
         demos = demos.filter(name__in=names)
@@ -197,13 +199,10 @@ def export_demos(
         named = [(demo, split(demo)) for demo in read]
         chosen = [(demo, name) for demo, name in named if not splits or name in splits]
         imported = [demo for demo, _ in chosen if recuration.is_imported(demo)]
-        prefetch_related_objects(imported, Prefetch("turns", queryset=EXPORTED_TURNS))
+        prefetch_related_objects(imported, Prefetch("turns", queryset=turns))
         rows = turn_rows([demo.pk for demo, _ in chosen if demo not in imported])
         for demo, name in chosen:
             yield to_export_demo(demo, name, scheme, rows.get(demo.pk))
-
-
-EXPORTED_TURNS = Turn.objects.order_by("timestamp", "seq").defer(*UNEXPORTED_TURN_FIELDS)
 
 
 def batches(values: Iterator, size: int) -> Iterator[list]:
