@@ -468,8 +468,13 @@ def test_a_pack_reader_whose_cleanup_fails_still_settles_every_claim(s3_storage,
         blobs.copy_to(shot, str(tmp_path / "shot.png"))
         files = blobs.files()
         assert waited(blobs, list(files.values())) == ["in", "in"]
-    assert (tmp_path / "cache" / page).read_bytes() == packed
+        # the pack's blob kept in memory for the archive, the other read on its own into the cache
+        assert blobs.taken(files[str(tmp_path / "page.html")]) == (packed, page)
+        assert blobs.read(page) == packed
+        assert blobs.taken(files[str(tmp_path / "shot.png")]) is None
     assert (tmp_path / "cache" / shot).read_bytes() == loose
+    assert not (tmp_path / "cache" / page).exists()
+    assert blobs.held == {} and blobs.holding == 0  # given back when the block ends
 
 
 def test_a_destination_that_cannot_be_linked_still_lets_the_blobs_missing_from_the_pack_be_read(s3_storage, tmp_path):

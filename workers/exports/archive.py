@@ -93,8 +93,10 @@ def write_archive(
     against it (blobs fetched from S3; local blobs, checked when stored and named by it), not hashed again.
     ``arriving``: the ``planned`` files may still be being written (``wait(file)`` returns once one is complete, or
     raises why it never will be); each is archived in its place as it comes, and the archive is the same as if they had
-    all been there. ``deflated``: ``{path under root: DeflatedFile or KeptBytes}``, files kept deflated (complete by
-    now) or in memory (``DeflatedFiles``) archived as if they were under ``root``; tar.gz only.
+    all been there. A planned file may be kept in memory instead (``taken(file)``: its bytes and their checked
+    sha256, else None), given back with ``release(file)`` once archived under every name planned for it.
+    ``deflated``: ``{path under root: DeflatedFile or KeptBytes}``, files kept deflated (complete by now) or in
+    memory (``DeflatedFiles``) archived as if they were under ``root``; tar.gz only.
     """
     if archive_format not in ARCHIVE_FORMATS:
         raise ValueError(f"unknown archive format {archive_format!r}; known: {', '.join(ARCHIVE_FORMATS)}")
@@ -113,6 +115,7 @@ def write_archive(
     top = top or destination.name.removesuffix(f".{archive_format}")
     writer = TarWriter if archive_format == "tar.gz" else ZipWriter
     manifest, done = {}, 0
+    uses = collections.Counter(path for _, path, stat in files if stat is None)  # names planned for each arriving file
     with writer(destination, compresslevel, known or {}) as archive:
         for name, path, stat in files:
             if isinstance(stat, DeflatedFile | KeptBytes):
@@ -126,6 +129,19 @@ def write_archive(
                 continue
             if stat is None:  # a planned file still arriving
                 arriving.wait(path)
+                uses[path] -= 1
+                taken = arriving.taken(path)
+                if taken is not None:  # kept in memory
+                    data, digest = taken
+                    manifest[name] = {
+                        "sha256": archive.add_taken(f"{top}/{name}", path, data, digest),
+                        "size": len(data),
+                    }
+                    if not uses[path]:
+                        arriving.release(path)
+                    done += len(data)
+                    progress(done / total)
+                    continue
                 stat = os.stat(path)  # complete now
             manifest[name] = {"sha256": archive.add(f"{top}/{name}", path, stat), "size": stat.st_size}
             done += stat.st_size
@@ -500,6 +516,17 @@ class TarWriter:
     def add_bytes(self, name: str, data: bytes) -> None:
         self.write(self.header(name, len(data)) + data + bytes(-len(data) % BLOCK))
 
+    def add_taken(self, name: str, key: str, data: bytes, digest: str) -> str:
+        """A file kept in memory (``data``, checked against ``digest``), stored once under ``key``: met again, a
+        hard link to where it was first archived."""
+        first = self.seen.get(key)
+        if first:
+            self.write(self.header(name, 0, link=first[0]))
+            return first[1]
+        self.add_bytes(name, data)
+        self.seen[key] = (name, digest)
+        return digest
+
     def add_deflated(self, name: str, file: DeflatedFile) -> str:
         self.write(self.header(name, file.size))
         self.gzip.splice(file)
@@ -534,6 +561,14 @@ class ZipWriter:
 
     def add_bytes(self, name: str, data: bytes) -> None:
         self.zip.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED)
+
+    def add_taken(self, name: str, key: str, data: bytes, digest: str) -> str:
+        """A file kept in memory, checked against ``digest`` (zip has no links: stored under every name)."""
+        method = zipfile.ZIP_STORED if os.path.splitext(name)[1].lower() in STORED_SUFFIXES else zipfile.ZIP_DEFLATED
+        info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
+        info.compress_type = method
+        self.zip.writestr(info, bytes(data))
+        return digest
 
 
 def listed_bytes(handle, size: int, path: str, digest=None):

@@ -302,9 +302,13 @@ class RemoteStorageBlobs:
     each demo's blobs from its pack (``workers.exports.packs``: one GET a demo) into the cache before the exporter
     asks for them; blobs not in a pack are read on their own. The archive can start before the last blobs arrive:
     ``wait(file)`` waits for one, and ``checked`` maps each fetched blob's ``(st_dev, st_ino)`` to its sha256,
-    checked as it was read (``write_archive``'s ``arriving`` and ``known``)."""
+    checked as it was read (``write_archive``'s ``arriving`` and ``known``). With ``planned``, a pack's blobs are
+    kept in memory while ``HOLD_BYTES`` allow (``held``: no cache file made, renamed, read back and removed for
+    each), the rest written to the cache; the archive takes each held blob (``taken``) and gives it back once
+    archived (``release``)."""
 
     FETCHERS = 8
+    HOLD_BYTES = 256 * 1024 * 1024  # a pack's blobs kept in memory for the archive, at most (then cache files)
 
     def __init__(self, cache: Path | None = None, planned: bool = False):
         self.cache, self.pool, self.pending = cache, None, []
@@ -312,7 +316,8 @@ class RemoteStorageBlobs:
         self.waiting = {}  # sha256 → destinations to link once its fetch ends (under ``lock``)
         self.planned = {} if planned else None  # destination (str) → sha256, archived from the cache
         self.checked, self.errors = {}, []  # see the class docstring; the fetches' failures, first first
-        self.fetched = set()  # sha256s in the cache, checked
+        self.fetched = set()  # sha256s in the cache or ``held``, checked
+        self.held, self.holding = {}, 0  # sha256 → a pack's blob kept in memory, checked; the room reserved for them
         # S3: one reader (one client, one connection pool) for every fetcher thread and for ``read``, inside the
         # ``with`` block or not
         self.reader = S3ObjectReader(default_storage) if is_s3(default_storage) else None
@@ -337,6 +342,10 @@ class RemoteStorageBlobs:
             with self.lock:  # fetches cancelled above never ran: their claims ended too (``read`` after the block)
                 unsettled = [sha for sha, claim in self.claims.items() if not claim.is_set()]
             self.settle(unsettled, failed=True)
+            with self.lock:  # blobs held for the archive: its memory freed (``read`` after the block reads again)
+                self.fetched -= self.held.keys()
+                self.held.clear()
+                self.holding = 0
 
     def wait_all(self) -> None:
         """Wait for every fetch under way; raise the first failure."""
@@ -360,11 +369,38 @@ class RemoteStorageBlobs:
         if sha256 not in self.fetched:  # not whether a file is there: only a blob that arrived checked counts
             raise self.errors[0] if self.errors else FileNotFoundError(f"{file} could not be read from storage")
 
+    def hold(self, size: int) -> bool:
+        """Room in memory reserved for a pack's blob of ``size`` bytes (True), or none left (False: a cache file);
+        a negative ``size`` gives room back."""
+        with self.lock:
+            if size < 0 or self.holding + size <= self.HOLD_BYTES:
+                self.holding += size
+                return size >= 0
+        return False
+
+    def taken(self, file: str) -> tuple[bytearray, str] | None:
+        """A blob ``wait`` returned for that is kept in memory: its bytes (not to be changed) and sha256; None when it
+        is a file in the cache."""
+        sha256 = os.path.basename(file)
+        with self.lock:
+            data = self.held.get(sha256)
+        return None if data is None else (data, sha256)
+
+    def release(self, file: str) -> None:
+        """A held blob no longer needed (archived under every name planned for it): its memory freed."""
+        with self.lock:
+            data = self.held.pop(os.path.basename(file), None)
+            self.holding -= 0 if data is None else len(data)
+
     def read(self, sha256: str) -> bytes:
         with self.lock:
             claim = self.claims.get(sha256)
         if claim is not None:  # being fetched or fetched into the cache (checked there)
             claim.wait()
+            with self.lock:
+                data = self.held.get(sha256)
+            if data is not None:
+                return bytes(data)
             with contextlib.suppress(FileNotFoundError):
                 return (self.cache / sha256).read_bytes()
         out = io.BytesIO()
@@ -391,7 +427,8 @@ class RemoteStorageBlobs:
     def fetch_pack(self, demo_name: str, mine: dict) -> None:
         """The claimed blobs ``mine`` (sha256 → event) from the demo's pack; those not in it (or all of them, without
         a pack) handed to the pool to read on their own. A pack is only a copy: any failure to read it is too."""
-        unpacking = packs.PackWriter(mine, self.cache)  # unpacked from the GET's body as it arrives
+        # unpacked from the GET's body as it arrives; for an archive, into memory while there is room
+        unpacking = packs.PackWriter(mine, self.cache, self.hold if self.planned is not None else None)
         try:
             self.reader.copy(packs.pack_name(demo_name), unpacking, hashed=False)  # each blob is checked
         except FileNotFoundError:
@@ -408,6 +445,8 @@ class RemoteStorageBlobs:
             except OSError as error:
                 log.warning("could not close the blob pack of %s (%s); reading its blobs one by one", demo_name, error)
             found = unpacking.found
+            with self.lock:
+                self.held.update(unpacking.held)  # before ``settle``: a waiter woken finds them
         try:
             self.settle(found)  # may raise (a destination not linked): the missing blobs are read all the same
         finally:
@@ -458,6 +497,9 @@ class RemoteStorageBlobs:
         shas, errors = list(shas), []
         try:
             for sha in shas if not failed else ():  # named by its sha256 only once checked
+                if sha in self.held:
+                    self.fetched.add(sha)
+                    continue
                 try:
                     stat = (self.cache / sha).stat()
                 except OSError as error:  # gone from the cache (its work folder swept) or unreadable: not fetched

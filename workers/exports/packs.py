@@ -106,10 +106,15 @@ class PackWriter:
     ``wanted`` blob is written into ``cache`` (named by sha256) once its bytes match it, and listed in ``found``. A
     blob that does not match is left out (read on its own instead), as is the rest of a pack whose head, index or
     stream is not one. ``seek(0)`` (a retried GET) starts again; ``close()`` removes a blob left half-written by a
-    body cut short."""
+    body cut short.
 
-    def __init__(self, wanted: Iterable[str], cache: Path):
-        self.wanted, self.cache, self.found = set(wanted), cache, set()
+    ``hold(size)``, when given, is asked before each wanted blob: True (room reserved for ``size`` bytes) keeps the
+    blob in memory instead of a cache file (in ``held``, sha256 → bytes, once it matches); a blob that does not
+    match, or is cut short, gives its room back (``hold(-size)``). An export archiving a pack's blobs takes them
+    from there: no file made, renamed, read back and removed for each of a demo's blobs."""
+
+    def __init__(self, wanted: Iterable[str], cache: Path, hold=None):
+        self.wanted, self.cache, self.found, self.hold, self.held = set(wanted), cache, set(), hold, {}
         self.seek(0)
 
     def writable(self) -> bool:
@@ -160,7 +165,7 @@ class PackWriter:
                 self.left -= len(take)
                 if self.blob is not None:
                     self.digest.update(take)
-                    self.blob.write(take)
+                    self.put(take)
                 if self.left == 0:
                     self.end_entry()
         while self.entries and not self.broken and self.left == 0 and self.entry + 1 < len(self.entries):
@@ -198,25 +203,42 @@ class PackWriter:
             return
         sha, self.left = self.entries[self.entry]
         if sha in self.wanted and sha not in self.found:
-            self.blob, self.digest = (self.cache / f"{sha}.part").open("wb"), hashlib.sha256()
+            if self.hold is not None and sha not in self.held and self.hold(self.left):
+                self.blob = bytearray()  # in memory: room for it reserved
+                self.put = self.blob.extend
+            else:
+                self.blob = (self.cache / f"{sha}.part").open("wb")
+                self.put = self.blob.write
+            self.digest = hashlib.sha256()
         if self.left == 0:
             self.end_entry()
 
     def end_entry(self) -> None:
         if self.blob is None:
             return
-        sha = self.entries[self.entry][0]
-        self.blob.close()
-        partial, self.blob = self.cache / f"{sha}.part", None
-        if self.digest.hexdigest() != sha:
+        sha, blob, self.blob = self.entries[self.entry][0], self.blob, None
+        matches = self.digest.hexdigest() == sha
+        if not matches:
             log.warning("a blob pack's blob %s does not match its sha256; reading it on its own", sha)
-            partial.unlink(missing_ok=True)
-            return
-        partial.replace(self.cache / sha)
-        self.found.add(sha)
+        if isinstance(blob, bytearray):
+            if matches:
+                self.held[sha] = blob
+            else:
+                self.hold(-self.entries[self.entry][1])
+        else:
+            blob.close()
+            partial = self.cache / f"{sha}.part"
+            if not matches:
+                partial.unlink(missing_ok=True)
+                return
+            partial.replace(self.cache / sha)
+        if matches:
+            self.found.add(sha)
 
     def close(self) -> None:
-        if getattr(self, "blob", None) is not None:
-            self.blob.close()
+        blob, self.blob = getattr(self, "blob", None), None
+        if isinstance(blob, bytearray):  # cut short: its room given back
+            self.hold(-self.entries[self.entry][1])
+        elif blob is not None:
+            blob.close()
             (self.cache / f"{self.entries[self.entry][0]}.part").unlink(missing_ok=True)
-            self.blob = None
