@@ -131,15 +131,15 @@ def write_archive(
                 arriving.wait(path)
                 uses[path] -= 1
                 taken = arriving.taken(path)
-                if taken is not None:  # kept in memory
+                if taken is not None:  # kept in memory, perhaps deflated
                     data, digest = taken
                     manifest[name] = {
                         "sha256": archive.add_taken(f"{top}/{name}", path, data, digest),
-                        "size": len(data),
+                        "size": held_size(data),
                     }
                     if not uses[path]:
                         arriving.release(path)
-                    done += len(data)
+                    done += held_size(data)
                     progress(done / total)
                     continue
                 stat = os.stat(path)  # complete now
@@ -229,8 +229,9 @@ class BlockDeflater:
         while self.pending:
             self.emit()
 
-    def splice(self, file: "DeflatedFile") -> None:
-        """A complete ``DeflatedFile``'s bytes next, as they are; the next block refers to nothing before it."""
+    def splice(self, file: "DeflatedFile | DeflatedBytes") -> None:
+        """A complete ``DeflatedFile``'s (or ``DeflatedBytes``') deflated bytes next, as they are; the next block
+        refers to nothing before it."""
         self.drain()
         file.copy_into(self.output)
         self.crc, self.size = isal_zlib.crc32_combine(self.crc, file.crc, file.size), self.size + file.size
@@ -266,7 +267,7 @@ class GzipWriter:
             self.buffer.clear()
         self.blocks.drain()
 
-    def splice(self, file: "DeflatedFile") -> None:
+    def splice(self, file: "DeflatedFile | DeflatedBytes") -> None:
         self.drain()
         self.blocks.splice(file)
 
@@ -355,6 +356,32 @@ class DeflatedFile:
         with self.path.open("rb") as handle:
             while data := handle.read(CHUNK):
                 output.write(data)
+
+
+class DeflatedBytes:
+    """A file's bytes held deflated (raw deflate blocks ending on a byte, none the last: ``deflate_block``), with
+    the plain bytes' crc32 and size: a blob from a pack (``workers.exports.packs``), spliced into a tar.gz as it is
+    (``GzipWriter.splice``), never inflated and deflated again; ``inflate()`` for whoever needs its bytes."""
+
+    __slots__ = ("data", "crc", "size")
+
+    def __init__(self, data, crc: int, size: int):
+        self.data, self.crc, self.size = data, crc, size
+
+    def copy_into(self, output) -> None:
+        output.write(self.data)
+
+    def inflate(self) -> bytes:
+        inflater = isal_zlib.decompressobj(-15)
+        data = inflater.decompress(self.data, self.size + 1)  # never past the size it declares
+        if len(data) != self.size or isal_zlib.crc32(data) != self.crc:
+            raise ValueError("deflated bytes that do not inflate to their size and crc32")
+        return data
+
+
+def held_size(data) -> int:
+    """The plain size of a file kept in memory (bytes, or ``DeflatedBytes``)."""
+    return data.size if isinstance(data, DeflatedBytes) else len(data)
 
 
 class KeptBytes:
@@ -523,7 +550,13 @@ class TarWriter:
         if first:
             self.write(self.header(name, 0, link=first[0]))
             return first[1]
-        self.add_bytes(name, data)
+        if isinstance(data, DeflatedBytes):  # spliced in as it is
+            self.write(self.header(name, data.size))
+            self.gzip.splice(data)
+            self.offset += data.size
+            self.write(bytes(-data.size % BLOCK))
+        else:
+            self.add_bytes(name, data)
         self.seen[key] = (name, digest)
         return digest
 
@@ -567,7 +600,7 @@ class ZipWriter:
         method = zipfile.ZIP_STORED if os.path.splitext(name)[1].lower() in STORED_SUFFIXES else zipfile.ZIP_DEFLATED
         info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
         info.compress_type = method
-        self.zip.writestr(info, bytes(data))
+        self.zip.writestr(info, data.inflate() if isinstance(data, DeflatedBytes) else bytes(data))
         return digest
 
 

@@ -31,6 +31,7 @@ from annotation.models import Demonstration, DemoStatus, Mind2WebStep, Turn, Tur
 from annotation.store.blobstore import S3ObjectReader, is_local, is_s3, stream_file
 
 from . import packs
+from .archive import DeflatedBytes
 from .exporters.base import DirectoryBlobs, ExportDemo, ExportTurn, PlannedBlobs
 from .exporters.mind2web import Operation, Processed
 
@@ -378,9 +379,9 @@ class RemoteStorageBlobs:
                 return size >= 0
         return False
 
-    def taken(self, file: str) -> tuple[bytearray, str] | None:
-        """A blob ``wait`` returned for that is kept in memory: its bytes (not to be changed) and sha256; None when it
-        is a file in the cache."""
+    def taken(self, file: str) -> tuple[bytearray | DeflatedBytes, str] | None:
+        """A blob ``wait`` returned for that is kept in memory: its bytes (not to be changed; ``DeflatedBytes`` from a
+        sealed pack) and sha256; None when it is a file in the cache."""
         sha256 = os.path.basename(file)
         with self.lock:
             data = self.held.get(sha256)
@@ -390,7 +391,7 @@ class RemoteStorageBlobs:
         """A held blob no longer needed (archived under every name planned for it): its memory freed."""
         with self.lock:
             data = self.held.pop(os.path.basename(file), None)
-            self.holding -= 0 if data is None else len(data)
+            self.holding -= 0 if data is None else len(data.data if isinstance(data, DeflatedBytes) else data)
 
     def read(self, sha256: str) -> bytes:
         with self.lock:
@@ -400,7 +401,7 @@ class RemoteStorageBlobs:
             with self.lock:
                 data = self.held.get(sha256)
             if data is not None:
-                return bytes(data)
+                return data.inflate() if isinstance(data, DeflatedBytes) else bytes(data)
             with contextlib.suppress(FileNotFoundError):
                 return (self.cache / sha256).read_bytes()
         out = io.BytesIO()
