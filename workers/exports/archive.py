@@ -111,13 +111,14 @@ def write_archive(
             [file for file in files if file[0] not in kept] + [(name, *file) for name, file in kept.items()],
             key=lambda file: file[0],
         )
-    total = sum(size_now(path, stat) for _, path, stat in files) or 1
+    counted = [size_now(path, stat, arriving) for _, path, stat in files]  # 0 for a file still to come
+    total = sum(counted) or 1
     top = top or destination.name.removesuffix(f".{archive_format}")
     writer = TarWriter if archive_format == "tar.gz" else ZipWriter
     manifest, done = {}, 0
     uses = collections.Counter(path for _, path, stat in files if stat is None)  # names planned for each arriving file
     with writer(destination, compresslevel, known or {}) as archive:
-        for name, path, stat in files:
+        for (name, path, stat), size in zip(files, counted, strict=True):
             if isinstance(stat, DeflatedFile | KeptBytes):
                 if isinstance(stat, KeptBytes):
                     archive.add_bytes(f"{top}/{name}", stat.data)
@@ -139,10 +140,11 @@ def write_archive(
                     }
                     if not uses[path]:
                         arriving.release(path)
-                    done += held_size(data)
+                    total, done = total + held_size(data) - size, done + held_size(data)  # counted 0 if still to come
                     progress(done / total)
                     continue
                 stat = os.stat(path)  # complete now
+                total += stat.st_size - size
             manifest[name] = {"sha256": archive.add(f"{top}/{name}", path, stat), "size": stat.st_size}
             done += stat.st_size
             progress(done / total)
@@ -160,12 +162,15 @@ def manifest_text(manifest: dict) -> bytes:
     return ('{\n "algorithm": "sha256",\n "files": {\n' + ",\n".join(lines) + "\n }\n}\n").encode()
 
 
-def size_now(path: str, stat) -> int:
+def size_now(path: str, stat, arriving=None) -> int:
     """A listed file's size, 0 while it is still to come (for the progress bar)."""
     if isinstance(stat, DeflatedFile | KeptBytes):
         return stat.size
     if stat is not None:
         return stat.st_size
+    taken = arriving.taken(path) if arriving is not None else None
+    if taken is not None:  # arrived, kept in memory
+        return held_size(taken[0])
     try:
         return os.stat(path).st_size
     except FileNotFoundError:

@@ -319,6 +319,7 @@ class RemoteStorageBlobs:
         self.checked, self.errors = {}, []  # see the class docstring; the fetches' failures, first first
         self.fetched = set()  # sha256s in the cache or ``held``, checked
         self.held, self.holding = {}, 0  # sha256 → a pack's blob kept in memory, checked; the room reserved for them
+        self.destined, self.planning = set(), True  # sha256s planned for the archive; until ``end_plan``
         # S3: one reader (one client, one connection pool) for every fetcher thread and for ``read``, inside the
         # ``with`` block or not
         self.reader = S3ObjectReader(default_storage) if is_s3(default_storage) else None
@@ -390,8 +391,24 @@ class RemoteStorageBlobs:
     def release(self, file: str) -> None:
         """A held blob no longer needed (archived under every name planned for it): its memory freed."""
         with self.lock:
-            data = self.held.pop(os.path.basename(file), None)
-            self.holding -= 0 if data is None else len(data.data if isinstance(data, DeflatedBytes) else data)
+            self.drop(os.path.basename(file))
+
+    def drop(self, sha256: str) -> None:
+        """(Under ``lock``.) A held blob's memory freed; asked for again, it is fetched again."""
+        data = self.held.pop(sha256, None)
+        if data is not None:
+            self.holding -= len(data.data if isinstance(data, DeflatedBytes) else data)
+            self.fetched.discard(sha256)
+            self.claims.pop(sha256, None)
+
+    def end_plan(self) -> dict:
+        """The exporter is done: every blob the archive takes is planned. Held blobs it will not take (read by the
+        exporter, or of demos it left out) are freed, and so are those of packs still arriving. ``files()``."""
+        with self.lock:
+            self.planning = False
+            for sha in self.held.keys() - self.destined:
+                self.drop(sha)
+        return self.files()
 
     def read(self, sha256: str) -> bytes:
         with self.lock:
@@ -400,6 +417,8 @@ class RemoteStorageBlobs:
             claim.wait()
             with self.lock:
                 data = self.held.get(sha256)
+                if data is not None and sha256 not in self.destined:  # read, not archived: freed (see ``drop``)
+                    self.drop(sha256)
             if data is not None:
                 return data.inflate() if isinstance(data, DeflatedBytes) else bytes(data)
             with contextlib.suppress(FileNotFoundError):
@@ -452,6 +471,9 @@ class RemoteStorageBlobs:
             self.settle(found)  # may raise (a destination not linked): the missing blobs are read all the same
         finally:
             self.read_missing(sorted(mine.keys() - found))
+            with self.lock:
+                for sha in () if self.planning else unpacking.held.keys() - self.destined:
+                    self.drop(sha)  # arrived after the plan ended, and not in it
 
     def read_missing(self, missing: list) -> None:
         """Each claimed blob a pack did not hold, handed to the pool to read on its own (else its claim would
@@ -486,6 +508,7 @@ class RemoteStorageBlobs:
                 self.pending.append(self.pool.submit(self.fetch_claimed, sha256))
             if self.planned is not None:  # archived from the cache: nothing to link
                 self.planned[os.fspath(destination)] = sha256
+                self.destined.add(sha256)
                 return None
             if not claim.is_set():  # linked when its fetch ends (``settle``): no thread blocked
                 self.waiting.setdefault(sha256, []).append(Path(destination))

@@ -208,7 +208,7 @@ def planned_blobs(blobs) -> dict:
     if blobs is None:
         return {}
     if isinstance(blobs, dataset.RemoteStorageBlobs):
-        return {"planned": blobs.files(), "known": blobs.checked, "arriving": blobs}
+        return {"planned": blobs.end_plan(), "known": blobs.checked, "arriving": blobs}
     return {"planned": blobs.files(), "known": blobs.known()}
 
 

@@ -7,12 +7,17 @@ worker once a recording finishes (``workers.pack_demo_blobs``, enqueued with the
 and whenever ``pack_demo_blobs`` is run by hand; it is never needed: a blob missing from a pack (a pack not made yet,
 a screenshot chosen later, a pack that fails its check) is read on its own, as before.
 
-Format of ``blobpacks/<demo name>.pack``: ``MAGIC``, the length of the index (8 bytes, big-endian), the index (JSON:
-``{"blobs": [[sha256, size], ...]}``), then each blob's bytes in the index's order, as one zlib stream (ISA-L level
-2: pages and JSON shrink about three times, so the S3 server sends a third of the bytes); packs made before, with
-``MAGIC_RAW``, hold the bytes as they are and are still read. An index over ``MAX_INDEX_BYTES`` makes no pack.
-Every blob read from a pack is checked against its sha256 like any blob read from storage. Local storage has no
-packs: its blobs are archived from where they are stored.
+Format of ``blobpacks/<demo name>.pack``: ``MAGIC_SPLICE``, its seal (``pack_mac``: 32 bytes), the length of the
+index (8 bytes, big-endian), the index (JSON: ``{"blobs": [[sha256, size, crc32, deflated size], ...]}``), then
+each blob in the index's order deflated on its own (ISA-L level 2, raw deflate blocks ending on a byte, none the
+last: ``archive.deflate_block``; pages and JSON shrink about three times, so the S3 server sends a third of the
+bytes). An export job keeps a sealed pack's blobs deflated and splices them into its tar.gz as they are
+(``archive.DeflatedBytes``): the seal, checked once the body is in, stands for each blob's sha256 check (whoever can
+write to the bucket cannot forge it), and a blob is never inflated, hashed and deflated again. Read into files
+instead, each blob is inflated and checked against its sha256. Packs made before are still read, each blob checked
+against its sha256: ``MAGIC`` (the blobs as one zlib stream) and ``MAGIC_RAW`` (as they are); ``pack_blobs`` renews
+them. An index over ``MAX_INDEX_BYTES`` makes no pack. Local storage has no packs: its blobs are archived from
+where they are stored.
 """
 
 import hashlib
