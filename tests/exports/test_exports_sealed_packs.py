@@ -176,3 +176,11 @@ def test_blobs_spliced_deflated_into_a_tar_gz_make_the_archive_of_the_same_files
 
     assert members(tmp_path / "spliced.tar.gz") == members(tmp_path / "files.tar.gz")
     assert members(tmp_path / "spliced.tar.gz")["x/b/page.html"][0] == tarfile.LNKTYPE
+
+
+def test_a_sealed_pack_made_before_the_key_was_rotated_holds_its_blobs(tmp_path, settings):
+    """As Django's signing does, a seal made with a key now in ``SECRET_KEY_FALLBACKS`` still matches."""
+    data = sealed_pack()
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "another-secret-key-0123456789abcdefghijklmnopqrstuv"
+    assert set(unpack(data, tmp_path, Room()).held) == {sha(blob) for blob in BLOBS}

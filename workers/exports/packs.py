@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from django.conf import settings
 from django.core.files.storage import default_storage
 from django.utils.crypto import salted_hmac
 from isal import isal_zlib
@@ -76,10 +77,19 @@ def demo_shas(demo: Demonstration) -> list[str]:
     return sorted(shas)
 
 
-def pack_mac(index: bytes, body_sha256: bytes) -> bytes:
-    """The seal of a ``MAGIC_SPLICE`` pack: an HMAC (SHA-256, keyed by the server's ``SECRET_KEY``) of its index and
-    of its body's sha256. Whoever can write to the bucket cannot make a pack that passes it."""
-    return salted_hmac(MAC_SALT, index + body_sha256, algorithm="sha256").digest()
+def pack_mac(index: bytes, body_sha256: bytes, secret: str | None = None) -> bytes:
+    """The seal of a ``MAGIC_SPLICE`` pack: an HMAC (SHA-256, keyed by the server's ``SECRET_KEY``, or ``secret``)
+    of its index and of its body's sha256. Whoever can write to the bucket cannot make a pack that passes it."""
+    return salted_hmac(MAC_SALT, index + body_sha256, secret=secret, algorithm="sha256").digest()
+
+
+def seal_matches(seal: bytes, index: bytes, body_sha256: bytes) -> bool:
+    """Whether ``seal`` is the pack's under ``SECRET_KEY`` or one of ``SECRET_KEY_FALLBACKS`` (a key rotated since
+    the pack was made, as Django's signing accepts)."""
+    return any(
+        hmac.compare_digest(seal, pack_mac(index, body_sha256, secret))
+        for secret in [settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]
+    )
 
 
 def pack_demo(demo: Demonstration, reader: S3ObjectReader | None = None) -> int:
@@ -262,21 +272,27 @@ class PackWriter:
         self.unpacked += len(data)
 
     def put_inflated(self, data) -> None:
-        """A spliced pack's blob into its cache file, inflated; never past the size its index declares."""
-        if self.unpacked > self.entries[self.entry][1]:
-            return  # already too long: it fails its check
-        room = self.entries[self.entry][1] - self.unpacked + 1
-        try:
-            plain = self.unpacking.decompress(data, room)
-        except isal_zlib.error:
-            plain, self.unpacked = b"", self.entries[self.entry][1] + 1  # not deflate: it fails its check
-        self.put_plain(plain)
-        if self.unpacking.unconsumed_tail:
-            self.unpacked = self.entries[self.entry][1] + 1
+        """A spliced pack's blob into its cache file, inflated a bounded piece at a time (``INFLATE_CHUNK``), never
+        past the size its index declares (a blob that would is too long: it fails its check)."""
+        size, view = self.entries[self.entry][1], data
+        while self.unpacked <= size:
+            try:
+                plain = self.unpacking.decompress(view, min(size - self.unpacked + 1, INFLATE_CHUNK))
+            except isal_zlib.error:  # not deflate
+                self.unpacked = size + 1
+                return
+            self.put_plain(plain)
+            view = self.unpacking.unconsumed_tail
+            if not view:
+                return
 
     def end_entry(self) -> None:
-        if self.blob is None:
-            return
+        if self.blob is not None:
+            self.end_blob()
+        if self.spliced and self.entry + 1 == len(self.entries):  # the body's end, whichever blobs were kept
+            self.check_seal()
+
+    def end_blob(self) -> None:
         entry, blob, self.blob = self.entries[self.entry], self.blob, None
         sha = entry[0]
         if isinstance(blob, bytearray):
@@ -297,13 +313,13 @@ class PackWriter:
             else:
                 partial.replace(self.cache / sha)
                 self.found.add(sha)
-        if self.spliced and self.entry + 1 == len(self.entries):
-            self.check_seal()
 
     def check_seal(self) -> None:
         """The whole body is in: the blobs kept deflated are held if the seal matches, else their room given back."""
         sealed, self.sealed = self.sealed, []
-        if hmac.compare_digest(bytes(self.head[len(MAGIC) : len(MAGIC) + MAC_BYTES]), self.seal()):
+        fixed = len(MAGIC) + MAC_BYTES + 8
+        seal, index = bytes(self.head[len(MAGIC) : len(MAGIC) + MAC_BYTES]), bytes(self.head[fixed:])
+        if seal_matches(seal, index, self.body.digest()):
             for sha, blob in sealed:
                 self.held[sha] = blob
                 self.found.add(sha)
@@ -311,10 +327,6 @@ class PackWriter:
         log.warning("a blob pack's seal does not match its index and body; reading its blobs on their own")
         for _, blob in sealed:
             self.hold(-len(blob.data))
-
-    def seal(self) -> bytes:
-        fixed = len(MAGIC) + MAC_BYTES + 8
-        return pack_mac(bytes(self.head[fixed:]), self.body.digest())
 
     def close(self) -> None:
         blob, self.blob = getattr(self, "blob", None), None
