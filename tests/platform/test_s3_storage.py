@@ -474,7 +474,8 @@ def test_a_pack_reader_whose_cleanup_fails_still_settles_every_claim(s3_storage,
         assert blobs.taken(files[str(tmp_path / "shot.png")]) is None
     assert (tmp_path / "cache" / shot).read_bytes() == loose
     assert not (tmp_path / "cache" / page).exists()
-    assert blobs.held == {} and blobs.holding == 0  # given back when the block ends
+    assert blobs.held == {}  # given back when the block ends
+    assert blobs.holding == 0
 
 
 def test_a_destination_that_cannot_be_linked_still_lets_the_blobs_missing_from_the_pack_be_read(s3_storage, tmp_path):
