@@ -23,13 +23,13 @@ from isal import isal_zlib
 
 from annotation.models import ExportJob, JobStatus, sha256_path
 from tests.support.corpus import ingest_corpus
+from tests.support.held import PATIENCE, Arriving, Room, in_threads
 from workers.exports import packs
 from workers.exports.archive import write_archive
 from workers.exports.dataset import RemoteStorageBlobs
 from workers.exports.jobs import run_export
 from workers.exports.packs import MAGIC, PackWriter, pack_name
 
-PATIENCE = 10  # seconds a waiter is given
 PAGE = b"<html>" + b"".join(b"<p>item %d of the page</p>" % n for n in range(3000)) + b"</html>"
 NOISE = b"".join(hashlib.sha256(str(n).encode()).digest() for n in range(700))
 BOXES = b'{"1": [0, 0, 10, 10]}'
@@ -48,20 +48,6 @@ def pack_bytes(entries) -> bytes:
 
 def honest(*blobs) -> list:
     return [(sha(blob), len(blob), blob) for blob in blobs]
-
-
-class Room:
-    """A ``hold`` for ``PackWriter``: ``limit`` bytes; what is reserved now, never below 0 (noted if it were)."""
-
-    def __init__(self, limit: int):
-        self.limit, self.used, self.lowest = limit, 0, 0
-
-    def __call__(self, size: int) -> bool:
-        if size < 0 or self.used + size <= self.limit:
-            self.used += size
-            self.lowest = min(self.lowest, self.used)
-            return size >= 0
-        return False
 
 
 def feed(writer: PackWriter, data: bytes, piece: int = 997) -> None:
@@ -143,30 +129,6 @@ def test_zero_size_blobs_are_held_wherever_they_are_in_the_pack(tmp_path):
 
 
 # --- write_archive with blobs in memory ------------------------------------------------------------------------
-
-
-class Arriving:
-    """``write_archive``'s ``arriving``, some files in memory: every call noted; taking a blob given back fails."""
-
-    def __init__(self, held: dict):
-        self.held, self.calls, self.given_back = held, [], set()
-
-    def wait(self, file: str) -> None:
-        self.calls.append(("wait", os.path.basename(file)))
-
-    def taken(self, file: str):
-        name = os.path.basename(file)
-        assert name not in self.given_back, f"{name} taken after it was given back"
-        self.calls.append(("taken", name))
-        data = self.held.get(name)
-        return None if data is None else (data, name)
-
-    def release(self, file: str) -> None:
-        name = os.path.basename(file)
-        assert name not in self.given_back, f"{name} given back twice"
-        self.calls.append(("release", name))
-        self.given_back.add(name)
-        self.held.pop(name)
 
 
 def archive_members(path, archive_format: str) -> dict:
@@ -291,24 +253,6 @@ class Watched(RemoteStorageBlobs):
         self.lowest = min(self.lowest, self.holding)
 
 
-def waited(call, items) -> list:
-    """``call(item)`` for each from a thread of its own: its result, its error's name, or "still waiting"."""
-    outcomes = {}
-
-    def one(item):
-        try:
-            outcomes[item] = call(item)
-        except BaseException as error:  # noqa: BLE001 (what the waiter saw)
-            outcomes[item] = type(error).__name__
-
-    threads = [threading.Thread(target=one, args=(item,), daemon=True) for item in items]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(PATIENCE)
-    return [outcomes.get(item, "still waiting") for item in items]
-
-
 def plan(blobs, root, names: dict) -> None:
     """``{path under root: sha256}`` noted with ``copy_to`` (an export job's blobs are only noted)."""
     for name, blob_sha in names.items():
@@ -334,12 +278,12 @@ def test_every_held_blob_archived_gives_all_its_room_back_and_read_still_answers
         assert blobs.holding == 0
         assert blobs.held == {}
         assert not list((tmp_path / "cache").iterdir())  # no cache file made
-        assert waited(blobs.read, [page, noise, boxes, empty]) == [PAGE, NOISE, BOXES, EMPTY]  # read again
+        assert in_threads(blobs.read, [page, noise, boxes, empty]) == [PAGE, NOISE, BOXES, EMPTY]  # read again
     assert manifest["b/page.html"] == {"sha256": page, "size": len(PAGE)}
     assert manifest["c/empty.json"] == {"sha256": empty, "size": 0}
     assert blobs.lowest == 0
     assert blobs.holding == 0
-    assert waited(blobs.read, [page, empty]) == [PAGE, EMPTY]  # after the block too
+    assert in_threads(blobs.read, [page, empty]) == [PAGE, EMPTY]  # after the block too
 
 
 @pytest.mark.processes
@@ -375,7 +319,7 @@ def test_a_pack_blob_that_does_not_match_is_never_archived_nor_read(s3_storage, 
     root.mkdir()
     with Watched(tmp_path / "cache", planned=True) as blobs:
         list(blobs.prefetch([demo("one", (page, boxes, noise))]))
-        assert waited(blobs.read, [page, boxes]) == [PAGE, BOXES]
+        assert in_threads(blobs.read, [page, boxes]) == [PAGE, BOXES]
         plan(blobs, root, {"a/page.html": page, "a/boxes.json": boxes, "a/shot.png": noise, "b/page.html": page})
         manifest = write_archive(root, tmp_path / "x.tar.gz", planned=blobs.files(), arriving=blobs, top="x")
         assert blobs.holding == 0
@@ -442,8 +386,8 @@ def test_an_archive_failing_midway_leaves_no_memory_held_and_no_waiter_waiting(s
     assert blobs.held == {}
     assert blobs.lowest == 0
     assert all(claim.is_set() for claim in blobs.claims.values())
-    assert waited(blobs.read, [page, noise, boxes]) == [PAGE, NOISE, BOXES]
-    assert waited(blobs.wait, [str(tmp_path / "cache" / page)]) == ["FileNotFoundError"]  # answered, not hung
+    assert in_threads(blobs.read, [page, noise, boxes]) == [PAGE, NOISE, BOXES]
+    assert in_threads(blobs.wait, [str(tmp_path / "cache" / page)]) == ["FileNotFoundError"]  # answered, not hung
 
 
 @pytest.mark.processes

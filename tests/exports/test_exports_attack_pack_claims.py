@@ -16,12 +16,12 @@ import pytest
 from django.core.files.storage import default_storage
 
 from annotation.models import sha256_path
+from tests.support.held import PATIENCE, in_threads
 from workers.exports import packs
 from workers.exports.dataset import RemoteStorageBlobs
 from workers.exports.packs import pack_name
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
-PATIENCE = 10  # seconds a waiter is given: every fetch here ends in well under that
 
 
 def stored_blob(data: bytes) -> str:
@@ -43,22 +43,8 @@ def demo(name: str, *shas: str):
 
 
 def waited(wait, items) -> list:
-    """``wait(item)`` for each from a thread of its own: "in", its error, or "still waiting" (a hang)."""
-    outcomes = {}
-
-    def one(item):
-        try:
-            wait(item)
-            outcomes[item] = "in"
-        except BaseException as error:  # noqa: BLE001 (what the waiter saw)
-            outcomes[item] = type(error).__name__
-
-    threads = [threading.Thread(target=one, args=(item,), daemon=True) for item in items]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(PATIENCE)
-    return [outcomes.get(item, "still waiting") for item in items]
+    """``wait(item)`` for each from a thread of its own: "in", its error's name, or "still waiting" (a hang)."""
+    return in_threads(lambda item: (wait(item), "in")[1], items)
 
 
 def planned(blobs, tmp_path, shas) -> list:

@@ -27,6 +27,7 @@ from django.core.files.storage import default_storage
 from isal import isal_zlib
 
 from annotation.models import ExportJob, JobStatus, Turn, sha256_path
+from tests.support.held import Room
 from tests.support.payloads import sha
 from workers.exports import packs
 from workers.exports.archive import DeflatedBytes, TarWriter, deflate_block
@@ -69,17 +70,6 @@ def sealed(entries=None, body=None, mac=None, blobs=BLOBS, index=None) -> bytes:
 
 def original_seal() -> bytes:
     return sealed()[SEAL]
-
-
-class Room:
-    def __init__(self, limit: int = 10**9):
-        self.limit, self.used = limit, 0
-
-    def __call__(self, size: int) -> bool:
-        if size < 0 or self.used + size <= self.limit:
-            self.used += size
-            return size >= 0
-        return False
 
 
 def unpack(data: bytes, cache, hold=None, piece: int = 1000, wanted=None, writer_class=PackWriter) -> PackWriter:

@@ -17,6 +17,7 @@ from isal import isal_zlib
 
 from annotation.models import ExportJob, JobStatus
 from tests.support.corpus import ingest_corpus
+from tests.support.held import Arriving, Room
 from tests.support.payloads import sha
 from workers.exports import packs
 from workers.exports.archive import write_archive
@@ -34,20 +35,6 @@ def pack_bytes(blobs=BLOBS, listed=None) -> bytes:
     listed = listed or [sha(blob) for blob in blobs]
     index = json.dumps({"blobs": [[name, len(blob)] for name, blob in zip(listed, blobs, strict=True)]}).encode()
     return MAGIC + struct.pack(">Q", len(index)) + index + isal_zlib.compress(b"".join(blobs), 1)
-
-
-class Room:
-    """A ``hold`` for ``PackWriter``: ``limit`` bytes, what is reserved now, every call seen."""
-
-    def __init__(self, limit: int):
-        self.limit, self.used, self.calls = limit, 0, []
-
-    def __call__(self, size: int) -> bool:
-        self.calls.append(size)
-        if size < 0 or self.used + size <= self.limit:
-            self.used += size
-            return size >= 0
-        return False
 
 
 def unpack(data: bytes, cache, room: Room, piece: int = 1000, wanted=None) -> PackWriter:
@@ -96,24 +83,6 @@ def test_blobs_past_the_room_go_to_cache_files(tmp_path):
     assert [path.name for path in tmp_path.iterdir()] == [sha(NOISE)]
     assert (tmp_path / sha(NOISE)).read_bytes() == NOISE
     assert writer.found == {sha(blob) for blob in BLOBS}
-
-
-class Arriving:
-    """``write_archive``'s ``arriving`` with some planned files kept in memory: every ``release`` noted."""
-
-    def __init__(self, held: dict):
-        self.held, self.released = held, []
-
-    def wait(self, file: str) -> None:
-        return None
-
-    def taken(self, file: str):
-        data = self.held.get(os.path.basename(file))
-        return None if data is None else (data, os.path.basename(file))
-
-    def release(self, file: str) -> None:
-        self.released.append(os.path.basename(file))
-        self.held.pop(os.path.basename(file))
 
 
 def members(path, archive_format: str) -> dict:

@@ -12,6 +12,7 @@ import tarfile
 import pytest
 from isal import isal_zlib
 
+from tests.support.held import Arriving, Room
 from tests.support.payloads import sha
 from workers.exports.archive import DeflatedBytes, deflate_block, write_archive
 from workers.exports.packs import MAC_BYTES, MAGIC_SPLICE, PACK_LEVEL, PackWriter, pack_mac
@@ -30,17 +31,6 @@ def sealed_pack(blobs=BLOBS, entries=None, body=None, mac=None) -> bytes:
     body = body if body is not None else b"".join(data for data, _, _ in pieces)
     seal = mac if mac is not None else pack_mac(index, hashlib.sha256(body).digest())
     return MAGIC_SPLICE + seal + struct.pack(">Q", len(index)) + index + body
-
-
-class Room:
-    def __init__(self, limit: int = 10**9):
-        self.limit, self.used = limit, 0
-
-    def __call__(self, size: int) -> bool:
-        if size < 0 or self.used + size <= self.limit:
-            self.used += size
-            return size >= 0
-        return False
 
 
 def unpack(data: bytes, cache, hold=None, piece: int = 1000, wanted=None) -> PackWriter:
@@ -129,21 +119,6 @@ def test_a_body_cut_short_holds_nothing_and_gives_its_room_back(tmp_path):
     writer.close()
     assert room.used == 0
     assert writer.found == set()
-
-
-class Arriving:
-    def __init__(self, held: dict):
-        self.held = held
-
-    def wait(self, file: str) -> None:
-        return None
-
-    def taken(self, file: str):
-        data = self.held.get(os.path.basename(file))
-        return None if data is None else (data, os.path.basename(file))
-
-    def release(self, file: str) -> None:
-        self.held.pop(os.path.basename(file))
 
 
 def test_blobs_spliced_deflated_into_a_tar_gz_make_the_archive_of_the_same_files(tmp_path):
