@@ -14,10 +14,11 @@ import struct
 import tarfile
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
+from typing import NamedTuple
 
 from isal import isal_zlib
 
@@ -49,13 +50,26 @@ class HashingWriter:
         self.handle.flush()
 
 
+class Listed(NamedTuple):
+    """What the archive keeps of a listed file until it is archived: its size and ``(st_dev, st_ino)`` (a file met
+    again under that identity is a hard link). Not the ``os.stat_result``: at ~1 KB each, an export's tens of
+    thousands of them were most of its memory that grew with the project."""
+
+    size: int
+    inode: tuple
+
+
+def listed(stat: os.stat_result) -> Listed:
+    return Listed(stat.st_size, (stat.st_dev, stat.st_ino))
+
+
 def files_under(
-    root: Path, planned: dict | None = None, arriving: bool = False
-) -> list[tuple[str, str, os.stat_result | None]]:
-    """``(archive name, path to read, its stat)`` of every file under ``root``, sorted, with ``/`` separators; and of
-    the ``planned`` files (``{path under root: file to read in its place}``: blobs an export names without linking
-    them there), with no stat when they may still be ``arriving``. One ``stat`` a file, no ``Path`` objects: an
-    export has tens of thousands of files."""
+    root: Path, planned: Mapping | Iterable | None = None, arriving: bool = False
+) -> list[tuple[str, str, Listed | None]]:
+    """``(archive name, path to read, Listed)`` of every file under ``root``, sorted, with ``/`` separators; and of
+    the ``planned`` files (``{path under root: file to read in its place}``, or such pairs: blobs an export names
+    without linking them there), with None for the listing when they may still be ``arriving``. One ``stat`` a
+    file, no ``Path`` objects: an export has tens of thousands of files."""
     folders = [os.fspath(Path(root))]
     found, start, prefix = [], len(folders[0]) + 1, folders[0] + os.sep
     while folders:
@@ -64,11 +78,12 @@ def files_under(
                 if entry.is_dir():  # a link to a folder is not followed (as os.walk does)
                     folders += [] if entry.is_symlink() else [entry.path]
                 else:
-                    found.append((entry.path[start:].replace(os.sep, "/"), entry.path, entry.stat()))
-    for path, source in (planned or {}).items():
+                    found.append((entry.path[start:].replace(os.sep, "/"), entry.path, listed(entry.stat())))
+    for path, source in planned.items() if isinstance(planned, Mapping) else planned or ():
         if not path.startswith(prefix):
             raise ValueError(f"{path} is not under {root}")
-        found.append((path[start:].replace(os.sep, "/"), os.fspath(source), None if arriving else os.stat(source)))
+        source = os.fspath(source)
+        found.append((path[start:].replace(os.sep, "/"), source, None if arriving else listed(os.stat(source))))
     return sorted(found, key=lambda file: file[0])
 
 
@@ -79,7 +94,7 @@ def write_archive(
     progress: Callable[[float], None] = lambda fraction: None,
     compresslevel: int = 6,
     top: str = "",
-    planned: dict | None = None,
+    planned: Mapping | Iterable | None = None,
     known: dict | None = None,
     arriving=None,
     deflated: dict | None = None,
@@ -115,16 +130,17 @@ def write_archive(
     total = sum(counted) or 1
     top = top or destination.name.removesuffix(f".{archive_format}")
     writer = TarWriter if archive_format == "tar.gz" else ZipWriter
-    manifest, done = {}, 0
+    manifest, done = Manifest(), 0
     uses = collections.Counter(path for _, path, stat in files if stat is None)  # names planned for each arriving file
-    with writer(destination, compresslevel, known or {}) as archive:
-        for (name, path, stat), size in zip(files, counted, strict=True):
+    with writer(destination, compresslevel, known or {}, met_again(files)) as archive:
+        for n, ((name, path, stat), size) in enumerate(zip(files, counted, strict=True)):
+            files[n] = None  # a file's listing freed once it is archived: the manifest grows in its place
             if isinstance(stat, DeflatedFile | KeptBytes):
                 if isinstance(stat, KeptBytes):
                     archive.add_bytes(f"{top}/{name}", stat.data)
                 else:
                     archive.add_deflated(f"{top}/{name}", stat)
-                manifest[name] = {"sha256": stat.sha256, "size": stat.size}
+                manifest.add(name, stat.sha256, stat.size)
                 done += stat.size
                 progress(done / total)
                 continue
@@ -134,32 +150,64 @@ def write_archive(
                 taken = arriving.taken(path)
                 if taken is not None:  # kept in memory, perhaps deflated
                     data, digest = taken
-                    manifest[name] = {
-                        "sha256": archive.add_taken(f"{top}/{name}", path, data, digest),
-                        "size": held_size(data),
-                    }
+                    manifest.add(name, archive.add_taken(f"{top}/{name}", path, data, digest), held_size(data))
                     if not uses[path]:
                         arriving.release(path)
                     total, done = total + held_size(data) - size, done + held_size(data)  # counted 0 if still to come
                     progress(done / total)
                     continue
-                stat = os.stat(path)  # complete now
-                total += stat.st_size - size
-            manifest[name] = {"sha256": archive.add(f"{top}/{name}", path, stat), "size": stat.st_size}
-            done += stat.st_size
+                stat = listed(os.stat(path))  # complete now
+                total += stat.size - size
+            manifest.add(name, archive.add(f"{top}/{name}", path, stat), stat.size)
+            done += stat.size
             progress(done / total)
-        archive.add_bytes(f"{top}/{MANIFEST}", manifest_text(manifest))
+        archive.add_bytes(f"{top}/{MANIFEST}", manifest.text())
     return manifest
 
 
-def manifest_text(manifest: dict) -> bytes:
-    """``manifest.json``: a line a file, in path order. Written line by line: json's indented writer is pure Python,
-    and a manifest has tens of thousands of entries."""
-    lines = (
-        f'  {encode_basestring_ascii(name)}: {{"sha256": "{entry["sha256"]}", "size": {entry["size"]}}}'
-        for name, entry in sorted(manifest.items())
+class Manifest(Mapping):
+    """What ``write_archive`` archived, ``{archive name: {"sha256", "size"}}`` as ``manifest.json`` lists it; each
+    file kept as a (sha256, size) pair, not a dict (an export names tens of thousands of files). Files are added in
+    path order (``write_archive`` archives them sorted; a name met again keeps its place)."""
+
+    def __init__(self):
+        self.entries = {}
+
+    def add(self, name: str, sha256: str, size: int) -> None:
+        self.entries[name] = (sha256, size)
+
+    def __getitem__(self, name: str) -> dict:
+        sha256, size = self.entries[name]
+        return {"sha256": sha256, "size": size}
+
+    def __iter__(self):
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def text(self) -> bytearray:
+        """``manifest.json``: a line a file, in path order. Written line by line into one buffer: json's indented
+        writer is pure Python, and a list of tens of thousands of lines doubled the manifest's memory at the end."""
+        text = bytearray(b'{\n "algorithm": "sha256",\n "files": {\n')
+        for n, (name, (sha256, size)) in enumerate(self.entries.items()):
+            text += b'%s  %s: {"sha256": "%s", "size": %d}' % (
+                b",\n" if n else b"",
+                encode_basestring_ascii(name).encode(),
+                sha256.encode(),
+                size,
+            )
+        text += b"\n }\n}\n"
+        return text
+
+
+def met_again(files: list) -> set:
+    """The files listed under more than one name (hard links, a blob planned for several): by ``(st_dev, st_ino)``,
+    or by path while still arriving. Only these are remembered once archived, to store the next name as a link."""
+    counted = collections.Counter(
+        path if stat is None else stat.inode for _, path, stat in files if stat is None or isinstance(stat, Listed)
     )
-    return ('{\n "algorithm": "sha256",\n "files": {\n' + ",\n".join(lines) + "\n }\n}\n").encode()
+    return {key for key, n in counted.items() if n > 1}
 
 
 def size_now(path: str, stat, arriving=None) -> int:
@@ -167,7 +215,7 @@ def size_now(path: str, stat, arriving=None) -> int:
     if isinstance(stat, DeflatedFile | KeptBytes):
         return stat.size
     if stat is not None:
-        return stat.st_size
+        return stat.size
     taken = arriving.taken(path) if arriving is not None else None
     if taken is not None:  # arrived, kept in memory
         return held_size(taken[0])
@@ -490,11 +538,13 @@ class TarWriter:
     (``GzipWriter``): about seven times as fast as ``gzip -6``, so archiving an export is no longer bound by
     compression, while reading and hashing go on in this thread."""
 
-    def __init__(self, destination, compresslevel: int, known: dict):
-        self.owned, self.known = isinstance(destination, Path), known
+    def __init__(self, destination, compresslevel: int, known: dict, again: set | None = None):
+        self.owned, self.known, self.again = isinstance(destination, Path), known, again
         self.output = destination.open("wb") if self.owned else destination
         self.gzip = GzipWriter(self.output, isal_level(compresslevel), GZIP_THREADS)
-        self.seen = {}  # (device, inode) → (archived name, sha256)
+        # (device, inode), or a held file's path → (archived name, sha256): of the files listed ``again`` (an arriving
+        # one by its path; write_archive knows them), or of every file when the caller does not say
+        self.seen = {}
         self.offset, self.mtime = 0, int(time.time())
 
     def __enter__(self):
@@ -525,13 +575,13 @@ class TarWriter:
             info.type, info.linkname = tarfile.LNKTYPE, link
         return info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape")
 
-    def add(self, name: str, path: str, stat: os.stat_result) -> str:
-        key = (stat.st_dev, stat.st_ino)
+    def add(self, name: str, path: str, stat: Listed) -> str:
+        key = stat.inode
         first = self.seen.get(key)  # a file met before (linked, or the same blob planned)
         if first:
             self.write(self.header(name, 0, link=first[0]))
             return first[1]
-        size, digest = stat.st_size, self.known.get(key) or self.known.get(path)
+        size, digest = stat.size, self.known.get(key) or self.known.get(path)
         hashing = None if digest else hashlib.sha256()
         with open(path, "rb", buffering=0) as handle:
             piece, left = self.header(name, size), size
@@ -542,11 +592,20 @@ class TarWriter:
             if piece:  # an empty file: its header alone
                 self.write(piece)
         digest = digest or hashing.hexdigest()
-        self.seen[key] = (name, digest)
+        self.remember(key, name, digest, path)
         return digest
 
     def add_bytes(self, name: str, data: bytes) -> None:
-        self.write(self.header(name, len(data)) + data + bytes(-len(data) % BLOCK))
+        """A small file in one piece with its header; a large one (the manifest of a large export: megabytes) in
+        pieces of ``CHUNK``, never copied whole."""
+        if len(data) <= CHUNK:
+            self.write(self.header(name, len(data)) + data + bytes(-len(data) % BLOCK))
+            return
+        self.write(self.header(name, len(data)))
+        with memoryview(data) as view:
+            for start in range(0, len(data), CHUNK):
+                self.write(view[start : start + CHUNK])
+        self.write(bytes(-len(data) % BLOCK))
 
     def add_taken(self, name: str, key: str, data: bytes, digest: str) -> str:
         """A file kept in memory (``data``, checked against ``digest``), stored once under ``key``: met again, a
@@ -562,8 +621,12 @@ class TarWriter:
             self.write(bytes(-data.size % BLOCK))
         else:
             self.add_bytes(name, data)
-        self.seen[key] = (name, digest)
+        self.remember(key, name, digest)
         return digest
+
+    def remember(self, key, name: str, digest: str, path: str = "") -> None:
+        if self.again is None or key in self.again or path in self.again:
+            self.seen[key] = (name, digest)
 
     def add_deflated(self, name: str, file: DeflatedFile) -> str:
         self.write(self.header(name, file.size))
@@ -576,8 +639,8 @@ class TarWriter:
 class ZipWriter:
     """A zip archive (into a file, or a stream: entries then carry data descriptors, as zipfile writes them)."""
 
-    def __init__(self, destination, compresslevel: int, known: dict):
-        self.known = known
+    def __init__(self, destination, compresslevel: int, known: dict, again: set | None = None):
+        self.known = known  # ``again`` unused: zip has no links, a file is stored under each of its names
         self.zip = zipfile.ZipFile(destination, "w", compresslevel=compresslevel, allowZip64=True)
 
     def __enter__(self):
@@ -586,14 +649,12 @@ class ZipWriter:
     def __exit__(self, *exc):
         self.zip.close()
 
-    def add(self, name: str, path: str, stat: os.stat_result) -> str:
-        method = zipfile.ZIP_STORED if os.path.splitext(name)[1].lower() in STORED_SUFFIXES else zipfile.ZIP_DEFLATED
-        info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
-        info.compress_type, info.file_size = method, stat.st_size
-        known = self.known.get((stat.st_dev, stat.st_ino)) or self.known.get(path)
+    def add(self, name: str, path: str, stat: Listed) -> str:
+        info = self.info(name, stat.size)
+        known = self.known.get(stat.inode) or self.known.get(path)
         digest = None if known else hashlib.sha256()
-        with open(path, "rb") as handle, self.zip.open(info, "w", force_zip64=stat.st_size > 2**31) as out:
-            for chunk in listed_bytes(handle, stat.st_size, path, digest):
+        with open(path, "rb") as handle, self.zip.open(info, "w", force_zip64=stat.size > 2**31) as out:
+            for chunk in listed_bytes(handle, stat.size, path, digest):
                 out.write(chunk)
         return known or digest.hexdigest()
 
@@ -602,11 +663,16 @@ class ZipWriter:
 
     def add_taken(self, name: str, key: str, data: bytes, digest: str) -> str:
         """A file kept in memory, checked against ``digest`` (zip has no links: stored under every name)."""
-        method = zipfile.ZIP_STORED if os.path.splitext(name)[1].lower() in STORED_SUFFIXES else zipfile.ZIP_DEFLATED
-        info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
-        info.compress_type = method
-        self.zip.writestr(info, data.inflate() if isinstance(data, DeflatedBytes) else bytes(data))
+        self.zip.writestr(self.info(name), data.inflate() if isinstance(data, DeflatedBytes) else bytes(data))
         return digest
+
+    @staticmethod
+    def info(name: str, size: int = 0) -> zipfile.ZipInfo:
+        """A member stored as it is when already compressed (``STORED_SUFFIXES``), else deflated."""
+        stored = os.path.splitext(name)[1].lower() in STORED_SUFFIXES
+        info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
+        info.compress_type, info.file_size = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED, size
+        return info
 
 
 def listed_bytes(handle, size: int, path: str, digest=None):

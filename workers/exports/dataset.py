@@ -358,8 +358,9 @@ class RemoteStorageBlobs:
 
     def files(self) -> dict:
         """``{destination: the blob's file in the cache}`` of every blob copied with ``planned`` (some perhaps still
-        arriving: ``wait``)."""
-        return {destination: os.path.join(self.cache, sha) for destination, sha in self.planned.items()}
+        arriving: ``wait``); a blob's path made once, whatever number of destinations name it."""
+        paths = {sha: os.path.join(self.cache, sha) for sha in set(self.planned.values())}
+        return {destination: paths[sha] for destination, sha in self.planned.items()}
 
     def wait(self, file: str) -> None:
         """Return once the cached blob ``file`` (a value of ``files()``) is in; raise its fetch's failure when it

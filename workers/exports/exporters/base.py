@@ -9,7 +9,7 @@ import datetime as dt
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -157,18 +157,25 @@ class PlannedBlobs(DirectoryBlobs):
     def __init__(self, path_of: Callable[[str], Path | str]):
         super().__init__(path_of)
         self.planned = {}  # destination (str) → sha256
+        self.paths = {}  # sha256 → its file, made once: ``files`` and ``known`` share each path's string
 
     def copy_to(self, sha256: str, destination: Path | str) -> None:
         self.planned[os.fspath(destination)] = sha256
+        if sha256 not in self.paths:
+            self.paths[sha256] = self.path_of(sha256)
 
-    def files(self) -> dict:
-        """``{destination: the blob's file}`` of every blob copied."""
-        return {destination: self.path_of(sha) for destination, sha in self.planned.items()}
+    def files(self) -> Iterator[tuple[str, str]]:
+        """``(destination, the blob's file)`` of every blob copied, handed over once: the plan empties as it is read,
+        so an export's tens of thousands of destinations are not held past their listing (``archive.files_under``)."""
+        planned, self.planned = self.planned, {}
+        while planned:
+            destination, sha = planned.popitem()
+            yield destination, self.paths[sha]
 
     def known(self) -> dict:
         """``{the blob's file: its sha256}`` of every blob copied: stored under its sha256 once checked (at
         ingest), so the archive does not hash it again."""
-        return {self.path_of(sha): sha for sha in set(self.planned.values())}
+        return {path: sha for sha, path in self.paths.items()}
 
 
 class Exporter(Protocol):
