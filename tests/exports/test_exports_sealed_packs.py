@@ -159,3 +159,24 @@ def test_a_sealed_pack_made_before_the_key_was_rotated_holds_its_blobs(tmp_path,
     settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
     settings.SECRET_KEY = "another-secret-key-0123456789abcdefghijklmnopqrstuv"
     assert set(unpack(data, tmp_path, Room()).held) == {sha(blob) for blob in BLOBS}
+
+
+@pytest.mark.parametrize("hold", [None, "room"])
+def test_an_index_declaring_a_blob_larger_than_a_pack_holds_is_no_pack(tmp_path, monkeypatch, hold):
+    """Even sealed (whoever made it had the key): no blob is written or held, so a forged size cannot have the export
+    write past ``MAX_BLOB_BYTES`` before the blob fails its check; its blobs are read on their own."""
+    monkeypatch.setattr("workers.exports.packs.MAX_BLOB_BYTES", len(PAGE) - 1)
+    room = Room() if hold else None
+    writer = unpack(sealed_pack(), tmp_path, room)
+    assert writer.broken
+    assert writer.found == set()
+    assert writer.held == {}
+    assert list(tmp_path.iterdir()) == []
+    if room is not None:
+        assert room.used == 0
+
+
+def test_an_index_at_the_largest_blob_a_pack_holds_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr("workers.exports.packs.MAX_BLOB_BYTES", len(PAGE))
+    writer = unpack(sealed_pack(), tmp_path, None)
+    assert writer.found == {sha(blob) for blob in BLOBS}

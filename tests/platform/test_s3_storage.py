@@ -555,3 +555,27 @@ def test_an_export_job_on_s3_archives_the_files_and_links_it_archives_on_local_s
     members, manifest = on_s3
     assert any(kind == tarfile.LNKTYPE for kind, _, _ in members.values())  # a blob used twice: archived once
     assert sum(name.endswith("/replay.json") for name in manifest) == 3
+
+
+def test_blobs_larger_than_a_pack_holds_are_left_out_of_it_and_exported_all_the_same(
+    s3_server, s3_storage, researcher, monkeypatch
+):
+    """A blob over ``packs.MAX_BLOB_BYTES`` is not packed (an export would refuse the pack's index): the export reads
+    it on its own, and every archived file still has its bytes."""
+    (demo,) = ingest_corpus(project="alpha", demos=1, turns=10, elements=120, seed=21)
+    sizes = {sha: default_storage.size(sha256_path(sha)) for sha in demo_shas(demo)}
+    cap = sorted(sizes.values())[len(sizes) // 2]
+    monkeypatch.setattr(packs, "MAX_BLOB_BYTES", cap)
+
+    packed = packs.pack_demo(demo)
+    assert packed == sum(size <= cap for size in sizes.values())
+    assert 0 < packed < len(sizes)
+
+    members, manifest = archived_members(exported_archive(demo.project, researcher))
+    blob_files = 0
+    for name, entry in manifest.items():
+        kind, link, content = members[name]
+        content = members[link][2] if kind == tarfile.LNKTYPE else content
+        assert hashlib.sha256(content).hexdigest() == entry["sha256"], name
+        blob_files += entry["sha256"] in sizes
+    assert blob_files >= len(sizes)

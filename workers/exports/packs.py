@@ -16,7 +16,8 @@ bytes). An export job keeps a sealed pack's blobs deflated and splices them into
 write to the bucket cannot forge it), and a blob is never inflated, hashed and deflated again. Read into files
 instead, each blob is inflated and checked against its sha256. Packs made before are still read, each blob checked
 against its sha256: ``MAGIC`` (the blobs as one zlib stream) and ``MAGIC_RAW`` (as they are); ``pack_blobs`` renews
-them. An index over ``MAX_INDEX_BYTES`` makes no pack. Local storage has no packs: its blobs are archived from
+them. An index over ``MAX_INDEX_BYTES``, or declaring a blob over ``MAX_BLOB_BYTES``, makes no pack (a larger blob
+is left out of the pack it would be in). Local storage has no packs: its blobs are archived from
 where they are stored.
 """
 
@@ -57,6 +58,10 @@ INFLATE_CHUNK = 4 * 1024 * 1024  # inflated at a time from what arrives: a pack'
 # a demo has. A pack whose head declares more is no pack (its blobs are read on their own), judged before its index
 # is gathered: a hostile length would otherwise have the reader buffer the whole body.
 MAX_INDEX_BYTES = 16 * 1024 * 1024
+# The largest blob a pack holds (what ingest takes, ``INGEST_MAX_BLOB_BYTES``'s default); a larger one (from an
+# import) is read on its own. A pack whose index declares a larger blob is no pack: inflating into the cache stops at
+# a blob's declared size, so a forged index cannot have an export write more than this before a blob fails its check.
+MAX_BLOB_BYTES = 64 * 1024 * 1024
 PREFIX = "blobpacks/"
 READERS = 8  # blobs read at once while a pack is made
 CHUNK = 1024 * 1024
@@ -113,6 +118,9 @@ def pack_demo(demo: Demonstration, reader: S3ObjectReader | None = None) -> int:
         body, entries, digest = Path(folder, "body"), [], hashlib.sha256()
         with body.open("wb") as out:
             for sha, path in zip(shas, paths, strict=True):  # each blob deflated on its own, checked just above
+                if path.stat().st_size > MAX_BLOB_BYTES:  # read on its own by the export
+                    path.unlink()
+                    continue
                 deflated, crc, size = deflate_block(path.read_bytes(), b"", PACK_LEVEL)
                 out.write(deflated)
                 digest.update(deflated)
@@ -125,7 +133,7 @@ def pack_demo(demo: Demonstration, reader: S3ObjectReader | None = None) -> int:
             shutil.copyfileobj(deflated, out, CHUNK)
         client = s3_client(default_storage)
         client.upload_file(str(pack), default_storage.bucket_name, s3_key(default_storage, pack_name(demo.name)))
-    return len(shas)
+    return len(entries)
 
 
 def delete_pack(demo_name: str) -> None:
@@ -239,6 +247,8 @@ class PackWriter:
                     self.entries = [(str(sha), int(size)) for sha, size in entries]
                 if any(number < 0 for entry in self.entries for number in entry[1:]):
                     raise ValueError("a negative size")  # read_body would never come to the blob's end
+                if any(entry[1] > MAX_BLOB_BYTES for entry in self.entries):
+                    raise ValueError("a blob larger than a pack holds")
             except (ValueError, KeyError, TypeError, OverflowError, RecursionError):  # Infinity; nested too deep
                 self.broken = True
             if self.spliced and not self.broken:
