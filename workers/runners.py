@@ -96,7 +96,9 @@ def run_job(model, job_id: int, work) -> None:
         return
     workdir = workdir_for(job)
     # What was alive before the job (Django, the imports, the worker's caches) is left out of the job's collections:
-    # an export of WebLINX's size collects the oldest generation ~15 times, and half of that time went to them
+    # an export of WebLINX's size collects the oldest generation ~15 times, and half of that time went to them. The
+    # garbage among it is collected first: frozen, cycles a job left would outlive every job after it
+    gc.collect()
     gc.freeze()
     try:
         work(job, workdir)

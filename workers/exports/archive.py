@@ -132,7 +132,9 @@ def write_archive(
     writer = TarWriter if archive_format == "tar.gz" else ZipWriter
     manifest, done = Manifest(), 0
     uses = collections.Counter(path for _, path, stat in files if stat is None)  # names planned for each arriving file
-    with writer(destination, compresslevel, known or {}, met_again(files)) as archive:
+    # links: only for files listed twice, unless some are arriving (their inodes are not known yet: every file then)
+    again = met_again(files) if arriving is None else None
+    with writer(destination, compresslevel, known or {}, again) as archive:
         for n, ((name, path, stat), size) in enumerate(zip(files, counted, strict=True)):
             files[n] = None  # a file's listing freed once it is archived: the manifest grows in its place
             if isinstance(stat, DeflatedFile | KeptBytes):
@@ -202,12 +204,10 @@ class Manifest(Mapping):
 
 
 def met_again(files: list) -> set:
-    """The files listed under more than one name (hard links, a blob planned for several): by ``(st_dev, st_ino)``,
-    or by path while still arriving. Only these are remembered once archived, to store the next name as a link."""
-    counted = collections.Counter(
-        path if stat is None else stat.inode for _, path, stat in files if stat is None or isinstance(stat, Listed)
-    )
-    return {key for key, n in counted.items() if n > 1}
+    """The ``(st_dev, st_ino)`` of files listed under more than one name (hard links, a blob planned for several):
+    only these are remembered once archived, to store the next name as a link."""
+    counted = collections.Counter(stat.inode for _, _, stat in files if isinstance(stat, Listed))
+    return {inode for inode, n in counted.items() if n > 1}
 
 
 def size_now(path: str, stat, arriving=None) -> int:
@@ -542,8 +542,8 @@ class TarWriter:
         self.owned, self.known, self.again = isinstance(destination, Path), known, again
         self.output = destination.open("wb") if self.owned else destination
         self.gzip = GzipWriter(self.output, isal_level(compresslevel), GZIP_THREADS)
-        # (device, inode), or a held file's path → (archived name, sha256): of the files listed ``again`` (an arriving
-        # one by its path; write_archive knows them), or of every file when the caller does not say
+        # (device, inode), or a held file's path → (archived name, sha256): of the files listed ``again``
+        # (``met_again``), or of every file when the caller does not say
         self.seen = {}
         self.offset, self.mtime = 0, int(time.time())
 
@@ -592,7 +592,7 @@ class TarWriter:
             if piece:  # an empty file: its header alone
                 self.write(piece)
         digest = digest or hashing.hexdigest()
-        self.remember(key, name, digest, path)
+        self.remember(key, name, digest)
         return digest
 
     def add_bytes(self, name: str, data: bytes) -> None:
@@ -624,8 +624,8 @@ class TarWriter:
         self.remember(key, name, digest)
         return digest
 
-    def remember(self, key, name: str, digest: str, path: str = "") -> None:
-        if self.again is None or key in self.again or path in self.again:
+    def remember(self, key, name: str, digest: str) -> None:
+        if self.again is None or key in self.again:
             self.seen[key] = (name, digest)
 
     def add_deflated(self, name: str, file: DeflatedFile) -> str:
