@@ -96,9 +96,7 @@ def run_job(model, job_id: int, work) -> None:
         return
     workdir = workdir_for(job)
     # What was alive before the job (Django, the imports, the worker's caches) is left out of the job's collections:
-    # an export of WebLINX's size collects the oldest generation ~15 times, and half of that time went to them. The
-    # garbage among it is collected first: frozen, cycles a job left would outlive every job after it
-    gc.collect()
+    # an export of WebLINX's size collects the oldest generation ~15 times, and half of that time went to them
     gc.freeze()
     try:
         work(job, workdir)
@@ -108,7 +106,10 @@ def run_job(model, job_id: int, work) -> None:
         log.exception("%s failed", job)
         finish_clean(job, workdir, JobStatus.FAILED, error=f"{type(error).__name__}: {error}")
     finally:
+        # and collected once the job has ended: the cycles it left, and any frozen with the rest, would otherwise be
+        # frozen again by the next job, and the next, never seen by a full collection
         gc.unfreeze()
+        gc.collect()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -368,7 +368,7 @@ def test_a_cycle_dropped_during_a_job_is_not_collected_in_it(alpha, researcher):
 def test_cyclic_garbage_left_by_each_job_is_collected_by_later_jobs(alpha, researcher):
     """Found by the attack: cycles a job left at its end were frozen by the next job's ``gc.freeze()``, unfrozen into
     the oldest generation at its end and frozen again by the next, so with jobs back to back no full collection saw
-    them (thirty 1 MiB cycles all alive after thirty jobs). Fixed: ``run_job`` collects before it freezes."""
+    them (thirty 1 MiB cycles all alive after thirty jobs). Fixed: ``run_job`` collects once it unfreezes."""
     from annotation.models import ExportJob
     from workers import runners
 
