@@ -162,18 +162,18 @@ def test_a_sealed_pack_made_before_the_key_was_rotated_holds_its_blobs(tmp_path,
 
 
 @pytest.mark.parametrize("hold", [None, "room"])
-def test_an_index_declaring_a_blob_larger_than_a_pack_holds_is_no_pack(tmp_path, monkeypatch, hold):
-    """Even sealed (whoever made it had the key): no blob is written or held, so a forged size cannot have the export
-    write past ``MAX_BLOB_BYTES`` before the blob fails its check; its blobs are read on their own."""
+def test_a_blob_an_index_declares_larger_than_a_pack_holds_is_not_taken_from_it(tmp_path, monkeypatch, hold):
+    """Not written or held (read on its own instead), so a forged size cannot have the export write past
+    ``MAX_BLOB_BYTES`` before the blob fails its check; the pack's other blobs are taken as usual."""
     monkeypatch.setattr("workers.exports.packs.MAX_BLOB_BYTES", len(PAGE) - 1)
     room = Room() if hold else None
     writer = unpack(sealed_pack(), tmp_path, room)
-    assert writer.broken
-    assert writer.found == set()
-    assert writer.held == {}
-    assert list(tmp_path.iterdir()) == []
+    others = {sha(blob) for blob in BLOBS if blob != PAGE}
+    assert writer.found == others
+    assert set(writer.held) == (others if hold else set())
+    assert sorted(path.name for path in tmp_path.iterdir()) == ([] if hold else sorted(others))
     if room is not None:
-        assert room.used == 0
+        assert room.used == sum(len(held.data) for held in writer.held.values())
 
 
 def test_an_index_at_the_largest_blob_a_pack_holds_is_read(tmp_path, monkeypatch):

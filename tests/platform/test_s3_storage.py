@@ -560,8 +560,8 @@ def test_an_export_job_on_s3_archives_the_files_and_links_it_archives_on_local_s
 def test_blobs_larger_than_a_pack_holds_are_left_out_of_it_and_exported_all_the_same(
     s3_server, s3_storage, researcher, monkeypatch
 ):
-    """A blob over ``packs.MAX_BLOB_BYTES`` is not packed (an export would refuse the pack's index): the export reads
-    it on its own, and every archived file still has its bytes."""
+    """A blob over ``packs.MAX_BLOB_BYTES`` is not packed (an export would not take it from a pack): the export
+    reads it on its own, and every archived file still has its bytes."""
     (demo,) = ingest_corpus(project="alpha", demos=1, turns=10, elements=120, seed=21)
     sizes = {sha: default_storage.size(sha256_path(sha)) for sha in demo_shas(demo)}
     cap = sorted(sizes.values())[len(sizes) // 2]

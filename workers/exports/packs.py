@@ -16,8 +16,8 @@ bytes). An export job keeps a sealed pack's blobs deflated and splices them into
 write to the bucket cannot forge it), and a blob is never inflated, hashed and deflated again. Read into files
 instead, each blob is inflated and checked against its sha256. Packs made before are still read, each blob checked
 against its sha256: ``MAGIC`` (the blobs as one zlib stream) and ``MAGIC_RAW`` (as they are); ``pack_blobs`` renews
-them. An index over ``MAX_INDEX_BYTES``, or declaring a blob over ``MAX_BLOB_BYTES``, makes no pack (a larger blob
-is left out of the pack it would be in). Local storage has no packs: its blobs are archived from
+them. An index over ``MAX_INDEX_BYTES`` makes no pack; a blob over ``MAX_BLOB_BYTES`` is never packed, nor taken
+from a pack whose index declares one. Local storage has no packs: its blobs are archived from
 where they are stored.
 """
 
@@ -59,8 +59,9 @@ INFLATE_CHUNK = 4 * 1024 * 1024  # inflated at a time from what arrives: a pack'
 # is gathered: a hostile length would otherwise have the reader buffer the whole body.
 MAX_INDEX_BYTES = 16 * 1024 * 1024
 # The largest blob a pack holds (what ingest takes, ``INGEST_MAX_BLOB_BYTES``'s default); a larger one (from an
-# import) is read on its own. A pack whose index declares a larger blob is no pack: inflating into the cache stops at
-# a blob's declared size, so a forged index cannot have an export write more than this before a blob fails its check.
+# import) is read on its own. A larger blob an index declares is not taken from the pack (read on its own too):
+# inflating into the cache stops at a blob's declared size, so a forged index cannot have an export write more than
+# this before a blob fails its check.
 MAX_BLOB_BYTES = 64 * 1024 * 1024
 PREFIX = "blobpacks/"
 READERS = 8  # blobs read at once while a pack is made
@@ -247,8 +248,6 @@ class PackWriter:
                     self.entries = [(str(sha), int(size)) for sha, size in entries]
                 if any(number < 0 for entry in self.entries for number in entry[1:]):
                     raise ValueError("a negative size")  # read_body would never come to the blob's end
-                if any(entry[1] > MAX_BLOB_BYTES for entry in self.entries):
-                    raise ValueError("a blob larger than a pack holds")
             except (ValueError, KeyError, TypeError, OverflowError, RecursionError):  # Infinity; nested too deep
                 self.broken = True
             if self.spliced and not self.broken:
@@ -264,7 +263,7 @@ class PackWriter:
             return
         entry = self.entries[self.entry]
         sha, self.left = entry[0], entry[-1]  # the bytes the body holds for it (deflated, in a spliced pack)
-        if sha in self.wanted and sha not in self.found and sha not in self.held:
+        if sha in self.wanted and sha not in self.found and sha not in self.held and entry[1] <= MAX_BLOB_BYTES:
             if self.hold is not None and self.hold(self.left):
                 self.blob = bytearray()  # in memory: room for it reserved
                 self.put = self.blob.extend
