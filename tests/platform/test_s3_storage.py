@@ -24,12 +24,13 @@ from annotation.models import DemoReview, ExportJob, JobStatus, Turn, TurnCurati
 from annotation.store.blobstore import S3ObjectReader
 from devtools.processes import celery_beat, celery_worker, free_port
 from tests.support.corpus import ingest_corpus
+from tests.support.exported import archived_members, exported_archive
 from tests.support.review_data import recorded_demo
 from tests.support.waits import wait_until
 from workers.exports import packs
 from workers.exports.archive import write_archive
 from workers.exports.dataset import RemoteStorageBlobs
-from workers.exports.jobs import run_export, sweep_export_folders
+from workers.exports.jobs import sweep_export_folders
 from workers.exports.packs import demo_shas, pack_name
 from workers.exports.s3upload import MultipartWriter, abandoned_uploads
 
@@ -502,31 +503,6 @@ def test_a_destination_that_cannot_be_linked_still_lets_the_blobs_missing_from_t
     with pytest.raises(NotADirectoryError):  # the destination's folder is a file: the export fails with it
         export()
     assert read == {"shot": loose}
-
-
-def archived_members(data: bytes) -> tuple[dict, dict]:
-    """``{path under the top folder: (kind, link target under it, bytes)}`` of a tar.gz export, and its manifest's
-    entries; ``quality.json`` left out (it carries the time it was made)."""
-    members = {}
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        for member in tar.getmembers():
-            name = member.name.partition("/")[2]
-            link = member.linkname.partition("/")[2]
-            content = tar.extractfile(member).read() if member.isfile() else b""
-            members[name] = (member.type, link, content)
-    manifest = json.loads(members.pop("manifest.json")[2])["files"]
-    members.pop("quality.json")
-    return members, {name: entry for name, entry in manifest.items() if name != "quality.json"}
-
-
-def exported_archive(project, owner) -> bytes:
-    """An export job of the project run as the worker runs it, in this process; its archive's bytes."""
-    job = ExportJob.objects.create(project=project, owner=owner, format="weblinx", statuses=["validated"])
-    run_export(job.pk)
-    job.refresh_from_db()
-    assert job.status == JobStatus.DONE, job.error
-    with default_storage.open(job.file.name, "rb") as handle:
-        return handle.read()
 
 
 def test_an_export_job_on_s3_archives_the_files_and_links_it_archives_on_local_storage(
