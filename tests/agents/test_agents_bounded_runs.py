@@ -24,6 +24,7 @@ from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.support.forms_data import make_batch
 from tests.support.jobs import job_ended as ended
 from tests.support.jobs import poll_job
+from tests.support.processes import default_signals
 from tests.support.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes, pytest.mark.django_db(transaction=True)]
@@ -172,7 +173,10 @@ def test_ctrl_c_cancels_a_run_agent_stuck_in_a_browser_command_and_says_so(alpha
     }
     command = [sys.executable, "manage.py", "run_agent", "--project", "alpha", "--split", "all", "--solver", HANGS]
     command += ["--browsers", "1", "--out", str(tmp_path / "out"), "--user", "researcher"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_signals,
+    )  # fmt: skip
     try:
 
         def stuck():

@@ -20,6 +20,7 @@ from devtools.processes import ROOT, database_url
 from tests.support.agents_data import FORM, FORM_HEADER, FORM_ROWS, csv_text
 from tests.support.forms_data import make_batch
 from tests.support.hanging import hanging_server
+from tests.support.processes import default_signals
 from tests.support.waits import wait_until
 from workers.management.commands.run_agent import INTERRUPTED, TERMINATED, cancelled
 
@@ -45,12 +46,6 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
-
-
-def default_signals():
-    """The child starts with default SIGINT and SIGTERM handling (as from a shell), whatever this process has."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize(("number", "why"), [(signal.SIGINT, INTERRUPTED), (signal.SIGTERM, TERMINATED)])

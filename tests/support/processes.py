@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -10,6 +11,14 @@ import threading
 from django.db import connection
 
 from devtools.processes import ROOT, asgi_server, database_url
+
+
+def default_signals() -> None:
+    """A child's ``preexec_fn``: it starts with default SIGINT and SIGTERM handling, as from a shell, whatever this
+    process has (a test run started as a script's background job inherits SIGINT ignored, and so would its
+    children, which then never see the Ctrl-C a test sends them)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def run_python(code: str, tmp_path, **env) -> subprocess.CompletedProcess:
